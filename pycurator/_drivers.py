@@ -1,0 +1,102 @@
+"""Who holds the lock, and whom a waiter watches: pure functions over sorted child names.
+
+These are Curator's ``LockInternalsDriver`` predicates. Each takes all children of the lock path,
+already in queue order (:func:`pycurator._wire.sort_children`), and the name of our own node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from . import _wire
+
+
+class NodeVanishedError(LookupError):
+    """Our node is not among the children: the session that made it has expired."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Sequential path not found: {name}")
+        self.name = name
+
+
+@dataclass(frozen=True)
+class Decision:
+    """``holds``: we hold it. Otherwise ``watch`` names the child to wait on."""
+
+    holds: bool
+    watch: str | None = None
+
+
+class Driver(Protocol):
+    """What the engine asks of a recipe: the name token, the sort order and the decision."""
+
+    @property
+    def token(self) -> str:
+        """The name part after the protected prefix, e.g. ``lock-``."""
+        ...
+
+    def sort(self, children: Sequence[str]) -> list[str]:
+        """All children in queue order."""
+        ...
+
+    def decide(self, children: Sequence[str], ours: str) -> Decision:
+        """Do we hold it, and if not, whom do we watch? ``children`` are in queue order."""
+        ...
+
+
+def _index_of(children: Sequence[str], ours: str) -> int:
+    try:
+        return children.index(ours)
+    except ValueError:
+        raise NodeVanishedError(ours) from None
+
+
+@dataclass(frozen=True)
+class StandardDriver:
+    """Curator's ``StandardLockInternalsDriver``: the first ``max_leases`` nodes hold the lock;
+    a waiter watches the node ``max_leases`` places before its own."""
+
+    token: str = _wire.LOCK_NAME
+    max_leases: int = 1
+    sort_tokens: tuple[str, ...] = ()
+
+    def sort(self, children: Sequence[str]) -> list[str]:
+        return _wire.sort_children(children, *(self.sort_tokens or (self.token,)))
+
+    def decide(self, children: Sequence[str], ours: str) -> Decision:
+        index = _index_of(children, ours)
+        if index < self.max_leases:
+            return Decision(True)
+        return Decision(False, children[index - self.max_leases])
+
+
+#: Sort order of the read/write lock: strip ``__READ__``, then ``__WRIT__``.
+RW_SORT_TOKENS = (_wire.READ_LOCK_NAME, _wire.WRITE_LOCK_NAME)
+
+
+def write_driver() -> StandardDriver:
+    """The write side of ``InterProcessReadWriteLock``: a mutex over all children."""
+    return StandardDriver(_wire.WRITE_LOCK_NAME, 1, RW_SORT_TOKENS)
+
+
+@dataclass(frozen=True)
+class ReadDriver:
+    """The read side of ``InterProcessReadWriteLock``: held when no write node is ahead of ours;
+    otherwise watch the first write node."""
+
+    token: str = _wire.READ_LOCK_NAME
+
+    def sort(self, children: Sequence[str]) -> list[str]:
+        return _wire.sort_children(children, *RW_SORT_TOKENS)
+
+    def decide(self, children: Sequence[str], ours: str) -> Decision:
+        first_write: str | None = None
+        for child in children:
+            if _wire.WRITE_LOCK_NAME in child:
+                if first_write is None:
+                    first_write = child
+            elif child.startswith(ours):
+                return Decision(first_write is None, first_write)
+        raise NodeVanishedError(ours)

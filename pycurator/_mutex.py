@@ -1,0 +1,48 @@
+"""``InterProcessMutex``: Curator's re-entrant, fair mutex."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from . import _wire
+from ._drivers import StandardDriver
+from ._engine import LockEngine, check_client
+from ._lock import ReentrantLock
+from ._paths import validate_path
+
+
+class InterProcessMutex(ReentrantLock):
+    """A re-entrant mutex shared with Java Curator's ``InterProcessMutex`` on the same path.
+
+    Fair: waiters are served in the order their nodes were created, whatever their language.
+    Nodes are ``PATH/_c_<uuid>-lock-<seq>``, ephemeral sequential, holding ``node_data`` (by
+    default the host address, as Curator writes it); missing parents are made as containers.
+    """
+
+    def __init__(
+        self,
+        client: KazooClient,
+        path: str,
+        *,
+        node_data: bytes | None = None,
+        acl: Sequence[Any] | None = None,
+    ) -> None:
+        validate_path(path)
+        check_client_type(client)
+        if node_data is not None and not isinstance(node_data, (bytes, bytearray)):
+            raise TypeError(f"node_data must be bytes, not {type(node_data).__name__}")
+        super().__init__(
+            LockEngine(client, path, StandardDriver(_wire.LOCK_NAME), data=node_data, acl=acl)
+        )
+
+
+def check_client_type(client: KazooClient) -> None:
+    """Raise TypeError for anything but a kazoo client (started or not)."""
+    if not isinstance(client, KazooClient):
+        raise TypeError(f"client must be a kazoo KazooClient, not {type(client).__name__}")
+
+
+__all__ = ["InterProcessMutex", "check_client"]

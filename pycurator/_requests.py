@@ -1,0 +1,136 @@
+"""ZooKeeper requests that kazoo cannot send itself, sent through kazoo's connection.
+
+kazoo serialises any request object with ``type``, ``serialize()`` and ``deserialize()``; these
+follow ZooKeeper's jute records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.protocol.serialization import read_string, write_buffer, write_string
+from kazoo.protocol.states import ZnodeStat
+from kazoo.security import OPEN_ACL_UNSAFE
+
+#: ZooKeeper's ``CreateMode.CONTAINER`` flag.
+CONTAINER_FLAG = 4
+#: ``ZooDefs.OpCode.createContainer``.
+OP_CREATE_CONTAINER = 19
+#: ``ZooDefs.OpCode.removeWatches``.
+OP_REMOVE_WATCHES = 18
+#: ``Watcher.WatcherType.Data`` as sent in a removeWatches request.
+WATCHER_TYPE_DATA = 2
+
+_int = struct.Struct("!i")
+_stat = struct.Struct("!qqqqiiiqiiq")
+
+
+def _prefixed(client: KazooClient, path: str) -> str:
+    chroot: str = client.chroot or ""
+    return chroot + path if path != "/" or not chroot else chroot
+
+
+@dataclass(frozen=True)
+class CreateContainer:
+    """``createContainer``: a CONTAINER node, which the server deletes once it had children and is
+    empty again. The reply carries the created path and its stat (``Create2Response``)."""
+
+    path: str
+    data: bytes
+    acl: Sequence[Any]
+    flags: int = CONTAINER_FLAG
+
+    type: ClassVar[int] = OP_CREATE_CONTAINER
+
+    def serialize(self) -> bytearray:
+        b = bytearray()
+        b.extend(write_string(self.path))
+        b.extend(write_buffer(self.data))
+        b.extend(_int.pack(len(self.acl)))
+        for acl in self.acl:
+            b.extend(_int.pack(acl.perms) + write_string(acl.id.scheme) + write_string(acl.id.id))
+        b.extend(_int.pack(self.flags))
+        return b
+
+    @classmethod
+    def deserialize(cls, data: bytes, offset: int) -> tuple[str, ZnodeStat]:
+        path, offset = read_string(data, offset)
+        return path, ZnodeStat._make(_stat.unpack_from(data, offset))
+
+
+@dataclass(frozen=True)
+class RemoveWatches:
+    """``removeWatches`` for the data watches this session holds on ``path``."""
+
+    path: str
+    watcher_type: int = WATCHER_TYPE_DATA
+
+    type: ClassVar[int] = OP_REMOVE_WATCHES
+
+    def serialize(self) -> bytearray:
+        return bytearray(write_string(self.path) + _int.pack(self.watcher_type))
+
+    @classmethod
+    def deserialize(cls, data: bytes, offset: int) -> None:
+        return None
+
+
+def send(client: KazooClient, request: Any) -> Any:
+    """Send one request and wait for its reply; kazoo's errors are raised as kazoo raises them."""
+    result = client.handler.async_result()
+    client._call(request, result)
+    return result.get()
+
+
+def create_container(client: KazooClient, path: str, acl: Sequence[Any] | None = None) -> bool:
+    """Create ``path`` as an empty CONTAINER node; False if it exists already."""
+    try:
+        send(
+            client,
+            CreateContainer(
+                _prefixed(client, path), b"", list(acl or client.default_acl or OPEN_ACL_UNSAFE)
+            ),
+        )
+    except NodeExistsError:
+        return False
+    return True
+
+
+def ensure_container_parents(
+    client: KazooClient, path: str, acl: Sequence[Any] | None = None
+) -> None:
+    """Create every missing ancestor of ``path`` (not ``path`` itself) as a CONTAINER node.
+
+    As Curator's ``creatingParentContainersIfNeeded``. The deepest parent is tried first, so one
+    request suffices when only it is missing.
+    """
+    parent = path.rsplit("/", 1)[0]
+    if not parent:
+        return
+    try:
+        create_container(client, parent, acl)
+    except NoNodeError:
+        ensure_container_parents(client, parent, acl)
+        create_container(client, parent, acl)
+
+
+def remove_data_watches(client: KazooClient, path: str) -> None:
+    """Ask the server to drop this session's data watches on ``path``; missing ones are fine."""
+    with contextlib.suppress(KazooException):
+        send(client, RemoveWatches(_prefixed(client, path)))
+
+
+__all__ = [
+    "CreateContainer",
+    "RemoveWatches",
+    "create_container",
+    "ensure_container_parents",
+    "remove_data_watches",
+    "send",
+]

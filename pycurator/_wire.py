@@ -1,0 +1,105 @@
+"""Curator's wire strings and the pure rules built on them.
+
+Every string that appears in a znode name or in node data is defined here once, with the Curator
+class that defines it, so that pycurator writes exactly what Java Curator writes.
+"""
+
+from __future__ import annotations
+
+import functools
+import socket
+import uuid
+from collections.abc import Iterable, Sequence
+
+#: ``CreateBuilderImpl.PROTECTED_PREFIX``: marks a name made by a protected create.
+PROTECTED_PREFIX = "_c_"
+#: Length of ``_c_<uuid>-``: ``ProtectedUtils.PROTECTED_PREFIX_WITH_UUID_LENGTH``.
+PROTECTED_PREFIX_WITH_UUID_LENGTH = len(PROTECTED_PREFIX) + 36 + 1
+
+#: ``InterProcessMutex.LOCK_NAME``.
+LOCK_NAME = "lock-"
+#: ``InterProcessReadWriteLock.READ_LOCK_NAME``.
+READ_LOCK_NAME = "__READ__"
+#: ``InterProcessReadWriteLock.WRITE_LOCK_NAME``.
+WRITE_LOCK_NAME = "__WRIT__"
+#: ``InterProcessSemaphoreV2.LOCK_PARENT``: parent of the semaphore's internal mutex.
+SEMAPHORE_LOCK_PARENT = "locks"
+#: ``InterProcessSemaphoreV2.LEASE_PARENT``: parent of the lease nodes.
+SEMAPHORE_LEASE_PARENT = "leases"
+#: ``InterProcessSemaphoreV2.LEASE_BASE_NAME``.
+LEASE_NAME = "lease-"
+#: ``LeaderLatch.LOCK_NAME``.
+LATCH_NAME = "latch-"
+#: ``LockInternals.REVOKE_MESSAGE``: written to a holder's node to ask it to release.
+REVOKE_MESSAGE = b"__REVOKE__"
+
+
+def new_protected_id() -> str:
+    """A fresh protection id, as Java's ``UUID.randomUUID().toString()`` prints it."""
+    return str(uuid.uuid4())
+
+
+def protected_prefix(protected_id: str) -> str:
+    """The name prefix ``_c_<id>-`` shared by every create attempt with this id."""
+    return f"{PROTECTED_PREFIX}{protected_id}-"
+
+
+def protected_id(name: str) -> str | None:
+    """The protection id inside a node name, or None for a name not made by a protected create."""
+    if (
+        name.startswith(PROTECTED_PREFIX)
+        and len(name) >= PROTECTED_PREFIX_WITH_UUID_LENGTH
+        and name[PROTECTED_PREFIX_WITH_UUID_LENGTH - 1] == "-"
+    ):
+        return name[len(PROTECTED_PREFIX) : PROTECTED_PREFIX_WITH_UUID_LENGTH - 1]
+    return None
+
+
+def strip_protection(name: str) -> str:
+    """A node name without its ``_c_<uuid>-`` prefix (the name unchanged if it has none)."""
+    return name[PROTECTED_PREFIX_WITH_UUID_LENGTH:] if protected_id(name) is not None else name
+
+
+def sort_key(name: str, *tokens: str) -> str:
+    """Curator's ``fixForSorting``: the part after the last token, each token in turn.
+
+    A name without a token keeps its whole name as key. Java compares keys as plain strings, and so
+    does Python for the ASCII names involved.
+    """
+    for token in tokens:
+        index = name.rfind(token)
+        if index >= 0:
+            name = name[index + len(token) :]
+    return name
+
+
+def sort_children(children: Iterable[str], *tokens: str) -> list[str]:
+    """All children in queue order: a stable sort by :func:`sort_key`."""
+    return sorted(children, key=lambda child: sort_key(child, *tokens))
+
+
+def join_path(parent: str, child: str) -> str:
+    """``ZKPaths.makePath`` for a validated parent and a single child name."""
+    return f"/{child}" if parent == "/" else f"{parent}/{child}"
+
+
+def node_name(path: str) -> str:
+    """The last segment of a path."""
+    return path.rsplit("/", 1)[-1]
+
+
+def full_paths(parent: str, names: Sequence[str]) -> list[str]:
+    """Child names made into full paths under ``parent``."""
+    return [join_path(parent, name) for name in names]
+
+
+@functools.lru_cache(maxsize=1)
+def default_node_data() -> bytes:
+    """What Curator writes by default: ``InetAddress.getLocalHost().getHostAddress()``.
+
+    Empty if the local host name does not resolve, as Curator does.
+    """
+    try:
+        return socket.gethostbyname(socket.gethostname()).encode("ascii")
+    except OSError:
+        return b""
