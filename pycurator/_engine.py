@@ -13,6 +13,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
@@ -145,6 +146,14 @@ def _delete_in_background(client: KazooClient, path: str) -> None:
             return
 
 
+@dataclass(frozen=True)
+class HeldNode:
+    """Our lock node: its path, and its creation zxid (the fencing token)."""
+
+    path: str
+    czxid: int
+
+
 class LockEngine:
     """Create, list, decide, watch, wait and clean up, for one lock path and one driver.
 
@@ -170,8 +179,8 @@ class LockEngine:
 
     # -- acquiring ---------------------------------------------------------------------------
 
-    def acquire(self, timeout: float | None) -> str | None:
-        """Wait for the lock; our node's path when held, None when the timeout ran out first.
+    def acquire(self, timeout: float | None) -> HeldNode | None:
+        """Wait for the lock; our node when held, None when the timeout ran out first.
 
         ``timeout`` counts from this call, the create included; 0 creates, checks once, and
         deletes. On timeout, error or interruption our node is deleted before returning.
@@ -185,17 +194,17 @@ class LockEngine:
                 return None
             held = False
             try:
-                held = self._wait(node, children, deadline)
+                held = self._wait(node.path, children, deadline)
             except NodeVanishedError:
                 continue  # our session expired while we waited: queue again with a new node
             except DeadlineExpired:
                 pass
             finally:
                 if not held:
-                    delete_guaranteed(self.client, node)
+                    delete_guaranteed(self.client, node.path)
             return node if held else None
 
-    def _create(self, deadline: Deadline) -> tuple[str, list[str] | None]:
+    def _create(self, deadline: Deadline) -> tuple[HeldNode, list[str] | None]:
         """Create our protected node; also the children listed right after it, when they came
         in the same round trip (the listing is pipelined behind the create)."""
         client = self.client
@@ -210,10 +219,12 @@ class LockEngine:
                     found = self._find_protected(prefix)
                     if found is not None:
                         return found, None
-                create = client.create_async(node_path, data, acl, ephemeral=True, sequence=True)
+                create = client.create_async(
+                    node_path, data, acl, ephemeral=True, sequence=True, include_data=True
+                )
                 listing = client.get_children_async(self.base_path)
                 try:
-                    created: str = create.get()
+                    created, stat = create.get()
                 except NoNodeError:
                     _requests.ensure_container_parents(client, node_path, self.acl)
                     continue
@@ -221,7 +232,7 @@ class LockEngine:
                     children: list[str] | None = listing.get()
                 except RETRYABLE:
                     children = None
-                return created, children
+                return HeldNode(created, stat.czxid), children
             except RETRYABLE:
                 failures += 1
                 try:
@@ -232,7 +243,7 @@ class LockEngine:
                     client.handler.spawn(self._delete_protected_orphans, prefix)
                     raise
 
-    def _find_protected(self, prefix: str) -> str | None:
+    def _find_protected(self, prefix: str) -> HeldNode | None:
         """Our node from an earlier create whose reply was lost, if the server made it.
 
         A node with our prefix that belongs to an earlier session is deleted (CURATOR-498).
@@ -248,7 +259,7 @@ class LockEngine:
                 path = _wire.join_path(self.base_path, child)
                 stat = client.exists(path)
                 if stat is not None and stat.ephemeralOwner == session_id:
-                    return path
+                    return HeldNode(path, stat.czxid)
                 if stat is not None:
                     client.handler.spawn(_delete_in_background, client, path)
         return None

@@ -12,25 +12,37 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TypeVar
 
-from ._engine import LockEngine, check_timeout
-from ._errors import LockNotOwnedError, LockTimeout
+from kazoo.client import KazooClient, TransactionRequest
+
+from ._engine import HeldNode, LockEngine, check_timeout
+from ._errors import LockLostError, LockNotOwnedError, LockTimeout
+from ._monitor import ConnectionPolicy, HoldMonitor, HoldState, check_policy
 
 L = TypeVar("L", bound="ReentrantLock")
 
 
 @dataclass
 class _Hold:
-    node: str
+    node: HeldNode
+    monitor: HoldMonitor
     count: int = 1
 
 
 class ReentrantLock:
-    """A lock held per thread and per lock object; re-entry only counts, it sends nothing."""
+    """A lock held per thread and per lock object; re-entry only counts, it sends nothing.
 
-    def __init__(self, engine: LockEngine) -> None:
+    A held lock follows its node: when the node is lost (see :mod:`pycurator._monitor` for what
+    ``connection_policy`` counts as lost), :meth:`is_held` turns False, :attr:`lost_event` is set
+    and every :meth:`on_lost` callback runs.
+    """
+
+    def __init__(self, engine: LockEngine, *, connection_policy: str = "standard") -> None:
         self._engine = engine
         self._holds: dict[threading.Thread, _Hold] = {}
         self._holds_lock = engine.client.handler.lock_object()
+        self._policy: ConnectionPolicy = check_policy(connection_policy)
+        self._lost_callbacks: list[Callable[[ReentrantLock, str], None]] = []
+        self.lost_event = engine.client.handler.event_object()
 
     @property
     def path(self) -> str:
@@ -38,9 +50,14 @@ class ReentrantLock:
         return self._engine.base_path
 
     @property
-    def client(self) -> object:
+    def client(self) -> KazooClient:
         """The kazoo client this lock uses."""
         return self._engine.client
+
+    @property
+    def connection_policy(self) -> ConnectionPolicy:
+        """``standard`` (a suspended connection counts as lost) or ``session`` (only expiry)."""
+        return self._policy
 
     def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever; 0: one try) for the lock.
@@ -58,9 +75,24 @@ class ReentrantLock:
         node = self._engine.acquire(timeout)
         if node is None:
             return False
+        self.lost_event.clear()
+        monitor = HoldMonitor(
+            self._engine.client,
+            node.path,
+            self._policy,
+            lambda state, reason: self._hold_changed(state, reason),
+        )
         with self._holds_lock:
-            self._holds[thread] = _Hold(node)
+            self._holds[thread] = _Hold(node, monitor)
         return True
+
+    def _hold_changed(self, state: HoldState, reason: str) -> None:
+        if state is HoldState.HELD:
+            self.lost_event.clear()
+            return
+        self.lost_event.set()
+        for callback in list(self._lost_callbacks):
+            self._engine.client.handler.spawn(callback, self, reason)
 
     def release(self) -> None:
         """Release one hold of the calling thread; the last one deletes our node.
@@ -76,7 +108,8 @@ class ReentrantLock:
             if hold.count > 0:
                 return
             del self._holds[thread]
-        self._engine.release(hold.node)
+        hold.monitor.close()
+        self._engine.release(hold.node.path)
 
     def is_acquired_in_this_process(self) -> bool:
         """True if any thread holds this lock object."""
@@ -93,7 +126,57 @@ class ReentrantLock:
         """The node the calling thread holds, or None."""
         with self._holds_lock:
             hold = self._holds.get(threading.current_thread())
-            return hold.node if hold is not None else None
+            return hold.node.path if hold is not None else None
+
+    def _current_hold(self) -> _Hold | None:
+        with self._holds_lock:
+            return self._holds.get(threading.current_thread())
+
+    def is_held(self) -> bool:
+        """True if the calling thread holds the lock and its node is known to be ours now.
+
+        Unlike :meth:`is_owned_by_current_thread`, this follows the node: False once the node is
+        deleted or the session ends, and (``standard`` policy) while the connection is suspended.
+        """
+        hold = self._current_hold()
+        return hold is not None and hold.monitor.held
+
+    def check(self) -> None:
+        """Raise :class:`LockLostError` unless :meth:`is_held`; call it before each side effect."""
+        hold = self._current_hold()
+        if hold is None:
+            raise LockLostError(self.path, "not acquired by this thread")
+        if not hold.monitor.held:
+            raise LockLostError(self.path, hold.monitor.reason)
+
+    def on_lost(self, callback: Callable[[L, str], None]) -> None:
+        """Run ``callback(lock, reason)`` on a worker thread each time a hold stops being held."""
+        self._lost_callbacks.append(callback)  # type: ignore[arg-type]
+
+    @property
+    def fencing_token(self) -> int:
+        """A number that grows with every new holder of this lock path: our node's creation
+        zxid. A resource that remembers the largest token it has seen can reject a stale holder.
+
+        Raises :class:`LockLostError` when the calling thread does not hold the lock.
+        """
+        hold = self._current_hold()
+        if hold is None:
+            raise LockLostError(self.path, "not acquired by this thread")
+        return hold.node.czxid
+
+    def guarded_transaction(self) -> TransactionRequest:
+        """A kazoo transaction that also checks that our lock node exists.
+
+        ZooKeeper applies all of it or nothing, so a holder that lost the lock (its node gone
+        with its session) cannot commit: the check fails and nothing is written.
+        """
+        hold = self._current_hold()
+        if hold is None:
+            raise LockLostError(self.path, "not acquired by this thread")
+        transaction = self._engine.client.transaction()
+        transaction.check(hold.node.path, -1)
+        return transaction
 
     def participant_nodes(self) -> list[str]:
         """Full paths of every node queued on the lock path, holder first (any language)."""

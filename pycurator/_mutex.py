@@ -29,13 +29,15 @@ class InterProcessMutex(ReentrantLock):
         *,
         node_data: bytes | None = None,
         acl: Sequence[Any] | None = None,
+        connection_policy: str = "standard",
     ) -> None:
         validate_path(path)
         check_client_type(client)
         if node_data is not None and not isinstance(node_data, (bytes, bytearray)):
             raise TypeError(f"node_data must be bytes, not {type(node_data).__name__}")
         super().__init__(
-            LockEngine(client, path, StandardDriver(_wire.LOCK_NAME), data=node_data, acl=acl)
+            LockEngine(client, path, StandardDriver(_wire.LOCK_NAME), data=node_data, acl=acl),
+            connection_policy=connection_policy,
         )
 
 
