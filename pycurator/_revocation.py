@@ -18,4 +18,4 @@ def attempt_revoke(client: KazooClient, node_path: str) -> None:
     """
     validate_path(node_path)
     with contextlib.suppress(NoNodeError):
-        client.set_data(node_path, _wire.REVOKE_MESSAGE)
+        client.set(node_path, _wire.REVOKE_MESSAGE)

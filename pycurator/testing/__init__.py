@@ -1,0 +1,42 @@
+"""Real ZooKeeper for tests: a local server, four-letter words, session expiry on demand, and
+Java Curator through JPype (imported only when used).
+
+The pytest fixtures live in :mod:`pycurator.testing.pytest_plugin`, loaded automatically when the
+package is installed.
+"""
+
+from __future__ import annotations
+
+from ._curator import (
+    curator_classpath,
+    curator_client,
+    curator_version,
+    java_acquire,
+    java_nano_time,
+    jclass,
+    new_curator,
+    session_of,
+    start_jvm,
+)
+from ._expire import expire_kazoo_session, expire_session
+from ._fourletter import four_letter_word, split_hosts
+from ._server import ZooKeeperServer, ZooKeeperServerError, free_port
+
+__all__ = [
+    "ZooKeeperServer",
+    "ZooKeeperServerError",
+    "curator_classpath",
+    "curator_client",
+    "curator_version",
+    "expire_kazoo_session",
+    "expire_session",
+    "four_letter_word",
+    "free_port",
+    "java_acquire",
+    "java_nano_time",
+    "jclass",
+    "new_curator",
+    "session_of",
+    "split_hosts",
+    "start_jvm",
+]

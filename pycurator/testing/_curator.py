@@ -1,0 +1,128 @@
+"""Java Curator through JPype: one JVM per process, with Debian's Curator 5.4 jars.
+
+JPype is imported only when a function here is called, so :mod:`pycurator.testing` works without
+it. Java objects are returned as JPype proxies (typed ``Any``); a Python thread that calls into
+Java is attached to the JVM as its own Java thread, and a blocking Java call releases the GIL.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+#: Debian's Curator jars (their manifests name ZooKeeper, Guava and SLF4J) and a quiet binding.
+DEFAULT_CLASSPATH = (
+    "/usr/share/java/curator-recipes.jar:/usr/share/java/curator-test.jar"
+    ":/usr/share/java/slf4j-nop.jar"
+)
+CLASSPATH_ENV = "PYCURATOR_CURATOR_CLASSPATH"
+
+_start_lock = threading.Lock()
+
+
+def curator_classpath() -> str:
+    """The classpath the JVM starts with: ``PYCURATOR_CURATOR_CLASSPATH`` or Debian's jars."""
+    return os.environ.get(CLASSPATH_ENV) or DEFAULT_CLASSPATH
+
+
+def start_jvm() -> None:
+    """Start this process's JVM with Curator on its classpath; a no-op once it runs.
+
+    Raises ``RuntimeError`` naming the classpath when Curator's classes cannot be loaded.
+    """
+    import jpype
+
+    with _start_lock:
+        if jpype.isJVMStarted():
+            return
+        classpath = curator_classpath()
+        jpype.startJVM(
+            "-Xmx512m",
+            "-Xshare:auto",
+            classpath=classpath.split(":"),
+            convertStrings=False,
+            interrupt=False,
+        )
+        try:
+            jpype.JClass("org.apache.curator.framework.CuratorFrameworkFactory")
+        except TypeError as exc:  # JPype's "class not found"
+            raise RuntimeError(f"Java Curator is not on the classpath {classpath}: {exc}") from exc
+
+
+def jclass(name: str) -> Any:
+    """The Java class ``name`` (the JVM is started first if needed)."""
+    import jpype
+
+    start_jvm()
+    return jpype.JClass(name)
+
+
+def curator_version() -> str:
+    """The version of the Curator jar on the classpath, e.g. ``5.4.0``."""
+    factory = jclass("org.apache.curator.framework.CuratorFrameworkFactory")
+    version = factory.class_.getPackage().getImplementationVersion()
+    return str(version) if version is not None else "unknown"
+
+
+def new_curator(
+    hosts: str,
+    *,
+    session_timeout_ms: int = 10_000,
+    connection_timeout_ms: int = 10_000,
+    connect_timeout: float = 30.0,
+) -> Any:
+    """A started ``CuratorFramework`` connected to ``hosts``; the caller closes it.
+
+    Retries with exponential back-off, as Curator's documentation recommends. The ensemble
+    tracker is off, so a client of an ensemble in containers keeps the connect string it was given.
+    """
+    factory = jclass("org.apache.curator.framework.CuratorFrameworkFactory")
+    retry = jclass("org.apache.curator.retry.ExponentialBackoffRetry")(100, 10)
+    client = (
+        factory.builder()
+        .connectString(hosts)
+        .sessionTimeoutMs(session_timeout_ms)
+        .connectionTimeoutMs(connection_timeout_ms)
+        .retryPolicy(retry)
+        .ensembleTracker(False)
+        .build()
+    )
+    client.start()
+    unit = jclass("java.util.concurrent.TimeUnit")
+    if not client.blockUntilConnected(int(connect_timeout * 1000), unit.MILLISECONDS):
+        client.close()
+        raise TimeoutError(f"Curator did not connect to {hosts} within {connect_timeout}s")
+    return client
+
+
+@contextmanager
+def curator_client(hosts: str, **options: Any) -> Iterator[Any]:
+    """``with curator_client(hosts) as client:`` a started Curator client, closed on exit."""
+    client = new_curator(hosts, **options)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def java_acquire(lock: Any, timeout: float | None = None) -> bool:
+    """Call a Curator lock's ``acquire()`` (no timeout) or ``acquire(ms, MILLISECONDS)``."""
+    if timeout is None:
+        lock.acquire()
+        return True
+    unit = jclass("java.util.concurrent.TimeUnit")
+    return bool(lock.acquire(int(timeout * 1000), unit.MILLISECONDS))
+
+
+def session_of(client: Any) -> tuple[int, bytes]:
+    """The session id and password of a Curator client's current ZooKeeper session."""
+    zookeeper = client.getZookeeperClient().getZooKeeper()
+    return int(zookeeper.getSessionId()), bytes(zookeeper.getSessionPasswd())
+
+
+def java_nano_time() -> int:
+    """Java's ``System.nanoTime()``: on Linux, the clock of Python's ``time.monotonic_ns()``."""
+    return int(jclass("java.lang.System").nanoTime())

@@ -1,0 +1,126 @@
+"""pytest fixtures on a real ZooKeeper.
+
+The server is, in this order: the ensemble named by ``PYCURATOR_ZK_HOSTS``; a testcontainers
+ZooKeeper when a Docker engine answers; a local Java process from Debian's jars.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pytest
+from kazoo.client import KazooClient
+
+from ._server import ZooKeeperServer
+
+HOSTS_ENV = "PYCURATOR_ZK_HOSTS"
+TEST_ROOT = "/pycurator-tests"
+
+Backend = Literal["ensemble", "docker", "local"]
+
+
+def docker_available(timeout: float = 2.0) -> bool:
+    """True when a Docker engine answers a ping."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=timeout)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:
+        return False
+
+
+def choose_backend(
+    environ: dict[str, str] | os._Environ[str], docker_ok: Callable[[], bool] = docker_available
+) -> Backend:
+    """Where the tests' ZooKeeper comes from: an ensemble named in ``environ``, Docker, or local."""
+    if environ.get(HOSTS_ENV, "").strip():
+        return "ensemble"
+    if docker_ok():
+        return "docker"
+    return "local"
+
+
+@dataclass
+class ZooKeeperTarget:
+    """The server the tests use: its connect string, and the local server if it is one."""
+
+    hosts: str
+    backend: Backend
+    local: ZooKeeperServer | None = None
+
+
+@pytest.fixture(scope="session")
+def zk_server() -> Iterator[ZooKeeperTarget]:
+    """The session's ZooKeeper (see the module doc for where it comes from)."""
+    backend = choose_backend(os.environ)
+    if backend == "ensemble":
+        yield ZooKeeperTarget(os.environ[HOSTS_ENV].strip(), backend)
+    elif backend == "docker":
+        from testcontainers.core.container import DockerContainer
+
+        container = DockerContainer("zookeeper:3.8").with_exposed_ports(2181)
+        container.with_env("ZOO_4LW_COMMANDS_WHITELIST", "*")
+        container.with_env("JVMFLAGS", "-Dznode.container.checkIntervalMs=100")
+        with container:
+            host = container.get_container_host_ip()
+            port = container.get_exposed_port(2181)
+            _wait_until_serving(f"{host}:{port}")
+            yield ZooKeeperTarget(f"{host}:{port}", backend)
+    else:
+        with ZooKeeperServer() as server:
+            yield ZooKeeperTarget(server.hosts, backend, server)
+
+
+def _wait_until_serving(hosts: str, timeout: float = 60.0) -> None:
+    client = KazooClient(hosts=hosts)
+    try:
+        client.start(timeout=timeout)
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.fixture
+def zk_path(request: pytest.FixtureRequest) -> str:
+    """A fresh absolute base path for this test (not created)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name)[:60].strip("-.") or "test"
+    return f"{TEST_ROOT}/{name}-{uuid.uuid4().hex[:8]}"
+
+
+ClientFactory = Callable[..., KazooClient]
+
+
+@pytest.fixture
+def zk_client_factory(zk_server: ZooKeeperTarget) -> Iterator[ClientFactory]:
+    """Makes started kazoo clients on the test server; all are stopped and closed afterwards."""
+    clients: list[KazooClient] = []
+
+    def make(**kwargs: Any) -> KazooClient:
+        kwargs.setdefault("hosts", zk_server.hosts)
+        kwargs.setdefault("timeout", 10.0)
+        client = KazooClient(**kwargs)
+        clients.append(client)
+        client.start(timeout=30)
+        return client
+
+    yield make
+    for client in reversed(clients):
+        try:
+            client.stop()
+        finally:
+            client.close()
+
+
+@pytest.fixture
+def zk(zk_client_factory: ClientFactory) -> KazooClient:
+    """One started kazoo client on the test server."""
+    return zk_client_factory()

@@ -1,0 +1,73 @@
+"""Small helpers shared by the tests."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooClient
+
+#: Generous bound for anything that should happen "soon" on a loaded 2-core machine.
+SOON = 20.0
+
+
+def eventually(predicate: Callable[[], bool], timeout: float = SOON, what: str = "") -> None:
+    """Poll ``predicate`` until it is true; fail after ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"not true within {timeout}s: {what or predicate}")
+        time.sleep(0.02)
+
+
+def children(client: KazooClient, path: str) -> list[str]:
+    """Children of ``path``, or [] when it does not exist."""
+    return list(client.get_children(path)) if client.exists(path) else []
+
+
+class RequestCounter:
+    """Counts the requests a real kazoo client sends, by wrapping its send queue entry point."""
+
+    def __init__(self, client: KazooClient) -> None:
+        self.count = 0
+        self._client = client
+        self._original = client._call
+
+        def counting_call(request: Any, async_object: Any) -> Any:
+            self.count += 1
+            return self._original(request, async_object)
+
+        client._call = counting_call
+
+    def close(self) -> None:
+        self._client._call = self._original
+
+
+class Worker(threading.Thread):
+    """A thread running ``target`` that keeps its result or exception for the test to check."""
+
+    def __init__(self, target: Callable[[], Any]) -> None:
+        super().__init__(daemon=True)
+        self._target_fn = target
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            self.result = self._target_fn()
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def outcome(self, timeout: float = SOON) -> Any:
+        """Join and return the result, re-raising the thread's exception."""
+        self.join(timeout)
+        if self.is_alive():
+            raise AssertionError(f"thread still running after {timeout}s")
+        if self.error is not None:
+            raise self.error
+        return self.result
