@@ -39,3 +39,10 @@ def curator(curator_factory: CuratorFactory) -> Any:
 def java_class(simple_name: str) -> Any:
     """A class of Curator's lock recipes by its simple name, e.g. ``InterProcessMutex``."""
     return jclass(f"{LOCKS}.{simple_name}")
+
+
+def java_revocation_listener(on_revoke: Callable[[Any], None]) -> Any:
+    """A Java ``RevocationListener`` whose ``revocationRequested(lock)`` calls ``on_revoke``."""
+    import jpype
+
+    return jpype.JProxy(f"{LOCKS}.RevocationListener", dict={"revocationRequested": on_revoke})

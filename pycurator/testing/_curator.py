@@ -61,10 +61,19 @@ def jclass(name: str) -> Any:
 
 
 def curator_version() -> str:
-    """The version of the Curator jar on the classpath, e.g. ``5.4.0``."""
-    factory = jclass("org.apache.curator.framework.CuratorFrameworkFactory")
-    version = factory.class_.getPackage().getImplementationVersion()
-    return str(version) if version is not None else "unknown"
+    """The version of the Curator recipes jar on the classpath (from its Maven properties)."""
+    mutex = jclass("org.apache.curator.framework.recipes.locks.InterProcessMutex")
+    stream = mutex.class_.getClassLoader().getResourceAsStream(
+        "META-INF/maven/org.apache.curator/curator-recipes/pom.properties"
+    )
+    if stream is None:
+        return "unknown"
+    properties = jclass("java.util.Properties")()
+    try:
+        properties.load(stream)
+    finally:
+        stream.close()
+    return str(properties.getProperty("version", "unknown"))
 
 
 def new_curator(
