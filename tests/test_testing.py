@@ -1,0 +1,82 @@
+"""pycurator.testing: where the tests' ZooKeeper comes from, and the local server's lifecycle."""
+
+from __future__ import annotations
+
+import inspect
+import os
+
+import pytest
+from kazoo.client import KazooClient
+
+import pycurator
+from pycurator.testing import ZooKeeperServer, four_letter_word, split_hosts
+from pycurator.testing.pytest_plugin import ZooKeeperTarget, choose_backend, docker_available
+
+from .support import eventually
+
+
+def test_public_names_are_sorted_and_complete() -> None:
+    assert pycurator.__all__ == sorted(pycurator.__all__)
+    public = {
+        name
+        for name, value in vars(pycurator).items()
+        if name.isidentifier() and not name.startswith("_") and not inspect.ismodule(value)
+    }
+    assert public - {"annotations"} == set(pycurator.__all__)
+
+
+def test_backend_order_is_ensemble_then_docker_then_local() -> None:
+    assert choose_backend({"PYCURATOR_ZK_HOSTS": "zk1:2181"}, lambda: True) == "ensemble"
+    assert choose_backend({"PYCURATOR_ZK_HOSTS": "  "}, lambda: True) == "docker"
+    assert choose_backend({}, lambda: False) == "local"
+
+
+def test_split_hosts_reads_a_connect_string() -> None:
+    assert split_hosts("h1:2181,h2:2182/chroot") == [("h1", 2181), ("h2", 2182)]
+    assert split_hosts("[::1]:2183") == [("::1", 2183)]
+
+
+def test_local_server_serves_restarts_with_its_data_and_cleans_up() -> None:
+    server = ZooKeeperServer()
+    with server:
+        assert four_letter_word(server.host, server.port, "ruok") == "imok"
+        client = KazooClient(hosts=server.hosts)
+        client.start(timeout=30)
+        try:
+            client.create("/kept", b"data")
+            server.restart()
+            eventually(lambda: client.connected, what="client reconnected after restart")
+            assert client.get("/kept")[0] == b"data"
+        finally:
+            client.stop()
+            client.close()
+        pid = server.pid
+        data_dir = server.data_dir
+    assert pid is not None
+    assert not server.running
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # signal 0: does the process exist?
+    assert not data_dir.exists()
+
+
+def test_container_check_interval_reaches_the_server(zk_server: ZooKeeperTarget) -> None:
+    if zk_server.local is None:
+        pytest.skip("the interval is set only on a server this suite starts itself")
+    assert "-Dznode.container.checkIntervalMs=100" in zk_server.local.command()
+
+
+@pytest.mark.docker
+def test_testcontainers_backend_runs_zookeeper_when_docker_answers() -> None:
+    if not docker_available():
+        pytest.skip("no Docker engine answers on this machine; the local server is used instead")
+    from testcontainers.core.container import DockerContainer
+
+    with DockerContainer("zookeeper:3.8").with_exposed_ports(2181) as container:
+        hosts = f"{container.get_container_host_ip()}:{container.get_exposed_port(2181)}"
+        client = KazooClient(hosts=hosts)
+        client.start(timeout=60)
+        try:
+            assert client.get_children("/") is not None
+        finally:
+            client.stop()
+            client.close()
