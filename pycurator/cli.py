@@ -332,7 +332,7 @@ def view_as_table(view: LockView, now_ms: int) -> str:
     if not view.exists:
         return f"{view.path}: no such node (no holders, no waiters)\n"
     holders = sum(p.holder for p in view.participants)
-    waiting = len(view.participants) - holders
+    waiting = len({p.position for p in view.participants if not p.holder})
     lines = [f"{view.path}: {view.layout}, {holders} holder(s), {waiting} waiting"]
     if view.participants:
         rows = [("POS", "STATE", "KIND", "SESSION", "AGE", "DATA", "NODE")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 from collections.abc import Callable, Iterator
 
@@ -235,6 +236,23 @@ def test_revoke_stops_a_revocable_lock_command(
     assert process.returncode == EXIT_REVOKED
     assert "revoked" in stderr
     assert children(zk, zk_path) == []
+
+
+def test_terminating_a_waiting_lock_command_leaves_no_node(
+    zk_server: ZooKeeperTarget,
+    zk_client_factory: ClientFactory,
+    zk_path: str,
+    processes: list[subprocess.Popen[str]],
+) -> None:
+    observer = zk_client_factory()
+    with InterProcessMutex(zk_client_factory(), zk_path):
+        process = start_cli("lock", "--hosts", zk_server.hosts, zk_path, "--", "true")
+        processes.append(process)
+        eventually(lambda: len(children(observer, zk_path)) == 2, what="the CLI queued")
+        process.terminate()
+        process.communicate(timeout=SOON)
+        assert process.returncode == 128 + signal.SIGTERM
+        eventually(lambda: len(children(observer, zk_path)) == 1, what="its node was deleted")
 
 
 def test_lock_with_an_unknown_command_exits_127_without_taking_the_lock(
