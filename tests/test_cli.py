@@ -395,3 +395,8 @@ def test_hosts_come_from_the_environment_when_not_given(
     env = cli_env(PYCURATOR_ZK_HOSTS=zk_server.hosts)
     result = run_cli("inspect", zk_path, env=env)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_command_and_the_demo_module_load_no_jvm() -> None:
+    code = "import sys, pycurator, pycurator.cli, pycurator.demo; sys.exit('jpype' in sys.modules)"
+    assert subprocess.run(python_command(code), timeout=SOON).returncode == 0
