@@ -1,0 +1,234 @@
+"""The ``pycurator`` command against Java Curator's own recipes on the same paths."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from pycurator import InterProcessMutex
+from pycurator._wire import default_node_data
+from pycurator.cli import EXIT_TIMEOUT
+from pycurator.testing import java_acquire, jclass, session_of
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
+from tests.cli_support import python_command, run_cli, start_cli
+from tests.support import SOON, Worker, children, eventually
+
+from .conftest import CuratorFactory, java_class
+
+READY_THEN_SLEEP = "import time; print('ready', flush=True); time.sleep(60)"
+
+
+class JavaHolder(threading.Thread):
+    """A thread (attached to the JVM) that acquires a Java lock, holds it until told, releases.
+
+    Java's locks are owned per thread, so acquire and release happen on this one thread.
+    """
+
+    def __init__(self, lock: Any, timeout: float = 3 * SOON) -> None:
+        super().__init__(daemon=True)
+        self.lock = lock
+        self.timeout = timeout
+        self.acquired = threading.Event()
+        self.done = threading.Event()
+        self._release = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            if java_acquire(self.lock, self.timeout):
+                self.acquired.set()
+                self._release.wait(3 * SOON)
+                self.lock.release()
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def let_go(self) -> None:
+        """Release as soon as held (at once if held now)."""
+        self._release.set()
+
+    def release(self) -> None:
+        self.let_go()
+        self.join(SOON)
+        assert not self.is_alive() and self.error is None, self.error
+
+
+@pytest.fixture
+def java_holders() -> Iterator[list[JavaHolder]]:
+    holders: list[JavaHolder] = []
+    yield holders
+    for holder in holders:  # waiters release as soon as the ones before them have
+        holder.let_go()
+    for holder in holders:
+        holder.release()
+
+
+def inspect_json(hosts: str, path: str) -> dict[str, Any]:
+    result = run_cli("inspect", "--hosts", hosts, "--json", path)
+    assert result.returncode == 0, result.stderr
+    view: dict[str, Any] = json.loads(result.stdout)
+    return view
+
+
+def rows(view: dict[str, Any]) -> list[tuple[str, str, int]]:
+    return [(p["kind"], p["state"], p["position"]) for p in view["participants"]]
+
+
+def hold(holders: list[JavaHolder], lock: Any) -> JavaHolder:
+    holder = JavaHolder(lock)
+    holders.append(holder)
+    holder.start()
+    return holder
+
+
+def test_inspect_shows_a_java_holder_and_a_python_waiter(
+    zk_server: ZooKeeperTarget,
+    curator: Any,
+    zk_client_factory: Callable[..., KazooClient],
+    zk_path: str,
+    java_holders: list[JavaHolder],
+) -> None:
+    java_lock = java_class("InterProcessMutex")(curator, zk_path)
+    assert hold(java_holders, java_lock).acquired.wait(SOON)
+    waiter = InterProcessMutex(zk_client_factory(), zk_path, node_data=b"python-waiter")
+    waiting = Worker(lambda: waiter.acquire(timeout=1.5 * SOON))
+    waiting.start()
+    eventually(lambda: len(java_lock.getParticipantNodes()) == 2, what="the Python waiter queued")
+    view = inspect_json(zk_server.hosts, zk_path)
+    java_row, python_row = view["participants"]
+    assert java_row["node"] == str(next(iter(java_lock.getParticipantNodes())))
+    assert (java_row["kind"], java_row["state"], java_row["position"]) == ("mutex", "holder", 0)
+    assert java_row["session"] == f"0x{session_of(curator)[0]:x}"
+    assert java_row["data"] == default_node_data().decode()
+    assert (python_row["state"], python_row["data"]) == ("waiting", "python-waiter")
+    java_holders.pop().release()
+    assert waiting.outcome(SOON) is True
+
+
+def test_lock_command_is_excluded_by_a_java_holder_until_it_releases(
+    zk_server: ZooKeeperTarget,
+    curator: Any,
+    zk: KazooClient,
+    zk_path: str,
+    java_holders: list[JavaHolder],
+) -> None:
+    holder = hold(java_holders, java_class("InterProcessMutex")(curator, zk_path))
+    assert holder.acquired.wait(SOON)
+    timed_out = run_cli(
+        "lock", "--hosts", zk_server.hosts, "--timeout", "0.5", zk_path, "--", "true"
+    )
+    assert timed_out.returncode == EXIT_TIMEOUT
+    waiting = Worker(lambda: run_cli("lock", "--hosts", zk_server.hosts, zk_path, "--", "true"))
+    waiting.start()
+    eventually(lambda: len(children(zk, zk_path)) == 2, what="the lock command queued")
+    assert not waiting.done.is_set()
+    java_holders.pop().release()
+    assert waiting.outcome(3 * SOON).returncode == 0
+
+
+def test_java_is_excluded_while_the_lock_command_runs(
+    zk_server: ZooKeeperTarget, curator: Any, zk_path: str
+) -> None:
+    process = start_cli(
+        "lock", "--hosts", zk_server.hosts, zk_path, "--", *python_command(READY_THEN_SLEEP)
+    )
+    try:
+        assert process.stdout is not None
+        stdout = process.stdout
+        reader = Worker(stdout.readline)
+        reader.start()
+        assert reader.outcome(SOON) == "ready\n"
+        java_lock = java_class("InterProcessMutex")(curator, zk_path)
+        assert java_acquire(java_lock, 0.5) is False
+        process.terminate()  # forwarded to the command, which dies of it
+        process.communicate(timeout=SOON)
+        assert process.returncode == 128 + 15
+        assert java_acquire(java_lock, SOON) is True
+        java_lock.release()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=SOON)
+
+
+def test_inspect_reads_a_java_read_write_lock(
+    zk_server: ZooKeeperTarget,
+    curator_factory: CuratorFactory,
+    zk: KazooClient,
+    zk_path: str,
+    java_holders: list[JavaHolder],
+) -> None:
+    rw_class = java_class("InterProcessReadWriteLock")
+    reader = hold(java_holders, rw_class(curator_factory(), zk_path).readLock())
+    assert reader.acquired.wait(SOON)
+    hold(java_holders, rw_class(curator_factory(), zk_path).writeLock())
+    eventually(lambda: len(children(zk, zk_path)) == 2, what="the writer queued")
+    hold(java_holders, rw_class(curator_factory(), zk_path).readLock())
+    eventually(lambda: len(children(zk, zk_path)) == 3, what="the second reader queued")
+    view = inspect_json(zk_server.hosts, zk_path)
+    assert view["layout"] == "read-write"
+    assert rows(view) == [("read", "holder", 0), ("write", "waiting", 1), ("read", "waiting", 2)]
+    java_holders.pop(0).release()  # the writer gets it, then the late reader
+    eventually(lambda: java_holders[0].acquired.is_set(), what="the writer took over")
+
+
+def test_inspect_reads_a_java_semaphore(
+    zk_server: ZooKeeperTarget,
+    curator_factory: CuratorFactory,
+    zk_path: str,
+) -> None:
+    semaphore_class = java_class("InterProcessSemaphoreV2")
+    first = semaphore_class(curator_factory(), zk_path, 1)
+    lease = first.acquire()
+    second = semaphore_class(curator_factory(), zk_path, 1)
+    waiting = Worker(lambda: java_acquire_lease(second, 1.5 * SOON))
+    waiting.start()
+    try:
+        eventually(
+            lambda: len(inspect_json(zk_server.hosts, zk_path)["participants"]) == 3,
+            what="the second client waits for a lease",
+        )
+        view = inspect_json(zk_server.hosts, zk_path)
+        assert view["layout"] == "semaphore"
+        assert rows(view) == [
+            ("lease", "holder", 0),
+            ("lease", "waiting", 1),
+            ("lock", "waiting", 1),
+        ]
+        assert view["participants"][0]["node"].startswith(f"{zk_path}/leases/_c_")
+    finally:
+        lease.close()
+    second_lease = waiting.outcome(SOON)
+    assert second_lease is not None
+    second_lease.close()
+
+
+def java_acquire_lease(semaphore: Any, timeout: float) -> Any:
+    """``acquire(ms, MILLISECONDS)`` of a Java semaphore: a Lease, or None on timeout."""
+    unit = jclass("java.util.concurrent.TimeUnit")
+    return semaphore.acquire(int(timeout * 1000), unit.MILLISECONDS)
+
+
+def test_revoke_reaches_a_revocable_java_holder(
+    zk_server: ZooKeeperTarget, curator: Any, zk_path: str, java_holders: list[JavaHolder]
+) -> None:
+    import jpype
+
+    asked = threading.Event()
+    listener = jpype.JProxy(
+        "org.apache.curator.framework.recipes.locks.RevocationListener",
+        dict={"revocationRequested": lambda lock: asked.set()},
+    )
+    java_lock = java_class("InterProcessMutex")(curator, zk_path)
+    java_lock.makeRevocable(listener)
+    assert hold(java_holders, java_lock).acquired.wait(SOON)
+    node = str(next(iter(java_lock.getParticipantNodes())))
+    result = run_cli("revoke", "--hosts", zk_server.hosts, node)
+    assert result.returncode == 0, result.stderr
+    assert asked.wait(SOON)

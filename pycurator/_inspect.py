@@ -1,0 +1,167 @@
+"""Who holds and who waits on a lock path, read from the tree alone (``pycurator inspect``).
+
+Works for every Curator lock layout, whichever language made the nodes: a mutex
+(``_c_<uuid>-lock-<seq>``), a read/write lock (``__READ__`` / ``__WRIT__`` siblings) and a
+semaphore (``locks/`` and ``leases/``). Reading sends only ``getChildren`` and ``getData``.
+The classification is a pure function over names and sessions, tested without a server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from . import _wire
+
+#: Position of a holder; waiters count 1, 2, ... in the order they will be served.
+HOLDING = 0
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A child node as listed: its path relative to the lock path, and what ``getData`` read."""
+
+    name: str
+    session: int
+    data: bytes
+    created_ms: int
+
+
+@dataclass(frozen=True)
+class Participant:
+    """One node in a lock's queue.
+
+    ``kind``: ``mutex``, ``write``, ``read``, ``lease``, ``lock`` (a semaphore's internal mutex)
+    or ``other`` (a child with no Curator token, which still takes part in Curator's sort).
+    ``position``: 0 for a holder, else the place in line.
+    """
+
+    entry: Entry
+    kind: str
+    holder: bool
+    position: int
+
+
+@dataclass(frozen=True)
+class LockView:
+    """A lock path's layout (``mutex``, ``read-write``, ``semaphore`` or ``empty``) and queue."""
+
+    path: str
+    exists: bool
+    layout: str
+    participants: tuple[Participant, ...]
+
+
+def layout_of(names: Sequence[str]) -> str:
+    """Which recipe a lock path's child names belong to."""
+    if not names:
+        return "empty"
+    if set(names) <= {_wire.SEMAPHORE_LOCK_PARENT, _wire.SEMAPHORE_LEASE_PARENT}:
+        return "semaphore"
+    if any(_wire.READ_LOCK_NAME in n or _wire.WRITE_LOCK_NAME in n for n in names):
+        return "read-write"
+    return "mutex"
+
+
+def _kind(name: str, token: str, kind: str) -> str:
+    return kind if token in name else "other"
+
+
+def classify_mutex(entries: Sequence[Entry]) -> list[Participant]:
+    """Mutex: the first node in Curator's order holds it; the rest wait in that order."""
+    ordered = sorted(entries, key=lambda e: _wire.sort_key(e.name, _wire.LOCK_NAME))
+    return [
+        Participant(e, _kind(e.name, _wire.LOCK_NAME, "mutex"), i == 0, i)
+        for i, e in enumerate(ordered)
+    ]
+
+
+def classify_read_write(entries: Sequence[Entry]) -> list[Participant]:
+    """Read/write lock: a write node holds when first; a read node holds when no write node is
+    ahead of it, or only the holding write node of its own session (a downgrade)."""
+    tokens = (_wire.READ_LOCK_NAME, _wire.WRITE_LOCK_NAME)
+    ordered = sorted(entries, key=lambda e: _wire.sort_key(e.name, *tokens))
+    result: list[Participant] = []
+    writers_ahead: list[Entry] = []
+    waiting = 0
+    for i, e in enumerate(ordered):
+        if _wire.WRITE_LOCK_NAME in e.name:
+            kind, holder = "write", i == 0
+        elif _wire.READ_LOCK_NAME in e.name:
+            kind = "read"
+            holder = not writers_ahead or (
+                len(writers_ahead) == 1
+                and ordered[0] is writers_ahead[0]
+                and writers_ahead[0].session == e.session
+            )
+        else:
+            kind, holder = "other", i == 0
+        if kind == "write":
+            writers_ahead.append(e)
+        if not holder:
+            waiting += 1
+        result.append(Participant(e, kind, holder, HOLDING if holder else waiting))
+    return result
+
+
+def classify_semaphore(locks: Sequence[Entry], leases: Sequence[Entry]) -> list[Participant]:
+    """Semaphore: every lease node holds a lease, except the newest one when its session also
+    owns the first node of ``locks/`` (that client holds the internal mutex and still waits for a
+    lease to free up). Waiters queue on ``locks/``, first come, first served."""
+    ordered_leases = sorted(leases, key=lambda e: _wire.sort_key(e.name, _wire.LEASE_NAME))
+    ordered_locks = sorted(locks, key=lambda e: _wire.sort_key(e.name, _wire.LOCK_NAME))
+    pending = (
+        ordered_leases[-1]
+        if ordered_leases
+        and ordered_locks
+        and ordered_leases[-1].session == ordered_locks[0].session
+        else None
+    )
+    result = [
+        Participant(e, "lease", e is not pending, 1 if e is pending else HOLDING)
+        for e in ordered_leases
+    ]
+    result += [Participant(e, "lock", False, i) for i, e in enumerate(ordered_locks, 1)]
+    return result
+
+
+def _read_entries(client: KazooClient, path: str, prefix: str = "") -> list[Entry] | None:
+    """The children of ``path`` with data and stat, or None when ``path`` does not exist.
+
+    The reads are pipelined; a child deleted between the listing and its read is left out.
+    """
+    try:
+        names = client.get_children(path)
+    except NoNodeError:
+        return None
+    replies = [(name, client.get_async(_wire.join_path(path, name))) for name in names]
+    entries: list[Entry] = []
+    for name, reply in replies:
+        try:
+            data, stat = reply.get()
+        except NoNodeError:
+            continue
+        entries.append(Entry(prefix + name, stat.ephemeralOwner, data or b"", stat.ctime))
+    return entries
+
+
+def inspect_lock(client: KazooClient, path: str) -> LockView:
+    """The holders and waiters on ``path`` (a validated lock path), whatever recipe made them."""
+    entries = _read_entries(client, path)
+    if entries is None:
+        return LockView(path, False, "empty", ())
+    layout = layout_of([e.name for e in entries])
+    if layout == "semaphore":
+        locks_parent = _wire.SEMAPHORE_LOCK_PARENT
+        leases_parent = _wire.SEMAPHORE_LEASE_PARENT
+        locks = _read_entries(client, _wire.join_path(path, locks_parent), f"{locks_parent}/")
+        leases = _read_entries(client, _wire.join_path(path, leases_parent), f"{leases_parent}/")
+        participants = classify_semaphore(locks or [], leases or [])
+    elif layout == "read-write":
+        participants = classify_read_write(entries)
+    else:
+        participants = classify_mutex(entries)
+    return LockView(path, True, layout, tuple(participants))

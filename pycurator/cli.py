@@ -1,0 +1,584 @@
+"""The ``pycurator`` command: ``lock``, ``inspect``, ``revoke`` and ``demo``.
+
+Errors are one line on stderr and a non-zero exit status (see the ``EXIT_*`` constants).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any, NoReturn, TextIO
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    ConnectionLoss,
+    KazooException,
+    NoAuthError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+
+from . import _wire
+from ._errors import LockLostError
+from ._inspect import LockView, inspect_lock
+from ._paths import validate_path
+
+#: A ZooKeeper error, or a feature this version does not have.
+EXIT_ERROR = 1
+#: Bad arguments: a malformed path, a bad option.
+EXIT_USAGE = 2
+#: The ensemble could not be reached within ``--connect-timeout``, or the session ended.
+EXIT_UNAVAILABLE = 69
+#: ``lock``: the lock was not acquired within ``--timeout``.
+EXIT_TIMEOUT = 75
+#: ``lock``: the lock was lost while the command ran; the command was terminated.
+EXIT_LOCK_LOST = 76
+#: ``lock --revocable``: another client revoked the lock; the command was terminated.
+EXIT_REVOKED = 77
+#: ``lock``: the command was found but could not be run.
+EXIT_CANNOT_RUN = 126
+#: ``lock``: the command was not found.
+EXIT_NOT_FOUND = 127
+
+HOSTS_ENV = "PYCURATOR_ZK_HOSTS"
+DEFAULT_HOSTS = "127.0.0.1:2181"
+
+#: What ``lock`` puts in the command's environment.
+ENV_PATH = "PYCURATOR_LOCK_PATH"
+ENV_NODE = "PYCURATOR_LOCK_NODE"
+ENV_TOKEN = "PYCURATOR_LOCK_TOKEN"
+ENV_HOSTS = "PYCURATOR_LOCK_HOSTS"
+
+
+class CliError(Exception):
+    """A failure to report as one line, with the exit status to leave with."""
+
+    def __init__(self, message: str, status: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Interrupted(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+# -- connecting ------------------------------------------------------------------------------
+
+
+def _hosts(args: argparse.Namespace) -> str:
+    hosts: str = args.hosts or os.environ.get(HOSTS_ENV, "").strip() or DEFAULT_HOSTS
+    return hosts
+
+
+@contextlib.contextmanager
+def _connected(args: argparse.Namespace) -> Iterator[KazooClient]:
+    hosts = _hosts(args)
+    try:
+        client = KazooClient(hosts=hosts, timeout=args.session_timeout)
+    except ValueError as exc:
+        raise CliError(f"bad --hosts {hosts!r}: {exc}", EXIT_USAGE) from exc
+    try:
+        client.start(timeout=args.connect_timeout)
+    except KazooTimeoutError as exc:
+        client.close()
+        raise CliError(
+            f"cannot connect to ZooKeeper at {hosts} within {args.connect_timeout:g}s",
+            EXIT_UNAVAILABLE,
+        ) from exc
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def _path(value: str, what: str = "path") -> str:
+    try:
+        return validate_path(value)
+    except ValueError as exc:
+        raise CliError(f"bad {what}: {exc}", EXIT_USAGE) from exc
+
+
+# -- lock ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Holding:
+    """What ``lock`` holds, whatever the recipe: node, token, and how to follow and release it."""
+
+    node: str
+    token: int
+    lost_reason: Callable[[], str | None]
+    release: Callable[[], None]
+
+
+def _recipe(name: str, what: str) -> Any:
+    import pycurator
+
+    recipe = getattr(pycurator, name, None)
+    if recipe is None:
+        raise CliError(f"{what} needs pycurator.{name}, which this version does not have")
+    return recipe
+
+
+def _lock_object(client: KazooClient, args: argparse.Namespace) -> Any:
+    data = args.data.encode() if args.data is not None else None
+    if args.read or args.write:
+        rw_class = _recipe("InterProcessReadWriteLock", "--read/--write")
+        rw = rw_class(client, args.path, lock_data=data)
+        side = rw.read_lock if args.read else rw.write_lock
+        return side() if callable(side) else side
+    from ._mutex import InterProcessMutex
+
+    return InterProcessMutex(client, args.path, node_data=data)
+
+
+def _acquire_lock(client: KazooClient, args: argparse.Namespace, revoked: threading.Event) -> Any:
+    lock = _lock_object(client, args)
+    if args.revocable:
+        lock.make_revocable(lambda _lock: revoked.set())
+    if not lock.acquire(args.timeout):
+        return None
+
+    def lost_reason() -> str | None:
+        try:
+            lock.check()
+        except LockLostError as exc:
+            return exc.reason
+        return None
+
+    return _Holding(lock.lock_path, lock.fencing_token, lost_reason, lock.release)
+
+
+def _acquire_lease(client: KazooClient, args: argparse.Namespace) -> Any:
+    semaphore_class = _recipe("InterProcessSemaphoreV2", "--semaphore")
+    data = args.data.encode() if args.data is not None else None
+    semaphore = semaphore_class(client, args.path, args.semaphore, node_data=data)
+    lease = semaphore.acquire(args.timeout)
+    if lease is None:
+        return None
+
+    def lost_reason() -> str | None:
+        return None if lease.is_held() else "the lease node is no longer ours"
+
+    return _Holding(lease.node_name, lease.fencing_token, lost_reason, lease.close)
+
+
+def _resolve_command(command: Sequence[str]) -> list[str]:
+    if not command:
+        raise CliError("no command given: pycurator lock PATH -- CMD [ARGS...]", EXIT_USAGE)
+    executable = shutil.which(command[0])
+    if executable is None:
+        raise CliError(f"command not found: {command[0]}", EXIT_NOT_FOUND)
+    return [executable, *command[1:]]
+
+
+def _exit_status(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+@contextlib.contextmanager
+def _signals(handler: Callable[[int, FrameType | None], Any]) -> Iterator[None]:
+    names = (signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, handler) for s in names}
+    try:
+        yield
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, old)
+
+
+def _stop_child(child: subprocess.Popen[bytes], name: str, grace: float, err: TextIO) -> None:
+    child.send_signal(signal.SIGTERM)
+    try:
+        child.wait(grace)
+    except subprocess.TimeoutExpired:
+        err.write(f"pycurator: {name} still running after {grace:g}s: SIGKILL\n")
+        child.kill()
+        child.wait()
+
+
+def cmd_lock(args: argparse.Namespace, err: TextIO) -> int:
+    """Run a command while holding the lock; see ``pycurator lock --help``."""
+    args.path = _path(args.path)
+    if args.timeout is not None and args.timeout < 0:
+        raise CliError("--timeout must be >= 0 seconds", EXIT_USAGE)
+    if args.semaphore is not None and args.semaphore < 1:
+        raise CliError("--semaphore needs a number of leases >= 1", EXIT_USAGE)
+    if args.semaphore is not None and args.revocable:
+        raise CliError("--revocable works with locks, not with --semaphore", EXIT_USAGE)
+    command = _resolve_command(args.command)
+    revoked = threading.Event()
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise _Interrupted(signum)
+
+    with _connected(args) as client, _signals(interrupt):
+        try:
+            if args.semaphore is not None:
+                holding = _acquire_lease(client, args)
+            else:
+                holding = _acquire_lock(client, args, revoked)
+        except _Interrupted as exc:
+            return 128 + exc.signum
+        except KeyboardInterrupt:
+            return 128 + signal.SIGINT
+        if holding is None:
+            raise CliError(
+                f"timed out after {args.timeout:g}s waiting for the lock {args.path}",
+                EXIT_TIMEOUT,
+            )
+        try:
+            return _run_holding(command, holding, args, revoked, err, _hosts(args))
+        finally:
+            holding.release()
+
+
+def _run_holding(
+    command: list[str],
+    holding: _Holding,
+    args: argparse.Namespace,
+    revoked: threading.Event,
+    err: TextIO,
+    hosts: str,
+) -> int:
+    env = dict(os.environ)
+    env.update(
+        {
+            ENV_PATH: args.path,
+            ENV_NODE: holding.node,
+            ENV_TOKEN: str(holding.token),
+            ENV_HOSTS: hosts,
+        }
+    )
+    try:
+        child = subprocess.Popen(command, env=env)
+    except OSError as exc:
+        raise CliError(f"cannot run {command[0]}: {exc.strerror}", EXIT_CANNOT_RUN) from exc
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signum)
+
+    # the command shares our terminal: a ^C reaches it directly, and we wait for it to end
+    with _signals(forward), _ignoring_sigint():
+        while True:
+            try:
+                return _exit_status(child.wait(args.poll_interval))
+            except subprocess.TimeoutExpired:
+                pass
+            reason = holding.lost_reason()
+            if reason is not None:
+                err.write(f"pycurator: lock lost ({reason}): terminating {command[0]}\n")
+                _stop_child(child, command[0], args.grace, err)
+                return EXIT_LOCK_LOST
+            if revoked.is_set():
+                err.write(f"pycurator: lock revoked: terminating {command[0]}\n")
+                _stop_child(child, command[0], args.grace, err)
+                return EXIT_REVOKED
+
+
+@contextlib.contextmanager
+def _ignoring_sigint() -> Iterator[None]:
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# -- inspect ---------------------------------------------------------------------------------
+
+
+def view_as_json(view: LockView, now_ms: int) -> dict[str, Any]:
+    """The JSON document ``inspect --json`` prints."""
+    return {
+        "path": view.path,
+        "exists": view.exists,
+        "layout": view.layout,
+        "participants": [
+            {
+                "node": _wire.join_path(view.path, p.entry.name),
+                "kind": p.kind,
+                "state": "holder" if p.holder else "waiting",
+                "position": p.position,
+                "session": f"0x{p.entry.session:x}",
+                "data": p.entry.data.decode("utf-8", "replace"),
+                "age_seconds": round(max(0, now_ms - p.entry.created_ms) / 1000, 3),
+            }
+            for p in view.participants
+        ],
+    }
+
+
+def view_as_table(view: LockView, now_ms: int) -> str:
+    """The readable table ``inspect`` prints."""
+    if not view.exists:
+        return f"{view.path}: no such node (no holders, no waiters)\n"
+    holders = sum(p.holder for p in view.participants)
+    waiting = len({p.position for p in view.participants if not p.holder})
+    lines = [f"{view.path}: {view.layout}, {holders} holder(s), {waiting} waiting"]
+    if view.participants:
+        rows = [("POS", "STATE", "KIND", "SESSION", "AGE", "DATA", "NODE")]
+        for p in view.participants:
+            age = max(0, now_ms - p.entry.created_ms) / 1000
+            data = p.entry.data.decode("utf-8", "replace")
+            rows.append(
+                (
+                    str(p.position),
+                    "holder" if p.holder else "waiting",
+                    p.kind,
+                    f"0x{p.entry.session:x}",
+                    f"{age:.1f}s",
+                    data if len(data) <= 24 else data[:23] + "…",
+                    p.entry.name,
+                )
+            )
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+        for row in rows:
+            cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+            lines.append("  ".join([*cells, row[-1]]))
+    return "\n".join(lines) + "\n"
+
+
+def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
+    """Print the holders and waiters on a lock path."""
+    path = _path(args.path)
+    with _connected(args) as client:
+        view = inspect_lock(client, path)
+    now_ms = int(time.time() * 1000)
+    if args.json:
+        out.write(json.dumps(view_as_json(view, now_ms), indent=2) + "\n")
+    else:
+        out.write(view_as_table(view, now_ms))
+    return 0
+
+
+# -- revoke ----------------------------------------------------------------------------------
+
+
+def cmd_revoke(args: argparse.Namespace, out: TextIO) -> int:
+    """Write Curator's revocation message to a lock node."""
+    node = _path(args.node, "node path")
+    with _connected(args) as client:
+        stat = client.exists(node)
+        if stat is None:
+            raise CliError(f"no such node: {node}")
+        if stat.numChildren:
+            raise CliError(
+                f"{node} is a lock path, not a lock node: "
+                f"name one of its nodes (see pycurator inspect {node})"
+            )
+        client.set(node, _wire.REVOKE_MESSAGE)
+    out.write(f"asked the holder of {node} to release (only a revocable holder reacts)\n")
+    return 0
+
+
+# -- demo ------------------------------------------------------------------------------------
+
+
+def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    """Run the cross-language demo; 1 if mutual exclusion failed."""
+    from .demo import DemoError, DemoOptions, run_demo
+
+    for name in ("python_threads", "java_threads", "rounds"):
+        if getattr(args, name) < 0:
+            raise CliError(f"--{name.replace('_', '-')} must be >= 0", EXIT_USAGE)
+    if args.python_threads + args.java_threads == 0:
+        raise CliError("the demo needs at least one thread", EXIT_USAGE)
+    options = DemoOptions(
+        hosts=args.hosts or os.environ.get(HOSTS_ENV, "").strip() or None,
+        python_threads=args.python_threads,
+        java_threads=args.java_threads,
+        rounds=args.rounds,
+        hold_seconds=args.hold_ms / 1000,
+        unlocked=args.unlocked,
+        connect_timeout=args.connect_timeout,
+    )
+    try:
+        verdict = run_demo(options, out)
+    except DemoError as exc:
+        raise CliError(str(exc), EXIT_UNAVAILABLE) from exc
+    return 0 if verdict.ok else EXIT_ERROR
+
+
+# -- parsing ---------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _connection_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--hosts",
+        help=f"ZooKeeper connect string (default: ${HOSTS_ENV}, else {DEFAULT_HOSTS})",
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=15.0,
+        metavar="S",
+        help="seconds to wait for a connection (default: 15)",
+    )
+    parser.add_argument(
+        "--session-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="ZooKeeper session timeout in seconds (default: 10)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``pycurator`` command."""
+    parser = _Parser(
+        prog="pycurator",
+        description="Curator's ZooKeeper locks from the command line, shared with Java Curator.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what kazoo does")
+    commands = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
+
+    lock = commands.add_parser(
+        "lock",
+        usage="pycurator lock [OPTIONS] PATH -- CMD [ARGS...]",
+        help="run a command while holding a lock",
+        description=(
+            "Run CMD while holding the lock on PATH (Java Curator's InterProcessMutex on the "
+            f"same PATH is excluded). CMD sees ${ENV_PATH}, ${ENV_NODE}, ${ENV_TOKEN} (fencing "
+            f"token) and ${ENV_HOSTS}. Exit status: CMD's; {EXIT_TIMEOUT} on timeout; "
+            f"{EXIT_LOCK_LOST} if the lock was lost while CMD ran (CMD gets SIGTERM, then "
+            f"SIGKILL after --grace); {EXIT_REVOKED} if revoked (with --revocable); "
+            f"{EXIT_UNAVAILABLE} if ZooKeeper cannot be reached."
+        ),
+    )
+    lock.add_argument("path", metavar="PATH", help="the lock path, e.g. /locks/billing")
+    kind = lock.add_mutually_exclusive_group()
+    kind.add_argument("--read", action="store_true", help="take the read side of a RW lock")
+    kind.add_argument("--write", action="store_true", help="take the write side of a RW lock")
+    kind.add_argument(
+        "--semaphore", type=int, metavar="N", help="take one lease of a semaphore of N leases"
+    )
+    lock.add_argument(
+        "--timeout", type=float, metavar="S", help="give up after S seconds (default: wait)"
+    )
+    lock.add_argument(
+        "--grace",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds between SIGTERM and SIGKILL when the lock is lost (default: 10)",
+    )
+    lock.add_argument("--data", metavar="TEXT", help="node data (default: this host's address)")
+    lock.add_argument(
+        "--revocable",
+        action="store_true",
+        help="stop CMD and release when another client revokes the lock",
+    )
+    lock.add_argument("--poll-interval", type=float, default=0.1, help=argparse.SUPPRESS)
+    _connection_options(lock)
+
+    inspect = commands.add_parser(
+        "inspect",
+        help="show the holders and waiters of a lock path",
+        description=(
+            "Show the holders and waiters of the Curator lock, read/write lock or semaphore at "
+            "PATH, Java's and Python's alike."
+        ),
+    )
+    inspect.add_argument("path", metavar="PATH")
+    inspect.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _connection_options(inspect)
+
+    revoke = commands.add_parser(
+        "revoke",
+        help="ask the holder of a lock node to release it",
+        description="Write Curator's __REVOKE__ message to NODE_PATH (see inspect for nodes).",
+    )
+    revoke.add_argument("node", metavar="NODE_PATH")
+    _connection_options(revoke)
+
+    demo = commands.add_parser(
+        "demo",
+        help="Python and Java Curator threads contend for one lock",
+        description=(
+            "Python threads (pycurator) and Java threads (Curator, through JPype) take one lock "
+            "in turn and increment a counter node inside it. Without --hosts (or "
+            f"${HOSTS_ENV}) an embedded ZooKeeper is started. Exit status 1 if exclusion failed."
+        ),
+    )
+    demo.add_argument("--python-threads", type=int, default=3, metavar="N")
+    demo.add_argument("--java-threads", type=int, default=3, metavar="N")
+    demo.add_argument("--rounds", type=int, default=4, metavar="N", help="holds per thread")
+    demo.add_argument(
+        "--hold-ms", type=float, default=10.0, metavar="MS", help="time inside the lock"
+    )
+    demo.add_argument(
+        "--unlocked",
+        action="store_true",
+        help="skip the lock, to show the lost updates it prevents (exits 1)",
+    )
+    _connection_options(demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``pycurator`` console script and of ``python -m pycurator``."""
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if "--" in argv:
+        split = argv.index("--")
+        argv, command = argv[:split], argv[split + 1 :]
+    args = parser.parse_args(argv)
+    if command and args.command_name != "lock":
+        parser.error(f"{args.command_name} takes no command after --")
+    args.command = command
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="pycurator: %(name)s: %(message)s",
+    )
+    if not args.verbose:
+        logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "lock": lambda a: cmd_lock(a, sys.stderr),
+        "inspect": lambda a: cmd_inspect(a, sys.stdout),
+        "revoke": lambda a: cmd_revoke(a, sys.stdout),
+        "demo": lambda a: cmd_demo(a, sys.stdout),
+    }
+    try:
+        return handlers[args.command_name](args)
+    except CliError as exc:
+        return _fail(str(exc), exc.status)
+    except NoAuthError:
+        return _fail("not authorized (ZooKeeper ACL refused the request)", EXIT_ERROR)
+    except NoNodeError as exc:
+        return _fail(f"no such node: {exc}", EXIT_ERROR)
+    except (ConnectionLoss, SessionExpiredError, OperationTimeoutError) as exc:
+        return _fail(f"lost the connection to ZooKeeper: {type(exc).__name__}", EXIT_UNAVAILABLE)
+    except KazooException as exc:
+        return _fail(f"ZooKeeper refused: {type(exc).__name__} {exc}", EXIT_ERROR)
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
+
+
+def _fail(message: str, status: int) -> int:
+    sys.stderr.write(f"pycurator: error: {message}\n")
+    return status
