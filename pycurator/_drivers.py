@@ -37,6 +37,16 @@ class Driver(Protocol):
         """The name part after the protected prefix, e.g. ``lock-``."""
         ...
 
+    @property
+    def relist_before_holding(self) -> bool:
+        """Whether the engine must list the children again before it may conclude that a
+        decision made over the children it already knows (less those seen deleted) holds.
+
+        False where no node created later can sort before ours; True for the write lock, where
+        the holder's downgrade read node (CURATOR-621) takes the holder's sequence number.
+        """
+        ...
+
     def sort(self, children: Sequence[str]) -> list[str]:
         """All children in queue order."""
         ...
@@ -61,6 +71,7 @@ class StandardDriver:
     token: str = _wire.LOCK_NAME
     max_leases: int = 1
     sort_tokens: tuple[str, ...] = ()
+    relist_before_holding: bool = False
 
     def sort(self, children: Sequence[str]) -> list[str]:
         return _wire.sort_children(children, *(self.sort_tokens or (self.token,)))
@@ -78,7 +89,7 @@ RW_SORT_TOKENS = (_wire.READ_LOCK_NAME, _wire.WRITE_LOCK_NAME)
 
 def write_driver() -> StandardDriver:
     """The write side of ``InterProcessReadWriteLock``: a mutex over all children."""
-    return StandardDriver(_wire.WRITE_LOCK_NAME, 1, RW_SORT_TOKENS)
+    return StandardDriver(_wire.WRITE_LOCK_NAME, 1, RW_SORT_TOKENS, relist_before_holding=True)
 
 
 @dataclass(frozen=True)
@@ -87,6 +98,7 @@ class ReadDriver:
     otherwise watch the first write node."""
 
     token: str = _wire.READ_LOCK_NAME
+    relist_before_holding: bool = False
 
     def sort(self, children: Sequence[str]) -> list[str]:
         return _wire.sort_children(children, *RW_SORT_TOKENS)

@@ -281,40 +281,76 @@ class LockEngine:
         return children
 
     def _wait(self, node: str, children: list[str] | None, deadline: Deadline) -> bool:
+        """The lock loop: decide, watch the node named by the driver, wait, decide again.
+
+        Nodes that sort before ours can only go away (new nodes take larger sequence numbers).
+        So when the watched node was the first of the children we know and it is deleted, the
+        next decision is made over the rest without listing them again, and one ``exists``
+        confirms that our node is still there (the driver may ask for a listing instead). A
+        waiter right behind the holder thus takes over with O(1) bytes, whatever the length
+        of the queue. When a node further back goes, the nodes before it may or may not be
+        gone, and only a listing tells: the children are listed again, as Curator does. They
+        are also listed after a connection state change (our node may be gone with the session).
+        """
         client = self.client
         ours = _wire.node_name(node)
         wake = client.handler.event_object()
+        seen: list[WatchedEvent] = []
+        state_changed = False
 
         def on_event(event: WatchedEvent) -> None:
+            seen.append(event)
             wake.set()
 
         def on_state(state: str) -> bool:
+            nonlocal state_changed
+            state_changed = True
             wake.set()
             return False
 
         client.add_listener(on_state)
+        known: list[str] | None = None  # queue order as last listed, less the nodes seen gone
+        fresh = False  # whether ``known`` is a listing made since the last wake-up
         try:
             if self.on_revoke is not None:
                 self._watch_for_revocation(node)
             while True:
                 if client._stopped.is_set():
                     raise ConnectionClosedError("the kazoo client has been stopped")
-                if children is None:
-                    children = retrying(client, lambda: self._list(), deadline)
-                decision = self.driver.decide(self.driver.sort(children), ours)
-                children = None
+                if known is None:
+                    if children is None:
+                        children = retrying(client, lambda: self._list(), deadline)
+                    known, children, fresh = self.driver.sort(children), None, True
+                decision = self.driver.decide(known, ours)
                 if decision.holds:
+                    if fresh:
+                        return True
+                    if self.driver.relist_before_holding:
+                        known = None
+                        continue
+                    if retrying(client, lambda: client.exists(node), deadline) is None:
+                        raise NodeVanishedError(ours)
                     return True
                 assert decision.watch is not None
+                if deadline.expired():
+                    return False  # checked before watching: a last try leaves no watch behind
+                watched = _wire.join_path(self.base_path, decision.watch)
                 wake.clear()
+                seen.clear()
+                state_changed = False
                 try:
-                    self._watch(_wire.join_path(self.base_path, decision.watch), on_event, deadline)
+                    self._watch(watched, on_event, deadline)
+                    if not wake.wait(deadline.remaining()):
+                        self._forget_watch(watched, on_event)
+                        return False
+                    gone = any(event.type == EventType.DELETED for event in seen)
                 except NoNodeError:
-                    continue  # gone already: decide again
-                remaining = deadline.remaining()
-                if remaining is not None and remaining <= 0:
-                    return False
-                wake.wait(remaining)
+                    gone = True
+                if state_changed or (gone and decision.watch != known[0]):
+                    known = None
+                elif gone:
+                    del known[0]
+                    fresh = False
         finally:
             client.remove_listener(on_state)
 
@@ -322,6 +358,16 @@ class LockEngine:
         self, path: str, watcher: Callable[[WatchedEvent], None], deadline: Deadline
     ) -> None:
         retrying(self.client, lambda: self.client.get(path, watch=watcher), deadline)
+
+    def _forget_watch(self, path: str, watcher: Callable[[WatchedEvent], None]) -> None:
+        """Drop a watch we no longer wait on, in kazoo and (when no other watcher of this client
+        shares it) on the server, so a timed-out waiter leaves no watch behind."""
+        watchers = self.client._data_watchers.get(_requests.prefixed(self.client, path))
+        if watchers is not None:
+            watchers.discard(watcher)
+            if watchers:
+                return
+        _requests.remove_data_watches(self.client, path)
 
     def _list(self) -> list[str]:
         try:

@@ -31,7 +31,7 @@ _int = struct.Struct("!i")
 _stat = struct.Struct("!qqqqiiiqiiq")
 
 
-def _prefixed(client: KazooClient, path: str) -> str:
+def prefixed(client: KazooClient, path: str) -> str:
     chroot: str = client.chroot or ""
     return chroot + path if path != "/" or not chroot else chroot
 
@@ -94,7 +94,7 @@ def create_container(client: KazooClient, path: str, acl: Sequence[Any] | None =
         send(
             client,
             CreateContainer(
-                _prefixed(client, path), b"", list(acl or client.default_acl or OPEN_ACL_UNSAFE)
+                prefixed(client, path), b"", list(acl or client.default_acl or OPEN_ACL_UNSAFE)
             ),
         )
     except NodeExistsError:
@@ -121,9 +121,10 @@ def ensure_container_parents(
 
 
 def remove_data_watches(client: KazooClient, path: str) -> None:
-    """Ask the server to drop this session's data watches on ``path``; missing ones are fine."""
+    """Ask the server to drop this session's data watches on ``path``, without waiting for the
+    answer: a missing watch or a lost connection is fine (the watch dies with the session)."""
     with contextlib.suppress(KazooException):
-        send(client, RemoveWatches(_prefixed(client, path)))
+        client._call(RemoveWatches(prefixed(client, path)), client.handler.async_result())
 
 
 __all__ = [
@@ -131,6 +132,7 @@ __all__ = [
     "RemoveWatches",
     "create_container",
     "ensure_container_parents",
+    "prefixed",
     "remove_data_watches",
     "send",
 ]

@@ -1,0 +1,252 @@
+"""The engine's costs as counts on a real server: requests, listings, watches and wake-ups.
+
+No timing is asserted here; the benchmark measures times.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from pycurator import InterProcessMutex
+from pycurator.testing import expire_kazoo_session, four_letter_word, split_hosts
+
+from .support import SOON, Worker, children, eventually
+
+ClientFactory = Callable[..., KazooClient]
+
+
+class RequestsByType:
+    """Counts the requests a kazoo client sends, by type (``GetChildren``, ``Exists``...)."""
+
+    def __init__(self, client: KazooClient) -> None:
+        self.counts: Counter[str] = Counter()
+        self._client = client
+        original = client._call
+
+        def counting_call(request: Any, async_object: Any) -> Any:
+            self.counts[type(request).__name__] += 1
+            return original(request, async_object)
+
+        client._call = counting_call
+        self._original = original
+
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def close(self) -> None:
+        self._client._call = self._original
+
+
+def watched_paths(client: KazooClient) -> list[str]:
+    """The paths the server holds data watches on for ``client``'s session (``wchc``)."""
+    session = f"0x{client.client_id[0]:x}"
+    host, port = split_hosts(",".join(f"{h}:{p}" for h, p in client.hosts))[0]
+    paths: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in four_letter_word(host, port, "wchc").splitlines():
+        if line.startswith("0x"):
+            current = paths.setdefault(line.strip(), [])
+        elif line.strip():
+            current.append(line.strip())
+    chroot = client.chroot or ""
+    return [path[len(chroot) :] for path in paths.get(session, [])]
+
+
+def _queue(path: str, locks: list[InterProcessMutex], observer: KazooClient) -> list[Worker]:
+    """Start a thread per lock that acquires and releases it; return once all are queued."""
+    workers = []
+    queued = len(children(observer, path))
+    for lock in locks:
+
+        def run(lock: InterProcessMutex = lock) -> None:
+            assert lock.acquire(timeout=60)
+            lock.release()
+
+        worker = Worker(run)
+        worker.start()
+        workers.append(worker)
+        queued += 1
+        eventually(lambda n=queued: len(children(observer, path)) == n)  # type: ignore[misc]
+    return workers
+
+
+def _drain_requests(zk_client_factory: ClientFactory, path: str, waiters: int) -> Counter[str]:
+    clients = [zk_client_factory() for _ in range(3)]
+    holder = InterProcessMutex(clients[0], path)
+    assert holder.acquire()
+    workers = _queue(
+        path, [InterProcessMutex(clients[i % 3], path) for i in range(waiters)], clients[0]
+    )
+    counters = [RequestsByType(client) for client in clients]
+    try:
+        holder.release()
+        for worker in workers:
+            worker.outcome(timeout=60)
+    finally:
+        for counter in counters:
+            counter.close()
+    total: Counter[str] = Counter()
+    for counter in counters:
+        total.update(counter.counts)
+    return total
+
+
+def test_a_hand_off_costs_the_same_requests_whatever_the_queue_length(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    short = _drain_requests(zk_client_factory, f"{zk_path}/short", 3)
+    long = _drain_requests(zk_client_factory, f"{zk_path}/long", 12)
+    per_hand_off = (sum(short.values()) - 1) / 3  # the first holder's release is the extra 1
+    assert sum(long.values()) - 1 == per_hand_off * 12
+    # only a waiter that was not right behind the holder when it listed lists again
+    assert (short["GetChildren"], long["GetChildren"]) == (2, 11)
+
+
+def test_the_waiter_right_behind_the_holder_takes_over_without_listing(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    counts = _drain_requests(zk_client_factory, f"{zk_path}/lock", 1)
+    assert counts["GetChildren"] == 0
+    assert counts["Exists"] == 2  # the waiter confirms its node; its hold starts following it
+
+
+def test_each_waiting_contender_holds_exactly_one_watch(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    path = f"{zk_path}/lock"
+    holder_client = zk_client_factory()
+    holder = InterProcessMutex(holder_client, path)
+    assert holder.acquire()
+    waiter_clients = [zk_client_factory() for _ in range(4)]
+    workers = _queue(path, [InterProcessMutex(c, path) for c in waiter_clients], holder_client)
+    try:
+        queue = holder.participant_nodes()
+        for position, client in enumerate(waiter_clients, start=1):
+            # each waiter watches the node right before its own, and nothing else
+            eventually(lambda c=client, p=position: watched_paths(c) == [queue[p - 1]])  # type: ignore[misc]
+    finally:
+        holder.release()
+    for worker in workers:
+        worker.outcome()
+
+
+def test_a_release_wakes_only_the_next_waiter(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    path = f"{zk_path}/lock"
+    holder_client = zk_client_factory()
+    holder = InterProcessMutex(holder_client, path)
+    assert holder.acquire()
+    next_client, *later_clients = [zk_client_factory() for _ in range(4)]
+    next_lock = InterProcessMutex(next_client, path)
+    got, done = threading.Event(), threading.Event()
+
+    def next_waiter() -> None:
+        assert next_lock.acquire(timeout=SOON)
+        got.set()
+        done.wait(SOON)
+        next_lock.release()
+
+    first = Worker(next_waiter)
+    first.start()
+    eventually(lambda: len(children(holder_client, path)) == 2)
+    later = _queue(path, [InterProcessMutex(c, path) for c in later_clients], holder_client)
+    for client in later_clients:
+        eventually(lambda c=client: len(watched_paths(c)) == 1, what="waiter watching")  # type: ignore[misc]
+    counters = [RequestsByType(client) for client in later_clients]
+    try:
+        holder.release()
+        assert got.wait(SOON)
+        # the later waiters' predecessors are all still there: none of them woke or sent anything
+        assert [counter.total() for counter in counters] == [0, 0, 0]
+    finally:
+        for counter in counters:
+            counter.close()
+        done.set()
+    first.outcome()
+    for worker in later:
+        worker.outcome()
+
+
+def test_a_timed_out_acquire_leaves_no_watch_behind(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    path = f"{zk_path}/lock"
+    holder = InterProcessMutex(zk_client_factory(), path)
+    waiter_client = zk_client_factory()
+    waiter = InterProcessMutex(waiter_client, path)
+    with holder:
+        assert waiter.acquire(timeout=0.5) is False
+        eventually(lambda: watched_paths(waiter_client) == [], what="the waiter's watch removed")
+        assert not any(waiter_client._data_watchers.values())
+
+
+def test_a_last_try_sets_no_watch(zk_client_factory: ClientFactory, zk_path: str) -> None:
+    path = f"{zk_path}/lock"
+    holder = InterProcessMutex(zk_client_factory(), path)
+    waiter_client = zk_client_factory()
+    counter = RequestsByType(waiter_client)
+    try:
+        with holder:
+            assert InterProcessMutex(waiter_client, path).acquire(0) is False
+    finally:
+        counter.close()
+    assert counter.counts["GetData"] == 0
+    assert watched_paths(waiter_client) == []
+
+
+def test_a_timed_out_waiter_keeps_the_watch_its_own_client_still_needs(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    # The holder's lost-lock monitor watches the holder's node; a waiter of the same client that
+    # gives up on that node must not take the server's watch away from it.
+    path = f"{zk_path}/lock"
+    client = zk_client_factory()
+    holder = InterProcessMutex(client, path)
+    waiter = InterProcessMutex(client, path)
+    assert holder.acquire()
+    try:
+        assert waiter.acquire(timeout=0.5) is False
+        assert holder.lock_path is not None
+        assert watched_paths(client) == [holder.lock_path]
+        zk_client_factory().delete(holder.lock_path)
+        assert holder.lost_event.wait(SOON)
+    finally:
+        holder.release()
+
+
+def test_a_waiter_whose_session_expires_queues_again_and_gets_the_lock(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    path = f"{zk_path}/lock"
+    holder_client = zk_client_factory()
+    holder = InterProcessMutex(holder_client, path)
+    waiter_client = zk_client_factory()
+    waiter = InterProcessMutex(waiter_client, path)
+    assert holder.acquire()
+
+    def wait_then_release() -> None:
+        assert waiter.acquire(timeout=60)
+        waiter.release()
+
+    worker = Worker(wait_then_release)
+    try:
+        worker.start()
+        eventually(lambda: len(children(holder_client, path)) == 2)
+        (first_node,) = [n for n in holder.participant_nodes() if n != holder.lock_path]
+        expire_kazoo_session(waiter_client)
+        eventually(
+            lambda: (
+                len(holder.participant_nodes()) == 2
+                and first_node not in holder.participant_nodes()
+            ),
+            what="the waiter queued again with a new node",
+        )
+    finally:
+        holder.release()
+    worker.outcome(timeout=60)
