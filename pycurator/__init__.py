@@ -5,9 +5,11 @@ from __future__ import annotations
 from ._errors import LockLostError, LockNotOwnedError, LockTimeout, PyCuratorError
 from ._mutex import InterProcessMutex
 from ._revocation import attempt_revoke
+from ._rwlock import InterProcessReadWriteLock
 
 __all__ = [
     "InterProcessMutex",
+    "InterProcessReadWriteLock",
     "LockLostError",
     "LockNotOwnedError",
     "LockTimeout",

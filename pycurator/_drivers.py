@@ -47,6 +47,11 @@ class Driver(Protocol):
         """
         ...
 
+    def node_sequence(self) -> str | None:
+        """A sequence number for our node, which is then created EPHEMERAL rather than
+        EPHEMERAL_SEQUENTIAL; None (the rule) lets ZooKeeper number it."""
+        ...
+
     def sort(self, children: Sequence[str]) -> list[str]:
         """All children in queue order."""
         ...
@@ -72,6 +77,9 @@ class StandardDriver:
     max_leases: int = 1
     sort_tokens: tuple[str, ...] = ()
     relist_before_holding: bool = False
+
+    def node_sequence(self) -> str | None:
+        return None
 
     def sort(self, children: Sequence[str]) -> list[str]:
         return _wire.sort_children(children, *(self.sort_tokens or (self.token,)))
@@ -99,6 +107,9 @@ class ReadDriver:
 
     token: str = _wire.READ_LOCK_NAME
     relist_before_holding: bool = False
+
+    def node_sequence(self) -> str | None:
+        return None
 
     def sort(self, children: Sequence[str]) -> list[str]:
         return _wire.sort_children(children, *RW_SORT_TOKENS)

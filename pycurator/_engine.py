@@ -209,7 +209,9 @@ class LockEngine:
         in the same round trip (the listing is pipelined behind the create)."""
         client = self.client
         prefix = _wire.protected_prefix(_wire.new_protected_id())
-        node_path = _wire.join_path(self.base_path, prefix + self.driver.token)
+        sequence = self.driver.node_sequence()
+        name = prefix + self.driver.token + (sequence or "")
+        node_path = _wire.join_path(self.base_path, name)
         data = b"" if self.on_revoke is not None else self.data
         acl = self.acl or client.default_acl
         failures = 0
@@ -220,7 +222,12 @@ class LockEngine:
                     if found is not None:
                         return found, None
                 create = client.create_async(
-                    node_path, data, acl, ephemeral=True, sequence=True, include_data=True
+                    node_path,
+                    data,
+                    acl,
+                    ephemeral=True,
+                    sequence=sequence is None,
+                    include_data=True,
                 )
                 listing = client.get_children_async(self.base_path)
                 try:
