@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from ._errors import LockLostError, LockNotOwnedError, LockTimeout, PyCuratorError
+from ._errors import (
+    LockLostError,
+    LockNotOwnedError,
+    LockReleaseError,
+    LockTimeout,
+    PyCuratorError,
+)
+from ._multilock import InterProcessMultiLock
 from ._mutex import InterProcessMutex
 from ._revocation import attempt_revoke
 from ._rwlock import InterProcessReadWriteLock
 
 __all__ = [
+    "InterProcessMultiLock",
     "InterProcessMutex",
     "InterProcessReadWriteLock",
     "LockLostError",
     "LockNotOwnedError",
+    "LockReleaseError",
     "LockTimeout",
     "PyCuratorError",
     "attempt_revoke",

@@ -5,13 +5,18 @@
     PyCuratorError
      ├── LockNotOwnedError (also RuntimeError)   release() of a lock this thread does not hold
      ├── LockTimeout (also TimeoutError)         a context manager's timeout ran out
-     └── LockLostError                           a held lock is no longer ours
+     ├── LockLostError                           a held lock is no longer ours
+     └── LockReleaseError (an ExceptionGroup on Python 3.11+)
+                                                 release() of several locks: every failure
 
 kazoo's own errors (``ConnectionLoss``, ``NoAuthError``, ...) pass through unchanged where they
 already say what happened. Bad arguments raise ``ValueError`` or ``TypeError``.
 """
 
 from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
 
 
 class PyCuratorError(Exception):
@@ -42,3 +47,22 @@ class LockLostError(PyCuratorError):
         super().__init__(f"Lock lost: {path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+if sys.version_info >= (3, 11):
+
+    class LockReleaseError(PyCuratorError, ExceptionGroup[Exception]):  # noqa: F821
+        """Raised by a multi-lock's ``release()`` with every member's failure, after all members
+        were released or tried. On Python 3.11+ it is an ``ExceptionGroup`` (``except*`` works).
+        """
+
+else:
+
+    class LockReleaseError(PyCuratorError):
+        """Raised by a multi-lock's ``release()`` with every member's failure, after all members
+        were released or tried; ``exceptions`` holds them (an ``ExceptionGroup`` on 3.11+)."""
+
+        def __init__(self, message: str, exceptions: Sequence[Exception]) -> None:
+            super().__init__(message)
+            self.message = message
+            self.exceptions = tuple(exceptions)

@@ -1,0 +1,162 @@
+"""``InterProcessMultiLock``: several locks taken as one, all or nothing."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Protocol, runtime_checkable
+
+from kazoo.client import KazooClient
+
+from ._engine import Deadline, check_timeout
+from ._errors import LockLostError, LockReleaseError
+from ._mutex import InterProcessMutex, check_client_type
+from ._paths import validate_path
+
+log = logging.getLogger("pycurator")
+
+
+@runtime_checkable
+class Lock(Protocol):
+    """What a multi-lock needs of a member: every pycurator lock has it."""
+
+    def acquire(self, timeout: float | None = None) -> bool: ...
+
+    def release(self) -> None: ...
+
+    def is_acquired_in_this_process(self) -> bool: ...
+
+
+@runtime_checkable
+class _Followed(Protocol):
+    """A member that knows whether its hold is still real (see :meth:`ReentrantLock.is_held`)."""
+
+    def is_held(self) -> bool: ...
+
+    def check(self) -> None: ...
+
+
+class InterProcessMultiLock:
+    """Several locks taken as one: all of them, or none.
+
+    ``InterProcessMultiLock(client, paths)`` makes one :class:`InterProcessMutex` per path, in
+    order, as Curator's ``InterProcessMultiLock(client, paths)`` does, so a Java multi-lock on
+    the same paths contends with it. ``InterProcessMultiLock(locks)`` takes any pycurator locks.
+
+    :meth:`acquire` takes the locks in order under ONE deadline for the whole call (Curator gives
+    each lock the full timeout); if one times out or raises, those already taken are released in
+    reverse order and nothing stays held. :meth:`release` releases every lock in reverse order,
+    even when one fails, and raises :class:`LockReleaseError` with every failure. Give every
+    process the locks in the same order: two multi-locks taking the same locks in opposite
+    orders can each hold one and wait for the other until their timeouts run out.
+    """
+
+    def __init__(
+        self, client_or_locks: KazooClient | Sequence[Lock], paths: Sequence[str] | None = None
+    ) -> None:
+        if paths is not None:
+            check_client_type(client_or_locks)
+            if isinstance(paths, str) or not isinstance(paths, Sequence):
+                raise TypeError(f"paths must be a sequence of paths, not {paths!r}")
+            for path in paths:
+                validate_path(path)
+            locks: list[Lock] = [InterProcessMutex(client_or_locks, path) for path in paths]
+        else:
+            if isinstance(client_or_locks, KazooClient):
+                raise TypeError("InterProcessMultiLock(client, paths) needs the paths")
+            if not isinstance(client_or_locks, Sequence):
+                raise TypeError(f"locks must be a sequence of locks, not {client_or_locks!r}")
+            locks = list(client_or_locks)
+            for lock in locks:
+                if not isinstance(lock, Lock):
+                    raise TypeError(f"not a lock: {lock!r}")
+        if not locks:
+            raise ValueError("a multi-lock needs at least one lock")
+        self._locks = locks
+
+    @property
+    def locks(self) -> list[Lock]:
+        """The member locks, in acquisition order."""
+        return list(self._locks)
+
+    def acquire(self, timeout: float | None = None) -> bool:
+        """Take every lock in order within ``timeout`` seconds (None: wait forever).
+
+        True when all are held; False on timeout, with every lock taken so far released. An
+        error from a member is raised after the same release.
+        """
+        deadline = Deadline(check_timeout(timeout))
+        taken: list[Lock] = []
+        try:
+            for lock in self._locks:
+                if not lock.acquire(deadline.remaining()):
+                    break
+                taken.append(lock)
+            else:
+                return True
+        except BaseException:
+            self._release_all(taken, quietly=True)
+            raise
+        self._release_all(taken, quietly=False)
+        return False
+
+    def release(self) -> None:
+        """Release every lock in reverse order; :class:`LockReleaseError` with every failure."""
+        self._release_all(self._locks, quietly=False)
+
+    def _release_all(self, locks: Sequence[Lock], *, quietly: bool) -> None:
+        failures: list[Exception] = []
+        for lock in reversed(locks):
+            try:
+                lock.release()
+            except Exception as exc:
+                failures.append(exc)
+        if not failures:
+            return
+        if quietly:  # an error is already on its way to the caller
+            for failure in failures:
+                log.warning("multi-lock rollback could not release a lock: %r", failure)
+            return
+        raise LockReleaseError(f"could not release {len(failures)} of {len(locks)} locks", failures)
+
+    def is_acquired_in_this_process(self) -> bool:
+        """True only when every member lock is held in this process."""
+        return all(lock.is_acquired_in_this_process() for lock in self._locks)
+
+    def is_held(self) -> bool:
+        """True when every member is held now (members that follow their nodes are asked)."""
+        return all(
+            lock.is_held() if isinstance(lock, _Followed) else lock.is_acquired_in_this_process()
+            for lock in self._locks
+        )
+
+    def check(self) -> None:
+        """Raise :class:`LockLostError` unless every member is still held."""
+        for lock in self._locks:
+            if isinstance(lock, _Followed):
+                lock.check()
+            elif not lock.is_acquired_in_this_process():
+                raise LockLostError(repr(lock), "not acquired")
+
+    def on_lost(self, callback: Callable[[object, str], None]) -> None:
+        """Run ``callback(member, reason)`` when any member that reports losses loses its hold."""
+        for lock in self._locks:
+            register = getattr(lock, "on_lost", None)
+            if register is not None:
+                register(callback)
+
+    def __enter__(self) -> InterProcessMultiLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"InterProcessMultiLock({self._locks!r})"
