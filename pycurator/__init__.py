@@ -13,11 +13,15 @@ from ._multilock import InterProcessMultiLock
 from ._mutex import InterProcessMutex
 from ._revocation import attempt_revoke
 from ._rwlock import InterProcessReadWriteLock
+from ._semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease
 
 __all__ = [
     "InterProcessMultiLock",
     "InterProcessMutex",
     "InterProcessReadWriteLock",
+    "InterProcessSemaphoreMutex",
+    "InterProcessSemaphoreV2",
+    "Lease",
     "LockLostError",
     "LockNotOwnedError",
     "LockReleaseError",

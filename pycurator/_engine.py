@@ -146,6 +146,25 @@ def _delete_in_background(client: KazooClient, path: str) -> None:
             return
 
 
+def forget_watch(
+    client: KazooClient,
+    path: str,
+    watcher: Callable[[WatchedEvent], None],
+    *,
+    children: bool = False,
+) -> None:
+    """Drop a data (or child) watch we no longer wait on, in kazoo and (when no other watcher of
+    this client shares it) on the server, so a waiter that gives up leaves no watch behind."""
+    registry = client._child_watchers if children else client._data_watchers
+    watchers = registry.get(_requests.prefixed(client, path))
+    if watchers is not None:
+        watchers.discard(watcher)
+        if watchers:
+            return
+    kind = _requests.WATCHER_TYPE_CHILDREN if children else _requests.WATCHER_TYPE_DATA
+    _requests.remove_watches(client, path, kind)
+
+
 @dataclass(frozen=True)
 class HeldNode:
     """Our lock node: its path, and its creation zxid (the fencing token)."""
@@ -189,7 +208,7 @@ class LockEngine:
         deadline = Deadline(timeout)
         while True:
             try:
-                node, children = self._create(deadline)
+                node, children = self.create_node(deadline)
             except DeadlineExpired:
                 return None
             held = False
@@ -204,7 +223,7 @@ class LockEngine:
                     delete_guaranteed(self.client, node.path)
             return node if held else None
 
-    def _create(self, deadline: Deadline) -> tuple[HeldNode, list[str] | None]:
+    def create_node(self, deadline: Deadline) -> tuple[HeldNode, list[str] | None]:
         """Create our protected node; also the children listed right after it, when they came
         in the same round trip (the listing is pipelined behind the create)."""
         client = self.client
@@ -348,7 +367,7 @@ class LockEngine:
                 try:
                     self._watch(watched, on_event, deadline)
                     if not wake.wait(deadline.remaining()):
-                        self._forget_watch(watched, on_event)
+                        forget_watch(self.client, watched, on_event)
                         return False
                     gone = any(event.type == EventType.DELETED for event in seen)
                 except NoNodeError:
@@ -365,16 +384,6 @@ class LockEngine:
         self, path: str, watcher: Callable[[WatchedEvent], None], deadline: Deadline
     ) -> None:
         retrying(self.client, lambda: self.client.get(path, watch=watcher), deadline)
-
-    def _forget_watch(self, path: str, watcher: Callable[[WatchedEvent], None]) -> None:
-        """Drop a watch we no longer wait on, in kazoo and (when no other watcher of this client
-        shares it) on the server, so a timed-out waiter leaves no watch behind."""
-        watchers = self.client._data_watchers.get(_requests.prefixed(self.client, path))
-        if watchers is not None:
-            watchers.discard(watcher)
-            if watchers:
-                return
-        _requests.remove_data_watches(self.client, path)
 
     def _list(self) -> list[str]:
         try:

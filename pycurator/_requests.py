@@ -26,6 +26,8 @@ OP_CREATE_CONTAINER = 19
 OP_REMOVE_WATCHES = 18
 #: ``Watcher.WatcherType.Data`` as sent in a removeWatches request.
 WATCHER_TYPE_DATA = 2
+#: ``Watcher.WatcherType.Children``.
+WATCHER_TYPE_CHILDREN = 1
 
 _int = struct.Struct("!i")
 _stat = struct.Struct("!qqqqiiiqiiq")
@@ -120,11 +122,14 @@ def ensure_container_parents(
         create_container(client, parent, acl)
 
 
-def remove_data_watches(client: KazooClient, path: str) -> None:
-    """Ask the server to drop this session's data watches on ``path``, without waiting for the
-    answer: a missing watch or a lost connection is fine (the watch dies with the session)."""
+def remove_watches(client: KazooClient, path: str, watcher_type: int = WATCHER_TYPE_DATA) -> None:
+    """Ask the server to drop this session's data (or child) watches on ``path``, without
+    waiting for the answer: a missing watch or a lost connection is fine (the watch dies with
+    the session)."""
     with contextlib.suppress(KazooException):
-        client._call(RemoveWatches(prefixed(client, path)), client.handler.async_result())
+        client._call(
+            RemoveWatches(prefixed(client, path), watcher_type), client.handler.async_result()
+        )
 
 
 __all__ = [
@@ -133,6 +138,6 @@ __all__ = [
     "create_container",
     "ensure_container_parents",
     "prefixed",
-    "remove_data_watches",
+    "remove_watches",
     "send",
 ]

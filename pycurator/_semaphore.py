@@ -1,0 +1,395 @@
+"""``InterProcessSemaphoreV2`` and ``InterProcessSemaphoreMutex``: Curator's counting semaphore.
+
+Layout, as Curator's: waiters queue on an internal :class:`InterProcessMutex` at ``PATH/locks``;
+its holder creates a lease node ``PATH/leases/_c_<uuid>-lease-<seq>`` and holds a lease when
+there are at most ``max_leases`` lease nodes (a count, not an order), waiting on a child watch
+of ``PATH/leases`` otherwise; it releases the internal mutex once it holds the lease or gives up.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import WatchedEvent
+
+from . import _wire
+from ._drivers import StandardDriver
+from ._engine import (
+    Deadline,
+    DeadlineExpired,
+    HeldNode,
+    LockEngine,
+    check_timeout,
+    delete_guaranteed,
+    forget_watch,
+    retrying,
+)
+from ._errors import LockLostError, LockNotOwnedError, LockTimeout
+from ._monitor import ConnectionPolicy, HoldMonitor, HoldState, check_policy
+from ._mutex import InterProcessMutex, check_client_type
+from ._paths import validate_path
+
+LostCallback = Callable[[Any, str], None]
+
+
+class Lease:
+    """One lease of an :class:`InterProcessSemaphoreV2`: return it with :meth:`close`.
+
+    Not tied to a thread. It follows its node like a held lock does: :meth:`is_held`,
+    :meth:`check`, :attr:`lost_event` and :meth:`on_lost` tell when the node is gone (session
+    expired, node deleted) or, under the ``standard`` policy, while the connection is suspended.
+    ``fencing_token`` is the lease node's czxid: it grows with every new lease of this
+    semaphore, so a resource can reject a lease older than one it has seen; leases held together
+    have different tokens, and the token does not say which of them came first to the resource.
+    """
+
+    def __init__(self, client: KazooClient, node: HeldNode, policy: ConnectionPolicy) -> None:
+        self._client = client
+        self._node = node
+        self._closed = False
+        self._callbacks: list[LostCallback] = []
+        self.lost_event = client.handler.event_object()
+        self._monitor = HoldMonitor(client, node.path, policy, self._changed)
+
+    @property
+    def path(self) -> str:
+        """The lease node's full path."""
+        return self._node.path
+
+    @property
+    def node_name(self) -> str:
+        """The lease node's name, as Curator's ``Lease.getNodeName()``."""
+        return _wire.node_name(self._node.path)
+
+    @property
+    def fencing_token(self) -> int:
+        """The lease node's creation zxid (see the class doc)."""
+        return self._node.czxid
+
+    def data(self) -> bytes:
+        """The lease node's data, read from ZooKeeper."""
+        data, _ = self._client.get(self._node.path)
+        return bytes(data)
+
+    def is_held(self) -> bool:
+        """True while the lease node is known to be ours (and the lease not returned)."""
+        return not self._closed and self._monitor.held
+
+    def check(self) -> None:
+        """Raise :class:`LockLostError` unless :meth:`is_held`."""
+        if self._closed:
+            raise LockLostError(self._node.path, "lease returned")
+        if not self._monitor.held:
+            raise LockLostError(self._node.path, self._monitor.reason)
+
+    def on_lost(self, callback: LostCallback) -> None:
+        """Run ``callback(lease, reason)`` on a worker thread when the lease stops being held."""
+        self._callbacks.append(callback)
+
+    def _changed(self, state: HoldState, reason: str) -> None:
+        if state is HoldState.HELD:
+            self.lost_event.clear()
+            return
+        self.lost_event.set()
+        for callback in list(self._callbacks):
+            self._client.handler.spawn(callback, self, reason)
+
+    def close(self) -> None:
+        """Return the lease: delete its node (retried in the background if the connection is
+        down). Returning it twice, or after it was lost, does nothing more."""
+        if self._closed:
+            return
+        self._closed = True
+        self._monitor.close()
+        delete_guaranteed(self._client, self._node.path)
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Lease({self._node.path!r})"
+
+
+class _Retry(Exception):
+    """Our lease node vanished while we waited (the session expired): start again."""
+
+
+class InterProcessSemaphoreV2:
+    """A pool of ``max_leases`` leases shared with Java Curator's ``InterProcessSemaphoreV2``.
+
+    Waiters are served in arrival order through the internal mutex. Nothing checks that every
+    participant uses the same ``max_leases`` (Curator does not either). Lease nodes hold
+    ``node_data`` (by default the host address, as Curator writes it).
+    """
+
+    def __init__(
+        self,
+        client: KazooClient,
+        path: str,
+        max_leases: int,
+        *,
+        node_data: bytes | None = None,
+        acl: Sequence[Any] | None = None,
+        connection_policy: str = "standard",
+    ) -> None:
+        validate_path(path)
+        check_client_type(client)
+        if isinstance(max_leases, bool) or not isinstance(max_leases, int):
+            raise TypeError(f"max_leases must be an int, not {max_leases!r}")
+        if max_leases < 1:
+            raise ValueError(f"max_leases must be >= 1, not {max_leases}")
+        if node_data is not None and not isinstance(node_data, (bytes, bytearray)):
+            raise TypeError(f"node_data must be bytes, not {type(node_data).__name__}")
+        self.client = client
+        self.path = path
+        self.max_leases = max_leases
+        self._policy = check_policy(connection_policy)
+        self._lock = InterProcessMutex(
+            client, _wire.join_path(path, _wire.SEMAPHORE_LOCK_PARENT), acl=acl
+        )
+        self._leases_path = _wire.join_path(path, _wire.SEMAPHORE_LEASE_PARENT)
+        self._leases = LockEngine(
+            client,
+            self._leases_path,
+            StandardDriver(_wire.LEASE_NAME, max_leases),
+            data=node_data,
+            acl=acl,
+        )
+
+    def acquire(self, timeout: float | None = None) -> Lease | None:
+        """One lease within ``timeout`` seconds (None: wait forever), or None on timeout."""
+        leases = self.acquire_many(1, timeout)
+        return leases[0] if leases is not None else None
+
+    def acquire_many(self, qty: int, timeout: float | None = None) -> list[Lease] | None:
+        """``qty`` leases, taken one by one under one deadline for the whole call.
+
+        None on timeout; on timeout or error every lease taken so far is returned first.
+        """
+        if isinstance(qty, bool) or not isinstance(qty, int):
+            raise TypeError(f"qty must be an int, not {qty!r}")
+        if qty < 1:
+            raise ValueError(f"qty must be >= 1, not {qty}")
+        deadline = Deadline(check_timeout(timeout))
+        leases: list[Lease] = []
+        try:
+            while len(leases) < qty:
+                lease = self._acquire_one(deadline)
+                if lease is None:
+                    self.return_all(leases)
+                    return None
+                leases.append(lease)
+        except BaseException:
+            self.return_all(leases)
+            raise
+        return leases
+
+    def _acquire_one(self, deadline: Deadline) -> Lease | None:
+        while True:
+            if not self._lock.acquire(deadline.remaining()):
+                return None
+            try:
+                return self._lease_under_lock(deadline)
+            except _Retry:
+                continue
+            finally:
+                self._lock.release()
+
+    def _lease_under_lock(self, deadline: Deadline) -> Lease | None:
+        client = self.client
+        try:
+            node, children = self._leases.create_node(deadline)
+        except DeadlineExpired:
+            return None
+        ours = _wire.node_name(node.path)
+        wake = client.handler.event_object()
+        watched = False
+        held = False
+
+        def on_change(event: WatchedEvent) -> None:
+            wake.set()
+
+        try:
+            while True:
+                if children is None:
+                    wake.clear()
+                    children = retrying(client, lambda: self._watch_leases(on_change), deadline)
+                    watched = True
+                if ours not in children:
+                    raise _Retry()
+                if len(children) <= self.max_leases:
+                    held = True
+                    return Lease(client, node, self._policy)
+                children = None
+                if not watched:
+                    continue  # the pipelined listing set no watch: list again with one
+                if deadline.expired() or not wake.wait(deadline.remaining()):
+                    return None
+        except DeadlineExpired:
+            return None
+        finally:
+            if watched:
+                forget_watch(client, self._leases_path, on_change, children=True)
+            if not held:
+                delete_guaranteed(client, node.path)
+
+    def _watch_leases(self, watcher: Callable[[WatchedEvent], None]) -> list[str]:
+        try:
+            children: list[str] = self.client.get_children(self._leases_path, watch=watcher)
+        except NoNodeError:
+            return []  # the parent went away with our node: our session expired
+        return children
+
+    def return_lease(self, lease: Lease) -> None:
+        """Give a lease back (the same as ``lease.close()``)."""
+        lease.close()
+
+    def return_all(self, leases: Iterable[Lease]) -> None:
+        """Give every lease back."""
+        for lease in leases:
+            lease.close()
+
+    def participant_nodes(self) -> list[str]:
+        """Names of the lease nodes (holders, and at most one waiter), oldest first."""
+        try:
+            children: list[str] = self.client.get_children(self._leases_path)
+        except NoNodeError:
+            return []
+        return _wire.sort_children(children, _wire.LEASE_NAME)
+
+    def __repr__(self) -> str:
+        return f"InterProcessSemaphoreV2({self.path!r}, {self.max_leases})"
+
+
+class InterProcessSemaphoreMutex:
+    """A mutex on a one-lease :class:`InterProcessSemaphoreV2`, shared with Java Curator's
+    ``InterProcessSemaphoreMutex``.
+
+    Not re-entrant: a second ``acquire`` by the holder waits for itself (a timed one returns
+    False). Any thread may release it. A hold follows its lease node (see :class:`Lease`).
+    """
+
+    def __init__(
+        self,
+        client: KazooClient,
+        path: str,
+        *,
+        node_data: bytes | None = None,
+        acl: Sequence[Any] | None = None,
+        connection_policy: str = "standard",
+    ) -> None:
+        self._semaphore = InterProcessSemaphoreV2(
+            client, path, 1, node_data=node_data, acl=acl, connection_policy=connection_policy
+        )
+        self._lease: Lease | None = None
+        self._guard = threading.Lock()
+        self._callbacks: list[LostCallback] = []
+        self.lost_event = client.handler.event_object()
+
+    @property
+    def path(self) -> str:
+        """The semaphore's path, as given."""
+        return self._semaphore.path
+
+    def acquire(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds (None: forever) for the lock; False on timeout."""
+        lease = self._semaphore.acquire(timeout)
+        if lease is None:
+            return False
+        self.lost_event.clear()
+        lease.on_lost(self._lease_lost)
+        with self._guard:
+            self._lease = lease
+        return True
+
+    def _lease_lost(self, lease: Lease, reason: str) -> None:
+        with self._guard:
+            if lease is not self._lease:
+                return
+        self.lost_event.set()
+        for callback in list(self._callbacks):
+            callback(self, reason)
+
+    def release(self) -> None:
+        """Release the lock, from any thread; :class:`LockNotOwnedError` if it is not held."""
+        with self._guard:
+            lease, self._lease = self._lease, None
+        if lease is None:
+            raise LockNotOwnedError(self.path, f"Not acquired: {self.path}")
+        lease.close()
+
+    def is_acquired_in_this_process(self) -> bool:
+        """True while this object holds the lock (by local bookkeeping)."""
+        return self._lease is not None
+
+    def is_held(self) -> bool:
+        """True while the lock is held and its lease node is known to be ours."""
+        lease = self._lease
+        return lease is not None and lease.is_held()
+
+    def check(self) -> None:
+        """Raise :class:`LockLostError` unless :meth:`is_held`."""
+        lease = self._lease
+        if lease is None:
+            raise LockLostError(self.path, "not acquired")
+        lease.check()
+
+    def on_lost(self, callback: LostCallback) -> None:
+        """Run ``callback(lock, reason)`` on a worker thread when a hold stops being held."""
+        self._callbacks.append(callback)
+
+    @property
+    def lease(self) -> Lease | None:
+        """The lease behind the current hold, or None."""
+        return self._lease
+
+    @property
+    def fencing_token(self) -> int:
+        """The czxid of the current hold's lease node; :class:`LockLostError` if not held."""
+        lease = self._lease
+        if lease is None:
+            raise LockLostError(self.path, "not acquired")
+        return lease.fencing_token
+
+    def participant_nodes(self) -> list[str]:
+        """Names of the lease nodes: the holder, and at most one waiter about to wait."""
+        return self._semaphore.participant_nodes()
+
+    @contextmanager
+    def hold(self, timeout: float | None = None) -> Iterator[InterProcessSemaphoreMutex]:
+        """``with lock.hold(timeout=2):`` acquires or raises :class:`LockTimeout`, and releases."""
+        if not self.acquire(timeout):
+            raise LockTimeout(self.path, timeout if timeout is not None else 0.0)
+        try:
+            yield self
+        finally:
+            self.release()
+
+    def __enter__(self) -> InterProcessSemaphoreMutex:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"InterProcessSemaphoreMutex({self.path!r})"
