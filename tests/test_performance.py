@@ -57,8 +57,11 @@ def watched_paths(client: KazooClient) -> list[str]:
     return [path[len(chroot) :] for path in paths.get(session, [])]
 
 
-def _queue(path: str, locks: list[InterProcessMutex], observer: KazooClient) -> list[Worker]:
-    """Start a thread per lock that acquires and releases it; return once all are queued."""
+def _queue(
+    path: str, locks: list[InterProcessMutex], observer: KazooClient, clients: list[KazooClient]
+) -> list[Worker]:
+    """Start a thread per lock that acquires and releases it; return once all are queued and
+    every node but the last is watched by one of ``clients`` (those of every waiter)."""
     workers = []
     queued = len(children(observer, path))
     for lock in locks:
@@ -72,6 +75,13 @@ def _queue(path: str, locks: list[InterProcessMutex], observer: KazooClient) -> 
         workers.append(worker)
         queued += 1
         eventually(lambda n=queued: len(children(observer, path)) == n)  # type: ignore[misc]
+
+    def every_waiter_watches() -> bool:
+        nodes = sorted(children(observer, path), key=lambda name: name[-10:])
+        watched = {p for client in clients for p in watched_paths(client)}
+        return {f"{path}/{node}" for node in nodes[:-1]} <= watched
+
+    eventually(every_waiter_watches, what="every waiter watching its predecessor")
     return workers
 
 
@@ -80,7 +90,7 @@ def _drain_requests(zk_client_factory: ClientFactory, path: str, waiters: int) -
     holder = InterProcessMutex(clients[0], path)
     assert holder.acquire()
     workers = _queue(
-        path, [InterProcessMutex(clients[i % 3], path) for i in range(waiters)], clients[0]
+        path, [InterProcessMutex(clients[i % 3], path) for i in range(waiters)], clients[0], clients
     )
     counters = [RequestsByType(client) for client in clients]
     try:
@@ -123,7 +133,9 @@ def test_each_waiting_contender_holds_exactly_one_watch(
     holder = InterProcessMutex(holder_client, path)
     assert holder.acquire()
     waiter_clients = [zk_client_factory() for _ in range(4)]
-    workers = _queue(path, [InterProcessMutex(c, path) for c in waiter_clients], holder_client)
+    workers = _queue(
+        path, [InterProcessMutex(c, path) for c in waiter_clients], holder_client, waiter_clients
+    )
     try:
         queue = holder.participant_nodes()
         for position, client in enumerate(waiter_clients, start=1):
@@ -155,9 +167,12 @@ def test_a_release_wakes_only_the_next_waiter(
     first = Worker(next_waiter)
     first.start()
     eventually(lambda: len(children(holder_client, path)) == 2)
-    later = _queue(path, [InterProcessMutex(c, path) for c in later_clients], holder_client)
-    for client in later_clients:
-        eventually(lambda c=client: len(watched_paths(c)) == 1, what="waiter watching")  # type: ignore[misc]
+    later = _queue(
+        path,
+        [InterProcessMutex(c, path) for c in later_clients],
+        holder_client,
+        [next_client, *later_clients],
+    )
     counters = [RequestsByType(client) for client in later_clients]
     try:
         holder.release()
