@@ -298,7 +298,15 @@ class InterProcessSemaphoreMutex:
         self._lease: Lease | None = None
         self._guard = threading.Lock()
         self._callbacks: list[LostCallback] = []
-        self.lost_event = client.handler.event_object()
+        self._not_held = client.handler.event_object()
+        self._not_held.set()
+
+    @property
+    def lost_event(self) -> Any:
+        """The current hold's :attr:`Lease.lost_event` (set while the hold is not ours, clear
+        once it is again); outside a hold, an event that is set."""
+        lease = self._lease
+        return lease.lost_event if lease is not None else self._not_held
 
     @property
     def path(self) -> str:
@@ -310,7 +318,6 @@ class InterProcessSemaphoreMutex:
         lease = self._semaphore.acquire(timeout)
         if lease is None:
             return False
-        self.lost_event.clear()
         lease.on_lost(self._lease_lost)
         with self._guard:
             self._lease = lease
@@ -320,7 +327,6 @@ class InterProcessSemaphoreMutex:
         with self._guard:
             if lease is not self._lease:
                 return
-        self.lost_event.set()
         for callback in list(self._callbacks):
             callback(self, reason)
 
