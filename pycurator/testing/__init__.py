@@ -20,9 +20,11 @@ from ._curator import (
 )
 from ._expire import expire_kazoo_session, expire_session
 from ._fourletter import four_letter_word, split_hosts
+from ._proxy import FaultProxy
 from ._server import ZooKeeperServer, ZooKeeperServerError, free_port
 
 __all__ = [
+    "FaultProxy",
     "ZooKeeperServer",
     "ZooKeeperServerError",
     "curator_classpath",

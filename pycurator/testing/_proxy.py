@@ -1,0 +1,165 @@
+"""A TCP fault proxy between ZooKeeper clients and a server: latency, dropped connections,
+lost replies and blackholes, on demand."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from types import TracebackType
+
+
+class _Link:
+    """One client connection and its server connection, pumped by two threads."""
+
+    def __init__(self, proxy: FaultProxy, client: socket.socket, server: socket.socket) -> None:
+        self.proxy = proxy
+        self.client = client
+        self.server = server
+        self.drop_replies = False
+        self.closed = threading.Event()
+
+    def start(self) -> None:
+        for source, target, upstream in (
+            (self.client, self.server, True),
+            (self.server, self.client, False),
+        ):
+            threading.Thread(
+                target=self._pump, args=(source, target, upstream), daemon=True
+            ).start()
+
+    def _pump(self, source: socket.socket, target: socket.socket, upstream: bool) -> None:
+        try:
+            while not self.closed.is_set():
+                data = source.recv(65536)
+                if not data:
+                    break
+                self.proxy._flowing.wait()  # a blackhole holds the data back
+                if self.proxy.latency > 0:
+                    time.sleep(self.proxy.latency)
+                if not upstream and self.drop_replies:
+                    continue
+                target.sendall(data)
+        except OSError:
+            pass
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.closed.is_set():
+            return
+        self.closed.set()
+        for sock in (self.client, self.server):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        self.proxy._forget(self)
+
+
+class FaultProxy:
+    """Listens on 127.0.0.1 and forwards every connection to ``target`` (``host:port``).
+
+    - ``latency``: seconds added to every chunk, each way.
+    - :meth:`drop_connections`: close every open connection at once (clients see a connection
+      loss and reconnect through the proxy; their sessions live on).
+    - :meth:`drop_replies`: on the connections open now, forward requests but throw the server's
+      replies away, as when a reply is lost; new connections are not affected.
+    - :meth:`blackhole`: accept and read, but forward nothing until :meth:`heal` (or ``seconds``).
+    """
+
+    def __init__(self, target: str, *, latency: float = 0.0) -> None:
+        host, _, port = target.rpartition(":")
+        self.target = (host or "127.0.0.1", int(port))
+        self.latency = latency
+        self._flowing = threading.Event()
+        self._flowing.set()
+        self._links: set[_Link] = set()
+        self._guard = threading.Lock()
+        self._listener = socket.socket()
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self.port: int = self._listener.getsockname()[1]
+        self._stopped = threading.Event()
+        self._acceptor = threading.Thread(target=self._accept, daemon=True)
+        self._acceptor.start()
+
+    @property
+    def hosts(self) -> str:
+        """The connect string clients use to go through the proxy."""
+        return f"127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.target, timeout=10)
+                server.settimeout(None)
+            except OSError:
+                client.close()
+                continue
+            link = _Link(self, client, server)
+            with self._guard:
+                self._links.add(link)
+            link.start()
+
+    def _forget(self, link: _Link) -> None:
+        with self._guard:
+            self._links.discard(link)
+
+    def _open_links(self) -> list[_Link]:
+        with self._guard:
+            return list(self._links)
+
+    @property
+    def connections(self) -> int:
+        """How many client connections are open through the proxy now."""
+        return len(self._open_links())
+
+    def drop_connections(self) -> None:
+        """Close every open connection."""
+        for link in self._open_links():
+            link.close()
+
+    def drop_replies(self) -> None:
+        """Throw away the server's replies on the connections open now."""
+        for link in self._open_links():
+            link.drop_replies = True
+
+    def blackhole(self, seconds: float | None = None) -> None:
+        """Forward nothing (in either direction) until :meth:`heal`, or for ``seconds``."""
+        self._flowing.clear()
+        if seconds is not None:
+            timer = threading.Timer(seconds, self.heal)
+            timer.daemon = True
+            timer.start()
+
+    def heal(self) -> None:
+        """End a blackhole: what was held back flows again."""
+        self._flowing.set()
+
+    def close(self) -> None:
+        """Stop listening and close every connection."""
+        self._stopped.set()
+        self.heal()
+        self._listener.close()
+        self.drop_connections()
+        self._acceptor.join(5)
+
+    def __enter__(self) -> FaultProxy:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"FaultProxy({self.hosts} -> {self.target[0]}:{self.target[1]})"
