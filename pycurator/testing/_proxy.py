@@ -146,6 +146,8 @@ class FaultProxy:
         """Stop listening and close every connection."""
         self._stopped.set()
         self.heal()
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
         self._listener.close()
         self.drop_connections()
         self._acceptor.join(5)
