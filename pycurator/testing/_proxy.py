@@ -102,6 +102,8 @@ class FaultProxy:
             except OSError:
                 client.close()
                 continue
+            for sock in (client, server):  # forward small requests at once, as clients do
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             link = _Link(self, client, server)
             with self._guard:
                 self._links.add(link)

@@ -1,0 +1,91 @@
+"""One benchmark contender in a process of its own; prints its measurements as one JSON line.
+
+``python -m bench.contender KIND HOSTS CYCLES WARMUP`` runs CYCLES uncontended acquire+release
+cycles of KIND on a fresh path, after WARMUP cycles that are not measured.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+from collections.abc import Callable
+
+from kazoo.client import KazooClient
+
+KINDS = ("pycurator", "curator", "kazoo-lock", "raw-floor")
+
+
+def _kazoo_cycle(kind: str, hosts: str, path: str) -> tuple[Callable[[], None], Callable[[], None]]:
+    client = KazooClient(hosts=hosts)
+    client.start(timeout=30)
+    if kind == "pycurator":
+        from pycurator import InterProcessMutex
+
+        lock = InterProcessMutex(client, path)
+
+        def cycle() -> None:
+            lock.acquire()
+            lock.release()
+
+    elif kind == "kazoo-lock":
+        kazoo_lock = client.Lock(path)
+
+        def cycle() -> None:
+            kazoo_lock.acquire()
+            kazoo_lock.release()
+
+    else:  # the floor: the three requests a lock needs, with no lock logic at all
+        client.ensure_path(path)
+
+        def cycle() -> None:
+            node = client.create(f"{path}/n-", b"", ephemeral=True, sequence=True)
+            client.get_children(path)
+            client.delete(node)
+
+    def close() -> None:
+        client.stop()
+        client.close()
+
+    return cycle, close
+
+
+def _curator_cycle(hosts: str, path: str) -> tuple[Callable[[], None], Callable[[], None]]:
+    from pycurator.testing import jclass, new_curator
+
+    client = new_curator(hosts)
+    lock = jclass("org.apache.curator.framework.recipes.locks.InterProcessMutex")(client, path)
+
+    def cycle() -> None:
+        lock.acquire()
+        lock.release()
+
+    return cycle, client.close
+
+
+def main(kind: str, hosts: str, cycles: int, warmup: int) -> dict[str, object]:
+    path = f"/pycurator-bench/{kind}-{uuid.uuid4().hex[:8]}"
+    cycle, close = (
+        _curator_cycle(hosts, path) if kind == "curator" else _kazoo_cycle(kind, hosts, path)
+    )
+    try:
+        for _ in range(warmup):
+            cycle()
+        samples = []
+        cpu_start = time.process_time()
+        for _ in range(cycles):
+            start = time.perf_counter_ns()
+            cycle()
+            samples.append(time.perf_counter_ns() - start)
+        cpu = time.process_time() - cpu_start
+    finally:
+        close()
+    return {"kind": kind, "cycle_ns": samples, "cpu_s_per_cycle": cpu / cycles}
+
+
+if __name__ == "__main__":
+    kind, hosts, cycles, warmup = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    if kind not in KINDS:
+        raise SystemExit(f"unknown contender {kind!r}; one of {', '.join(KINDS)}")
+    print(json.dumps(main(kind, hosts, cycles, warmup)))
