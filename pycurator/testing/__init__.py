@@ -18,6 +18,7 @@ from ._curator import (
     session_of,
     start_jvm,
 )
+from ._ensemble import ZooKeeperEnsemble
 from ._expire import expire_kazoo_session, expire_session
 from ._fourletter import four_letter_word, split_hosts
 from ._proxy import FaultProxy
@@ -25,6 +26,7 @@ from ._server import ZooKeeperServer, ZooKeeperServerError, free_port
 
 __all__ = [
     "FaultProxy",
+    "ZooKeeperEnsemble",
     "ZooKeeperServer",
     "ZooKeeperServerError",
     "curator_classpath",

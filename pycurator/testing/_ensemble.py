@@ -1,0 +1,182 @@
+"""A real ZooKeeper ensemble of local Java processes (QuorumPeerMain), from Debian's jars."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+from ._fourletter import four_letter_word
+from ._server import (
+    CLASSPATH_ENV,
+    DEFAULT_CLASSPATH,
+    JAVA_OPTIONS,
+    ZooKeeperServerError,
+    free_port,
+)
+
+
+class ZooKeeperEnsemble:
+    """``size`` ZooKeeper servers on 127.0.0.1 forming one quorum; always cleaned up.
+
+    Members are numbered from 1. :meth:`stop`, :meth:`kill` and :meth:`start` act on one
+    member (its data is kept); :meth:`leader` asks each member's ``srvr`` which one leads.
+    """
+
+    def __init__(
+        self,
+        size: int = 3,
+        *,
+        tick_time_ms: int = 500,
+        container_check_interval_ms: int = 100,
+        classpath: str | None = None,
+        start_timeout: float = 90.0,
+    ) -> None:
+        if size < 1:
+            raise ValueError(f"an ensemble needs at least one member, not {size}")
+        self.size = size
+        self.tick_time_ms = tick_time_ms
+        self.container_check_interval_ms = container_check_interval_ms
+        self.classpath = classpath or os.environ.get(CLASSPATH_ENV) or DEFAULT_CLASSPATH
+        self.start_timeout = start_timeout
+        self._dir = Path(tempfile.mkdtemp(prefix="pycurator-ensemble-"))
+        self.client_ports = {member: free_port() for member in self.members}
+        self._quorum_ports = {member: (free_port(), free_port()) for member in self.members}
+        self._processes: dict[int, subprocess.Popen[bytes]] = {}
+
+    @property
+    def members(self) -> range:
+        return range(1, self.size + 1)
+
+    @property
+    def hosts(self) -> str:
+        """The connect string naming every member."""
+        return ",".join(f"127.0.0.1:{port}" for port in self.client_ports.values())
+
+    def _config(self, member: int) -> Path:
+        data = self._dir / f"data{member}"
+        data.mkdir(parents=True, exist_ok=True)
+        (data / "myid").write_text(f"{member}\n")
+        lines = [
+            f"tickTime={self.tick_time_ms}",
+            "initLimit=10",
+            "syncLimit=5",
+            f"dataDir={data}",
+            f"clientPort={self.client_ports[member]}",
+            "clientPortAddress=127.0.0.1",
+            f"minSessionTimeout={2 * self.tick_time_ms}",
+            f"maxSessionTimeout={120 * self.tick_time_ms}",
+            "4lw.commands.whitelist=*",
+            "admin.enableServer=false",
+            "forceSync=no",
+            "maxClientCnxns=0",
+            "standaloneEnabled=false",
+            "reconfigEnabled=false",
+        ]
+        for peer, (quorum, election) in self._quorum_ports.items():
+            lines.append(f"server.{peer}=127.0.0.1:{quorum}:{election}")
+        config = self._dir / f"zoo{member}.cfg"
+        config.write_text("\n".join(lines) + "\n")
+        return config
+
+    def start(self, member: int | None = None) -> ZooKeeperEnsemble:
+        """Start one member, or all; with all, wait until every member serves."""
+        for peer in [member] if member is not None else list(self.members):
+            if peer in self._processes and self._processes[peer].poll() is None:
+                continue
+            config = self._config(peer)
+            log = open(self._dir / f"server{peer}.log", "ab")  # noqa: SIM115 (the child owns it)
+            self._processes[peer] = subprocess.Popen(
+                [
+                    "java",
+                    *JAVA_OPTIONS,
+                    "-Dzookeeper.jmx.log4j.disable=true",
+                    f"-Dznode.container.checkIntervalMs={self.container_check_interval_ms}",
+                    "-cp",
+                    self.classpath,
+                    "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                    str(config),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            log.close()
+        if member is None:
+            self.wait_serving(list(self.members))
+        return self
+
+    def wait_serving(self, members: list[int], timeout: float | None = None) -> None:
+        """Wait until each of ``members`` serves clients (it is leader or follower)."""
+        end = time.monotonic() + (timeout or self.start_timeout)
+        waiting = set(members)
+        while waiting and time.monotonic() < end:
+            waiting = {m for m in waiting if self.mode(m) not in ("leader", "follower")}
+            if waiting:
+                time.sleep(0.2)
+        if waiting:
+            raise ZooKeeperServerError(f"ensemble members {sorted(waiting)} do not serve")
+
+    def mode(self, member: int) -> str | None:
+        """``leader``, ``follower``, or None when the member does not answer or serve."""
+        try:
+            answer = four_letter_word("127.0.0.1", self.client_ports[member], "srvr", 1.0)
+        except OSError:
+            return None
+        for line in answer.splitlines():
+            if line.startswith("Mode:"):
+                return line.split(":", 1)[1].strip()
+        return None
+
+    def leader(self) -> int | None:
+        """The member that leads now, or None."""
+        for member in self.members:
+            if self.mode(member) == "leader":
+                return member
+        return None
+
+    def _signal(self, member: int, sig: signal.Signals) -> None:
+        process = self._processes.pop(member, None)
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(sig)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(15)
+
+    def stop(self, member: int) -> None:
+        """Stop one member (SIGTERM); its data stays for :meth:`start`."""
+        self._signal(member, signal.SIGTERM)
+
+    def kill(self, member: int) -> None:
+        """Kill one member (SIGKILL); its data stays for :meth:`start`."""
+        self._signal(member, signal.SIGKILL)
+
+    def close(self) -> None:
+        """Stop every member and remove every file."""
+        for member in list(self._processes):
+            self._signal(member, signal.SIGKILL)
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> ZooKeeperEnsemble:
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
