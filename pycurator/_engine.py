@@ -35,6 +35,8 @@ T = TypeVar("T")
 
 #: Errors after which the same request may be sent again once the client is connected.
 RETRYABLE = (ConnectionLoss, OperationTimeoutError, SessionExpiredError)
+#: The largest node data ZooKeeper's servers accept by default (``jute.maxbuffer``, 1 MB - 1).
+MAX_NODE_DATA = 0xFFFFF
 #: How many times a protected create is retried on connection loss before giving up.
 CREATE_RETRIES = 10
 
@@ -193,6 +195,11 @@ class LockEngine:
         self.base_path = base_path
         self.driver = driver
         self.data = _wire.default_node_data() if data is None else bytes(data)
+        if len(self.data) > MAX_NODE_DATA:
+            raise ValueError(
+                f"node data is {len(self.data)} bytes; ZooKeeper takes at most {MAX_NODE_DATA}"
+                " (its jute.maxbuffer default)"
+            )
         self.acl = list(acl) if acl is not None else None
         self.on_revoke: Callable[[], None] | None = None
 

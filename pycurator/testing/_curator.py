@@ -82,23 +82,40 @@ def new_curator(
     session_timeout_ms: int = 10_000,
     connection_timeout_ms: int = 10_000,
     connect_timeout: float = 30.0,
+    digest: str | None = None,
 ) -> Any:
     """A started ``CuratorFramework`` connected to ``hosts``; the caller closes it.
 
     Retries with exponential back-off, as Curator's documentation recommends. The ensemble
     tracker is off, so a client of an ensemble in containers keeps the connect string it was given.
+    With ``digest`` (``"user:password"``) the client authenticates with it and creates its nodes
+    with every permission for that user alone (Curator's ``ACLProvider``).
     """
+    import jpype
+
     factory = jclass("org.apache.curator.framework.CuratorFrameworkFactory")
     retry = jclass("org.apache.curator.retry.ExponentialBackoffRetry")(100, 10)
-    client = (
+    builder = (
         factory.builder()
         .connectString(hosts)
         .sessionTimeoutMs(session_timeout_ms)
         .connectionTimeoutMs(connection_timeout_ms)
         .retryPolicy(retry)
         .ensembleTracker(False)
-        .build()
     )
+    if digest is not None:
+        builder = builder.authorization("digest", jpype.JArray(jpype.JByte)(digest.encode()))
+        user = jclass("org.apache.zookeeper.server.auth.DigestAuthenticationProvider")
+        acl = jclass("org.apache.zookeeper.data.ACL")
+        perms = jclass("org.apache.zookeeper.ZooDefs").Perms
+        ident = jclass("org.apache.zookeeper.data.Id")("digest", user.generateDigest(digest))
+        acls = jclass("java.util.Arrays").asList([acl(perms.ALL, ident)])
+        provider = jpype.JProxy(
+            "org.apache.curator.framework.api.ACLProvider",
+            dict={"getDefaultAcl": lambda: acls, "getAclForPath": lambda path: acls},
+        )
+        builder = builder.aclProvider(provider)
+    client = builder.build()
     client.start()
     unit = jclass("java.util.concurrent.TimeUnit")
     if not client.blockUntilConnected(int(connect_timeout * 1000), unit.MILLISECONDS):
