@@ -152,3 +152,21 @@ def test_session_expiry_while_holding_passes_the_lock_to_the_next_waiter(
     worker.outcome()
     holder.release()  # lost already: nothing to delete, nothing raised
     assert children(zk_client_factory(), path) == []
+
+
+def test_a_create_that_gives_up_leaves_no_orphan(
+    proxy: FaultProxy, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    path = f"{zk_path}/lock"
+    observer = zk_client_factory()
+    observer.ensure_path(path)
+    client = zk_client_factory(hosts=proxy.hosts, timeout=4.0)
+    lock = InterProcessMutex(client, path)
+    created = threading.Event()
+    observer.get_children(path, watch=lambda event: created.set())
+    proxy.drop_replies()  # the create reaches the server; its reply never comes back
+    assert lock.acquire(timeout=0.5) is False
+    assert created.wait(SOON)  # the server did make the node
+    # the node the lost create made is found by its protected name and deleted
+    eventually(lambda: children(observer, path) == [], what="the orphan deleted")
+    assert client.connected
