@@ -9,8 +9,24 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from pycurator.testing import FaultProxy, ZooKeeperServer
+
 #: Generous bound for anything that should happen "soon" on a loaded 2-core machine.
 SOON = 20.0
+
+#: Reconnect attempts every 0.2 s, for clients that must find a restarted server again well
+#: within their session timeout (kazoo's default back-off grows to a minute between attempts).
+STEADY_RECONNECT = {"max_tries": -1, "delay": 0.2, "backoff": 1, "max_delay": 0.2}
+
+
+def restart_behind(proxy: FaultProxy, server: ZooKeeperServer) -> None:
+    """Restart ``server`` (data kept) while ``proxy`` holds new connections back until it serves:
+    a client that met the server still starting would wait out its whole handshake timeout."""
+    proxy.blackhole()
+    try:
+        server.restart()
+    finally:
+        proxy.heal()
 
 
 def eventually(predicate: Callable[[], bool], timeout: float = SOON, what: str = "") -> None:

@@ -14,7 +14,7 @@ from pycurator import InterProcessMutex
 from pycurator.testing import FaultProxy, ZooKeeperServer
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
-from .support import SOON, Worker, children, eventually
+from .support import SOON, STEADY_RECONNECT, Worker, children, eventually, restart_behind
 
 ClientFactory = Callable[..., KazooClient]
 
@@ -98,9 +98,11 @@ def test_release_while_the_connection_is_down_deletes_once_it_is_back(
 def test_a_server_restart_finishes_holder_and_waiter_without_overlap(
     zk_client_factory: ClientFactory,
 ) -> None:
-    with ZooKeeperServer() as server:
-        holder_client = zk_client_factory(hosts=server.hosts, timeout=20.0)
-        waiter_client = zk_client_factory(hosts=server.hosts, timeout=20.0)
+    with ZooKeeperServer() as server, FaultProxy(server.hosts) as front:
+        holder_client, waiter_client = (
+            zk_client_factory(hosts=front.hosts, timeout=30.0, connection_retry=STEADY_RECONNECT)
+            for _ in range(2)
+        )
         holder = InterProcessMutex(holder_client, "/locks/restart")
         waiter = InterProcessMutex(waiter_client, "/locks/restart")
         inside = {"holder": False, "waiter": False, "overlap": False}
@@ -116,7 +118,7 @@ def test_a_server_restart_finishes_holder_and_waiter_without_overlap(
         worker = Worker(wait_then_hold)
         worker.start()
         eventually(lambda: len(children(holder_client, "/locks/restart")) == 2)
-        server.restart()
+        restart_behind(front, server)
         eventually(lambda: holder_client.connected and waiter_client.connected, timeout=60)
         assert holder.is_acquired_in_this_process()
         eventually(holder.is_held, what="holder's node verified after the restart")

@@ -17,9 +17,9 @@ from pycurator import (
     InterProcessSemaphoreMutex,
     LockLostError,
 )
-from pycurator.testing import ZooKeeperServer, expire_kazoo_session
+from pycurator.testing import FaultProxy, ZooKeeperServer, expire_kazoo_session
 
-from .support import SOON, eventually
+from .support import SOON, STEADY_RECONNECT, eventually, restart_behind
 
 ClientFactory = Callable[..., KazooClient]
 
@@ -85,6 +85,13 @@ def own_server() -> Iterator[ZooKeeperServer]:
         yield server
 
 
+@pytest.fixture
+def front(own_server: ZooKeeperServer) -> Iterator[FaultProxy]:
+    """A proxy in front of that server."""
+    with FaultProxy(own_server.hosts) as proxy:
+        yield proxy
+
+
 def _reconnected(client: KazooClient) -> threading.Event:
     event = threading.Event()
     seen = {"suspended": False}
@@ -102,9 +109,9 @@ def _reconnected(client: KazooClient) -> threading.Event:
 
 
 def test_a_dropped_connection_suspends_a_standard_hold_until_the_node_is_proved_ours(
-    own_server: ZooKeeperServer, zk_client_factory: ClientFactory
+    own_server: ZooKeeperServer, front: FaultProxy, zk_client_factory: ClientFactory
 ) -> None:
-    client = zk_client_factory(hosts=own_server.hosts, timeout=30.0)
+    client = zk_client_factory(hosts=front.hosts, timeout=30.0, connection_retry=STEADY_RECONNECT)
     standard = InterProcessMutex(client, "/locks/standard")
     session = InterProcessMutex(client, "/locks/session", connection_policy="session")
     reasons: list[str] = []
@@ -114,7 +121,7 @@ def test_a_dropped_connection_suspends_a_standard_hold_until_the_node_is_proved_
     semaphore = InterProcessSemaphoreMutex(client, "/locks/semaphore")
     assert write.acquire() and semaphore.acquire()
     reconnected = _reconnected(client)
-    own_server.restart()  # drops the connection; the session outlives it
+    restart_behind(front, own_server)  # drops the connection; the session outlives it
     assert reconnected.wait(60)
     assert "connection suspended" in reasons
     # once reconnected in the same session, the standard hold is checked and held again

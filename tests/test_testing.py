@@ -12,7 +12,7 @@ import pycurator
 from pycurator.testing import ZooKeeperServer, four_letter_word, split_hosts
 from pycurator.testing.pytest_plugin import ZooKeeperTarget, choose_backend, docker_available
 
-from .support import eventually
+from .support import STEADY_RECONNECT, eventually
 
 
 def test_public_names_are_sorted_and_complete() -> None:
@@ -40,7 +40,8 @@ def test_local_server_serves_restarts_with_its_data_and_cleans_up() -> None:
     server = ZooKeeperServer()
     with server:
         assert four_letter_word(server.host, server.port, "ruok") == "imok"
-        client = KazooClient(hosts=server.hosts)
+        # a short session: a client that meets the server still starting retries soon
+        client = KazooClient(hosts=server.hosts, timeout=4.0, connection_retry=STEADY_RECONNECT)
         client.start(timeout=30)
         try:
             client.create("/kept", b"data")

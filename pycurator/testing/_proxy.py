@@ -65,7 +65,9 @@ class FaultProxy:
       loss and reconnect through the proxy; their sessions live on).
     - :meth:`drop_replies`: on the connections open now, forward requests but throw the server's
       replies away, as when a reply is lost; new connections are not affected.
-    - :meth:`blackhole`: accept and read, but forward nothing until :meth:`heal` (or ``seconds``).
+    - :meth:`blackhole`: accept and read, but forward nothing until :meth:`heal` (or ``seconds``);
+      a connection accepted meanwhile reaches the server only then (so a client cannot meet a
+      server that is still starting).
     """
 
     def __init__(self, target: str, *, latency: float = 0.0) -> None:
@@ -96,18 +98,25 @@ class FaultProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            try:
-                server = socket.create_connection(self.target, timeout=10)
-                server.settimeout(None)
-            except OSError:
-                client.close()
-                continue
-            for sock in (client, server):  # forward small requests at once, as clients do
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            link = _Link(self, client, server)
-            with self._guard:
-                self._links.add(link)
-            link.start()
+            threading.Thread(target=self._connect, args=(client,), daemon=True).start()
+
+    def _connect(self, client: socket.socket) -> None:
+        self._flowing.wait()  # in a blackhole, a new connection waits here, accepted
+        if self._stopped.is_set():
+            client.close()
+            return
+        try:
+            server = socket.create_connection(self.target, timeout=10)
+            server.settimeout(None)
+        except OSError:
+            client.close()
+            return
+        for sock in (client, server):  # forward small requests at once, as clients do
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        link = _Link(self, client, server)
+        with self._guard:
+            self._links.add(link)
+        link.start()
 
     def _forget(self, link: _Link) -> None:
         with self._guard:
