@@ -12,7 +12,7 @@ from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex
 from pycurator.testing import ZooKeeperEnsemble, java_acquire, jclass, new_curator
-from tests.support import Worker, eventually
+from tests.support import Worker, children, eventually
 
 from .conftest import java_class
 
@@ -103,7 +103,7 @@ def test_killing_the_leader_during_mixed_contention_keeps_exclusion(
         observer.start(timeout=30)
         try:
             eventually(
-                lambda: not observer.exists(path) or observer.get_children(path) == [],
+                lambda: children(observer, path) == [],
                 what="no node left after the scenario",
             )
         finally:

@@ -19,6 +19,44 @@ from ._errors import LockLostError, LockNotOwnedError, LockTimeout
 from ._monitor import ConnectionPolicy, HoldMonitor, HoldState, check_policy
 
 L = TypeVar("L", bound="ReentrantLock")
+C = TypeVar("C", bound="LockContext")
+
+
+class LockContext:
+    """``with lock:`` (waits as long as it takes) and ``with lock.hold(timeout):`` (raises
+    :class:`LockTimeout`) over a lock's ``acquire(timeout) -> bool`` and ``release()``."""
+
+    @property
+    def path(self) -> str:
+        raise NotImplementedError
+
+    def acquire(self, timeout: float | None = None) -> bool:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        raise NotImplementedError
+
+    @contextmanager
+    def hold(self: C, timeout: float | None = None) -> Iterator[C]:
+        """``with lock.hold(timeout=2):`` acquires or raises :class:`LockTimeout`, and releases."""
+        if not self.acquire(timeout):
+            raise LockTimeout(self.path, timeout if timeout is not None else 0.0)
+        try:
+            yield self
+        finally:
+            self.release()
+
+    def __enter__(self: C) -> C:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
 
 
 @dataclass
@@ -28,7 +66,7 @@ class _Hold:
     count: int = 1
 
 
-class ReentrantLock:
+class ReentrantLock(LockContext):
     """A lock held per thread and per lock object; re-entry only counts, it sends nothing.
 
     A held lock follows its node: when the node is lost (see :mod:`pycurator._monitor` for what
@@ -190,28 +228,6 @@ class ReentrantLock:
         is up to the listener (or the thread it signals).
         """
         self._engine.on_revoke = lambda: listener(self)
-
-    @contextmanager
-    def hold(self: L, timeout: float | None = None) -> Iterator[L]:
-        """``with lock.hold(timeout=2):`` acquires or raises :class:`LockTimeout`, and releases."""
-        if not self.acquire(timeout):
-            raise LockTimeout(self.path, timeout if timeout is not None else 0.0)
-        try:
-            yield self
-        finally:
-            self.release()
-
-    def __enter__(self: L) -> L:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path!r})"

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from kazoo.client import KazooClient
 
 from ._engine import Deadline, check_timeout
 from ._errors import LockLostError, LockReleaseError
+from ._lock import LockContext
 from ._mutex import InterProcessMutex, check_client_type
 from ._paths import validate_path
 
@@ -37,7 +37,7 @@ class _Followed(Protocol):
     def check(self) -> None: ...
 
 
-class InterProcessMultiLock:
+class InterProcessMultiLock(LockContext):
     """Several locks taken as one: all of them, or none.
 
     ``InterProcessMultiLock(client, paths)`` makes one :class:`InterProcessMutex` per path, in
@@ -74,6 +74,11 @@ class InterProcessMultiLock:
         if not locks:
             raise ValueError("a multi-lock needs at least one lock")
         self._locks = locks
+
+    @property
+    def path(self) -> str:
+        """The member locks, for messages: their paths where they have one."""
+        return ", ".join(getattr(lock, "path", repr(lock)) for lock in self._locks)
 
     @property
     def locks(self) -> list[Lock]:
@@ -145,18 +150,6 @@ class InterProcessMultiLock:
             register = getattr(lock, "on_lost", None)
             if register is not None:
                 register(callback)
-
-    def __enter__(self) -> InterProcessMultiLock:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
 
     def __repr__(self) -> str:
         return f"InterProcessMultiLock({self._locks!r})"

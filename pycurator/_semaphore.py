@@ -9,8 +9,7 @@ of ``PATH/leases`` otherwise; it releases the internal mutex once it holds the l
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -30,7 +29,8 @@ from ._engine import (
     forget_watch,
     retrying,
 )
-from ._errors import LockLostError, LockNotOwnedError, LockTimeout
+from ._errors import LockLostError, LockNotOwnedError
+from ._lock import LockContext
 from ._monitor import ConnectionPolicy, HoldMonitor, HoldState, check_policy
 from ._mutex import InterProcessMutex, check_client_type
 from ._paths import validate_path
@@ -275,7 +275,7 @@ class InterProcessSemaphoreV2:
         return f"InterProcessSemaphoreV2({self.path!r}, {self.max_leases})"
 
 
-class InterProcessSemaphoreMutex:
+class InterProcessSemaphoreMutex(LockContext):
     """A mutex on a one-lease :class:`InterProcessSemaphoreV2`, shared with Java Curator's
     ``InterProcessSemaphoreMutex``.
 
@@ -374,28 +374,6 @@ class InterProcessSemaphoreMutex:
     def participant_nodes(self) -> list[str]:
         """Names of the lease nodes: the holder, and at most one waiter about to wait."""
         return self._semaphore.participant_nodes()
-
-    @contextmanager
-    def hold(self, timeout: float | None = None) -> Iterator[InterProcessSemaphoreMutex]:
-        """``with lock.hold(timeout=2):`` acquires or raises :class:`LockTimeout`, and releases."""
-        if not self.acquire(timeout):
-            raise LockTimeout(self.path, timeout if timeout is not None else 0.0)
-        try:
-            yield self
-        finally:
-            self.release()
-
-    def __enter__(self) -> InterProcessSemaphoreMutex:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
 
     def __repr__(self) -> str:
         return f"InterProcessSemaphoreMutex({self.path!r})"

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 from pycurator.testing import FaultProxy, ZooKeeperServer
 
@@ -39,8 +40,12 @@ def eventually(predicate: Callable[[], bool], timeout: float = SOON, what: str =
 
 
 def children(client: KazooClient, path: str) -> list[str]:
-    """Children of ``path``, or [] when it does not exist."""
-    return list(client.get_children(path)) if client.exists(path) else []
+    """Children of ``path``, or [] when it does not exist (an empty container may be reaped at
+    any moment)."""
+    try:
+        return list(client.get_children(path))
+    except NoNodeError:
+        return []
 
 
 class RequestCounter:

@@ -14,6 +14,7 @@ from pycurator import (
     InterProcessReadWriteLock,
     LockNotOwnedError,
     LockReleaseError,
+    LockTimeout,
     PyCuratorError,
 )
 
@@ -122,3 +123,15 @@ def test_bad_arguments_are_refused(zk: KazooClient, zk_path: str) -> None:
     with pytest.raises(TypeError, match="not a lock"):
         InterProcessMultiLock(["/a"])
     assert zk.exists(zk_path) is None
+
+
+def test_hold_with_a_timeout_raises_lock_timeout_naming_the_paths(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    paths = [f"{zk_path}/a", f"{zk_path}/b"]
+    blocker = InterProcessMutex(zk_client_factory(), paths[1])
+    lock = InterProcessMultiLock(zk_client_factory(), paths)
+    with blocker, pytest.raises(LockTimeout, match=f"{paths[0]}, {paths[1]}"), lock.hold(0.3):
+        pytest.fail("entered a multi-lock with a member held elsewhere")
+    with lock.hold(timeout=SOON):
+        assert lock.is_acquired_in_this_process()
