@@ -9,6 +9,7 @@ from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
 
 from pycurator import InterProcessMutex
+from pycurator._requests import ensure_container_parents
 from pycurator.testing import java_acquire
 from tests.support import SOON, children
 
@@ -21,6 +22,7 @@ def test_java_and_python_with_the_same_credentials_share_a_protected_lock(
     curator_factory: CuratorFactory, zk_client_factory: ClientFactory, zk_path: str
 ) -> None:
     path = f"{zk_path}/lock"
+    ensure_container_parents(zk_client_factory(), path)  # keep the shared test root open
     python_client = zk_client_factory(auth_data=[("digest", "locker:secret")])
     python = InterProcessMutex(
         python_client, path, acl=[make_digest_acl("locker", "secret", all=True)]

@@ -10,6 +10,7 @@ from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl
 
 from pycurator import InterProcessMutex, attempt_revoke
+from pycurator._requests import ensure_container_parents
 
 from .support import SOON, children
 
@@ -17,6 +18,13 @@ ClientFactory = Callable[..., KazooClient]
 
 ACL = [make_digest_acl("locker", "secret", all=True)]
 AUTH = [("digest", "locker:secret")]
+
+
+@pytest.fixture(autouse=True)
+def open_base(zk: KazooClient, zk_path: str) -> None:
+    """The test's base path and its ancestors as open containers, so that the protected parents
+    the locks make start below it and the shared test root stays open to every other test."""
+    ensure_container_parents(zk, f"{zk_path}/lock")
 
 
 def test_nodes_and_container_parents_carry_the_acl(
