@@ -72,6 +72,12 @@ def check_timeout(timeout: float | None) -> float | None:
     return float(timeout)
 
 
+def check_data(data: bytes | None, name: str = "node_data") -> None:
+    """Raise TypeError naming ``name`` unless ``data`` is None or bytes."""
+    if data is not None and not isinstance(data, (bytes, bytearray)):
+        raise TypeError(f"{name} must be bytes, not {type(data).__name__}")
+
+
 def check_client(client: KazooClient) -> None:
     """Raise a clear error for a client that cannot send requests."""
     if not isinstance(client, KazooClient):

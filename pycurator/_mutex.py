@@ -9,7 +9,7 @@ from kazoo.client import KazooClient
 
 from . import _wire
 from ._drivers import StandardDriver
-from ._engine import LockEngine, check_client
+from ._engine import LockEngine, check_client, check_data
 from ._lock import ReentrantLock
 from ._paths import validate_path
 
@@ -33,8 +33,7 @@ class InterProcessMutex(ReentrantLock):
     ) -> None:
         validate_path(path)
         check_client_type(client)
-        if node_data is not None and not isinstance(node_data, (bytes, bytearray)):
-            raise TypeError(f"node_data must be bytes, not {type(node_data).__name__}")
+        check_data(node_data)
         super().__init__(
             LockEngine(client, path, StandardDriver(_wire.LOCK_NAME), data=node_data, acl=acl),
             connection_policy=connection_policy,

@@ -10,7 +10,7 @@ from kazoo.client import KazooClient
 
 from . import _wire
 from ._drivers import Decision, ReadDriver, write_driver
-from ._engine import LockEngine
+from ._engine import LockEngine, check_data
 from ._lock import ReentrantLock
 from ._mutex import check_client_type
 from ._paths import validate_path
@@ -96,8 +96,7 @@ class InterProcessReadWriteLock:
     ) -> None:
         validate_path(path)
         check_client_type(client)
-        if lock_data is not None and not isinstance(lock_data, (bytes, bytearray)):
-            raise TypeError(f"lock_data must be bytes, not {type(lock_data).__name__}")
+        check_data(lock_data, "lock_data")
         self._write = WriteLock(
             LockEngine(client, path, write_driver(), data=lock_data, acl=acl),
             connection_policy=connection_policy,

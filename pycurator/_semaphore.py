@@ -24,6 +24,7 @@ from ._engine import (
     DeadlineExpired,
     HeldNode,
     LockEngine,
+    check_data,
     check_timeout,
     delete_guaranteed,
     forget_watch,
@@ -152,8 +153,7 @@ class InterProcessSemaphoreV2:
             raise TypeError(f"max_leases must be an int, not {max_leases!r}")
         if max_leases < 1:
             raise ValueError(f"max_leases must be >= 1, not {max_leases}")
-        if node_data is not None and not isinstance(node_data, (bytes, bytearray)):
-            raise TypeError(f"node_data must be bytes, not {type(node_data).__name__}")
+        check_data(node_data)
         self.client = client
         self.path = path
         self.max_leases = max_leases
