@@ -54,6 +54,20 @@ def test_the_proxy_forwards_adds_latency_and_drops_connections(
     client.delete(f"{zk_path}/a")
 
 
+def test_the_proxy_delays_pipelined_requests_together_not_one_after_another(
+    proxy: FaultProxy, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    client = zk_client_factory(hosts=proxy.hosts)
+    client.create(f"{zk_path}/a", b"x", makepath=True)
+    proxy.latency = 0.2
+    start = time.monotonic()
+    replies = [client.get_async(f"{zk_path}/a") for _ in range(8)]
+    assert [reply.get(timeout=SOON)[0] for reply in replies] == [b"x"] * 8
+    elapsed = time.monotonic() - start
+    proxy.latency = 0.0
+    assert 0.4 <= elapsed < 0.7  # one round trip for all: no chunk waits out another's delay
+
+
 def test_a_create_whose_reply_is_lost_is_found_again_not_made_twice(
     proxy: FaultProxy, zk_client_factory: ClientFactory, zk_path: str
 ) -> None:

@@ -3,6 +3,7 @@ lost replies and blackholes, on demand."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import socket
 import threading
@@ -25,25 +26,24 @@ class _Link:
             (self.client, self.server, True),
             (self.server, self.client, False),
         ):
-            threading.Thread(
-                target=self._pump, args=(source, target, upstream), daemon=True
-            ).start()
+            line = _DelayLine(target, self)
+            threading.Thread(target=line.run, daemon=True).start()
+            threading.Thread(target=self._pump, args=(source, line, upstream), daemon=True).start()
 
-    def _pump(self, source: socket.socket, target: socket.socket, upstream: bool) -> None:
+    def _pump(self, source: socket.socket, line: _DelayLine, upstream: bool) -> None:
         try:
             while not self.closed.is_set():
                 data = source.recv(65536)
                 if not data:
                     break
                 self.proxy._flowing.wait()  # a blackhole holds the data back
-                if self.proxy.latency > 0:
-                    time.sleep(self.proxy.latency)
                 if not upstream and self.drop_replies:
                     continue
-                target.sendall(data)
+                line.put(data, time.monotonic() + self.proxy.latency)
         except OSError:
             pass
         finally:
+            line.put(b"", 0.0)
             self.close()
 
     def close(self) -> None:
@@ -57,10 +57,43 @@ class _Link:
         self.proxy._forget(self)
 
 
+class _DelayLine:
+    """Sends each chunk once its due time comes: latency delays every chunk by the same amount
+    without queueing one chunk's delay behind another's (pipelined requests stay pipelined)."""
+
+    def __init__(self, target: socket.socket, link: _Link) -> None:
+        self.target = target
+        self.link = link
+        self._chunks: collections.deque[tuple[bytes, float]] = collections.deque()
+        self._ready = threading.Condition()
+
+    def put(self, data: bytes, due: float) -> None:
+        with self._ready:
+            self._chunks.append((data, due))
+            self._ready.notify()
+
+    def run(self) -> None:
+        try:
+            while True:
+                with self._ready:
+                    while not self._chunks:
+                        self._ready.wait()
+                    data, due = self._chunks.popleft()
+                if not data:
+                    return
+                delay = due - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                self.target.sendall(data)
+        except OSError:
+            self.link.close()
+
+
 class FaultProxy:
     """Listens on 127.0.0.1 and forwards every connection to ``target`` (``host:port``).
 
-    - ``latency``: seconds added to every chunk, each way.
+    - ``latency``: seconds added to every chunk, each way (a delay line: chunks in flight are
+      not queued behind one another's delay, as on a long link).
     - :meth:`drop_connections`: close every open connection at once (clients see a connection
       loss and reconnect through the proxy; their sessions live on).
     - :meth:`drop_replies`: on the connections open now, forward requests but throw the server's
