@@ -177,14 +177,14 @@ class ReentrantLock(LockContext):
         deleted or the session ends, and (``standard`` policy) while the connection is suspended.
         """
         hold = self._current_hold()
-        return hold is not None and hold.monitor.held
+        return hold is not None and hold.monitor.confirm()
 
     def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`; call it before each side effect."""
         hold = self._current_hold()
         if hold is None:
             raise LockLostError(self.path, "not acquired by this thread")
-        if not hold.monitor.held:
+        if not hold.monitor.confirm():
             raise LockLostError(self.path, hold.monitor.reason)
 
     def on_lost(self, callback: Callable[[L, str], None]) -> None:

@@ -8,18 +8,28 @@ Curator's ``ConnectionStateErrorPolicy`` decides what counts as lost:
 - ``session``: only the session's end (LOST) or the node's deletion count.
 
 A node deleted by anyone, or the session's expiry, is final.
+
+Connection states reach the monitor at once (a connection listener). The watch that reports the
+node's deletion by someone else costs a request and an event, which would make a short hold half
+again as dear on loopback; so it is set once a hold has lasted :data:`WATCH_DELAY`, or at once
+when the holder asks (:meth:`HoldMonitor.confirm`, behind ``is_held()`` and ``check()``).
 """
 
 from __future__ import annotations
 
 import enum
+import heapq
+import itertools
 import logging
+import os
+import threading
+import time
 from collections.abc import Callable
 from typing import Literal
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
-from kazoo.protocol.states import EventType, KazooState, WatchedEvent
+from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
 log = logging.getLogger("pycurator")
 
@@ -36,6 +46,10 @@ def check_policy(policy: str) -> ConnectionPolicy:
     raise ValueError(f"connection_policy must be 'standard' or 'session', not {policy!r}")
 
 
+#: How long a hold lasts before its node's deletion watch is set without being asked for.
+WATCH_DELAY = 0.05
+
+
 class HoldState(enum.Enum):
     """Where a hold stands."""
 
@@ -49,9 +63,9 @@ class HoldMonitor:
     """Follows one held node from acquire to release.
 
     ``on_change(state, reason)`` runs (on a kazoo worker or event thread; keep it short) each time
-    the state moves between HELD and not held. The monitor sets a watch on the node and a
-    connection listener; :meth:`close` removes the listener, and the watch is spent when the node
-    is deleted.
+    the state moves between HELD and not held. The monitor listens to the connection at once and
+    watches the node from :data:`WATCH_DELAY` into the hold, or from the first :meth:`confirm`;
+    :meth:`close` removes the listener, and the watch is spent when the node is deleted.
     """
 
     def __init__(
@@ -68,9 +82,10 @@ class HoldMonitor:
         self.reason = ""
         self._on_change = on_change
         self._lock = client.handler.lock_object()
+        self._watching = False  # a watch is set on the node (or kazoo re-sets it on reconnect)
         self._session_id = client.client_id[0] if client.client_id else None
         client.add_listener(self._on_connection)
-        client.exists_async(node, watch=self._on_node_event).rawlink(self._on_first_check)
+        _DEFERRED.add(self)
 
     def close(self) -> None:
         """Stop following the node (on release)."""
@@ -80,7 +95,24 @@ class HoldMonitor:
 
     @property
     def held(self) -> bool:
+        """The state as last reported: True unless a loss has been seen (no request)."""
         return self.state is HoldState.HELD
+
+    def confirm(self) -> bool:
+        """Like :attr:`held`, but the node's deletion is seen too: before the watch is set, one
+        ``exists`` sets it and checks the node."""
+        if self.state is HoldState.HELD and not self._watching and self.client.connected:
+            try:
+                stat = self.client.exists(self.node, watch=self._on_node_event)
+            except KazooException:
+                return self.held  # the connection listener reports connection trouble
+            self._checked(stat)
+        return self.held
+
+    def _watch(self) -> None:
+        """Set the node's watch without waiting (from the deferred-watch thread)."""
+        if self.state is HoldState.HELD and not self._watching:
+            self.client.exists_async(self.node, watch=self._on_node_event).rawlink(self._on_check)
 
     def _move(self, state: HoldState, reason: str) -> None:
         with self._lock:
@@ -95,11 +127,15 @@ class HoldMonitor:
         except Exception:
             log.exception("lock state callback failed for %s", self.node)
 
-    def _on_first_check(self, result: object) -> None:
+    def _on_check(self, result: object) -> None:
         try:
             stat = result.get()  # type: ignore[attr-defined]
         except KazooException:
-            return  # the connection listener reports connection trouble
+            return  # the connection listener reports connection trouble, and re-arms
+        self._checked(stat)
+
+    def _checked(self, stat: ZnodeStat | None) -> None:
+        self._watching = True
         if stat is None:
             self._move(HoldState.LOST, "lock node deleted")
 
@@ -117,6 +153,8 @@ class HoldMonitor:
                 self._move(HoldState.SUSPENDED, "connection suspended")
         elif state == KazooState.CONNECTED and self.state is HoldState.SUSPENDED:
             self.client.handler.spawn(self._verify)
+        elif state == KazooState.CONNECTED and not self._watching:
+            self.client.handler.spawn(self._watch)
         return False
 
     def _verify(self) -> None:
@@ -126,7 +164,55 @@ class HoldMonitor:
         except KazooException:
             return  # disconnected again: the next CONNECTED verifies
         current = self.client.client_id[0] if self.client.client_id else None
+        self._watching = stat is not None
         if stat is None or stat.ephemeralOwner != self._session_id or current != self._session_id:
             self._move(HoldState.LOST, "lock node not ours after reconnect")
         else:
             self._move(HoldState.HELD, "reconnected in the same session")
+
+
+class _DeferredWatches:
+    """One daemon thread that sets each monitor's node watch once its hold has lasted
+    :data:`WATCH_DELAY`; holds released by then cost nothing."""
+
+    def __init__(self) -> None:
+        self._due: list[tuple[float, int, HoldMonitor]] = []  # a heap
+        self._added = itertools.count()
+        self._ready = threading.Condition(threading.Lock())
+        self._thread: threading.Thread | None = None
+
+    def add(self, monitor: HoldMonitor) -> None:
+        due = time.monotonic() + WATCH_DELAY
+        with self._ready:
+            heapq.heappush(self._due, (due, next(self._added), monitor))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="pycurator-watches", daemon=True
+                )
+                self._thread.start()
+            elif self._due[0][2] is monitor:
+                self._ready.notify()  # the thread sleeps until a later time
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                while not self._due:
+                    self._ready.wait()
+                delay = self._due[0][0] - time.monotonic()
+                if delay > 0:
+                    self._ready.wait(delay)
+                    continue
+                monitor = heapq.heappop(self._due)[2]
+            try:
+                monitor._watch()
+            except Exception:  # a stopped client, say: its holds are lost by other routes
+                log.debug("could not watch %s", monitor.node, exc_info=True)
+
+    def _forked(self) -> None:
+        self._due.clear()
+        self._ready = threading.Condition(threading.Lock())
+        self._thread = None
+
+
+_DEFERRED = _DeferredWatches()
+os.register_at_fork(after_in_child=_DEFERRED._forked)

@@ -80,13 +80,13 @@ class Lease:
 
     def is_held(self) -> bool:
         """True while the lease node is known to be ours (and the lease not returned)."""
-        return not self._closed and self._monitor.held
+        return not self._closed and self._monitor.confirm()
 
     def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`."""
         if self._closed:
             raise LockLostError(self._node.path, "lease returned")
-        if not self._monitor.held:
+        if not self._monitor.confirm():
             raise LockLostError(self._node.path, self._monitor.reason)
 
     def on_lost(self, callback: LostCallback) -> None:

@@ -10,14 +10,22 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kazoo.client import KazooClient
 
-from pycurator import InterProcessMutex
+from pycurator import InterProcessMutex, _monitor
 from pycurator.testing import expire_kazoo_session, four_letter_word, split_hosts
 
 from .support import SOON, Worker, children, eventually
 
 ClientFactory = Callable[..., KazooClient]
+
+
+@pytest.fixture(autouse=True)
+def no_deferred_watch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counts here are the engine's: a hold that a loaded machine stretches past the deferred
+    watch's delay would add an ``exists`` (tested on its own below)."""
+    monkeypatch.setattr(_monitor, "WATCH_DELAY", 3600.0)
 
 
 class RequestsByType:
@@ -122,7 +130,38 @@ def test_the_waiter_right_behind_the_holder_takes_over_without_listing(
 ) -> None:
     counts = _drain_requests(zk_client_factory, f"{zk_path}/lock", 1)
     assert counts["GetChildren"] == 0
-    assert counts["Exists"] == 2  # the waiter confirms its node; its hold starts following it
+    assert counts["Exists"] == 1  # the waiter confirms its node
+
+
+def test_an_uncontended_cycle_sends_create_list_and_delete_only(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    client = zk_client_factory()
+    lock = InterProcessMutex(client, f"{zk_path}/lock")
+    with lock:  # the first cycle also creates the parent
+        pass
+    counter = RequestsByType(client)
+    try:
+        with lock:
+            pass
+    finally:
+        counter.close()
+    assert counter.counts == Counter({"Create2": 1, "GetChildren": 1, "Delete": 1})
+
+
+def test_a_hold_watches_its_node_when_asked_or_once_it_has_lasted(
+    zk_client_factory: ClientFactory, zk_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = zk_client_factory()
+    asked = InterProcessMutex(client, f"{zk_path}/asked")
+    with asked:
+        assert watched_paths(client) == []
+        assert asked.is_held()  # one exists: sets the watch and sees the node
+        assert watched_paths(client) == [asked.lock_path]
+    monkeypatch.setattr(_monitor, "WATCH_DELAY", 0.2)
+    lasting = InterProcessMutex(client, f"{zk_path}/lasting")
+    with lasting:
+        eventually(lambda: watched_paths(client) == [lasting.lock_path], what="deferred watch")
 
 
 def test_each_waiting_contender_holds_exactly_one_watch(
@@ -226,6 +265,7 @@ def test_a_timed_out_waiter_keeps_the_watch_its_own_client_still_needs(
     waiter = InterProcessMutex(client, path)
     assert holder.acquire()
     try:
+        assert holder.is_held()  # its monitor now watches the node
         assert waiter.acquire(timeout=0.5) is False
         assert holder.lock_path is not None
         assert watched_paths(client) == [holder.lock_path]
