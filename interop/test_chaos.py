@@ -1,0 +1,71 @@
+"""A short run of the chaos checker: mixed Java and Python contenders on a mutex, a read/write
+lock and a semaphore, under random faults on a 3-node ensemble (``interop/chaos.py``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from interop.chaos import FAULTS, Chaos, Hold, check, parse_dump
+from interop.chaos import Faults as FaultLog
+
+PROGRAMMING_ERRORS = {"AttributeError", "TypeError", "NameError", "KeyError", "ValueError"}
+
+
+def test_a_short_chaos_run_keeps_every_guarantee() -> None:
+    report = Chaos(seconds=12, seed=11).run()
+    summary = report.summary()
+    assert report.ok, summary
+    for lock in ("mutex", "rw-read", "rw-write", "semaphore"):
+        for language in ("python", "java"):
+            assert report.holds[f"{lock} {language}"] > 0, summary
+    for kind in (*FAULTS, "pause"):
+        assert report.faults.counts[kind] > 0, summary
+    assert not set(report.errors) & PROGRAMMING_ERRORS, summary
+    # a worker of each language was stopped while holding until its session expired: others
+    # held meanwhile, and its guarded write was rejected
+    assert sorted(p["worker"][:2] for p in report.pauses) == ["ja", "py"], summary
+    for pause in report.pauses:
+        assert pause["successors"] > 0 and pause["outcome"] == "rejected", summary
+    assert report.overlaps == report.overlaps_with_stale, summary
+
+
+def _hold(hold_id: str, enter: int, fence: int, *, outcome: str = "fenced") -> Hold:
+    hold = Hold(hold_id, "t", "python", "mutex", True, "/n", 0, enter, fence, fence + 1)
+    hold.outcome = outcome
+    hold.value = None
+    return hold
+
+
+def _check(holds: list[Hold], log: dict[str, int]) -> list[str]:
+    report = check(
+        holds,
+        {"mutex": log, "rw": {}},
+        {"mutex": len(log), "rw": 0},
+        {"tree": [], "dump": {}},
+        faults=FaultLog(),
+        errors=Counter(),
+        pauses=[],
+        seconds=0,
+        seed=0,
+    )
+    return report.violations + report.counter_problems
+
+
+def test_the_checker_flags_overlapping_fenced_holds_and_lost_updates() -> None:
+    apart = [_hold("a", 0, 10), _hold("b", 20, 30)]
+    assert _check(apart, {"a": 1, "b": 2}) == []
+    overlapping = [_hold("a", 0, 10), _hold("b", 5, 30)]
+    assert any("overlap" in p for p in _check(overlapping, {"a": 1, "b": 2}))
+    lost_update = [_hold("a", 0, 10), _hold("b", 20, 30)]
+    assert any("once each" in p for p in _check(lost_update, {"a": 1, "b": 1}))
+    stale = [_hold("a", 0, 10, outcome="rejected"), _hold("b", 5, 30)]
+    assert _check(stale, {"b": 1}) == []
+
+
+def test_dump_is_read_as_ephemeral_nodes_by_session() -> None:
+    text = (
+        "SessionTracker dump:\nSession Sets (1)/(1):\n1 expire at now:\n\t0x1\n"
+        "ephemeral nodes dump:\nSessions with Ephemerals (2):\n0x1:\n\t/chaos/mutex/a\n"
+        "0x2:\n\t/b\n\t/c\nConnections dump:\n\tip: /127.0.0.1:1 sessionId: 0x1\n"
+    )
+    assert parse_dump(text) == {"0x1": ["/chaos/mutex/a"], "0x2": ["/b", "/c"]}
