@@ -48,8 +48,8 @@ from pycurator import InterProcessMutex, InterProcessReadWriteLock, InterProcess
 from pycurator.testing import (
     FaultProxy,
     ZooKeeperEnsemble,
+    ephemerals_by_session,
     expire_session,
-    four_letter_word,
     java_acquire,
     java_nano_time,
     jclass,
@@ -758,20 +758,14 @@ def _read_log(client: KazooClient, lock: str) -> dict[str, int]:
 
 def _orphans(client: KazooClient, ensemble: ZooKeeperEnsemble) -> dict[str, Any]:
     """Lock nodes left once every contender's session is closed or expired: in the tree, and in
-    the leader's ``dump`` of ephemeral nodes by session."""
+    the servers' ``dump`` of ephemeral nodes by session."""
     end = time.monotonic() + WORKER_SESSION_S * 3 + 20
     while True:
         tree = [f"{path}/{name}" for path in LOCK_PATHS for name in _children(client, path)]
         if not tree or time.monotonic() > end:
             break
         time.sleep(0.2)  # a killed worker's session ends only with its timeout
-    leader = ensemble.leader()
-    dump = four_letter_word("127.0.0.1", ensemble.client_ports[leader or 1], "dump")
-    ephemerals = {
-        session: [path for path in paths if path.startswith(ROOT + "/")]
-        for session, paths in parse_dump(dump).items()
-    }
-    return {"tree": tree, "dump": {s: p for s, p in ephemerals.items() if p}}
+    return {"tree": tree, "dump": ephemerals_by_session(ensemble.hosts, under=ROOT)}
 
 
 def _children(client: KazooClient, path: str) -> list[str]:
@@ -779,23 +773,6 @@ def _children(client: KazooClient, path: str) -> list[str]:
         return list(client.get_children(path))
     except NoNodeError:
         return []  # an empty container the server reaped
-
-
-def parse_dump(text: str) -> dict[str, list[str]]:
-    """The ``dump`` four-letter word's ephemeral nodes, by session id (``0x...``)."""
-    sessions: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    inside = False
-    for line in text.splitlines():
-        if line.startswith("Sessions with Ephemerals"):
-            inside = True
-        elif line.startswith("Connections dump"):
-            inside = False
-        elif inside and line.startswith("0x"):
-            current = sessions.setdefault(line.strip().rstrip(":"), [])
-        elif inside and current is not None and line.strip():
-            current.append(line.strip())
-    return sessions
 
 
 # -- the checker ------------------------------------------------------------------------------
@@ -862,7 +839,7 @@ class Report:
             f"semaphore: at most {self.semaphore_max} fenced leases at once (max {SEMAPHORE_MAX})",
             f"counters: {counters}; problems: {len(self.counter_problems)}",
             f"orphans: {len(self.orphans['tree'])} in the tree,"
-            f" {sum(len(p) for p in self.orphans['dump'].values())} in the leader's dump",
+            f" {sum(len(p) for p in self.orphans['dump'].values())} in the servers' dump",
         ]
         for pause in self.pauses:
             lines.append(

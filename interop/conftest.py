@@ -36,6 +36,11 @@ def curator(curator_factory: CuratorFactory) -> Any:
     return curator_factory()
 
 
+@pytest.fixture
+def no_orphans(curator_factory: CuratorFactory, zk_no_orphans: None) -> None:
+    """``zk_no_orphans``, audited before the test's Curator clients close too."""
+
+
 def java_class(simple_name: str) -> Any:
     """A class of Curator's lock recipes by its simple name, e.g. ``InterProcessMutex``."""
     return jclass(f"{LOCKS}.{simple_name}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from interop.chaos import FAULTS, Chaos, Hold, check, parse_dump
+from interop.chaos import FAULTS, Chaos, Hold, check
 from interop.chaos import Faults as FaultLog
 
 PROGRAMMING_ERRORS = {"AttributeError", "TypeError", "NameError", "KeyError", "ValueError"}
@@ -60,12 +60,3 @@ def test_the_checker_flags_overlapping_fenced_holds_and_lost_updates() -> None:
     assert any("once each" in p for p in _check(lost_update, {"a": 1, "b": 1}))
     stale = [_hold("a", 0, 10, outcome="rejected"), _hold("b", 5, 30)]
     assert _check(stale, {"b": 1}) == []
-
-
-def test_dump_is_read_as_ephemeral_nodes_by_session() -> None:
-    text = (
-        "SessionTracker dump:\nSession Sets (1)/(1):\n1 expire at now:\n\t0x1\n"
-        "ephemeral nodes dump:\nSessions with Ephemerals (2):\n0x1:\n\t/chaos/mutex/a\n"
-        "0x2:\n\t/b\n\t/c\nConnections dump:\n\tip: /127.0.0.1:1 sessionId: 0x1\n"
-    )
-    assert parse_dump(text) == {"0x1": ["/chaos/mutex/a"], "0x2": ["/b", "/c"]}

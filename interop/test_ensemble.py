@@ -11,7 +11,13 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex
-from pycurator.testing import ZooKeeperEnsemble, java_acquire, jclass, new_curator
+from pycurator.testing import (
+    ZooKeeperEnsemble,
+    assert_no_ephemerals,
+    java_acquire,
+    jclass,
+    new_curator,
+)
 from tests.support import Worker, children, eventually
 
 from .conftest import java_class
@@ -111,6 +117,8 @@ def test_killing_the_leader_during_mixed_contention_keeps_exclusion(
             observer.close()
         ensemble.start(leader)
         ensemble.wait_serving([leader])
+        # every member's dump of ephemerals by session agrees: no lock node, the clients alive
+        assert_no_ephemerals(ensemble.hosts, path)
     finally:
         for client in kazoo_clients:
             client.stop()

@@ -20,6 +20,9 @@ from .workers import read_line, start_worker
 
 ClientFactory = Callable[..., KazooClient]
 
+#: After each scenario, no lock node is left in the server's dump of ephemerals by session.
+pytestmark = pytest.mark.usefixtures("no_orphans")
+
 
 @pytest.mark.parametrize("language", ["python", "java"])
 def test_a_holder_killed_with_sigkill_passes_the_lock_on(

@@ -18,6 +18,9 @@ from .support import SOON, STEADY_RECONNECT, Worker, children, eventually, resta
 
 ClientFactory = Callable[..., KazooClient]
 
+#: After each scenario, no lock node is left in the server's dump of ephemerals by session.
+pytestmark = pytest.mark.usefixtures("zk_no_orphans")
+
 
 @pytest.fixture
 def proxy(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:

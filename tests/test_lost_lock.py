@@ -23,6 +23,9 @@ from .support import SOON, STEADY_RECONNECT, eventually, restart_behind
 
 ClientFactory = Callable[..., KazooClient]
 
+#: After each scenario, no lock node is left in the server's dump of ephemerals by session.
+pytestmark = pytest.mark.usefixtures("zk_no_orphans")
+
 
 def test_session_expiry_while_holding_tells_the_holder(
     zk_client_factory: ClientFactory, zk_path: str

@@ -9,7 +9,14 @@ import pytest
 from kazoo.client import KazooClient
 
 import pycurator
-from pycurator.testing import ZooKeeperServer, four_letter_word, split_hosts
+from pycurator.testing import (
+    ZooKeeperServer,
+    assert_no_ephemerals,
+    ephemerals_by_session,
+    four_letter_word,
+    parse_dump,
+    split_hosts,
+)
 from pycurator.testing.pytest_plugin import ZooKeeperTarget, choose_backend, docker_available
 
 from .support import STEADY_RECONNECT, eventually
@@ -34,6 +41,29 @@ def test_backend_order_is_ensemble_then_docker_then_local() -> None:
 def test_split_hosts_reads_a_connect_string() -> None:
     assert split_hosts("h1:2181,h2:2182/chroot") == [("h1", 2181), ("h2", 2182)]
     assert split_hosts("[::1]:2183") == [("::1", 2183)]
+
+
+def test_dump_is_read_as_ephemeral_nodes_by_session() -> None:
+    text = (
+        "SessionTracker dump:\nSession Sets (1)/(1):\n1 expire at now:\n\t0x1\n"
+        "ephemeral nodes dump:\nSessions with Ephemerals (2):\n0x1:\n\t/locks/a\n"
+        "0x2:\n\t/b\n\t/c\nConnections dump:\n\tip: /127.0.0.1:1 sessionId: 0x1\n"
+    )
+    assert parse_dump(text) == {"0x1": ["/locks/a"], "0x2": ["/b", "/c"]}
+
+
+def test_the_servers_dump_names_each_ephemeral_nodes_session(
+    zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str
+) -> None:
+    zk.create(f"{zk_path}/lock/a", ephemeral=True, makepath=True)
+    zk.create(f"{zk_path}-other/b", ephemeral=True, makepath=True)
+    session = f"0x{zk.client_id[0]:x}"
+    assert ephemerals_by_session(zk_server.hosts, under=zk_path) == {session: [f"{zk_path}/lock/a"]}
+    with pytest.raises(AssertionError, match=f"left under {zk_path}, by session: .*{session}"):
+        assert_no_ephemerals(zk_server.hosts, zk_path, wait=0.2)
+    zk.delete(f"{zk_path}/lock/a")
+    zk.delete(f"{zk_path}-other/b")
+    assert ephemerals_by_session(zk_server.hosts, under=zk_path) == {}
 
 
 def test_local_server_serves_restarts_with_its_data_and_cleans_up() -> None:

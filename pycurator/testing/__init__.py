@@ -20,7 +20,13 @@ from ._curator import (
 )
 from ._ensemble import ZooKeeperEnsemble
 from ._expire import expire_kazoo_session, expire_session
-from ._fourletter import four_letter_word, split_hosts
+from ._fourletter import (
+    assert_no_ephemerals,
+    ephemerals_by_session,
+    four_letter_word,
+    parse_dump,
+    split_hosts,
+)
 from ._proxy import FaultProxy
 from ._server import ZooKeeperServer, ZooKeeperServerError, free_port
 
@@ -29,9 +35,11 @@ __all__ = [
     "ZooKeeperEnsemble",
     "ZooKeeperServer",
     "ZooKeeperServerError",
+    "assert_no_ephemerals",
     "curator_classpath",
     "curator_client",
     "curator_version",
+    "ephemerals_by_session",
     "expire_kazoo_session",
     "expire_session",
     "four_letter_word",
@@ -40,6 +48,7 @@ __all__ = [
     "java_nano_time",
     "jclass",
     "new_curator",
+    "parse_dump",
     "session_of",
     "split_hosts",
     "start_jvm",

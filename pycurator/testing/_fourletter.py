@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 
 
 def four_letter_word(host: str, port: int, cmd: str, timeout: float = 5.0) -> str:
@@ -30,3 +31,51 @@ def split_hosts(hosts: str) -> list[tuple[str, int]]:
         host, _, port = entry.strip().rpartition(":")
         result.append((host.strip("[]") or "127.0.0.1", int(port or 2181)))
     return result
+
+
+def parse_dump(text: str) -> dict[str, list[str]]:
+    """The ephemeral nodes in a ``dump`` answer, by session id as the server writes it."""
+    sessions: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    inside = False
+    for line in text.splitlines():
+        if line.startswith("Sessions with Ephemerals"):
+            inside = True
+        elif line.startswith("Connections dump"):
+            inside = False
+        elif inside and line.startswith("0x"):
+            current = sessions.setdefault(line.strip().rstrip(":"), [])
+        elif inside and current is not None and line.strip():
+            current.append(line.strip())
+    return sessions
+
+
+def ephemerals_by_session(hosts: str, under: str = "/") -> dict[str, list[str]]:
+    """Every ephemeral node at or below ``under`` that the servers of ``hosts`` hold, by the
+    session that owns it (``dump``; the answers of every member that replies are merged).
+
+    An audit after a scenario: a lock node that is still there belongs to a live session, so
+    when no one holds or waits, the answer must be empty.
+    """
+    prefix = under.rstrip("/") + "/"
+    merged: dict[str, set[str]] = {}
+    for host, port in split_hosts(hosts):
+        try:
+            answer = four_letter_word(host, port, "dump")
+        except OSError:
+            continue
+        for session, paths in parse_dump(answer).items():
+            mine = {path for path in paths if path == under or path.startswith(prefix)}
+            if mine:
+                merged.setdefault(session, set()).update(mine)
+    return {session: sorted(paths) for session, paths in sorted(merged.items())}
+
+
+def assert_no_ephemerals(hosts: str, under: str, wait: float = 30.0) -> None:
+    """Raise AssertionError naming them if ephemeral nodes under ``under`` are still there
+    after ``wait`` seconds (sessions of killed processes end only with their timeout)."""
+    end = time.monotonic() + wait
+    while (left := ephemerals_by_session(hosts, under)) and time.monotonic() < end:
+        time.sleep(0.1)
+    if left:
+        raise AssertionError(f"ephemeral nodes left under {under}, by session: {left}")

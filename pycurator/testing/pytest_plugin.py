@@ -16,6 +16,7 @@ from typing import Any, Literal
 import pytest
 from kazoo.client import KazooClient
 
+from ._fourletter import assert_no_ephemerals
 from ._server import ZooKeeperServer
 
 HOSTS_ENV = "PYCURATOR_ZK_HOSTS"
@@ -118,6 +119,17 @@ def zk_client_factory(zk_server: ZooKeeperTarget) -> Iterator[ClientFactory]:
             client.stop()
         finally:
             client.close()
+
+
+@pytest.fixture
+def zk_no_orphans(
+    zk_server: ZooKeeperTarget, zk_path: str, zk_client_factory: ClientFactory
+) -> Iterator[None]:
+    """After the test, and before its clients close, the servers' ``dump`` must show no
+    ephemeral node under ``zk_path``: once a scenario is over no one holds or waits, so such a
+    node is an orphan (sessions of killed processes are given 30 s to end)."""
+    yield
+    assert_no_ephemerals(zk_server.hosts, zk_path)
 
 
 @pytest.fixture
