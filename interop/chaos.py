@@ -444,7 +444,6 @@ class Worker:
         self.paused_hold = ""
         self.paused_node = ""
         self.paused_ns = 0
-        self.entered_ns = 0  # when the driver last read an enter line
         self.process = subprocess.Popen(
             [sys.executable, "-m", "interop.chaos", "worker", language, hosts, who],
             stdin=subprocess.PIPE,
@@ -468,7 +467,6 @@ class Worker:
                     self.paused_hold, self.paused_node = message["enter"], message["node"]
                     self.paused.set()
                 self.entered[message["enter"]] = 1
-                self.entered_ns = time.monotonic_ns()
             elif "hold" in message:
                 hold = Hold(**message["hold"])
                 self.entered.pop(hold.hold_id, None)
@@ -606,7 +604,7 @@ class Chaos:
                     continue
                 if worker not in gone and self.observer.exists(worker.paused_node) is None:
                     gone.add(worker)
-                if worker in gone and self._entered_since(worker.paused_ns, worker.who):
+                if worker in gone and self._entered_since(worker.paused_ns):
                     worker.resume()
                     worker.paused.clear()
                     workers.remove(worker)
@@ -626,15 +624,20 @@ class Chaos:
                 worker.resume()
                 worker.paused.clear()
             self.faults.notes.append(f"pause: {worker.who} not paused and expired within 60 s")
+        end = time.monotonic() + 60  # the stale holders' fences, before other faults begin
+        while not all(self._recorded(p["hold_id"]) for p in self.pauses):
+            if time.monotonic() > end:
+                break
+            time.sleep(0.05)
 
-    def _entered_since(self, since_ns: int, who: str) -> bool:
-        """Whether another contender has entered the mutex since ``since_ns``."""
+    def _entered_since(self, since_ns: int) -> bool:
+        """Whether a hold of the mutex entered since ``since_ns`` has been recorded."""
         with self._holds_lock:
-            holds = list(self.holds)
-        entered = [w.entered_ns for w in self.workers if w.who != who]
-        return any(h.lock == "mutex" and h.enter_ns > since_ns for h in holds) or any(
-            ns > since_ns for ns in entered
-        )
+            return any(h.lock == "mutex" and h.enter_ns > since_ns for h in self.holds)
+
+    def _recorded(self, hold_id: str) -> bool:
+        with self._holds_lock:
+            return any(h.hold_id == hold_id for h in self.holds)
 
     def _drive(self, end: float) -> None:
         kinds = list(FAULTS)
