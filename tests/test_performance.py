@@ -227,6 +227,29 @@ def test_a_release_wakes_only_the_next_waiter(
         worker.outcome()
 
 
+def test_threads_sharing_one_lock_object_wake_one_at_a_time(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    # Java's idiom is one lock object per process shared by its threads; Curator's waiters of one
+    # object then share one monitor, and every release wakes them all to list the children.
+    path = f"{zk_path}/lock"
+    holder_client = zk_client_factory()
+    holder = InterProcessMutex(holder_client, path)
+    assert holder.acquire()
+    client = zk_client_factory()
+    shared = InterProcessMutex(client, path)
+    workers = _queue(path, [shared] * 4, holder_client, [client])
+    counter = RequestsByType(client)
+    try:
+        holder.release()
+        for worker in workers:
+            worker.outcome(timeout=60)
+    finally:
+        counter.close()
+    # the first takes over with one exists; each later one lists once, when its turn comes
+    assert counter.counts == Counter({"Exists": 1, "GetChildren": 3, "Delete": 4})
+
+
 def test_a_timed_out_acquire_leaves_no_watch_behind(
     zk_client_factory: ClientFactory, zk_path: str
 ) -> None:
