@@ -175,10 +175,11 @@ def forget_watch(
 
 @dataclass(frozen=True)
 class HeldNode:
-    """Our lock node: its path, and its creation zxid (the fencing token)."""
+    """Our lock node: its path, its creation zxid (the fencing token), and its session."""
 
     path: str
     czxid: int
+    session_id: int
 
 
 class LockEngine:
@@ -271,7 +272,7 @@ class LockEngine:
                     children: list[str] | None = listing.get()
                 except RETRYABLE:
                     children = None
-                return HeldNode(created, stat.czxid), children
+                return HeldNode(created, stat.czxid, stat.ephemeralOwner), children
             except RETRYABLE:
                 failures += 1
                 try:
@@ -298,7 +299,7 @@ class LockEngine:
                 path = _wire.join_path(self.base_path, child)
                 stat = client.exists(path)
                 if stat is not None and stat.ephemeralOwner == session_id:
-                    return HeldNode(path, stat.czxid)
+                    return HeldNode(path, stat.czxid, stat.ephemeralOwner)
                 if stat is not None:
                     client.handler.spawn(_delete_in_background, client, path)
         return None

@@ -119,6 +119,7 @@ class ReentrantLock(LockContext):
             node.path,
             self._policy,
             lambda state, reason: self._hold_changed(state, reason),
+            node.session_id,
         )
         with self._holds_lock:
             self._holds[thread] = _Hold(node, monitor)

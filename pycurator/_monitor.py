@@ -63,9 +63,11 @@ class HoldMonitor:
     """Follows one held node from acquire to release.
 
     ``on_change(state, reason)`` runs (on a kazoo worker or event thread; keep it short) each time
-    the state moves between HELD and not held. The monitor listens to the connection at once and
-    watches the node from :data:`WATCH_DELAY` into the hold, or from the first :meth:`confirm`;
-    :meth:`close` removes the listener, and the watch is spent when the node is deleted.
+    the state moves between HELD and not held. ``session_id`` is the session that made the node,
+    so a session that ended before the monitor started is seen too. The monitor listens to the
+    connection at once and watches the node from :data:`WATCH_DELAY` into the hold, or from the
+    first :meth:`confirm`; :meth:`close` removes the listener, and the watch is spent when the
+    node is deleted.
     """
 
     def __init__(
@@ -74,6 +76,7 @@ class HoldMonitor:
         node: str,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
+        session_id: int,
     ) -> None:
         self.client = client
         self.node = node
@@ -83,8 +86,14 @@ class HoldMonitor:
         self._on_change = on_change
         self._lock = client.handler.lock_object()
         self._watching = False  # a watch is set on the node (or kazoo re-sets it on reconnect)
-        self._session_id = client.client_id[0] if client.client_id else None
+        self._session_id = session_id
         client.add_listener(self._on_connection)
+        # what the listener did not hear: changes between the node's creation and now
+        current = client.client_id[0] if client.client_id else None
+        if current != session_id:
+            self._move(HoldState.LOST, "session expired")
+        elif client.state != KazooState.CONNECTED and policy == "standard":
+            self._move(HoldState.SUSPENDED, "connection suspended")
         _DEFERRED.add(self)
 
     def close(self) -> None:

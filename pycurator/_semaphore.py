@@ -56,7 +56,7 @@ class Lease:
         self._closed = False
         self._callbacks: list[LostCallback] = []
         self.lost_event = client.handler.event_object()
-        self._monitor = HoldMonitor(client, node.path, policy, self._changed)
+        self._monitor = HoldMonitor(client, node.path, policy, self._changed, node.session_id)
 
     @property
     def path(self) -> str:

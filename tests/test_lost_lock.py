@@ -17,6 +17,10 @@ from pycurator import (
     InterProcessSemaphoreMutex,
     LockLostError,
 )
+from pycurator._drivers import StandardDriver
+from pycurator._engine import LockEngine
+from pycurator._monitor import HoldMonitor, HoldState
+from pycurator._wire import LOCK_NAME
 from pycurator.testing import FaultProxy, ZooKeeperServer, expire_kazoo_session
 
 from .support import SOON, STEADY_RECONNECT, eventually, restart_behind
@@ -199,3 +203,23 @@ def test_a_multi_lock_is_lost_when_any_member_is(
         with pytest.raises(LockLostError, match="lock node deleted"):
             lock.check()
         eventually(lambda: lost == ["lock node deleted"], what="on_lost called")
+
+
+def test_a_session_that_ended_between_taking_the_node_and_following_it_is_seen(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    # The connection listener starts with the hold, after the decision that the node holds: an
+    # expiry in between is caught by comparing the node's session with the client's.
+    client = zk_client_factory()
+    engine = LockEngine(client, f"{zk_path}/lock", StandardDriver(LOCK_NAME, 1))
+    node = engine.acquire(SOON)
+    assert node is not None
+    expire_kazoo_session(client)
+    eventually(lambda: client.connected, what="a new session")
+    changes: list[tuple[HoldState, str]] = []
+    monitor = HoldMonitor(
+        client, node.path, "session", lambda *c: changes.append(c), node.session_id
+    )
+    assert not monitor.held
+    assert changes == [(HoldState.LOST, "session expired")]
+    monitor.close()
