@@ -20,6 +20,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 ROOT = Path(__file__).resolve().parents[1]
 COLORS = {
@@ -56,6 +57,14 @@ def _bars(
     ax.legend(fontsize=7)
 
 
+def _plain_log(ax: Axes, axis: str) -> None:
+    """A log scale labelled with plain numbers."""
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
+    target.set_major_formatter(ScalarFormatter())
+    target.set_minor_formatter(NullFormatter())
+
+
 def _cycles(ax: Axes, results: Results) -> None:
     section = results["cycle"]
     loopback = section["loopback"]["table"]
@@ -73,7 +82,7 @@ def _cycles(ax: Axes, results: Results) -> None:
         },
         "{:.1f}",
     )
-    ax.set_yscale("log")
+    _plain_log(ax, "y")
     ax.set_ylabel("median acquire+release, ms (log)")
     ax.set_title("Uncontended cycle")
 
@@ -105,9 +114,10 @@ def _drain(key: str, label: str, log: bool) -> Callable[[Axes, Results], None]:
                 label=language,
                 color=COLORS.get(language),
             )
-        ax.set_xscale("log")
+        _plain_log(ax, "x")
+        ax.set_xticks([row["waiters"] for row in rows])
         if log:
-            ax.set_yscale("log")
+            _plain_log(ax, "y")
         else:
             ax.set_ylim(bottom=0)
         ax.set_xlabel("waiters drained (N)")
