@@ -45,6 +45,8 @@ FIRED = (
     "zk_sum_node_changed_watch_count",
     "zk_sum_node_children_watch_count",
 )
+#: The counters whose deltas the sections report.
+COUNTERS = (REQUESTS, BYTES_IN, REPLY_BYTES, NOTIFICATION_BYTES, *FIRED)
 
 
 def summarize(samples: Sequence[int]) -> dict[str, float]:
@@ -69,8 +71,9 @@ class Server:
         self._address = split_hosts(self.hosts)[0]
         # what one mntr costs the counters it reads (the four-letter word is counted too)
         self.overhead = {
-            key: min(values)
+            key: max(0.0, min(values))
             for key, values in _transpose(self._delta_of_nothing() for _ in range(3)).items()
+            if key in COUNTERS
         }
 
     def word(self, cmd: str) -> str:
