@@ -1,8 +1,18 @@
-"""``python -m bench``: uncontended acquire+release cycles, pycurator against Java Curator, kazoo's
-Lock and the raw floor, on loopback and through a proxy that adds latency; ratios in one run.
+"""``python -m bench``: pycurator against Java Curator (and kazoo's Lock where it applies).
 
-Each contender runs in a process of its own, in alternating rounds; medians and p99 are over
-all rounds. Results go to a JSON file with the machine, the versions and the command.
+Sections (``--sections``, all by default):
+
+- ``cycle``: uncontended acquire+release on loopback, and through a proxy adding latency, where
+  the acquire alone is also counted in round trips;
+- ``drain``: a queue of N waiters drained, with time and the server's requests and bytes per
+  hand-off;
+- ``handoff``: release-to-acquire latency within and across languages;
+- ``herd``: watches per waiting contender and waiters woken per release;
+- ``throughput``: a semaphore and a read/write lock shared by Java and Python threads;
+- ``leaks``: watches left on the server by an acquire that timed out.
+
+Results go to a JSON file with the machine, the versions and the command, and a chart of them
+to a PNG (``python -m bench.chart`` redraws it from the JSON alone).
 """
 
 from __future__ import annotations
@@ -11,70 +21,17 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pycurator.testing import FaultProxy, ZooKeeperServer, four_letter_word, split_hosts
+from pycurator.testing import ZooKeeperServer, four_letter_word, split_hosts
 
-from .contender import KINDS
+from . import cycle, drain, handoff, herd, leaks, throughput
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def run_contender(kind: str, hosts: str, cycles: int, warmup: int) -> dict[str, object]:
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.contender", kind, hosts, str(cycles), str(warmup)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    )
-    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
-
-
-def summarize(samples: Sequence[int]) -> dict[str, float]:
-    ordered = sorted(samples)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return {"median_ms": statistics.median(ordered) / 1e6, "p99_ms": p99 / 1e6}
-
-
-def measure(
-    hosts: str, kinds: Sequence[str], cycles: int, warmup: int, rounds: int
-) -> dict[str, dict[str, float]]:
-    samples: dict[str, list[int]] = {kind: [] for kind in kinds}
-    cpu: dict[str, list[float]] = {kind: [] for kind in kinds}
-    for round_ in range(rounds):
-        order = list(kinds) if round_ % 2 == 0 else list(reversed(kinds))
-        for kind in order:
-            result = run_contender(kind, hosts, cycles, warmup)
-            samples[kind].extend(result["cycle_ns"])  # type: ignore[arg-type]
-            cpu[kind].append(float(result["cpu_s_per_cycle"]))  # type: ignore[arg-type]
-    table = {}
-    for kind in kinds:
-        row = summarize(samples[kind])
-        row["cpu_ms_per_cycle"] = statistics.median(cpu[kind]) * 1e3
-        table[kind] = row
-    return table
-
-
-def ratios(table: dict[str, dict[str, float]], base: str) -> dict[str, float]:
-    return {kind: row["median_ms"] / table[base]["median_ms"] for kind, row in table.items()}
-
-
-def print_table(title: str, table: dict[str, dict[str, float]]) -> None:
-    print(f"\n{title}")
-    print(f"{'contender':<12} {'median ms':>10} {'p99 ms':>9} {'cpu ms':>8} {'/ curator':>10}")
-    base = table.get("curator")
-    for kind, row in table.items():
-        ratio = f"{row['median_ms'] / base['median_ms']:.2f}" if base else "-"
-        print(
-            f"{kind:<12} {row['median_ms']:>10.3f} {row['p99_ms']:>9.3f}"
-            f" {row['cpu_ms_per_cycle']:>8.3f} {ratio:>10}"
-        )
+SECTIONS = ("cycle", "drain", "handoff", "herd", "throughput", "leaks")
 
 
 def machine(hosts: str) -> dict[str, object]:
@@ -90,41 +47,86 @@ def machine(hosts: str) -> dict[str, object]:
     }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--hosts", help="an existing ensemble (default: an embedded server)")
-    parser.add_argument("--cycles", type=int, default=200, help="measured cycles per round")
-    parser.add_argument("--warmup", type=int, default=50, help="unmeasured cycles first")
-    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per contender")
-    parser.add_argument("--latency-ms", type=float, default=1.0, help="added each way; 0: skip")
-    parser.add_argument("--json", type=Path, default=ROOT / "docs" / "benchmarks.json")
-    args = parser.parse_args(argv)
+def sections(text: str) -> list[str]:
+    chosen = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = sorted(set(chosen) - set(SECTIONS))
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(
+            f"unknown sections {', '.join(unknown) or '(none given)'}; from {','.join(SECTIONS)}"
+        )
+    return chosen
 
-    server = None if args.hosts else ZooKeeperServer().start()
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--hosts", help="an existing server (default: an embedded one, standalone)")
+    p.add_argument("--sections", type=sections, default=list(SECTIONS), help="comma-separated")
+    p.add_argument("--json", type=Path, default=ROOT / "docs" / "benchmarks.json")
+    p.add_argument("--chart", type=Path, default=ROOT / "docs" / "benchmarks.png")
+    p.add_argument("--no-chart", action="store_true", help="write the JSON only")
+    cycles = p.add_argument_group("cycle")
+    cycles.add_argument("--cycles", type=int, default=200, help="measured cycles per round")
+    cycles.add_argument("--warmup", type=int, default=50, help="unmeasured cycles first")
+    cycles.add_argument("--rounds", type=int, default=2, help="alternating rounds per contender")
+    cycles.add_argument(
+        "--latency-ms",
+        type=float,
+        nargs="+",
+        default=[1.0, 20.0],
+        help="latencies added each way, one run each (fewer cycles at higher ones); 0: none",
+    )
+    p.add_argument(
+        "--drain", type=int, nargs="+", default=[10, 100, 500], help="queue lengths to drain"
+    )
+    p.add_argument("--handoffs", type=int, default=50, help="hand-offs per language pair")
+    p.add_argument("--herd", type=int, default=10, help="waiters behind one holder")
+    p.add_argument("--throughput-s", type=float, default=5.0, help="seconds per recipe")
+    p.add_argument("--throughput-threads", type=int, default=5, help="threads per language")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    # ZooKeeper's own container reaping interval (60 s), not the tests' 100 ms: a lock path
+    # reaped between two cycles would be timed as the cost of making it again
+    server = None if args.hosts else ZooKeeperServer(container_check_interval_ms=None).start()
     hosts = args.hosts or server.hosts  # type: ignore[union-attr]
+    runs: dict[str, Callable[[], dict[str, object]]] = {
+        "cycle": lambda: cycle.run(
+            hosts,
+            cycles=args.cycles,
+            warmup=args.warmup,
+            rounds=args.rounds,
+            latencies_ms=args.latency_ms,
+        ),
+        "drain": lambda: drain.run(hosts, args.drain),
+        "handoff": lambda: handoff.run(hosts, args.handoffs),
+        "herd": lambda: herd.run(hosts, args.herd),
+        "throughput": lambda: throughput.run(hosts, args.throughput_s, args.throughput_threads),
+        "leaks": lambda: leaks.run(hosts),
+    }
     try:
+        host = machine(hosts)
         results: dict[str, object] = {
             "command": "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:]),
-            "machine": machine(hosts),
+            "machine": host,
         }
-        loopback = measure(hosts, KINDS, args.cycles, args.warmup, args.rounds)
-        print_table("uncontended acquire+release, loopback", loopback)
-        results["loopback"] = {"table": loopback, "ratio_to_curator": ratios(loopback, "curator")}
-        if args.latency_ms > 0:
-            host, port = split_hosts(hosts)[0]
-            with FaultProxy(f"{host}:{port}") as proxy:
-                proxy.latency = args.latency_ms / 1000
-                kinds = ("pycurator", "curator")
-                delayed = measure(proxy.hosts, kinds, max(20, args.cycles // 4), 10, args.rounds)
-            print_table(f"the same through a proxy adding {args.latency_ms:g} ms each way", delayed)
-            results["latency"] = {
-                "added_ms_each_way": args.latency_ms,
-                "table": delayed,
-                "ratio_to_curator": ratios(delayed, "curator"),
-            }
+        for name in SECTIONS:
+            if name in args.sections:
+                results[name] = runs[name]()
+        host["load_average_after"] = os.getloadavg()
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")
         print(f"\nresults written to {args.json}")
+        if not args.no_chart:
+            from .chart import draw
+
+            draw(results, args.chart)
+            print(f"chart drawn to {args.chart}")
     finally:
         if server is not None:
             server.stop()

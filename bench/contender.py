@@ -1,7 +1,8 @@
 """One benchmark contender in a process of its own; prints its measurements as one JSON line.
 
 ``python -m bench.contender KIND HOSTS CYCLES WARMUP`` runs CYCLES uncontended acquire+release
-cycles of KIND on a fresh path, after WARMUP cycles that are not measured.
+cycles of KIND on a fresh path, after WARMUP cycles that are not measured; it times each whole
+cycle and, within it, the acquire alone.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from kazoo.client import KazooClient
 
 KINDS = ("pycurator", "curator", "kazoo-lock", "raw-floor")
 
+Step = Callable[[], None]
 
-def _kazoo_cycle(kind: str, hosts: str, path: str) -> tuple[Callable[[], None], Callable[[], None]]:
+
+def _kazoo_steps(kind: str, hosts: str, path: str) -> tuple[Step, Step, Step]:
     client = KazooClient(hosts=hosts)
     client.start(timeout=30)
     if kind == "pycurator":
@@ -25,63 +28,66 @@ def _kazoo_cycle(kind: str, hosts: str, path: str) -> tuple[Callable[[], None], 
 
         lock = InterProcessMutex(client, path)
 
-        def cycle() -> None:
+        def acquire() -> None:
             lock.acquire()
-            lock.release()
 
+        release = lock.release
     elif kind == "kazoo-lock":
         kazoo_lock = client.Lock(path)
-
-        def cycle() -> None:
-            kazoo_lock.acquire()
-            kazoo_lock.release()
-
+        acquire, release = kazoo_lock.acquire, kazoo_lock.release
     else:  # the floor: the three requests a lock needs, with no lock logic at all
         client.ensure_path(path)
+        nodes = []
 
-        def cycle() -> None:
-            node = client.create(f"{path}/n-", b"", ephemeral=True, sequence=True)
+        def acquire() -> None:
+            nodes.append(client.create(f"{path}/n-", b"", ephemeral=True, sequence=True))
             client.get_children(path)
-            client.delete(node)
+
+        def release() -> None:
+            client.delete(nodes.pop())
 
     def close() -> None:
         client.stop()
         client.close()
 
-    return cycle, close
+    return acquire, release, close
 
 
-def _curator_cycle(hosts: str, path: str) -> tuple[Callable[[], None], Callable[[], None]]:
+def _curator_steps(hosts: str, path: str) -> tuple[Step, Step, Step]:
     from pycurator.testing import jclass, new_curator
 
     client = new_curator(hosts)
     lock = jclass("org.apache.curator.framework.recipes.locks.InterProcessMutex")(client, path)
-
-    def cycle() -> None:
-        lock.acquire()
-        lock.release()
-
-    return cycle, client.close
+    return lock.acquire, lock.release, client.close
 
 
 def main(kind: str, hosts: str, cycles: int, warmup: int) -> dict[str, object]:
     path = f"/pycurator-bench/{kind}-{uuid.uuid4().hex[:8]}"
-    cycle, close = (
-        _curator_cycle(hosts, path) if kind == "curator" else _kazoo_cycle(kind, hosts, path)
+    acquire, release, close = (
+        _curator_steps(hosts, path) if kind == "curator" else _kazoo_steps(kind, hosts, path)
     )
     try:
         for _ in range(warmup):
-            cycle()
-        samples = []
+            acquire()
+            release()
+        cycle_ns, acquire_ns = [], []
         cpu_start = time.process_time()
         for _ in range(cycles):
             start = time.perf_counter_ns()
-            cycle()
-            samples.append(time.perf_counter_ns() - start)
+            acquire()
+            held = time.perf_counter_ns()
+            release()
+            cycle_ns.append(time.perf_counter_ns() - start)
+            acquire_ns.append(held - start)
         cpu = time.process_time() - cpu_start
     finally:
         close()
-    return {"kind": kind, "cycle_ns": samples, "cpu_s_per_cycle": cpu / cycles}
+    return {
+        "kind": kind,
+        "cycle_ns": cycle_ns,
+        "acquire_ns": acquire_ns,
+        "cpu_s_per_cycle": cpu / cycles,
+    }
 
 
 if __name__ == "__main__":

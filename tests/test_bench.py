@@ -1,22 +1,110 @@
-"""A tiny run of the benchmark, so that it cannot rot; its figures are not asserted."""
+"""A tiny run of every benchmark section, so that none can rot: the structure of the results
+is asserted, and two counts, but no timing or ratio."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from bench.__main__ import main
+import pytest
+
+from bench.__main__ import SECTIONS, main
+from bench.chart import main as chart_main
 from bench.contender import KINDS
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
+TINY = [
+    "--cycles", "3", "--warmup", "1", "--rounds", "1", "--latency-ms", "1",
+    "--drain", "3", "--handoffs", "3", "--herd", "3", "--throughput-s", "1",
+    "--throughput-threads", "2",
+]  # fmt: skip
 
-def test_a_tiny_benchmark_run_reports_every_contender(
-    zk_server: ZooKeeperTarget, tmp_path: Path
-) -> None:
-    out = tmp_path / "bench.json"
-    argv = ["--hosts", zk_server.hosts, "--cycles", "3", "--warmup", "1", "--rounds", "1"]
-    assert main([*argv, "--latency-ms", "1", "--json", str(out)]) == 0
-    results = json.loads(out.read_text())
-    assert set(results["loopback"]["table"]) == set(KINDS)
-    assert set(results["latency"]["table"]) == {"pycurator", "curator"}
+
+def counts(row: dict[str, Any]) -> list[float]:
+    """The row's numbers, after checking that every value is one (bools aside)."""
+    values = [v for v in row.values() if not isinstance(v, (bool, list))]
+    assert all(isinstance(v, (int, float)) for v in values), row
+    return [float(v) for v in values]
+
+
+@pytest.fixture(scope="module")
+def results(zk_server: ZooKeeperTarget, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    out = tmp_path_factory.mktemp("bench")
+    argv = ["--hosts", zk_server.hosts, *TINY]
+    assert main([*argv, "--json", str(out / "b.json"), "--chart", str(out / "b.png")]) == 0
+    assert (out / "b.png").read_bytes().startswith(b"\x89PNG")
+    return json.loads((out / "b.json").read_text())
+
+
+def test_a_tiny_run_reports_every_section_and_the_machine(results: Any) -> None:
+    assert set(SECTIONS) <= set(results)
     assert results["machine"]["zookeeper"].startswith("Zookeeper version: 3.8")
+
+
+def test_cycles_cover_every_contender_and_count_the_acquire_in_round_trips(results: Any) -> None:
+    section = results["cycle"]
+    assert set(section["loopback"]["table"]) == set(KINDS)
+    (delayed,) = section["latency"]
+    assert delayed["added_ms_each_way"] == 1
+    assert set(delayed["table"]) == {"pycurator", "curator"}
+    for row in delayed["table"].values():
+        assert min(counts(row)) >= 0
+        assert row["acquire_round_trips"] > 0
+
+
+def test_drain_hand_offs_are_counted_by_the_server_for_both_languages(results: Any) -> None:
+    for language in ("pycurator", "curator"):
+        (row,) = results["drain"]["rows"][language]
+        assert row["waiters"] == 3
+        assert row["waiters_watching_at_start"] == 3
+        assert min(counts(row)) >= 0
+        assert row["requests_per_hand_off"] > 0
+
+
+def test_hand_offs_are_timed_for_all_four_language_pairs(results: Any) -> None:
+    table = results["handoff"]["table"]
+    assert set(table) == {
+        "pycurator->pycurator",
+        "pycurator->curator",
+        "curator->pycurator",
+        "curator->curator",
+    }
+    assert all(min(counts(row)) >= 0 for row in table.values())
+
+
+def test_each_waiting_pycurator_contender_holds_exactly_one_watch(results: Any) -> None:
+    table = results["herd"]["table"]
+    assert table["pycurator"]["watches_per_waiter"] == 1
+    assert table["pycurator"]["max_waiters_woken_by_a_release"] == 1
+    assert min(counts(table["curator"])) >= 0
+
+
+def test_throughput_is_counted_by_language_for_both_recipes(results: Any) -> None:
+    for recipe in ("semaphore", "rwlock"):
+        by_language = results["throughput"][recipe]["by_language"]
+        assert set(by_language) == {"python", "java"}
+        assert all(min(counts(row)) >= 0 for row in by_language.values())
+
+
+def test_a_timed_out_pycurator_acquire_leaves_no_watch_and_the_others_are_counted(
+    results: Any,
+) -> None:
+    table = results["leaks"]["table"]
+    assert set(table) == {"pycurator", "curator", "kazoo-lock"}
+    assert all(row["timed_out"] for row in table.values())
+    assert table["pycurator"]["watches_left"] == 0
+    assert all(row["watches_left"] >= 0 for row in table.values())
+
+
+def test_the_chart_is_drawn_from_the_json_alone(results: Any, tmp_path: Path) -> None:
+    source = tmp_path / "partial.json"
+    source.write_text(json.dumps({"machine": results["machine"], "herd": results["herd"]}))
+    assert chart_main([str(source)]) == 0
+    assert (tmp_path / "partial.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_an_unknown_section_is_a_usage_error() -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--sections", "cycle,bogus"])
+    assert exit_.value.code == 2
