@@ -211,11 +211,18 @@ class _DeferredWatches:
                 if delay > 0:
                     self._ready.wait(delay)
                     continue
-                monitor = heapq.heappop(self._due)[2]
-            try:
-                monitor._watch()
-            except Exception:  # a stopped client, say: its holds are lost by other routes
-                log.debug("could not watch %s", monitor.node, exc_info=True)
+                # one wake-up serves every monitor due within the next fifth of the delay:
+                # a loop of short holds then wakes this thread a few times per delay, not per hold
+                soon = time.monotonic() + WATCH_DELAY / 5
+                due = []
+                while self._due and self._due[0][0] <= soon:
+                    due.append(heapq.heappop(self._due)[2])
+            for monitor in due:
+                if monitor.state is not HoldState.RELEASED:
+                    try:
+                        monitor._watch()
+                    except Exception:  # a stopped client, say: its holds are lost otherwise
+                        log.debug("could not watch %s", monitor.node, exc_info=True)
 
     def _forked(self) -> None:
         self._due.clear()
