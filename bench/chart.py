@@ -106,14 +106,16 @@ def _round_trips(ax: Axes, results: Results) -> None:
 
 def _drain(key: str, label: str, log: bool) -> Callable[[Axes, Results], None]:
     def draw(ax: Axes, results: Results) -> None:
-        for language, rows in results["drain"]["rows"].items():
-            ax.plot(
-                [row["waiters"] for row in rows],
-                [row[key] for row in rows],
-                marker="o",
-                label=language,
-                color=COLORS.get(language),
-            )
+        for variant, style, suffix in (("rows", "-", ""), ("shared_rows", "--", ", shared")):
+            for language, rows in results["drain"].get(variant, {}).items():
+                ax.plot(
+                    [row["waiters"] for row in rows],
+                    [row[key] for row in rows],
+                    marker="o",
+                    linestyle=style,
+                    label=language + suffix,
+                    color=COLORS.get(language),
+                )
         _plain_log(ax, "x")
         ax.set_xticks([row["waiters"] for row in rows])
         if log:

@@ -1,6 +1,11 @@
 """Drain of a queue: a holder holds, N waiters queue behind it (N mutexes on N/10 clients, one
 thread each), the holder releases, and each waiter releases as soon as it holds.
 
+Twice: with a lock object per thread, and with one lock object per client shared by its 10
+threads (Java's usual way: one lock object, many threads). Curator's waiters of one object wait
+on one monitor that each of its watches notifies in full, so there every release wakes all the
+waiting threads of the object that was watching, and each lists the children.
+
 Reported per N and implementation: the time from the holder's release to the last waiter's, and
 from the server's ``mntr`` counters, read once every waiter watches its predecessor and again
 when the queue is empty, the requests, bytes in and bytes out (replies and notifications) per
@@ -37,7 +42,9 @@ PER_CLIENT = 10
 WAIT = 300.0
 
 
-def drain_once(hosts: str, server: Server, language: str, waiters: int) -> dict[str, float]:
+def drain_once(
+    hosts: str, server: Server, language: str, waiters: int, *, shared: bool = False
+) -> dict[str, float]:
     path = unique_path(f"drain-{language}")
     with Clients(hosts) as clients:
         holder_client = new_client(clients, language)
@@ -60,8 +67,10 @@ def drain_once(hosts: str, server: Server, language: str, waiters: int) -> dict[
                 finished.append(done)
 
         threads = Threads()
+        objects = [Mutex(language, client, path) for client in waiter_clients] if shared else []
         for i in range(waiters):
-            lock = Mutex(language, waiter_clients[i % len(waiter_clients)], path)
+            client = waiter_clients[i % len(waiter_clients)]
+            lock = objects[i % len(objects)] if shared else Mutex(language, client, path)
             threads.start(functools.partial(wait_then_release, lock))
         wait_for_children(observer, path, waiters + 1, "the queue", WAIT)
         sessions = [session(client) for client in waiter_clients]
@@ -85,21 +94,27 @@ def drain_once(hosts: str, server: Server, language: str, waiters: int) -> dict[
 
 
 def run(hosts: str, sizes: Sequence[int]) -> dict[str, object]:
-    """Rows by implementation, one per queue length."""
+    """Rows by implementation, one per queue length: ``rows`` with a lock object per thread,
+    ``shared_rows`` with one per client."""
     server = Server(hosts)
-    rows: dict[str, list[dict[str, float]]] = {language: [] for language in LANGUAGES}
-    print("\ndrain of a queue: holder releases, each waiter releases as soon as it holds")
-    print(
-        f"{'contender':<10} {'N':>5} {'drain ms':>9} {'ms/hand-off':>12} {'req/h-o':>8}"
-        f" {'B in/h-o':>9} {'B out/h-o':>10}"
-    )
-    for waiters in sizes:
-        for language in LANGUAGES:
-            row = drain_once(hosts, server, language, waiters)
-            rows[language].append(row)
-            print(
-                f"{language:<10} {waiters:>5} {row['drain_ms']:>9.1f}"
-                f" {row['drain_ms'] / waiters:>12.2f} {row['requests_per_hand_off']:>8.2f}"
-                f" {row['bytes_in_per_hand_off']:>9.0f} {row['bytes_out_per_hand_off']:>10.0f}"
-            )
-    return {"waiters_per_client": PER_CLIENT, "rows": rows}
+    result: dict[str, object] = {"waiters_per_client": PER_CLIENT}
+    for key, shared in (("rows", False), ("shared_rows", True)):
+        rows: dict[str, list[dict[str, float]]] = {language: [] for language in LANGUAGES}
+        objects = f"one lock object per client ({PER_CLIENT} threads)" if shared else "a lock each"
+        print(f"\ndrain of a queue, {objects}: each waiter releases as soon as it holds")
+        print(
+            f"{'contender':<10} {'N':>5} {'drain ms':>9} {'ms/hand-off':>12} {'req/h-o':>8}"
+            f" {'B in/h-o':>9} {'B out/h-o':>10}"
+        )
+        for waiters in sizes:
+            for language in LANGUAGES:
+                row = drain_once(hosts, server, language, waiters, shared=shared)
+                rows[language].append(row)
+                print(
+                    f"{language:<10} {waiters:>5} {row['drain_ms']:>9.1f}"
+                    f" {row['drain_ms'] / waiters:>12.2f} {row['requests_per_hand_off']:>8.2f}"
+                    f" {row['bytes_in_per_hand_off']:>9.0f}"
+                    f" {row['bytes_out_per_hand_off']:>10.0f}"
+                )
+        result[key] = rows
+    return result

@@ -3,6 +3,7 @@ is asserted, and two counts, but no timing or ratio."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -54,8 +55,8 @@ def test_cycles_cover_every_contender_and_count_the_acquire_in_round_trips(resul
 
 
 def test_drain_hand_offs_are_counted_by_the_server_for_both_languages(results: Any) -> None:
-    for language in ("pycurator", "curator"):
-        (row,) = results["drain"]["rows"][language]
+    for language, variant in itertools.product(("pycurator", "curator"), ("rows", "shared_rows")):
+        (row,) = results["drain"][variant][language]
         assert row["waiters"] == 3
         assert row["waiters_watching_at_start"] == 3
         assert min(counts(row)) >= 0
