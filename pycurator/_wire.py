@@ -7,8 +7,8 @@ class that defines it, so that pycurator writes exactly what Java Curator writes
 from __future__ import annotations
 
 import functools
+import random as _random
 import socket
-import uuid
 from collections.abc import Iterable, Sequence
 
 #: ``CreateBuilderImpl.PROTECTED_PREFIX``: marks a name made by a protected create.
@@ -35,8 +35,15 @@ REVOKE_MESSAGE = b"__REVOKE__"
 
 
 def new_protected_id() -> str:
-    """A fresh protection id, as Java's ``UUID.randomUUID().toString()`` prints it."""
-    return str(uuid.uuid4())
+    """A fresh protection id, as Java's ``UUID.randomUUID().toString()`` prints it.
+
+    Its bits come from :mod:`random` (reseeded in a forked child), not from the system's
+    generator: the id must be unique, not secret, and a system call per acquire lets go of the
+    GIL and may wait to get it back behind kazoo's threads.
+    """
+    bits = _random.getrandbits(128) & ~(0xF000 << 64) & ~(0xC << 60) | 0x4000 << 64 | 0x8 << 60
+    h = f"{bits:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def protected_prefix(protected_id: str) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import uuid
 
 from pycurator import _wire
 
@@ -75,3 +77,19 @@ def test_default_node_data_is_an_ascii_address() -> None:
 def test_revoke_message_is_curators_ten_bytes() -> None:
     assert _wire.REVOKE_MESSAGE == b"__REVOKE__"
     assert len(_wire.REVOKE_MESSAGE) == 10
+
+
+def test_protected_ids_are_version_4_uuids_and_differ_in_a_forked_child() -> None:
+    ids = {_wire.new_protected_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    assert {uuid.UUID(i).version for i in ids} == {4}
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next id must not be the parent's next one
+        os.write(write, _wire.new_protected_id().encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(read, 64).decode()
+    os.close(read)
+    os.close(write)
+    assert child != _wire.new_protected_id()
