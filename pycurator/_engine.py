@@ -334,6 +334,12 @@ class LockEngine:
         """
         client = self.client
         ours = _wire.node_name(node)
+        known: list[str] | None = None  # queue order as last listed, less the nodes seen gone
+        fresh = False  # whether ``known`` is a listing made since the last wake-up
+        if children is not None:
+            known, children, fresh = self.driver.sort(children), None, True
+            if self.on_revoke is None and self.driver.decide(known, ours).holds:
+                return True  # held on the listing that came with the create: nothing to set up
         wake = client.handler.event_object()
         seen: list[WatchedEvent] = []
         state_changed = False
@@ -349,8 +355,6 @@ class LockEngine:
             return False
 
         client.add_listener(on_state)
-        known: list[str] | None = None  # queue order as last listed, less the nodes seen gone
-        fresh = False  # whether ``known`` is a listing made since the last wake-up
         try:
             if self.on_revoke is not None:
                 self._watch_for_revocation(node)
