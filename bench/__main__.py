@@ -12,7 +12,8 @@ Sections (``--sections``, all by default):
 - ``leaks``: watches left on the server by an acquire that timed out.
 
 Results go to a JSON file with the machine, the versions and the command, and a chart of them
-to a PNG (``python -m bench.chart`` redraws it from the JSON alone).
+to a PNG (``python -m bench.chart`` redraws it from the JSON alone), and the tables to
+``docs/benchmarks.md`` (``python -m bench.report``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from pycurator.testing import ZooKeeperServer, four_letter_word, split_hosts
 
-from . import cycle, drain, handoff, herd, leaks, throughput
+from . import cycle, drain, handoff, herd, leaks, report, throughput
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("cycle", "drain", "handoff", "herd", "throughput", "leaks")
@@ -68,6 +69,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", type=Path, default=ROOT / "docs" / "benchmarks.json")
     p.add_argument("--chart", type=Path, default=ROOT / "docs" / "benchmarks.png")
     p.add_argument("--no-chart", action="store_true", help="write the JSON only")
+    p.add_argument(
+        "--page",
+        type=Path,
+        default=ROOT / "docs" / "benchmarks.md",
+        help="a page whose bench-report region gets the result tables (skipped if it has none)",
+    )
     cycles = p.add_argument_group("cycle")
     cycles.add_argument("--cycles", type=int, default=200, help="measured cycles per round")
     cycles.add_argument("--warmup", type=int, default=50, help="unmeasured cycles first")
@@ -127,6 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             draw(results, args.chart)
             print(f"chart drawn to {args.chart}")
+        page = args.page.read_text() if args.page.exists() else ""
+        if report.BEGIN in page and report.END in page:
+            args.page.write_text(report.replace_region(page, report.report(results)))
+            print(f"tables written to {args.page}")
     finally:
         if server is not None:
             server.stop()

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bench import report
 from bench.__main__ import SECTIONS, main
 from bench.chart import main as chart_main
 from bench.contender import KINDS
@@ -32,10 +33,23 @@ def counts(row: dict[str, Any]) -> list[float]:
 @pytest.fixture(scope="module")
 def results(zk_server: ZooKeeperTarget, tmp_path_factory: pytest.TempPathFactory) -> Any:
     out = tmp_path_factory.mktemp("bench")
-    argv = ["--hosts", zk_server.hosts, *TINY]
+    page = out / "page.md"
+    page.write_text(f"# Results\n{report.BEGIN}\nold tables\n{report.END}\nafter\n")
+    argv = ["--hosts", zk_server.hosts, *TINY, "--page", str(page)]
     assert main([*argv, "--json", str(out / "b.json"), "--chart", str(out / "b.png")]) == 0
     assert (out / "b.png").read_bytes().startswith(b"\x89PNG")
-    return json.loads((out / "b.json").read_text())
+    written = json.loads((out / "b.json").read_text())
+    tables = page.read_text()
+    assert "old tables" not in tables and tables.endswith(f"{report.END}\nafter\n")
+    assert report.report(written) in tables
+    return written
+
+
+def test_the_published_tables_are_those_of_the_published_json() -> None:
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    published = json.loads((docs / "benchmarks.json").read_text())
+    page = (docs / "benchmarks.md").read_text()
+    assert report.replace_region(page, report.report(published)) == page
 
 
 def test_a_tiny_run_reports_every_section_and_the_machine(results: Any) -> None:
