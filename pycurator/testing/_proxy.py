@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import select
 import socket
 import threading
 import time
@@ -12,7 +13,7 @@ from types import TracebackType
 
 
 class _Link:
-    """One client connection and its server connection, pumped by two threads."""
+    """One client connection and its server connection, pumped by one thread each way."""
 
     def __init__(self, proxy: FaultProxy, client: socket.socket, server: socket.socket) -> None:
         self.proxy = proxy
@@ -26,24 +27,32 @@ class _Link:
             (self.client, self.server, True),
             (self.server, self.client, False),
         ):
-            line = _DelayLine(target, self)
-            threading.Thread(target=line.run, daemon=True).start()
-            threading.Thread(target=self._pump, args=(source, line, upstream), daemon=True).start()
+            threading.Thread(
+                target=self._pump, args=(source, target, upstream), daemon=True
+            ).start()
 
-    def _pump(self, source: socket.socket, line: _DelayLine, upstream: bool) -> None:
+    def _pump(self, source: socket.socket, target: socket.socket, upstream: bool) -> None:
+        """Forward ``source`` to ``target``, each chunk once it is ``latency`` old: a delay line
+        in one thread, so chunks in flight do not wait out one another's delay (pipelined
+        requests stay pipelined) and no chunk crosses to another thread on its way."""
+        pending: collections.deque[tuple[float, bytes]] = collections.deque()
         try:
             while not self.closed.is_set():
-                data = source.recv(65536)
-                if not data:
-                    break
-                self.proxy._flowing.wait()  # a blackhole holds the data back
-                if not upstream and self.drop_replies:
-                    continue
-                line.put(data, time.monotonic() + self.proxy.latency)
-        except OSError:
+                wait = None if not pending else pending[0][0] - time.monotonic()
+                if wait is None or wait > 0:
+                    readable, _, _ = select.select([source], [], [], wait)
+                    if readable:
+                        data = source.recv(65536)
+                        if not data:
+                            break
+                        self.proxy._flowing.wait()  # a blackhole holds the data back
+                        if upstream or not self.drop_replies:
+                            pending.append((time.monotonic() + self.proxy.latency, data))
+                while pending and pending[0][0] <= time.monotonic():
+                    target.sendall(pending.popleft()[1])
+        except (OSError, ValueError):  # a socket closed under us
             pass
         finally:
-            line.put(b"", 0.0)
             self.close()
 
     def close(self) -> None:
@@ -55,38 +64,6 @@ class _Link:
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
         self.proxy._forget(self)
-
-
-class _DelayLine:
-    """Sends each chunk once its due time comes: latency delays every chunk by the same amount
-    without queueing one chunk's delay behind another's (pipelined requests stay pipelined)."""
-
-    def __init__(self, target: socket.socket, link: _Link) -> None:
-        self.target = target
-        self.link = link
-        self._chunks: collections.deque[tuple[bytes, float]] = collections.deque()
-        self._ready = threading.Condition()
-
-    def put(self, data: bytes, due: float) -> None:
-        with self._ready:
-            self._chunks.append((data, due))
-            self._ready.notify()
-
-    def run(self) -> None:
-        try:
-            while True:
-                with self._ready:
-                    while not self._chunks:
-                        self._ready.wait()
-                    data, due = self._chunks.popleft()
-                if not data:
-                    return
-                delay = due - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-                self.target.sendall(data)
-        except OSError:
-            self.link.close()
 
 
 class FaultProxy:
