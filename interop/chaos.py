@@ -91,6 +91,11 @@ def log_path(lock: str, hold_id: str) -> str:
     return f"{ROOT}/log/{lock}/{hold_id}"
 
 
+def log_entry(hold: Hold, value: int) -> bytes:
+    """A log entry's data: the value written, and which of the hold's fence attempts wrote it."""
+    return f"{value}:{len(hold.fences) - 1}".encode()
+
+
 @dataclass
 class Hold:
     """One hold as its holder saw it: times in monotonic nanoseconds (either language)."""
@@ -107,6 +112,7 @@ class Hold:
     exit_ns: int = 0
     outcome: str = "unknown"  # fenced (committed), rejected (node gone), unknown, killed
     value: int | None = None  # the counter value an exclusive hold wrote
+    fences: list[int] = field(default_factory=list)  # when each fence attempt was sent
 
 
 # -- contenders -------------------------------------------------------------------------------
@@ -198,6 +204,7 @@ class Contender:
         while time.monotonic() < deadline:
             value = self.read_counter() + 1 if hold.exclusive else None
             hold.fence_ns = self.now()
+            hold.fences.append(hold.fence_ns)
             outcome = self.commit(hold, value)
             if outcome == "unknown" and hold.exclusive and self.logged(hold):
                 outcome = "fenced"  # the reply was lost, the write was not
@@ -288,7 +295,7 @@ class PythonContender(Contender):
         transaction.check(hold.node, -1)
         if value is not None:
             transaction.set_data(counter_path(self.lock), str(value).encode())
-            transaction.create(log_path(self.lock, hold.hold_id), str(value).encode())
+            transaction.create(log_path(self.lock, hold.hold_id), log_entry(hold, value))
         try:
             results = transaction.commit()
         except RETRYABLE:
@@ -376,8 +383,9 @@ class JavaContender(Contender):
         operations = [ops.check().forPath(hold.node)]
         if value is not None:
             data = jpype.JArray(jpype.JByte)(str(value).encode())
+            entry = jpype.JArray(jpype.JByte)(log_entry(hold, value))
             operations.append(ops.setData().forPath(counter_path(self.lock), data))
-            operations.append(ops.create().forPath(log_path(self.lock, hold.hold_id), data))
+            operations.append(ops.create().forPath(log_path(self.lock, hold.hold_id), entry))
         try:
             self.curator.transaction().forOperations(jclass("java.util.Arrays").asList(operations))
         except Exception as exc:
@@ -752,11 +760,15 @@ class Chaos:
         )
 
 
-def _read_log(client: KazooClient, lock: str) -> dict[str, int]:
-    """hold id -> the counter value its committed fence wrote."""
+def _read_log(client: KazooClient, lock: str) -> dict[str, tuple[int, int]]:
+    """hold id -> the counter value its committed fence wrote, and that fence's attempt."""
     names = client.get_children(f"{ROOT}/log/{lock}")
     replies = [(name, client.get_async(log_path(lock, name))) for name in names]
-    return {name: int(reply.get(timeout=60)[0]) for name, reply in replies}
+    entries = {}
+    for name, reply in replies:
+        value, _, attempt = reply.get(timeout=60)[0].decode().partition(":")
+        entries[name] = (int(value), int(attempt))
+    return entries
 
 
 def _orphans(client: KazooClient, ensemble: ZooKeeperEnsemble) -> dict[str, Any]:
@@ -827,6 +839,8 @@ class Report:
         errors = ", ".join(f"{key} {n}" for key, n in sorted(self.errors.items())) or "none"
         counters = "; ".join(
             f"{lock}: counter {c['counter']}, {c['committed']} committed writes"
+            f" ({c['outcomes_learned_from_the_log']} known only from the log,"
+            f" {c['committed_by_killed_holders']} by holders killed after)"
             for lock, c in self.counters.items()
         )
         lines = [
@@ -863,7 +877,7 @@ def _overlap(a: Hold, b: Hold, end: Callable[[Hold], int]) -> bool:
 
 def check(
     holds: Sequence[Hold],
-    logs: dict[str, dict[str, int]],
+    logs: dict[str, dict[str, tuple[int, int]]],
     counters: dict[str, int],
     orphans: dict[str, Any],
     *,
@@ -874,11 +888,22 @@ def check(
     seed: int,
 ) -> Report:
     """Check a merged history; see the module doc for what is proved and how."""
+    problems: list[str] = []
+    killed = {hold.hold_id for hold in holds if hold.outcome == "killed"}
     holds = [hold for hold in holds if hold.outcome != "killed"]
-    for hold in holds:  # an outcome its holder could not learn is in the log, or did not land
-        if hold.outcome == "unknown" and hold.exclusive:
-            hold.outcome = "fenced" if hold.hold_id in logs[hold.lock] else "rejected"
-            hold.value = logs[hold.lock].get(hold.hold_id)
+    learned: Counter[str] = Counter()
+    for hold in holds:  # a write's outcome is the log's: a lost reply can hide a landed write
+        if not hold.exclusive:
+            continue
+        entry = logs[hold.lock].get(hold.hold_id)
+        if entry is None and hold.outcome == "fenced":
+            problems.append(f"{hold.hold_id}: its holder saw its write land; the log did not")
+        elif entry is not None:
+            learned[hold.lock] += hold.outcome != "fenced"
+            hold.outcome, hold.value = "fenced", entry[0]
+            hold.fence_ns = hold.fences[entry[1]]  # the attempt that landed
+        elif hold.outcome == "unknown":
+            hold.outcome = "rejected"
     fenced = [hold for hold in holds if hold.outcome == "fenced"]
     stale = [hold for hold in holds if hold.outcome != "fenced"]
     violations: list[str] = []
@@ -899,15 +924,19 @@ def check(
                     violations.append(f"{lock}: {a.hold_id} and {b.hold_id} overlap")
     semaphore_max = _most_at_once([h for h in fenced if h.lock == "semaphore"])
     counter_report: dict[str, dict[str, int]] = {}
-    problems: list[str] = []
     for lock, log in logs.items():
-        values = sorted(log.values())
-        counter_report[lock] = {"counter": counters[lock], "committed": len(values)}
+        values = sorted(value for value, _ in log.values())
+        counter_report[lock] = {
+            "counter": counters[lock],
+            "committed": len(values),
+            "outcomes_learned_from_the_log": learned[lock],
+            "committed_by_killed_holders": len(killed & set(log)),
+        }
         if values != list(range(1, counters[lock] + 1)):
             problems.append(f"{lock}: committed values are not 1..{counters[lock]} once each")
-        claimed = {h.hold_id for h in fenced if h.lock == lock and h.exclusive}
-        if claimed != set(log):
-            problems.append(f"{lock}: {len(claimed ^ set(log))} writes disagree with the log")
+        recorded = {h.hold_id for h in holds if h.lock == lock} | killed
+        if set(log) - recorded:
+            problems.append(f"{lock}: {len(set(log) - recorded)} log entries of no hold")
     for pause in pauses:
         paused = next((h for h in holds if h.hold_id == pause["hold_id"]), None)
         pause["outcome"] = paused.outcome if paused else "not recorded"

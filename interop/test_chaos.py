@@ -32,15 +32,15 @@ def test_a_short_chaos_run_keeps_every_guarantee() -> None:
 def _hold(hold_id: str, enter: int, fence: int, *, outcome: str = "fenced") -> Hold:
     hold = Hold(hold_id, "t", "python", "mutex", True, "/n", 0, enter, fence, fence + 1)
     hold.outcome = outcome
-    hold.value = None
+    hold.fences = [fence]
     return hold
 
 
-def _check(holds: list[Hold], log: dict[str, int]) -> list[str]:
+def _check(holds: list[Hold], values: dict[str, int]) -> list[str]:
     report = check(
         holds,
-        {"mutex": log, "rw": {}},
-        {"mutex": len(log), "rw": 0},
+        {"mutex": {hold_id: (value, 0) for hold_id, value in values.items()}, "rw": {}},
+        {"mutex": len(values), "rw": 0},
         {"tree": [], "dump": {}},
         faults=FaultLog(),
         errors=Counter(),
@@ -60,3 +60,14 @@ def test_the_checker_flags_overlapping_fenced_holds_and_lost_updates() -> None:
     assert any("once each" in p for p in _check(lost_update, {"a": 1, "b": 1}))
     stale = [_hold("a", 0, 10, outcome="rejected"), _hold("b", 5, 30)]
     assert _check(stale, {"b": 1}) == []
+
+
+def test_the_checker_takes_a_writes_outcome_and_time_from_the_log() -> None:
+    # a reply lost, then a retry rejected: the log says the first attempt landed, at its time
+    retried = _hold("a", 0, 50, outcome="rejected")
+    retried.fences = [10, 50]
+    later = _hold("b", 20, 30)
+    assert _check([retried, later], {"a": 1, "b": 2}) == []
+    assert retried.outcome == "fenced" and retried.fence_ns == 10
+    claimed = [_hold("a", 0, 10), _hold("b", 20, 30)]  # a claims a write the log does not have
+    assert any("log did not" in p for p in _check(claimed, {"b": 1}))
