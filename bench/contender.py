@@ -16,6 +16,8 @@ from collections.abc import Callable
 from kazoo.client import KazooClient
 
 KINDS = ("pycurator", "curator", "kazoo-lock", "raw-floor")
+#: Not a lock: one bare request (getData) as the "acquire", to measure what a round trip costs.
+ROUND_TRIP = "round-trip"
 
 Step = Callable[[], None]
 
@@ -35,6 +37,14 @@ def _kazoo_steps(kind: str, hosts: str, path: str) -> tuple[Step, Step, Step]:
     elif kind == "kazoo-lock":
         kazoo_lock = client.Lock(path)
         acquire, release = kazoo_lock.acquire, kazoo_lock.release
+    elif kind == ROUND_TRIP:
+        client.ensure_path(path)
+
+        def acquire() -> None:
+            client.get(path)
+
+        def release() -> None:
+            pass
     else:  # the floor: the three requests a lock needs, with no lock logic at all
         client.ensure_path(path)
         nodes = []
@@ -92,6 +102,6 @@ def main(kind: str, hosts: str, cycles: int, warmup: int) -> dict[str, object]:
 
 if __name__ == "__main__":
     kind, hosts, cycles, warmup = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    if kind not in KINDS:
+    if kind not in (*KINDS, ROUND_TRIP):
         raise SystemExit(f"unknown contender {kind!r}; one of {', '.join(KINDS)}")
     print(json.dumps(main(kind, hosts, cycles, warmup)))

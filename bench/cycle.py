@@ -1,6 +1,7 @@
 """Uncontended acquire+release cycles: pycurator, Java Curator, kazoo's Lock and the raw floor on
 loopback; pycurator and Curator through a proxy adding latency, with the acquire alone counted in
-round trips.
+round trips: of the added latency, and net (the acquire's time less its loopback time, over what
+a bare request's round trip through the proxy costs more than on loopback).
 
 Each contender runs in a process of its own, in alternating rounds; medians and p99 are over
 all rounds.
@@ -18,7 +19,7 @@ from pathlib import Path
 from pycurator.testing import FaultProxy
 
 from .common import first_server, summarize
-from .contender import KINDS
+from .contender import KINDS, ROUND_TRIP
 
 ROOT = Path(__file__).resolve().parents[1]
 LATENCY_KINDS = ("pycurator", "curator")
@@ -83,32 +84,34 @@ def run(
     """The section's results: ``loopback`` and one entry of ``latency`` per added latency."""
     loopback = measure(hosts, KINDS, cycles, warmup, rounds)
     print_table("uncontended acquire+release, loopback", loopback)
+    bare = measure(hosts, (ROUND_TRIP,), cycles, warmup, 1)[ROUND_TRIP]["acquire_median_ms"]
     delayed = []
     for latency_ms in [ms for ms in latencies_ms if ms > 0]:
         measured, warm = latency_cycles(cycles, latency_ms)
         with FaultProxy(first_server(hosts).split("/", 1)[0]) as proxy:
             proxy.latency = latency_ms / 1000
             chroot = hosts.partition("/")[2]
-            table = measure(
-                proxy.hosts + (f"/{chroot}" if chroot else ""),
-                LATENCY_KINDS,
-                measured,
-                min(warmup, warm),
-                rounds,
-            )
+            through = proxy.hosts + (f"/{chroot}" if chroot else "")
+            table = measure(through, LATENCY_KINDS, measured, min(warmup, warm), rounds)
+            proxied = measure(through, (ROUND_TRIP,), measured, min(warmup, warm), 1)
         round_trip_ms = 2 * latency_ms
-        for row in table.values():
+        network_ms = max(proxied[ROUND_TRIP]["acquire_median_ms"] - bare, 1e-3)
+        for kind, row in table.items():
             row["acquire_round_trips"] = row["acquire_median_ms"] / round_trip_ms
             row["cycle_round_trips"] = row["median_ms"] / round_trip_ms
+            client_ms = loopback[kind]["acquire_median_ms"]
+            row["acquire_net_round_trips"] = (row["acquire_median_ms"] - client_ms) / network_ms
         print_table(f"the same through a proxy adding {latency_ms:g} ms each way", table)
         for kind, row in table.items():
             print(
                 f"  {kind}: acquire alone {row['acquire_median_ms']:.2f} ms"
-                f" = {row['acquire_round_trips']:.2f} round trips of {round_trip_ms:g} ms"
+                f" = {row['acquire_round_trips']:.2f} round trips of {round_trip_ms:g} ms;"
+                f" net {row['acquire_net_round_trips']:.2f} round trips of {network_ms:.2f} ms"
             )
         delayed.append(
             {
                 "added_ms_each_way": latency_ms,
+                "bare_round_trip_ms": network_ms,
                 "cycles": measured,
                 "table": table,
                 "ratio_to_curator": ratios(table),

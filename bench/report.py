@@ -76,6 +76,7 @@ def _cycle(results: dict[str, Any]) -> list[str]:
                     _ms(row["p99_ms"]),
                     _ms(row["acquire_median_ms"]),
                     _ms(row["acquire_round_trips"]),
+                    _ms(row["acquire_net_round_trips"]) if "acquire_net_round_trips" in row else "",
                     _ms(delayed["ratio_to_curator"][kind]),
                 ]
             )
@@ -90,6 +91,7 @@ def _cycle(results: dict[str, Any]) -> list[str]:
                 "p99 ms",
                 "acquire alone, median ms",
                 "acquire in round trips",
+                "acquire in net round trips",
                 "cycle median / Curator's",
             ],
             rows,

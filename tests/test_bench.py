@@ -66,6 +66,7 @@ def test_cycles_cover_every_contender_and_count_the_acquire_in_round_trips(resul
     for row in delayed["table"].values():
         assert min(counts(row)) >= 0
         assert row["acquire_round_trips"] > 0
+        assert isinstance(row["acquire_net_round_trips"], float)
 
 
 def test_drain_hand_offs_are_counted_by_the_server_for_both_languages(results: Any) -> None:
