@@ -22,6 +22,7 @@ from pycurator.testing import (
     java_acquire,
     jclass,
     new_curator,
+    paths_by_session,
     session_of,
     split_hosts,
 )
@@ -97,14 +98,8 @@ class Server:
 
     def watches_by_session(self) -> dict[int, list[str]]:
         """Data watches the server holds, as paths by session id."""
-        watches: dict[int, list[str]] = {}
-        current: list[str] = []
-        for line in self.word("wchc").splitlines():
-            if line.startswith("0x"):
-                current = watches.setdefault(int(line.strip(), 16), [])
-            elif line.strip():
-                current.append(line.strip())
-        return watches
+        watches = paths_by_session(self.word("wchc"))
+        return {int(session, 16): paths for session, paths in watches.items()}
 
     def watches_of(self, sessions: Iterable[int]) -> int:
         """How many data watches these sessions hold."""

@@ -57,6 +57,7 @@ from pycurator.testing import (
     session_of,
     start_jvm,
 )
+from tests.support import STEADY_RECONNECT, children
 
 T = TypeVar("T")
 
@@ -246,7 +247,7 @@ class PythonContender(Contender):
         self.client = KazooClient(
             hosts=self.hosts,
             timeout=self.session_s,
-            connection_retry={"max_tries": -1, "delay": 0.2, "backoff": 1, "max_delay": 0.2},
+            connection_retry=STEADY_RECONNECT,
         )
         self.client.start(timeout=60)
         if self.kind == "mutex":
@@ -303,8 +304,7 @@ class PythonContender(Contender):
             return "unknown"
         except ConnectionClosedError:
             return "unknown"
-        failed = [r for r in results if isinstance(r, Exception)]
-        return "rejected" if any(isinstance(r, NoNodeError) for r in failed) else "fenced"
+        return "rejected" if any(isinstance(r, NoNodeError) for r in results) else "fenced"
 
     def logged(self, hold: Hold) -> bool:
         path = log_path(self.lock, hold.hold_id)
@@ -776,18 +776,11 @@ def _orphans(client: KazooClient, ensemble: ZooKeeperEnsemble) -> dict[str, Any]
     the servers' ``dump`` of ephemeral nodes by session."""
     end = time.monotonic() + WORKER_SESSION_S * 3 + 20
     while True:
-        tree = [f"{path}/{name}" for path in LOCK_PATHS for name in _children(client, path)]
+        tree = [f"{path}/{name}" for path in LOCK_PATHS for name in children(client, path)]
         if not tree or time.monotonic() > end:
             break
         time.sleep(0.2)  # a killed worker's session ends only with its timeout
     return {"tree": tree, "dump": ephemerals_by_session(ensemble.hosts, under=ROOT)}
-
-
-def _children(client: KazooClient, path: str) -> list[str]:
-    try:
-        return list(client.get_children(path))
-    except NoNodeError:
-        return []  # an empty container the server reaped
 
 
 # -- the checker ------------------------------------------------------------------------------

@@ -217,12 +217,11 @@ class _DeferredWatches:
                 due = []
                 while self._due and self._due[0][0] <= soon:
                     due.append(heapq.heappop(self._due)[2])
-            for monitor in due:
-                if monitor.state is not HoldState.RELEASED:
-                    try:
-                        monitor._watch()
-                    except Exception:  # a stopped client, say: its holds are lost otherwise
-                        log.debug("could not watch %s", monitor.node, exc_info=True)
+            for monitor in due:  # each skips itself when released or lost
+                try:
+                    monitor._watch()
+                except Exception:  # a stopped client, say: its holds are lost otherwise
+                    log.debug("could not watch %s", monitor.node, exc_info=True)
 
     def _forked(self) -> None:
         self._due.clear()

@@ -14,7 +14,12 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex, _monitor
-from pycurator.testing import expire_kazoo_session, four_letter_word, split_hosts
+from pycurator.testing import (
+    expire_kazoo_session,
+    four_letter_word,
+    paths_by_session,
+    split_hosts,
+)
 
 from .support import SOON, Worker, children, eventually
 
@@ -54,13 +59,7 @@ def watched_paths(client: KazooClient) -> list[str]:
     """The paths the server holds data watches on for ``client``'s session (``wchc``)."""
     session = f"0x{client.client_id[0]:x}"
     host, port = split_hosts(",".join(f"{h}:{p}" for h, p in client.hosts))[0]
-    paths: dict[str, list[str]] = {}
-    current: list[str] = []
-    for line in four_letter_word(host, port, "wchc").splitlines():
-        if line.startswith("0x"):
-            current = paths.setdefault(line.strip(), [])
-        elif line.strip():
-            current.append(line.strip())
+    paths = paths_by_session(four_letter_word(host, port, "wchc"))
     chroot = client.chroot or ""
     return [path[len(chroot) :] for path in paths.get(session, [])]
 

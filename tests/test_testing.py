@@ -15,6 +15,7 @@ from pycurator.testing import (
     ephemerals_by_session,
     four_letter_word,
     parse_dump,
+    paths_by_session,
     split_hosts,
 )
 from pycurator.testing.pytest_plugin import ZooKeeperTarget, choose_backend, docker_available
@@ -50,6 +51,14 @@ def test_dump_is_read_as_ephemeral_nodes_by_session() -> None:
         "0x2:\n\t/b\n\t/c\nConnections dump:\n\tip: /127.0.0.1:1 sessionId: 0x1\n"
     )
     assert parse_dump(text) == {"0x1": ["/locks/a"], "0x2": ["/b", "/c"]}
+
+
+def test_wchc_is_read_as_watched_paths_by_session() -> None:
+    text = "0x10001b981ef0000\n\t/locks/a\n\t/locks/b\n0x10001b981ef0001\n\t/c\n"
+    assert paths_by_session(text) == {
+        "0x10001b981ef0000": ["/locks/a", "/locks/b"],
+        "0x10001b981ef0001": ["/c"],
+    }
 
 
 def test_the_servers_dump_names_each_ephemeral_nodes_session(

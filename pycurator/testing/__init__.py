@@ -25,6 +25,7 @@ from ._fourletter import (
     ephemerals_by_session,
     four_letter_word,
     parse_dump,
+    paths_by_session,
     split_hosts,
 )
 from ._proxy import FaultProxy
@@ -49,6 +50,7 @@ __all__ = [
     "jclass",
     "new_curator",
     "parse_dump",
+    "paths_by_session",
     "session_of",
     "split_hosts",
     "start_jvm",

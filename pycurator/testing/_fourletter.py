@@ -33,21 +33,24 @@ def split_hosts(hosts: str) -> list[tuple[str, int]]:
     return result
 
 
-def parse_dump(text: str) -> dict[str, list[str]]:
-    """The ephemeral nodes in a ``dump`` answer, by session id as the server writes it."""
+def paths_by_session(text: str) -> dict[str, list[str]]:
+    """A list of paths by session, as ``wchc`` prints it (and ``dump`` its ephemeral nodes): a
+    session id line (``0x..``), then its paths indented, one a line."""
     sessions: dict[str, list[str]] = {}
     current: list[str] | None = None
-    inside = False
     for line in text.splitlines():
-        if line.startswith("Sessions with Ephemerals"):
-            inside = True
-        elif line.startswith("Connections dump"):
-            inside = False
-        elif inside and line.startswith("0x"):
+        if line.startswith("0x"):
             current = sessions.setdefault(line.strip().rstrip(":"), [])
-        elif inside and current is not None and line.strip():
+        elif current is not None and line.strip():
             current.append(line.strip())
     return sessions
+
+
+def parse_dump(text: str) -> dict[str, list[str]]:
+    """The ephemeral nodes in a ``dump`` answer, by session id as the server writes it."""
+    _, found, rest = text.partition("Sessions with Ephemerals")
+    section = rest.split("Connections dump", 1)[0].split("\n", 1)[-1] if found else ""
+    return paths_by_session(section)
 
 
 def ephemerals_by_session(hosts: str, under: str = "/") -> dict[str, list[str]]:
