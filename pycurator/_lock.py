@@ -101,7 +101,8 @@ class ReentrantLock(LockContext):
         """Wait up to ``timeout`` seconds (None: forever; 0: one try) for the lock.
 
         True when held (again, if this thread already held it), False on timeout; no node is
-        left behind on timeout or error.
+        left behind on timeout or error. Returns within ``timeout`` plus at most
+        :data:`~pycurator._engine.DELETE_WAIT` seconds, whatever the connection does.
         """
         timeout = check_timeout(timeout)
         thread = threading.current_thread()
@@ -135,6 +136,10 @@ class ReentrantLock(LockContext):
 
     def release(self) -> None:
         """Release one hold of the calling thread; the last one deletes our node.
+
+        Never waits for the network longer than :data:`~pycurator._engine.DELETE_WAIT` seconds,
+        and not at all while the client is disconnected: a delete the server has not confirmed
+        goes on in the background until the node is gone (Curator's guaranteed delete).
 
         Raises :class:`LockNotOwnedError` when the calling thread does not hold the lock.
         """

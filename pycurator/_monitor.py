@@ -31,6 +31,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
+from ._deadline import Deadline, DeadlineExpired, wait_result
+
 log = logging.getLogger("pycurator")
 
 ConnectionPolicy = Literal["standard", "session"]
@@ -48,6 +50,8 @@ def check_policy(policy: str) -> ConnectionPolicy:
 
 #: How long a hold lasts before its node's deletion watch is set without being asked for.
 WATCH_DELAY = 0.05
+#: The longest :meth:`HoldMonitor.confirm` (``is_held()``, ``check()``) waits for the server.
+CONFIRM_WAIT = 2.0
 
 
 class HoldState(enum.Enum):
@@ -109,10 +113,15 @@ class HoldMonitor:
 
     def confirm(self) -> bool:
         """Like :attr:`held`, but the node's deletion is seen too: before the watch is set, one
-        ``exists`` sets it and checks the node."""
+        ``exists`` sets it and checks the node. Waits at most :data:`CONFIRM_WAIT` seconds for
+        the answer, and answers False (not known to be ours) when it does not come in time."""
         if self.state is HoldState.HELD and not self._watching and self.client.connected:
+            result = self.client.exists_async(self.node, watch=self._on_node_event)
             try:
-                stat = self.client.exists(self.node, watch=self._on_node_event)
+                stat = wait_result(self.client, result, Deadline(CONFIRM_WAIT))
+            except DeadlineExpired:
+                result.rawlink(self._on_check)
+                return False
             except KazooException:
                 return self.held  # the connection listener reports connection trouble
             self._checked(stat)
@@ -124,13 +133,18 @@ class HoldMonitor:
             self.client.exists_async(self.node, watch=self._on_node_event).rawlink(self._on_check)
 
     def _move(self, state: HoldState, reason: str) -> None:
+        """Change state; ``on_change`` hears of a loss once (HELD to SUSPENDED or LOST, not
+        SUSPENDED to LOST again) and of every return to HELD."""
         with self._lock:
             if self.state in (HoldState.RELEASED, HoldState.LOST) or self.state is state:
                 return
+            was_held = self.state is HoldState.HELD
             self.state = state
             self.reason = reason
         if state is HoldState.LOST:
             self.client.remove_listener(self._on_connection)
+        if not was_held and state is not HoldState.HELD:
+            return
         try:
             self._on_change(state, reason)
         except Exception:

@@ -18,6 +18,8 @@ from kazoo.protocol.serialization import read_string, write_buffer, write_string
 from kazoo.protocol.states import ZnodeStat
 from kazoo.security import OPEN_ACL_UNSAFE
 
+from ._deadline import Deadline, wait_result
+
 #: ZooKeeper's ``CreateMode.CONTAINER`` flag.
 CONTAINER_FLAG = 4
 #: ``ZooDefs.OpCode.createContainer``.
@@ -83,14 +85,20 @@ class RemoveWatches:
         return None
 
 
-def send(client: KazooClient, request: Any) -> Any:
-    """Send one request and wait for its reply; kazoo's errors are raised as kazoo raises them."""
+def send(client: KazooClient, request: Any, deadline: Deadline | None = None) -> Any:
+    """Send one request and wait for its reply (no longer than ``deadline``, if given: then
+    :class:`DeadlineExpired`); kazoo's errors are raised as kazoo raises them."""
     result = client.handler.async_result()
     client._call(request, result)
-    return result.get()
+    return wait_result(client, result, deadline or Deadline(None))
 
 
-def create_container(client: KazooClient, path: str, acl: Sequence[Any] | None = None) -> bool:
+def create_container(
+    client: KazooClient,
+    path: str,
+    acl: Sequence[Any] | None = None,
+    deadline: Deadline | None = None,
+) -> bool:
     """Create ``path`` as an empty CONTAINER node; False if it exists already."""
     try:
         send(
@@ -98,6 +106,7 @@ def create_container(client: KazooClient, path: str, acl: Sequence[Any] | None =
             CreateContainer(
                 prefixed(client, path), b"", list(acl or client.default_acl or OPEN_ACL_UNSAFE)
             ),
+            deadline,
         )
     except NodeExistsError:
         return False
@@ -105,7 +114,10 @@ def create_container(client: KazooClient, path: str, acl: Sequence[Any] | None =
 
 
 def ensure_container_parents(
-    client: KazooClient, path: str, acl: Sequence[Any] | None = None
+    client: KazooClient,
+    path: str,
+    acl: Sequence[Any] | None = None,
+    deadline: Deadline | None = None,
 ) -> None:
     """Create every missing ancestor of ``path`` (not ``path`` itself) as a CONTAINER node.
 
@@ -116,10 +128,10 @@ def ensure_container_parents(
     if not parent:
         return
     try:
-        create_container(client, parent, acl)
+        create_container(client, parent, acl, deadline)
     except NoNodeError:
-        ensure_container_parents(client, parent, acl)
-        create_container(client, parent, acl)
+        ensure_container_parents(client, parent, acl, deadline)
+        create_container(client, parent, acl, deadline)
 
 
 def remove_watches(client: KazooClient, path: str, watcher_type: int = WATCHER_TYPE_DATA) -> None:

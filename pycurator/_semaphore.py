@@ -28,7 +28,7 @@ from ._engine import (
     check_timeout,
     delete_guaranteed,
     forget_watch,
-    retrying,
+    watch,
 )
 from ._errors import LockLostError, LockNotOwnedError
 from ._lock import LockContext
@@ -227,11 +227,13 @@ class InterProcessSemaphoreV2:
             while True:
                 if children is None:
                     wake.clear()
-                    children = retrying(client, lambda: self._watch_leases(on_change), deadline)
+                    children = self._watch_leases(on_change, deadline.for_requests())
                     watched = True
                 if ours not in children:
                     raise _Retry()
                 if len(children) <= self.max_leases:
+                    if not self._leases.is_current_session(node):
+                        raise _Retry()  # decided over a listing of a session now ended
                     held = True
                     return Lease(client, node, self._policy)
                 children = None
@@ -247,9 +249,13 @@ class InterProcessSemaphoreV2:
             if not held:
                 delete_guaranteed(client, node.path)
 
-    def _watch_leases(self, watcher: Callable[[WatchedEvent], None]) -> list[str]:
+    def _watch_leases(
+        self, watcher: Callable[[WatchedEvent], None], deadline: Deadline
+    ) -> list[str]:
         try:
-            children: list[str] = self.client.get_children(self._leases_path, watch=watcher)
+            children: list[str] = watch(
+                self.client, self._leases_path, watcher, deadline, children=True
+            )
         except NoNodeError:
             return []  # the parent went away with our node: our session expired
         return children

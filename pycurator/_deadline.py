@@ -1,0 +1,62 @@
+"""Deadlines, and waiting for one kazoo result no longer than a deadline allows.
+
+kazoo queues a request made while the connection is down and sends it once the connection is
+back, so a plain ``result.get()`` can wait for as long as an outage lasts. Every wait on a kazoo
+result inside an acquire goes through :func:`wait_result` with the acquire's deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kazoo.client import KazooClient
+
+
+class DeadlineExpired(Exception):
+    """The deadline passed while we waited (for the connection, or for a reply)."""
+
+
+#: However short the timeout, an acquire waits this long (seconds, from its start) for the
+#: server's answers to the requests of its first try: ``acquire(0)`` makes one whole try, as
+#: Curator's does, and still returns within this bound when the server does not answer.
+FIRST_TRY_WAIT = 2.0
+
+
+class Deadline:
+    """A point on the monotonic clock, or none (wait forever)."""
+
+    __slots__ = ("_end", "_start")
+
+    def __init__(self, timeout: float | None) -> None:
+        self._start = time.monotonic()
+        self._end = None if timeout is None else self._start + timeout
+
+    def remaining(self) -> float | None:
+        """Seconds left (never negative), or None for no deadline."""
+        return None if self._end is None else max(0.0, self._end - time.monotonic())
+
+    def expired(self) -> bool:
+        return self._end is not None and time.monotonic() >= self._end
+
+    def for_requests(self) -> Deadline:
+        """The deadline for answers to requests: this one, but no earlier than
+        :data:`FIRST_TRY_WAIT` after its start."""
+        if self._end is None or self._end >= self._start + FIRST_TRY_WAIT:
+            return self
+        floor = Deadline(None)
+        floor._start, floor._end = self._start, self._start + FIRST_TRY_WAIT
+        return floor
+
+
+def wait_result(client: KazooClient, result: Any, deadline: Deadline) -> Any:
+    """The value of a kazoo async ``result`` (its error raised as kazoo raises it), or
+    :class:`DeadlineExpired` once ``deadline`` passes with no reply yet.
+
+    The request itself is not withdrawn: it may still be sent and answered later, so a caller
+    that gives up on a request with side effects (a create, a watch) undoes them when it lands.
+    """
+    try:
+        return result.get(timeout=deadline.remaining())
+    except client.handler.timeout_exception:
+        raise DeadlineExpired() from None
