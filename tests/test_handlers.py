@@ -45,7 +45,7 @@ def make_handler(name: str) -> Any:
         return SequentialGeventHandler()
     if name == "eventlet":
         with warnings.catch_warnings():  # eventlet warns on import that it is deprecated
-            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore")
             from kazoo.handlers.eventlet import SequentialEventletHandler
         return SequentialEventletHandler()
     from kazoo.handlers.threading import SequentialThreadingHandler
@@ -248,21 +248,19 @@ def test_multi_lock_excludes_units(env: Env, zk_path: str) -> None:
 
 def test_a_lost_hold_is_reported_under_the_handler(env: Env, zk_path: str) -> None:
     client = env.new_client()
-    lock = InterProcessMutex(client, zk_path)
-    heard = env.event()
-    reasons: list[str] = []
-
-    def on_lost(_lock: InterProcessMutex, reason: str) -> None:
-        reasons.append(reason)
-        heard.set()
-
-    lock.on_lost(on_lost)
+    lock = InterProcessMutex(client, f"{zk_path}/mutex")
+    lease = InterProcessSemaphoreV2(client, f"{zk_path}/semaphore", 1).acquire(SOON)
+    assert lease is not None
+    heard = {"lock": env.event(), "lease": env.event()}
+    lock.on_lost(lambda _lock, _reason: heard["lock"].set())
+    lease.on_lost(lambda _lease, _reason: heard["lease"].set())
     assert lock.acquire(SOON)
     expire_kazoo_session(client)
-    assert lock.lost_event.wait(SOON)
-    assert heard.wait(SOON)
-    assert reasons and not lock.is_held()
+    assert lock.lost_event.wait(SOON) and lease.lost_event.wait(SOON)
+    assert heard["lock"].wait(SOON) and heard["lease"].wait(SOON)
+    assert not lock.is_held() and not lease.is_held()
     lock.release()
+    lease.close()
 
 
 def test_the_deferred_node_watch_is_set_under_the_handler(
