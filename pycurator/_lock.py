@@ -5,8 +5,7 @@ Curator's ``InterProcessMutex`` body, shared by the mutex and both sides of the 
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -16,6 +15,7 @@ from kazoo.client import KazooClient, TransactionRequest
 
 from ._engine import HeldNode, LockEngine, check_timeout
 from ._errors import LockLostError, LockNotOwnedError, LockTimeout
+from ._handlers import unit_getter
 from ._monitor import ConnectionPolicy, HoldMonitor, HoldState, check_policy
 
 L = TypeVar("L", bound="ReentrantLock")
@@ -69,6 +69,9 @@ class _Hold:
 class ReentrantLock(LockContext):
     """A lock held per thread and per lock object; re-entry only counts, it sends nothing.
 
+    "Thread" is the client's handler's unit of concurrency (see :mod:`pycurator._handlers`): the
+    OS thread under kazoo's threading handler, the greenlet under gevent and eventlet.
+
     A held lock follows its node: when the node is lost (see :mod:`pycurator._monitor` for what
     ``connection_policy`` counts as lost), :meth:`is_held` turns False, :attr:`lost_event` is set
     and every :meth:`on_lost` callback runs.
@@ -76,7 +79,8 @@ class ReentrantLock(LockContext):
 
     def __init__(self, engine: LockEngine, *, connection_policy: str = "standard") -> None:
         self._engine = engine
-        self._holds: dict[threading.Thread, _Hold] = {}
+        self._holds: dict[Hashable, _Hold] = {}
+        self._unit = unit_getter(engine.client.handler)
         self._holds_lock = engine.client.handler.lock_object()
         self._policy: ConnectionPolicy = check_policy(connection_policy)
         self._lost_callbacks: list[Callable[[ReentrantLock, str], None]] = []
@@ -105,7 +109,7 @@ class ReentrantLock(LockContext):
         :data:`~pycurator._engine.DELETE_WAIT` seconds, whatever the connection does.
         """
         timeout = check_timeout(timeout)
-        thread = threading.current_thread()
+        thread = self._unit()
         with self._holds_lock:
             hold = self._holds.get(thread)
             if hold is not None:
@@ -143,7 +147,7 @@ class ReentrantLock(LockContext):
 
         Raises :class:`LockNotOwnedError` when the calling thread does not hold the lock.
         """
-        thread = threading.current_thread()
+        thread = self._unit()
         with self._holds_lock:
             hold = self._holds.get(thread)
             if hold is None:
@@ -163,18 +167,18 @@ class ReentrantLock(LockContext):
     def is_owned_by_current_thread(self) -> bool:
         """True if the calling thread holds this lock object."""
         with self._holds_lock:
-            return threading.current_thread() in self._holds
+            return self._unit() in self._holds
 
     @property
     def lock_path(self) -> str | None:
         """The node the calling thread holds, or None."""
         with self._holds_lock:
-            hold = self._holds.get(threading.current_thread())
+            hold = self._holds.get(self._unit())
             return hold.node.path if hold is not None else None
 
     def _current_hold(self) -> _Hold | None:
         with self._holds_lock:
-            return self._holds.get(threading.current_thread())
+            return self._holds.get(self._unit())
 
     def is_held(self) -> bool:
         """True if the calling thread holds the lock and its node is known to be ours now.

@@ -24,8 +24,9 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
@@ -98,7 +99,7 @@ class HoldMonitor:
             self._move(HoldState.LOST, "session expired")
         elif client.state != KazooState.CONNECTED and policy == "standard":
             self._move(HoldState.SUSPENDED, "connection suspended")
-        _DEFERRED.add(self)
+        _deferred_watches(client.handler).add(self)
 
     def close(self) -> None:
         """Stop following the node (on release)."""
@@ -128,7 +129,7 @@ class HoldMonitor:
         return self.held
 
     def _watch(self) -> None:
-        """Set the node's watch without waiting (from the deferred-watch thread)."""
+        """Set the node's watch without waiting (from the deferred-watch worker)."""
         if self.state is HoldState.HELD and not self._watching:
             self.client.exists_async(self.node, watch=self._on_node_event).rawlink(self._on_check)
 
@@ -195,53 +196,76 @@ class HoldMonitor:
 
 
 class _DeferredWatches:
-    """One daemon thread that sets each monitor's node watch once its hold has lasted
-    :data:`WATCH_DELAY`; holds released by then cost nothing."""
+    """Sets each monitor's node watch once its hold has lasted :data:`WATCH_DELAY`; holds
+    released by then cost nothing.
 
-    def __init__(self) -> None:
+    One per kazoo handler, so the watch is set from that handler's kind of unit: a worker it
+    spawns (a thread, a greenlet or a green thread) waits with its sleep and events, and ends
+    once nothing is due (the next hold spawns another).
+    """
+
+    def __init__(self, handler: Any) -> None:
         self._due: list[tuple[float, int, HoldMonitor]] = []  # a heap
         self._added = itertools.count()
-        self._ready = threading.Condition(threading.Lock())
-        self._thread: threading.Thread | None = None
+        self._lock = handler.lock_object()
+        self._wake = handler.event_object()
+        self._running = False
 
     def add(self, monitor: HoldMonitor) -> None:
         due = time.monotonic() + WATCH_DELAY
-        with self._ready:
+        with self._lock:
             heapq.heappush(self._due, (due, next(self._added), monitor))
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="pycurator-watches", daemon=True
-                )
-                self._thread.start()
-            elif self._due[0][2] is monitor:
-                self._ready.notify()  # the thread sleeps until a later time
+            start = not self._running
+            self._running = True
+            if not start and self._due[0][2] is monitor:
+                self._wake.set()  # the worker sleeps until a later time
+        if start:
+            monitor.client.handler.spawn(self._run)
 
     def _run(self) -> None:
         while True:
-            with self._ready:
-                while not self._due:
-                    self._ready.wait()
+            with self._lock:
+                if not self._due:
+                    self._running = False
+                    return
                 delay = self._due[0][0] - time.monotonic()
-                if delay > 0:
-                    self._ready.wait(delay)
-                    continue
-                # one wake-up serves every monitor due within the next fifth of the delay:
-                # a loop of short holds then wakes this thread a few times per delay, not per hold
-                soon = time.monotonic() + WATCH_DELAY / 5
                 due = []
-                while self._due and self._due[0][0] <= soon:
-                    due.append(heapq.heappop(self._due)[2])
+                if delay > 0:
+                    self._wake.clear()
+                else:
+                    # one wake-up serves every monitor due within the next fifth of the delay:
+                    # a loop of short holds then wakes the worker a few times per delay, not
+                    # per hold
+                    soon = time.monotonic() + WATCH_DELAY / 5
+                    while self._due and self._due[0][0] <= soon:
+                        due.append(heapq.heappop(self._due)[2])
+            if delay > 0:
+                self._wake.wait(delay)
+                continue
             for monitor in due:  # each skips itself when released or lost
                 try:
                     monitor._watch()
                 except Exception:  # a stopped client, say: its holds are lost otherwise
                     log.debug("could not watch %s", monitor.node, exc_info=True)
 
-    def _forked(self) -> None:
-        self._due.clear()
-        self._ready = threading.Condition(threading.Lock())
-        self._thread = None
+
+_DEFERRED: weakref.WeakKeyDictionary[Any, _DeferredWatches] = weakref.WeakKeyDictionary()
+# held for a lookup only, never across a switch, so a plain lock serves every handler
+_DEFERRED_LOCK = threading.Lock()
 
 
-_DEFERRED = _DeferredWatches()
-os.register_at_fork(after_in_child=_DEFERRED._forked)
+def _deferred_watches(handler: Any) -> _DeferredWatches:
+    with _DEFERRED_LOCK:
+        deferred = _DEFERRED.get(handler)
+        if deferred is None:
+            deferred = _DEFERRED[handler] = _DeferredWatches(handler)
+        return deferred
+
+
+def _forked() -> None:
+    global _DEFERRED_LOCK
+    _DEFERRED.clear()  # no worker survives a fork
+    _DEFERRED_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forked)

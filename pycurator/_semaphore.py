@@ -8,7 +8,6 @@ of ``PATH/leases`` otherwise; it releases the internal mutex once it holds the l
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any
@@ -302,7 +301,7 @@ class InterProcessSemaphoreMutex(LockContext):
             client, path, 1, node_data=node_data, acl=acl, connection_policy=connection_policy
         )
         self._lease: Lease | None = None
-        self._guard = threading.Lock()
+        self._guard = client.handler.lock_object()
         self._callbacks: list[LostCallback] = []
         self._not_held = client.handler.event_object()
         self._not_held.set()

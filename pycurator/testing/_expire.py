@@ -8,8 +8,6 @@ the session timeout.)
 
 from __future__ import annotations
 
-import threading
-
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
@@ -25,8 +23,9 @@ def expire_session(hosts: str, session_id: int, password: bytes, timeout: float 
 
 
 def expire_kazoo_session(client: KazooClient, timeout: float = 20.0) -> None:
-    """Expire ``client``'s session on the server and wait until ``client`` reports it LOST."""
-    lost = threading.Event()
+    """Expire ``client``'s session on the server and wait until ``client`` reports it LOST
+    (with the client's handler's event, so it works under gevent and eventlet too)."""
+    lost = client.handler.event_object()
 
     def listener(state: str) -> bool:
         if state == KazooState.LOST:
