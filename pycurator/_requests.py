@@ -100,12 +100,17 @@ def create_container(
     deadline: Deadline | None = None,
 ) -> bool:
     """Create ``path`` as an empty CONTAINER node; False if it exists already."""
+    return _create_container_at(client, prefixed(client, path), acl, deadline)
+
+
+def _create_container_at(
+    client: KazooClient, server_path: str, acl: Sequence[Any] | None, deadline: Deadline | None
+) -> bool:
+    """:func:`create_container` for a path as the server names it (chroot included)."""
     try:
         send(
             client,
-            CreateContainer(
-                prefixed(client, path), b"", list(acl or client.default_acl or OPEN_ACL_UNSAFE)
-            ),
+            CreateContainer(server_path, b"", list(acl or client.default_acl or OPEN_ACL_UNSAFE)),
             deadline,
         )
     except NodeExistsError:
@@ -122,16 +127,30 @@ def ensure_container_parents(
     """Create every missing ancestor of ``path`` (not ``path`` itself) as a CONTAINER node.
 
     As Curator's ``creatingParentContainersIfNeeded``. The deepest parent is tried first, so one
-    request suffices when only it is missing.
+    request suffices when only it is missing. A missing chroot is made too, as Curator makes its
+    namespace: CONTAINER nodes with the client's default ACL (not ``acl``). The server's error
+    for an ancestor it refuses is raised unchanged.
     """
-    parent = path.rsplit("/", 1)[0]
+    chroot = client.chroot or ""
+    _ensure_parents_at(client, chroot + path, len(chroot), acl, deadline)
+
+
+def _ensure_parents_at(
+    client: KazooClient,
+    server_path: str,
+    chroot_length: int,
+    acl: Sequence[Any] | None,
+    deadline: Deadline | None,
+) -> None:
+    parent = server_path.rsplit("/", 1)[0]
     if not parent:
         return
+    parent_acl = acl if len(parent) > chroot_length else None
     try:
-        create_container(client, parent, acl, deadline)
+        _create_container_at(client, parent, parent_acl, deadline)
     except NoNodeError:
-        ensure_container_parents(client, parent, acl, deadline)
-        create_container(client, parent, acl, deadline)
+        _ensure_parents_at(client, parent, chroot_length, acl, deadline)
+        _create_container_at(client, parent, parent_acl, deadline)
 
 
 def remove_watches(client: KazooClient, path: str, watcher_type: int = WATCHER_TYPE_DATA) -> None:

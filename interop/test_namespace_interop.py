@@ -1,0 +1,71 @@
+"""A Curator namespace and a kazoo chroot on the same path are one lock space: whichever side
+comes first makes the missing namespace, and the two exclude each other on one lock."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.security import OPEN_ACL_UNSAFE
+
+from pycurator import InterProcessMutex
+from pycurator.testing import java_acquire
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
+from tests.support import SOON, children, eventually
+
+from .conftest import java_class
+
+ClientFactory = Callable[..., KazooClient]
+
+
+def assert_open_parents(zk: KazooClient, zk_path: str, chroot: str) -> None:
+    """Every level down to the lock is empty, not ephemeral, and open to anyone (the ACL of a
+    client without an ACL provider or default ACL)."""
+    for path in (zk_path, chroot, f"{chroot}/locks", f"{chroot}/locks/one"):
+        stat = zk.exists(path)
+        assert stat is not None and (stat.ephemeralOwner, stat.dataLength) == (0, 0), path
+        assert list(zk.get_acls(path)[0]) == OPEN_ACL_UNSAFE, path
+
+
+@pytest.mark.parametrize("first", ["java", "python"])
+def test_a_namespace_and_a_chroot_share_one_lock_whoever_makes_it(
+    first: str,
+    curator: Any,
+    zk: KazooClient,
+    zk_server: ZooKeeperTarget,
+    zk_client_factory: ClientFactory,
+    zk_path: str,
+) -> None:
+    chroot = f"{zk_path}/app"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # kazoo warns that the chroot is missing
+        python_client = zk_client_factory(hosts=zk_server.hosts + chroot)
+    python = InterProcessMutex(python_client, "/locks/one")
+    # A facade's namespace is made lazily, as a builder's namespace("...") is.
+    java = java_class("InterProcessMutex")(curator.usingNamespace(chroot[1:]), "/locks/one")
+    assert zk.exists(zk_path) is None
+    if first == "java":
+        assert java_acquire(java, SOON)
+        try:
+            assert_open_parents(zk, zk_path, chroot)
+            assert python.acquire(timeout=0.3) is False
+        finally:
+            java.release()
+    else:
+        with python:
+            assert_open_parents(zk, zk_path, chroot)
+            assert java_acquire(java, 0.3) is False
+    with python:
+        assert java_acquire(java, 0.3) is False
+        (name,) = children(zk, f"{chroot}/locks/one")
+        assert python.lock_path == f"/locks/one/{name}"
+    assert java_acquire(java, SOON)
+    try:
+        assert python.acquire(timeout=0.3) is False
+    finally:
+        java.release()
+    # Both sides made containers, up to and including the namespace: the server reaps them all.
+    eventually(lambda: zk.exists(zk_path) is None, what="namespace containers reaped")
