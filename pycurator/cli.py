@@ -33,14 +33,17 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _wire
-from ._errors import LockLostError
+from ._errors import LockLostError, NotALockNodeError
 from ._inspect import LockView, inspect_lock
 from ._paths import validate_path
+from ._revocation import attempt_revoke, is_lock_node_name
 
 #: A ZooKeeper error, or a feature this version does not have.
 EXIT_ERROR = 1
 #: Bad arguments: a malformed path, a bad option.
 EXIT_USAGE = 2
+#: ``revoke``: the node is not a lock node (nothing was written); ``inspect`` never uses it.
+EXIT_REFUSED = EXIT_ERROR
 #: The ensemble could not be reached within ``--connect-timeout``, or the session ended.
 EXIT_UNAVAILABLE = 69
 #: ``lock``: the lock was not acquired within ``--timeout``.
@@ -374,18 +377,23 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_revoke(args: argparse.Namespace, out: TextIO) -> int:
-    """Write Curator's revocation message to a lock node."""
+    """Write Curator's revocation message to a lock node; refuse any other node."""
     node = _path(args.node, "node path")
+    if not is_lock_node_name(_wire.node_name(node)):
+        raise CliError(
+            f"refused: {node} is not a lock node (its name is not a Curator lock or lease "
+            f"node's); name one of a lock's nodes (see pycurator inspect LOCK_PATH)",
+            EXIT_REFUSED,
+        )
     with _connected(args) as client:
-        stat = client.exists(node)
-        if stat is None:
+        if client.exists(node) is None:
             raise CliError(f"no such node: {node}")
-        if stat.numChildren:
+        try:
+            attempt_revoke(client, node)
+        except NotALockNodeError as exc:
             raise CliError(
-                f"{node} is a lock path, not a lock node: "
-                f"name one of its nodes (see pycurator inspect {node})"
-            )
-        client.set(node, _wire.REVOKE_MESSAGE)
+                f"refused: {node} is not a lock node: {exc.reason}", EXIT_REFUSED
+            ) from exc
     out.write(f"asked the holder of {node} to release (only a revocable holder reacts)\n")
     return 0
 
