@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import os
 import shutil
 import signal
@@ -52,6 +53,8 @@ EXIT_TIMEOUT = 75
 EXIT_LOCK_LOST = 76
 #: ``lock --revocable``: another client revoked the lock; the command was terminated.
 EXIT_REVOKED = 77
+#: ``demo``: Java threads were asked for but JPype is missing or the JVM did not start.
+EXIT_NO_JAVA = 78
 #: ``lock``: the command was found but could not be run.
 EXIT_CANNOT_RUN = 126
 #: ``lock``: the command was not found.
@@ -184,11 +187,23 @@ def _acquire_lease(client: KazooClient, args: argparse.Namespace) -> Any:
 
 
 def _resolve_command(command: Sequence[str]) -> list[str]:
+    """The command with its executable found, as a shell finds it: a name containing ``/`` is
+    a path (127 if missing, 126 if a directory or not executable), else it is looked up in
+    ``$PATH`` (127 if not found)."""
     if not command:
         raise CliError("no command given: pycurator lock PATH -- CMD [ARGS...]", EXIT_USAGE)
-    executable = shutil.which(command[0])
+    name = command[0]
+    if "/" in name:
+        if not os.path.exists(name):
+            raise CliError(f"command not found: {name}", EXIT_NOT_FOUND)
+        if os.path.isdir(name):
+            raise CliError(f"cannot run {name}: it is a directory", EXIT_CANNOT_RUN)
+        if not os.access(name, os.X_OK):
+            raise CliError(f"cannot run {name}: not executable", EXIT_CANNOT_RUN)
+        return list(command)
+    executable = shutil.which(name)
     if executable is None:
-        raise CliError(f"command not found: {command[0]}", EXIT_NOT_FOUND)
+        raise CliError(f"command not found: {name}", EXIT_NOT_FOUND)
     return [executable, *command[1:]]
 
 
@@ -220,10 +235,6 @@ def _stop_child(child: subprocess.Popen[bytes], name: str, grace: float, err: Te
 def cmd_lock(args: argparse.Namespace, err: TextIO) -> int:
     """Run a command while holding the lock; see ``pycurator lock --help``."""
     args.path = _path(args.path)
-    if args.timeout is not None and args.timeout < 0:
-        raise CliError("--timeout must be >= 0 seconds", EXIT_USAGE)
-    if args.semaphore is not None and args.semaphore < 1:
-        raise CliError("--semaphore needs a number of leases >= 1", EXIT_USAGE)
     if args.semaphore is not None and args.revocable:
         raise CliError("--revocable works with locks, not with --semaphore", EXIT_USAGE)
     command = _resolve_command(args.command)
@@ -403,11 +414,8 @@ def cmd_revoke(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     """Run the cross-language demo; 1 if mutual exclusion failed."""
-    from .demo import DemoError, DemoOptions, run_demo
+    from .demo import DemoError, DemoOptions, JavaUnavailableError, run_demo
 
-    for name in ("python_threads", "java_threads", "rounds"):
-        if getattr(args, name) < 0:
-            raise CliError(f"--{name.replace('_', '-')} must be >= 0", EXIT_USAGE)
     if args.python_threads + args.java_threads == 0:
         raise CliError("the demo needs at least one thread", EXIT_USAGE)
     options = DemoOptions(
@@ -421,12 +429,37 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     )
     try:
         verdict = run_demo(options, out)
+    except JavaUnavailableError as exc:
+        raise CliError(str(exc), EXIT_NO_JAVA) from exc
     except DemoError as exc:
         raise CliError(str(exc), EXIT_UNAVAILABLE) from exc
     return 0 if verdict.ok else EXIT_ERROR
 
 
 # -- parsing ---------------------------------------------------------------------------------
+
+
+def _number(kind: Callable[[str], float], minimum: float, inclusive: bool) -> Callable[[str], Any]:
+    """An argparse type: a finite number of type ``kind``, >= (or >) ``minimum``."""
+    bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
+    noun = "a whole number" if kind is int else "a finite number"
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {noun} {bound}, not {text!r}") from None
+        if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
+            raise argparse.ArgumentTypeError(f"must be {noun} {bound}, not {text!r}")
+        return value
+
+    return parse
+
+
+#: Seconds that may be zero (``--timeout 0``: try once), and seconds that may not.
+_SECONDS = _number(float, 0, inclusive=True)
+_POSITIVE_SECONDS = _number(float, 0, inclusive=False)
+_COUNT = _number(int, 0, inclusive=True)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -441,14 +474,14 @@ def _connection_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--connect-timeout",
-        type=float,
+        type=_POSITIVE_SECONDS,
         default=15.0,
         metavar="S",
         help="seconds to wait for a connection (default: 15)",
     )
     parser.add_argument(
         "--session-timeout",
-        type=float,
+        type=_POSITIVE_SECONDS,
         default=10.0,
         metavar="S",
         help="ZooKeeper session timeout in seconds (default: 10)",
@@ -482,14 +515,17 @@ def build_parser() -> argparse.ArgumentParser:
     kind.add_argument("--read", action="store_true", help="take the read side of a RW lock")
     kind.add_argument("--write", action="store_true", help="take the write side of a RW lock")
     kind.add_argument(
-        "--semaphore", type=int, metavar="N", help="take one lease of a semaphore of N leases"
+        "--semaphore",
+        type=_number(int, 1, inclusive=True),
+        metavar="N",
+        help="take one lease of a semaphore of N leases",
     )
     lock.add_argument(
-        "--timeout", type=float, metavar="S", help="give up after S seconds (default: wait)"
+        "--timeout", type=_SECONDS, metavar="S", help="give up after S seconds (default: wait)"
     )
     lock.add_argument(
         "--grace",
-        type=float,
+        type=_SECONDS,
         default=10.0,
         metavar="S",
         help="seconds between SIGTERM and SIGKILL when the lock is lost (default: 10)",
@@ -500,7 +536,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="stop CMD and release when another client revokes the lock",
     )
-    lock.add_argument("--poll-interval", type=float, default=0.1, help=argparse.SUPPRESS)
+    lock.add_argument(
+        "--poll-interval", type=_POSITIVE_SECONDS, default=0.1, help=argparse.SUPPRESS
+    )
     _connection_options(lock)
 
     inspect = commands.add_parser(
@@ -532,11 +570,15 @@ def build_parser() -> argparse.ArgumentParser:
             f"${HOSTS_ENV}) an embedded ZooKeeper is started. Exit status 1 if exclusion failed."
         ),
     )
-    demo.add_argument("--python-threads", type=int, default=3, metavar="N")
-    demo.add_argument("--java-threads", type=int, default=3, metavar="N")
-    demo.add_argument("--rounds", type=int, default=4, metavar="N", help="holds per thread")
+    demo.add_argument("--python-threads", type=_COUNT, default=3, metavar="N")
+    demo.add_argument("--java-threads", type=_COUNT, default=3, metavar="N")
+    demo.add_argument("--rounds", type=_COUNT, default=4, metavar="N", help="holds per thread")
     demo.add_argument(
-        "--hold-ms", type=float, default=10.0, metavar="MS", help="time inside the lock"
+        "--hold-ms",
+        type=_number(float, 0, inclusive=True),
+        default=10.0,
+        metavar="MS",
+        help="time inside the lock",
     )
     demo.add_argument(
         "--unlocked",
