@@ -92,26 +92,61 @@ def _hosts(args: argparse.Namespace) -> str:
     return hosts
 
 
+#: Longest the exit path waits to release and to close the session: with the server gone, the
+#: process exits anyway and the server removes our nodes when the session expires.
+TEARDOWN_WAIT = 5.0
+
+
 @contextlib.contextmanager
-def _connected(args: argparse.Namespace) -> Iterator[KazooClient]:
+def _connected(
+    args: argparse.Namespace,
+    connect_within: float | None = None,
+    before_stop: list[Callable[[], None]] | None = None,
+) -> Iterator[KazooClient]:
+    """A started client; ``connect_within`` shortens ``--connect-timeout``. On the way out the
+    ``before_stop`` calls run, then the client stops, all within :data:`TEARDOWN_WAIT`."""
     hosts = _hosts(args)
     try:
         client = KazooClient(hosts=hosts, timeout=args.session_timeout)
     except ValueError as exc:
         raise CliError(f"bad --hosts {hosts!r}: {exc}", EXIT_USAGE) from exc
+    within = args.connect_timeout
+    if connect_within is not None:
+        within = min(within, connect_within)
     try:
-        client.start(timeout=args.connect_timeout)
+        client.start(timeout=within)
     except KazooTimeoutError as exc:
-        client.close()
+        _teardown(client, [])
         raise CliError(
-            f"cannot connect to ZooKeeper at {hosts} within {args.connect_timeout:g}s",
-            EXIT_UNAVAILABLE,
+            f"cannot connect to ZooKeeper at {hosts} within {within:g}s", EXIT_UNAVAILABLE
         ) from exc
+    calls: list[Callable[[], None]] = [] if before_stop is None else before_stop
     try:
         yield client
     finally:
-        client.stop()
-        client.close()
+        _teardown(client, calls)
+
+
+def _teardown(client: KazooClient, calls: list[Callable[[], None]]) -> None:
+    """Run ``calls``, stop and close ``client``, on a daemon thread waited on for at most
+    :data:`TEARDOWN_WAIT`: the exit path never waits on a server that is gone."""
+
+    def run() -> None:
+        for call in calls:
+            with contextlib.suppress(Exception):
+                call()
+        with contextlib.suppress(Exception):
+            client.stop()
+        with contextlib.suppress(Exception):
+            client.close()
+
+    worker = threading.Thread(target=run, name="pycurator-teardown", daemon=True)
+    worker.start()
+    worker.join(TEARDOWN_WAIT)
+    if worker.is_alive():
+        logging.getLogger(__name__).info(
+            "the session did not close within %gs; exiting anyway", TEARDOWN_WAIT
+        )
 
 
 def _path(value: str, what: str = "path") -> str:
@@ -243,7 +278,12 @@ def cmd_lock(args: argparse.Namespace, err: TextIO) -> int:
     def interrupt(signum: int, frame: FrameType | None) -> None:
         raise _Interrupted(signum)
 
-    with _connected(args) as client, _signals(interrupt):
+    # --timeout bounds the whole wait: for the first connection, then for the lock
+    started, timeout = time.monotonic(), args.timeout
+    before_stop: list[Callable[[], None]] = []
+    with _connected(args, args.timeout, before_stop) as client, _signals(interrupt):
+        if args.timeout is not None:
+            args.timeout = max(0.0, args.timeout - (time.monotonic() - started))
         try:
             if args.semaphore is not None:
                 holding = _acquire_lease(client, args)
@@ -255,13 +295,11 @@ def cmd_lock(args: argparse.Namespace, err: TextIO) -> int:
             return 128 + signal.SIGINT
         if holding is None:
             raise CliError(
-                f"timed out after {args.timeout:g}s waiting for the lock {args.path}",
+                f"timed out after {timeout:g}s waiting for the lock {args.path}",
                 EXIT_TIMEOUT,
             )
-        try:
-            return _run_holding(command, holding, args, revoked, err, _hosts(args))
-        finally:
-            holding.release()
+        before_stop.append(holding.release)
+        return _run_holding(command, holding, args, revoked, err, _hosts(args))
 
 
 def _run_holding(
