@@ -35,7 +35,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _wire
 from ._errors import LockLostError, NotALockNodeError
-from ._inspect import LockView, inspect_lock
+from ._inspect import NOT_A_LOCK, LockView, inspect_lock
 from ._paths import validate_path
 from ._revocation import attempt_revoke, is_lock_node_name
 
@@ -364,6 +364,8 @@ def view_as_json(view: LockView, now_ms: int) -> dict[str, Any]:
         "path": view.path,
         "exists": view.exists,
         "layout": view.layout,
+        "note": view.note,
+        "ignored": list(view.ignored),
         "participants": [
             {
                 "node": _wire.join_path(view.path, p.entry.name),
@@ -383,9 +385,17 @@ def view_as_table(view: LockView, now_ms: int) -> str:
     """The readable table ``inspect`` prints."""
     if not view.exists:
         return f"{view.path}: no such node (no holders, no waiters)\n"
+    ignored = ""
+    if view.ignored:
+        shown = ", ".join(view.ignored[:5]) + (", ..." if len(view.ignored) > 5 else "")
+        ignored = f"{len(view.ignored)} other child(ren), not lock nodes, ignored: {shown}"
+    if view.layout == NOT_A_LOCK:
+        return f"{view.path}: not a lock ({view.note}); {ignored or 'no children'}\n"
     holders = sum(p.holder for p in view.participants)
     waiting = len({p.position for p in view.participants if not p.holder})
     lines = [f"{view.path}: {view.layout}, {holders} holder(s), {waiting} waiting"]
+    if ignored:
+        lines.append(ignored)
     if view.participants:
         rows = [("POS", "STATE", "KIND", "SESSION", "AGE", "DATA", "NODE")]
         for p in view.participants:
