@@ -569,7 +569,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="take one lease of a semaphore of N leases",
     )
     lock.add_argument(
-        "--timeout", type=_SECONDS, metavar="S", help="give up after S seconds (default: wait)"
+        "--timeout",
+        type=_SECONDS,
+        metavar="S",
+        help="give up after S seconds, the first connection included (default: wait)",
     )
     lock.add_argument(
         "--grace",
@@ -615,7 +618,8 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Python threads (pycurator) and Java threads (Curator, through JPype) take one lock "
             "in turn and increment a counter node inside it. Without --hosts (or "
-            f"${HOSTS_ENV}) an embedded ZooKeeper is started. Exit status 1 if exclusion failed."
+            f"${HOSTS_ENV}) an embedded ZooKeeper is started. Exit status 1 if exclusion failed, "
+            f"{EXIT_NO_JAVA} if Java threads were asked for and JPype is missing."
         ),
     )
     demo.add_argument("--python-threads", type=_COUNT, default=3, metavar="N")
