@@ -7,6 +7,7 @@ from ._errors import (
     LockNotOwnedError,
     LockReleaseError,
     LockTimeout,
+    NotALockNodeError,
     PyCuratorError,
 )
 from ._multilock import InterProcessMultiLock
@@ -26,6 +27,7 @@ __all__ = [
     "LockNotOwnedError",
     "LockReleaseError",
     "LockTimeout",
+    "NotALockNodeError",
     "PyCuratorError",
     "attempt_revoke",
 ]

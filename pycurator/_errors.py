@@ -6,6 +6,7 @@
      ├── LockNotOwnedError (also RuntimeError)   release() of a lock this thread does not hold
      ├── LockTimeout (also TimeoutError)         a context manager's timeout ran out
      ├── LockLostError                           a held lock is no longer ours
+     ├── NotALockNodeError (also ValueError)     attempt_revoke() of a node no lock made
      └── LockReleaseError (an ExceptionGroup on Python 3.11+)
                                                  release() of several locks: every failure
 
@@ -45,6 +46,16 @@ class LockLostError(PyCuratorError):
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"Lock lost: {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class NotALockNodeError(PyCuratorError, ValueError):
+    """Raised by ``attempt_revoke()`` for a node that is not a Curator lock, read/write lock or
+    lease node (not ephemeral, or not named like one); nothing was written."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"Not a lock node: {path}: {reason}")
         self.path = path
         self.reason = reason
 

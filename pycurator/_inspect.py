@@ -15,6 +15,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from . import _wire
+from ._revocation import is_lock_node_name
 
 #: Position of a holder; waiters count 1, 2, ... in the order they will be served.
 HOLDING = 0
@@ -45,14 +46,26 @@ class Participant:
     position: int
 
 
+#: The layout of a path that holds no lock: children, but none a Curator lock node.
+NOT_A_LOCK = "not-a-lock"
+
+
 @dataclass(frozen=True)
 class LockView:
-    """A lock path's layout (``mutex``, ``read-write``, ``semaphore`` or ``empty``) and queue."""
+    """A lock path's layout (``mutex``, ``read-write``, ``semaphore``, ``empty`` or
+    :data:`NOT_A_LOCK`) and queue.
+
+    Only ephemeral children named like Curator's lock and lease nodes are participants; the
+    other children are listed in ``ignored`` and never called holders. ``note`` says why a
+    path is not a lock, when it is not.
+    """
 
     path: str
     exists: bool
     layout: str
     participants: tuple[Participant, ...]
+    ignored: tuple[str, ...] = ()
+    note: str = ""
 
 
 def layout_of(names: Sequence[str]) -> str:
@@ -148,20 +161,67 @@ def _read_entries(client: KazooClient, path: str, prefix: str = "") -> list[Entr
     return entries
 
 
+def _is_participant(entry: Entry) -> bool:
+    return entry.session != 0 and is_lock_node_name(_wire.node_name(entry.name))
+
+
+def _split(entries: Sequence[Entry]) -> tuple[list[Entry], list[str]]:
+    """Curator's lock nodes among ``entries``, and the names of the others."""
+    return (
+        [e for e in entries if _is_participant(e)],
+        [e.name for e in entries if not _is_participant(e)],
+    )
+
+
+def _semaphore_part(client: KazooClient, path: str) -> str:
+    """A note if ``path`` is the ``locks`` or ``leases`` child of a semaphore, else ``""``."""
+    name = _wire.node_name(path)
+    parts = {_wire.SEMAPHORE_LOCK_PARENT, _wire.SEMAPHORE_LEASE_PARENT}
+    if name not in parts or path.count("/") < 2:
+        return ""
+    parent = path.rsplit("/", 1)[0]
+    try:
+        siblings = client.get_children(parent)
+    except NoNodeError:
+        return ""
+    if not set(siblings) <= parts:
+        return ""
+    return f"this is the {name} node of the semaphore at {parent}: inspect {parent}"
+
+
 def inspect_lock(client: KazooClient, path: str) -> LockView:
-    """The holders and waiters on ``path`` (a validated lock path), whatever recipe made them."""
+    """The holders and waiters on ``path`` (a validated lock path), whatever recipe made them.
+
+    A path that holds no lock (persistent children, children with other names, a semaphore's
+    ``locks``/``leases`` node given directly) has the layout :data:`NOT_A_LOCK` and no
+    participants.
+    """
     entries = _read_entries(client, path)
     if entries is None:
         return LockView(path, False, "empty", ())
-    layout = layout_of([e.name for e in entries])
-    if layout == "semaphore":
+    note = _semaphore_part(client, path)
+    if note:
+        return LockView(path, True, NOT_A_LOCK, (), tuple(e.name for e in entries), note)
+    names = [e.name for e in entries]
+    ignored: list[str] = []
+    if layout_of(names) == "semaphore":
         locks_parent = _wire.SEMAPHORE_LOCK_PARENT
         leases_parent = _wire.SEMAPHORE_LEASE_PARENT
         locks = _read_entries(client, _wire.join_path(path, locks_parent), f"{locks_parent}/")
         leases = _read_entries(client, _wire.join_path(path, leases_parent), f"{leases_parent}/")
-        participants = classify_semaphore(locks or [], leases or [])
-    elif layout == "read-write":
-        participants = classify_read_write(entries)
+        locks, ignored_locks = _split(locks or [])
+        leases, ignored_leases = _split(leases or [])
+        ignored = ignored_locks + ignored_leases
+        participants = classify_semaphore(locks, leases)
+        layout = "semaphore"
     else:
-        participants = classify_mutex(entries)
-    return LockView(path, True, layout, tuple(participants))
+        lock_entries, ignored = _split(entries)
+        layout = layout_of([e.name for e in lock_entries])
+        if layout == "read-write":
+            participants = classify_read_write(lock_entries)
+        else:
+            participants = classify_mutex(lock_entries)
+    if not participants and ignored and layout != "semaphore":
+        layout = NOT_A_LOCK
+        note = "no child is a Curator lock node (ephemeral, named like lock-, __READ__, ...)"
+    return LockView(path, True, layout, tuple(participants), tuple(ignored), note)

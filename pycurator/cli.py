@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import os
 import shutil
 import signal
@@ -33,14 +34,17 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _wire
-from ._errors import LockLostError
-from ._inspect import LockView, inspect_lock
+from ._errors import LockLostError, NotALockNodeError
+from ._inspect import NOT_A_LOCK, LockView, inspect_lock
 from ._paths import validate_path
+from ._revocation import attempt_revoke, is_lock_node_name
 
 #: A ZooKeeper error, or a feature this version does not have.
 EXIT_ERROR = 1
 #: Bad arguments: a malformed path, a bad option.
 EXIT_USAGE = 2
+#: ``revoke``: the node is not a lock node (nothing was written); ``inspect`` never uses it.
+EXIT_REFUSED = EXIT_ERROR
 #: The ensemble could not be reached within ``--connect-timeout``, or the session ended.
 EXIT_UNAVAILABLE = 69
 #: ``lock``: the lock was not acquired within ``--timeout``.
@@ -49,6 +53,8 @@ EXIT_TIMEOUT = 75
 EXIT_LOCK_LOST = 76
 #: ``lock --revocable``: another client revoked the lock; the command was terminated.
 EXIT_REVOKED = 77
+#: ``demo``: Java threads were asked for but JPype is missing or the JVM did not start.
+EXIT_NO_JAVA = 78
 #: ``lock``: the command was found but could not be run.
 EXIT_CANNOT_RUN = 126
 #: ``lock``: the command was not found.
@@ -86,26 +92,61 @@ def _hosts(args: argparse.Namespace) -> str:
     return hosts
 
 
+#: Longest the exit path waits to release and to close the session: with the server gone, the
+#: process exits anyway and the server removes our nodes when the session expires.
+TEARDOWN_WAIT = 5.0
+
+
 @contextlib.contextmanager
-def _connected(args: argparse.Namespace) -> Iterator[KazooClient]:
+def _connected(
+    args: argparse.Namespace,
+    connect_within: float | None = None,
+    before_stop: list[Callable[[], None]] | None = None,
+) -> Iterator[KazooClient]:
+    """A started client; ``connect_within`` shortens ``--connect-timeout``. On the way out the
+    ``before_stop`` calls run, then the client stops, all within :data:`TEARDOWN_WAIT`."""
     hosts = _hosts(args)
     try:
         client = KazooClient(hosts=hosts, timeout=args.session_timeout)
     except ValueError as exc:
         raise CliError(f"bad --hosts {hosts!r}: {exc}", EXIT_USAGE) from exc
+    within = args.connect_timeout
+    if connect_within is not None:
+        within = min(within, connect_within)
     try:
-        client.start(timeout=args.connect_timeout)
+        client.start(timeout=within)
     except KazooTimeoutError as exc:
-        client.close()
+        _teardown(client, [])
         raise CliError(
-            f"cannot connect to ZooKeeper at {hosts} within {args.connect_timeout:g}s",
-            EXIT_UNAVAILABLE,
+            f"cannot connect to ZooKeeper at {hosts} within {within:g}s", EXIT_UNAVAILABLE
         ) from exc
+    calls: list[Callable[[], None]] = [] if before_stop is None else before_stop
     try:
         yield client
     finally:
-        client.stop()
-        client.close()
+        _teardown(client, calls)
+
+
+def _teardown(client: KazooClient, calls: list[Callable[[], None]]) -> None:
+    """Run ``calls``, stop and close ``client``, on a daemon thread waited on for at most
+    :data:`TEARDOWN_WAIT`: the exit path never waits on a server that is gone."""
+
+    def run() -> None:
+        for call in calls:
+            with contextlib.suppress(Exception):
+                call()
+        with contextlib.suppress(Exception):
+            client.stop()
+        with contextlib.suppress(Exception):
+            client.close()
+
+    worker = threading.Thread(target=run, name="pycurator-teardown", daemon=True)
+    worker.start()
+    worker.join(TEARDOWN_WAIT)
+    if worker.is_alive():
+        logging.getLogger(__name__).info(
+            "the session did not close within %gs; exiting anyway", TEARDOWN_WAIT
+        )
 
 
 def _path(value: str, what: str = "path") -> str:
@@ -181,11 +222,23 @@ def _acquire_lease(client: KazooClient, args: argparse.Namespace) -> Any:
 
 
 def _resolve_command(command: Sequence[str]) -> list[str]:
+    """The command with its executable found, as a shell finds it: a name containing ``/`` is
+    a path (127 if missing, 126 if a directory or not executable), else it is looked up in
+    ``$PATH`` (127 if not found)."""
     if not command:
         raise CliError("no command given: pycurator lock PATH -- CMD [ARGS...]", EXIT_USAGE)
-    executable = shutil.which(command[0])
+    name = command[0]
+    if "/" in name:
+        if not os.path.exists(name):
+            raise CliError(f"command not found: {name}", EXIT_NOT_FOUND)
+        if os.path.isdir(name):
+            raise CliError(f"cannot run {name}: it is a directory", EXIT_CANNOT_RUN)
+        if not os.access(name, os.X_OK):
+            raise CliError(f"cannot run {name}: not executable", EXIT_CANNOT_RUN)
+        return list(command)
+    executable = shutil.which(name)
     if executable is None:
-        raise CliError(f"command not found: {command[0]}", EXIT_NOT_FOUND)
+        raise CliError(f"command not found: {name}", EXIT_NOT_FOUND)
     return [executable, *command[1:]]
 
 
@@ -217,10 +270,6 @@ def _stop_child(child: subprocess.Popen[bytes], name: str, grace: float, err: Te
 def cmd_lock(args: argparse.Namespace, err: TextIO) -> int:
     """Run a command while holding the lock; see ``pycurator lock --help``."""
     args.path = _path(args.path)
-    if args.timeout is not None and args.timeout < 0:
-        raise CliError("--timeout must be >= 0 seconds", EXIT_USAGE)
-    if args.semaphore is not None and args.semaphore < 1:
-        raise CliError("--semaphore needs a number of leases >= 1", EXIT_USAGE)
     if args.semaphore is not None and args.revocable:
         raise CliError("--revocable works with locks, not with --semaphore", EXIT_USAGE)
     command = _resolve_command(args.command)
@@ -229,7 +278,12 @@ def cmd_lock(args: argparse.Namespace, err: TextIO) -> int:
     def interrupt(signum: int, frame: FrameType | None) -> None:
         raise _Interrupted(signum)
 
-    with _connected(args) as client, _signals(interrupt):
+    # --timeout bounds the whole wait: for the first connection, then for the lock
+    started, timeout = time.monotonic(), args.timeout
+    before_stop: list[Callable[[], None]] = []
+    with _connected(args, args.timeout, before_stop) as client, _signals(interrupt):
+        if args.timeout is not None:
+            args.timeout = max(0.0, args.timeout - (time.monotonic() - started))
         try:
             if args.semaphore is not None:
                 holding = _acquire_lease(client, args)
@@ -241,13 +295,11 @@ def cmd_lock(args: argparse.Namespace, err: TextIO) -> int:
             return 128 + signal.SIGINT
         if holding is None:
             raise CliError(
-                f"timed out after {args.timeout:g}s waiting for the lock {args.path}",
+                f"timed out after {timeout:g}s waiting for the lock {args.path}",
                 EXIT_TIMEOUT,
             )
-        try:
-            return _run_holding(command, holding, args, revoked, err, _hosts(args))
-        finally:
-            holding.release()
+        before_stop.append(holding.release)
+        return _run_holding(command, holding, args, revoked, err, _hosts(args))
 
 
 def _run_holding(
@@ -312,6 +364,8 @@ def view_as_json(view: LockView, now_ms: int) -> dict[str, Any]:
         "path": view.path,
         "exists": view.exists,
         "layout": view.layout,
+        "note": view.note,
+        "ignored": list(view.ignored),
         "participants": [
             {
                 "node": _wire.join_path(view.path, p.entry.name),
@@ -331,9 +385,17 @@ def view_as_table(view: LockView, now_ms: int) -> str:
     """The readable table ``inspect`` prints."""
     if not view.exists:
         return f"{view.path}: no such node (no holders, no waiters)\n"
+    ignored = ""
+    if view.ignored:
+        shown = ", ".join(view.ignored[:5]) + (", ..." if len(view.ignored) > 5 else "")
+        ignored = f"{len(view.ignored)} other child(ren), not lock nodes, ignored: {shown}"
+    if view.layout == NOT_A_LOCK:
+        return f"{view.path}: not a lock ({view.note}); {ignored or 'no children'}\n"
     holders = sum(p.holder for p in view.participants)
     waiting = len({p.position for p in view.participants if not p.holder})
     lines = [f"{view.path}: {view.layout}, {holders} holder(s), {waiting} waiting"]
+    if ignored:
+        lines.append(ignored)
     if view.participants:
         rows = [("POS", "STATE", "KIND", "SESSION", "AGE", "DATA", "NODE")]
         for p in view.participants:
@@ -374,18 +436,23 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_revoke(args: argparse.Namespace, out: TextIO) -> int:
-    """Write Curator's revocation message to a lock node."""
+    """Write Curator's revocation message to a lock node; refuse any other node."""
     node = _path(args.node, "node path")
+    if not is_lock_node_name(_wire.node_name(node)):
+        raise CliError(
+            f"refused: {node} is not a lock node (its name is not a Curator lock or lease "
+            f"node's); name one of a lock's nodes (see pycurator inspect LOCK_PATH)",
+            EXIT_REFUSED,
+        )
     with _connected(args) as client:
-        stat = client.exists(node)
-        if stat is None:
+        if client.exists(node) is None:
             raise CliError(f"no such node: {node}")
-        if stat.numChildren:
+        try:
+            attempt_revoke(client, node)
+        except NotALockNodeError as exc:
             raise CliError(
-                f"{node} is a lock path, not a lock node: "
-                f"name one of its nodes (see pycurator inspect {node})"
-            )
-        client.set(node, _wire.REVOKE_MESSAGE)
+                f"refused: {node} is not a lock node: {exc.reason}", EXIT_REFUSED
+            ) from exc
     out.write(f"asked the holder of {node} to release (only a revocable holder reacts)\n")
     return 0
 
@@ -395,11 +462,8 @@ def cmd_revoke(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     """Run the cross-language demo; 1 if mutual exclusion failed."""
-    from .demo import DemoError, DemoOptions, run_demo
+    from .demo import DemoError, DemoOptions, JavaUnavailableError, run_demo
 
-    for name in ("python_threads", "java_threads", "rounds"):
-        if getattr(args, name) < 0:
-            raise CliError(f"--{name.replace('_', '-')} must be >= 0", EXIT_USAGE)
     if args.python_threads + args.java_threads == 0:
         raise CliError("the demo needs at least one thread", EXIT_USAGE)
     options = DemoOptions(
@@ -413,12 +477,37 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     )
     try:
         verdict = run_demo(options, out)
+    except JavaUnavailableError as exc:
+        raise CliError(str(exc), EXIT_NO_JAVA) from exc
     except DemoError as exc:
         raise CliError(str(exc), EXIT_UNAVAILABLE) from exc
     return 0 if verdict.ok else EXIT_ERROR
 
 
 # -- parsing ---------------------------------------------------------------------------------
+
+
+def _number(kind: Callable[[str], float], minimum: float, inclusive: bool) -> Callable[[str], Any]:
+    """An argparse type: a finite number of type ``kind``, >= (or >) ``minimum``."""
+    bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
+    noun = "a whole number" if kind is int else "a finite number"
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {noun} {bound}, not {text!r}") from None
+        if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
+            raise argparse.ArgumentTypeError(f"must be {noun} {bound}, not {text!r}")
+        return value
+
+    return parse
+
+
+#: Seconds that may be zero (``--timeout 0``: try once), and seconds that may not.
+_SECONDS = _number(float, 0, inclusive=True)
+_POSITIVE_SECONDS = _number(float, 0, inclusive=False)
+_COUNT = _number(int, 0, inclusive=True)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -433,14 +522,14 @@ def _connection_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--connect-timeout",
-        type=float,
+        type=_POSITIVE_SECONDS,
         default=15.0,
         metavar="S",
         help="seconds to wait for a connection (default: 15)",
     )
     parser.add_argument(
         "--session-timeout",
-        type=float,
+        type=_POSITIVE_SECONDS,
         default=10.0,
         metavar="S",
         help="ZooKeeper session timeout in seconds (default: 10)",
@@ -474,14 +563,20 @@ def build_parser() -> argparse.ArgumentParser:
     kind.add_argument("--read", action="store_true", help="take the read side of a RW lock")
     kind.add_argument("--write", action="store_true", help="take the write side of a RW lock")
     kind.add_argument(
-        "--semaphore", type=int, metavar="N", help="take one lease of a semaphore of N leases"
+        "--semaphore",
+        type=_number(int, 1, inclusive=True),
+        metavar="N",
+        help="take one lease of a semaphore of N leases",
     )
     lock.add_argument(
-        "--timeout", type=float, metavar="S", help="give up after S seconds (default: wait)"
+        "--timeout",
+        type=_SECONDS,
+        metavar="S",
+        help="give up after S seconds, the first connection included (default: wait)",
     )
     lock.add_argument(
         "--grace",
-        type=float,
+        type=_SECONDS,
         default=10.0,
         metavar="S",
         help="seconds between SIGTERM and SIGKILL when the lock is lost (default: 10)",
@@ -492,7 +587,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="stop CMD and release when another client revokes the lock",
     )
-    lock.add_argument("--poll-interval", type=float, default=0.1, help=argparse.SUPPRESS)
+    lock.add_argument(
+        "--poll-interval", type=_POSITIVE_SECONDS, default=0.1, help=argparse.SUPPRESS
+    )
     _connection_options(lock)
 
     inspect = commands.add_parser(
@@ -521,14 +618,19 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Python threads (pycurator) and Java threads (Curator, through JPype) take one lock "
             "in turn and increment a counter node inside it. Without --hosts (or "
-            f"${HOSTS_ENV}) an embedded ZooKeeper is started. Exit status 1 if exclusion failed."
+            f"${HOSTS_ENV}) an embedded ZooKeeper is started. Exit status 1 if exclusion failed, "
+            f"{EXIT_NO_JAVA} if Java threads were asked for and JPype is missing."
         ),
     )
-    demo.add_argument("--python-threads", type=int, default=3, metavar="N")
-    demo.add_argument("--java-threads", type=int, default=3, metavar="N")
-    demo.add_argument("--rounds", type=int, default=4, metavar="N", help="holds per thread")
+    demo.add_argument("--python-threads", type=_COUNT, default=3, metavar="N")
+    demo.add_argument("--java-threads", type=_COUNT, default=3, metavar="N")
+    demo.add_argument("--rounds", type=_COUNT, default=4, metavar="N", help="holds per thread")
     demo.add_argument(
-        "--hold-ms", type=float, default=10.0, metavar="MS", help="time inside the lock"
+        "--hold-ms",
+        type=_number(float, 0, inclusive=True),
+        default=10.0,
+        metavar="MS",
+        help="time inside the lock",
     )
     demo.add_argument(
         "--unlocked",

@@ -35,6 +35,10 @@ class DemoError(Exception):
     """The demo could not run (no ZooKeeper, no Java); the message is one line for the user."""
 
 
+class JavaUnavailableError(DemoError):
+    """The Java threads cannot run here: JPype is not installed, or the JVM did not start."""
+
+
 @dataclass(frozen=True)
 class DemoOptions:
     """What the demo runs: thread counts, rounds per thread, time spent inside the lock."""
@@ -215,11 +219,14 @@ def _start_java(hosts: str, count: int, timeout: float) -> tuple[list[Any], str]
         start_jvm()
         version = curator_version()
     except ImportError as exc:
-        raise DemoError(
-            "Java threads need JPype: pip install 'pycurator-zk[interop]' (or --java-threads 0)"
+        raise JavaUnavailableError(
+            "Java threads need JPype, which is not installed: "
+            "pip install 'pycurator-zk[interop]' (or pip install JPype1), or use --java-threads 0"
         ) from exc
     except (RuntimeError, OSError) as exc:
-        raise DemoError(f"cannot start Java Curator: {exc} (or use --java-threads 0)") from exc
+        raise JavaUnavailableError(
+            f"cannot start Java Curator: {exc} (or use --java-threads 0)"
+        ) from exc
     clients: list[Any] = []
     try:
         for _ in range(count):

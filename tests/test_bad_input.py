@@ -16,6 +16,8 @@ from pycurator import (
     InterProcessReadWriteLock,
     InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2,
+    NotALockNodeError,
+    attempt_revoke,
 )
 
 ClientFactory = Callable[..., KazooClient]
@@ -109,3 +111,71 @@ def test_wrong_types_are_type_errors_naming_the_argument(
     with pytest.raises((TypeError, ValueError), match=message):
         make(zk)
     assert zk.exists("/a") is None
+
+
+# -- attempt_revoke: only a lock node is written -----------------------------------------------
+
+SEQ = "0000000007"
+PROTECTED = f"_c_{'0f4e3b9e-8a51-4c1e-9d7a-31d3a1c0b7aa'}-"
+
+
+def make_node(client: KazooClient, path: str, ephemeral: bool) -> None:
+    client.create(path, b"precious", ephemeral=ephemeral, makepath=True)
+
+
+@pytest.mark.parametrize(
+    ("name", "ephemeral"),
+    [
+        ("counter", False),  # an ordinary data node
+        (f"{PROTECTED}lock-{SEQ}", False),  # named like a lock node, but persistent
+        (f"lock-{SEQ}", False),
+        ("session-marker", True),  # ephemeral, but no lock name
+        (f"{PROTECTED}lock-", True),  # no sequence number
+        (f"{PROTECTED}latch-{SEQ}", True),  # a leader latch, not a lock
+    ],
+)
+def test_attempt_revoke_refuses_a_node_no_lock_made_and_writes_nothing(
+    zk: KazooClient, zk_path: str, name: str, ephemeral: bool
+) -> None:
+    node = f"{zk_path}/{name}"
+    make_node(zk, node, ephemeral)
+    with pytest.raises(NotALockNodeError, match="Not a lock node") as caught:
+        attempt_revoke(zk, node)
+    assert caught.value.path == node
+    assert zk.get(node)[0] == b"precious"
+
+
+def test_attempt_revoke_refuses_zookeepers_own_nodes(zk: KazooClient) -> None:
+    before = zk.get("/zookeeper/quota")
+    with pytest.raises(NotALockNodeError):
+        attempt_revoke(zk, "/zookeeper/quota")
+    assert zk.get("/zookeeper/quota")[0] == before[0]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        f"{PROTECTED}lock-{SEQ}",
+        f"lock-{SEQ}",
+        f"{PROTECTED}__READ__{SEQ}",
+        f"__WRIT__{SEQ}",
+        f"{PROTECTED}lease-{SEQ}",
+        f"{PROTECTED}lock--000000001",
+    ],
+)
+def test_attempt_revoke_writes_to_an_ephemeral_lock_named_node(
+    zk: KazooClient, zk_path: str, name: str
+) -> None:
+    node = f"{zk_path}/{name}"
+    make_node(zk, node, ephemeral=True)
+    attempt_revoke(zk, node)
+    assert zk.get(node)[0] == b"__REVOKE__"
+    attempt_revoke(zk, node)  # a second revoker, after the first write, still reaches it
+    assert zk.get(node)[0] == b"__REVOKE__"
+
+
+def test_attempt_revoke_of_a_real_lock_node_still_reaches_it(zk: KazooClient, zk_path: str) -> None:
+    with InterProcessMutex(zk, zk_path) as lock:
+        assert lock.lock_path is not None
+        attempt_revoke(zk, lock.lock_path)
+        assert zk.get(lock.lock_path)[0] == b"__REVOKE__"

@@ -1,0 +1,131 @@
+"""Bad input at the command line: one line on stderr naming the problem, and its own status."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from pycurator.cli import EXIT_CANNOT_RUN, EXIT_NO_JAVA, EXIT_NOT_FOUND, EXIT_USAGE
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
+
+from .cli_support import cli_env, run_cli
+from .support import children
+
+LOCK = ["lock", "/locks/x"]
+COMMAND = ["--", "true"]
+
+#: (command, option, whether zero is meaningful)
+NUMERIC_OPTIONS = [
+    ("lock", "--timeout", True),
+    ("lock", "--grace", True),
+    ("lock", "--poll-interval", False),
+    ("lock", "--connect-timeout", False),
+    ("lock", "--session-timeout", False),
+    ("inspect", "--connect-timeout", False),
+    ("inspect", "--session-timeout", False),
+    ("revoke", "--session-timeout", False),
+    ("demo", "--hold-ms", True),
+    ("demo", "--connect-timeout", False),
+]
+
+
+def command_line(command: str, option: str, value: str) -> list[str]:
+    tail = {
+        "lock": ["/locks/x", "--", "true"],
+        "inspect": ["/locks/x"],
+        "revoke": ["/locks/x/lock-0000000001"],
+        "demo": [],
+    }[command]
+    return [command, f"{option}={value}", *tail]
+
+
+def usage_error_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(("command", "option", "zero_ok"), NUMERIC_OPTIONS)
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "0", "soon"])
+def test_a_meaningless_number_is_one_usage_line_naming_the_option(
+    command: str, option: str, zero_ok: bool, value: str
+) -> None:
+    if value == "0" and zero_ok:
+        pytest.skip(f"{option} 0 means something")
+    result = run_cli(*command_line(command, option, value))
+    assert result.returncode == EXIT_USAGE
+    line = usage_error_line(result.stderr)
+    assert f"argument {option}: must be a finite number" in line
+    assert repr(value) in line
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["lock", "--semaphore", "0", "/locks/x", "--", "true"], "--semaphore"),
+        (["lock", "--semaphore", "1.5", "/locks/x", "--", "true"], "--semaphore"),
+        (["demo", "--rounds", "-1"], "--rounds"),
+        (["demo", "--python-threads", "nan"], "--python-threads"),
+        (["demo", "--java-threads", "-2"], "--java-threads"),
+    ],
+)
+def test_a_bad_count_is_one_usage_line_naming_the_option(args: list[str], option: str) -> None:
+    result = run_cli(*args)
+    assert result.returncode == EXIT_USAGE
+    assert f"argument {option}: must be a whole number" in usage_error_line(result.stderr)
+
+
+@pytest.fixture
+def not_runnable(tmp_path: Path) -> dict[str, str]:
+    """Commands that exist but cannot be run, by what is wrong with them."""
+    plain = tmp_path / "plain.sh"
+    plain.write_text("#!/bin/sh\nexit 0\n")
+    garbage = tmp_path / "garbage"
+    garbage.write_bytes(b"\x7fELF\x00not really a program")
+    garbage.chmod(0o755)
+    return {
+        "not executable": str(plain),
+        "a directory": str(tmp_path),
+        "exec format error": str(garbage),
+    }
+
+
+@pytest.mark.parametrize("what", ["not executable", "a directory", "exec format error"])
+def test_a_command_that_cannot_be_run_exits_126_and_leaves_no_node(
+    zk_server: ZooKeeperTarget,
+    zk: KazooClient,
+    zk_path: str,
+    not_runnable: dict[str, str],
+    what: str,
+) -> None:
+    command = not_runnable[what]
+    result = run_cli("lock", "--hosts", zk_server.hosts, zk_path, "--", command)
+    assert result.returncode == EXIT_CANNOT_RUN, result.stderr
+    assert f"cannot run {command}" in usage_error_line(result.stderr)
+    assert children(zk, zk_path) == []
+
+
+def test_a_missing_path_command_exits_127(zk_server: ZooKeeperTarget, tmp_path: Path) -> None:
+    missing = str(tmp_path / "nowhere")
+    result = run_cli("lock", "--hosts", zk_server.hosts, "/locks/x", "--", missing)
+    assert result.returncode == EXIT_NOT_FOUND
+    assert f"command not found: {missing}" in usage_error_line(result.stderr)
+
+
+def test_demo_without_jpype_says_how_to_install_it(
+    zk_server: ZooKeeperTarget, tmp_path: Path
+) -> None:
+    (tmp_path / "jpype.py").write_text("raise ImportError('No module named jpype (shadowed)')\n")
+    pythonpath = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p)
+    result = run_cli(
+        "demo", "--hosts", zk_server.hosts, "--rounds", "1", env=cli_env(PYTHONPATH=pythonpath)
+    )
+    assert result.returncode == EXIT_NO_JAVA, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "pip install 'pycurator-zk[interop]'" in lines[0]
+    assert "cannot connect" not in lines[0]

@@ -1,0 +1,134 @@
+"""The command refuses what is not a lock: ``revoke`` writes only to lock nodes, ``inspect``
+calls only Curator's ephemeral nodes holders or waiters."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from pycurator import InterProcessMutex, InterProcessSemaphoreV2
+from pycurator.cli import EXIT_REFUSED
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
+
+from .cli_support import run_cli
+from .support import SOON, Worker, children, eventually
+from .test_cli import one_error_line
+
+ClientFactory = Callable[..., KazooClient]
+
+SEQ = "0000000003"
+PROTECTED = "_c_0f4e3b9e-8a51-4c1e-9d7a-31d3a1c0b7aa-"
+
+
+@pytest.mark.parametrize(
+    ("name", "ephemeral"),
+    [
+        ("counter", False),
+        (f"{PROTECTED}lock-{SEQ}", False),
+        ("worker-1", True),
+    ],
+)
+def test_revoke_refuses_a_node_that_is_not_a_lock_node_and_leaves_it_unchanged(
+    zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str, name: str, ephemeral: bool
+) -> None:
+    node = f"{zk_path}/app/{name}"
+    zk.create(node, b"42", ephemeral=ephemeral, makepath=True)
+    result = run_cli("revoke", "--hosts", zk_server.hosts, node)
+    assert result.returncode == EXIT_REFUSED
+    assert f"refused: {node} is not a lock node" in one_error_line(result.stderr)
+    assert zk.get(node)[0] == b"42"
+
+
+def test_revoke_refuses_zookeepers_quota_node(zk_server: ZooKeeperTarget, zk: KazooClient) -> None:
+    before = zk.get("/zookeeper/quota")[0]
+    result = run_cli("revoke", "--hosts", zk_server.hosts, "/zookeeper/quota")
+    assert result.returncode == EXIT_REFUSED
+    assert "is not a lock node" in one_error_line(result.stderr)
+    assert zk.get("/zookeeper/quota")[0] == before
+
+
+def test_revoke_still_reaches_a_real_lock_node(
+    zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str
+) -> None:
+    lock = InterProcessMutex(zk, zk_path)
+    with lock:
+        assert lock.lock_path is not None
+        result = run_cli("revoke", "--hosts", zk_server.hosts, lock.lock_path)
+        assert result.returncode == 0, result.stderr
+        assert zk.get(lock.lock_path)[0] == b"__REVOKE__"
+
+
+def inspect_json(hosts: str, path: str) -> dict[str, Any]:
+    result = run_cli("inspect", "--json", "--hosts", hosts, path)
+    assert result.returncode == 0, result.stderr
+    view: dict[str, Any] = json.loads(result.stdout)
+    return view
+
+
+def test_inspect_of_the_root_says_it_is_not_a_lock(zk_server: ZooKeeperTarget) -> None:
+    view = inspect_json(zk_server.hosts, "/")
+    assert view["layout"] == "not-a-lock"
+    assert view["participants"] == []
+    assert "zookeeper" in view["ignored"]
+    table = run_cli("inspect", "--hosts", zk_server.hosts, "/").stdout
+    assert table.startswith("/: not a lock (")
+    assert "holder" not in table
+
+
+def test_inspect_calls_no_persistent_child_a_holder(
+    zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str
+) -> None:
+    data = f"{zk_path}/app"
+    for name in ("counter", f"{PROTECTED}lock-{SEQ}", "config"):
+        zk.create(f"{data}/{name}", b"1", makepath=True)
+    view = inspect_json(zk_server.hosts, data)
+    assert view["layout"] == "not-a-lock"
+    assert view["participants"] == []
+    assert sorted(view["ignored"]) == sorted(["counter", f"{PROTECTED}lock-{SEQ}", "config"])
+
+
+def test_inspect_of_a_lock_ignores_what_is_not_a_lock_node(
+    zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str
+) -> None:
+    zk.create(f"{zk_path}/aaa-notes", b"persistent", makepath=True)
+    with InterProcessMutex(zk, zk_path) as lock:
+        assert lock.lock_path is not None
+        view = inspect_json(zk_server.hosts, zk_path)
+        assert view["layout"] == "mutex"
+        assert [(p["node"], p["state"]) for p in view["participants"]] == [
+            (lock.lock_path, "holder")
+        ]
+        assert view["ignored"] == ["aaa-notes"]
+        table = run_cli("inspect", "--hosts", zk_server.hosts, zk_path).stdout
+        assert "1 holder(s), 0 waiting" in table
+        assert "1 other child(ren), not lock nodes, ignored: aaa-notes" in table
+
+
+@pytest.mark.parametrize("part", ["leases", "locks"])
+def test_inspect_of_a_semaphores_inner_node_points_at_the_semaphore(
+    zk_server: ZooKeeperTarget,
+    zk_client_factory: ClientFactory,
+    zk: KazooClient,
+    zk_path: str,
+    part: str,
+) -> None:
+    lease = InterProcessSemaphoreV2(zk_client_factory(), zk_path, 1).acquire()
+    assert lease is not None
+    # a second client queues: its node in locks/ waits for the lease
+    waiter = Worker(lambda: InterProcessSemaphoreV2(zk_client_factory(), zk_path, 1).acquire(SOON))
+    waiter.start()
+    try:
+        eventually(lambda: len(children(zk, f"{zk_path}/locks")) == 1, what="a waiter queued")
+        view = inspect_json(zk_server.hosts, f"{zk_path}/{part}")
+        assert view["layout"] == "not-a-lock"
+        assert view["participants"] == []
+        assert f"semaphore at {zk_path}: inspect {zk_path}" in view["note"]
+    finally:
+        lease.close()
+        second = waiter.outcome(SOON)
+        assert second is not None
+        second.close()
