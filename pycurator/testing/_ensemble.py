@@ -20,6 +20,15 @@ from ._server import (
     free_port,
 )
 
+#: Ensembles not closed yet, for :func:`close_all_ensembles`.
+_OPEN: set[ZooKeeperEnsemble] = set()
+
+
+def close_all_ensembles() -> None:
+    """Close every :class:`ZooKeeperEnsemble` of this process that is still open."""
+    for ensemble in list(_OPEN):
+        ensemble.close()
+
 
 class ZooKeeperEnsemble:
     """``size`` ZooKeeper servers on 127.0.0.1 forming one quorum; always cleaned up.
@@ -48,6 +57,7 @@ class ZooKeeperEnsemble:
         self.client_ports = {member: free_port() for member in self.members}
         self._quorum_ports = {member: (free_port(), free_port()) for member in self.members}
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
+        _OPEN.add(self)
 
     @property
     def members(self) -> range:
@@ -165,6 +175,7 @@ class ZooKeeperEnsemble:
         for member in list(self._processes):
             self._signal(member, signal.SIGKILL)
         shutil.rmtree(self._dir, ignore_errors=True)
+        _OPEN.discard(self)
 
     def __enter__(self) -> ZooKeeperEnsemble:
         try:

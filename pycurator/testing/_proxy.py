@@ -21,15 +21,14 @@ class _Link:
         self.server = server
         self.drop_replies = False
         self.closed = threading.Event()
+        self.pumps = [
+            threading.Thread(target=self._pump, args=(source, target, upstream), daemon=True)
+            for source, target, upstream in ((client, server, True), (server, client, False))
+        ]
 
     def start(self) -> None:
-        for source, target, upstream in (
-            (self.client, self.server, True),
-            (self.server, self.client, False),
-        ):
-            threading.Thread(
-                target=self._pump, args=(source, target, upstream), daemon=True
-            ).start()
+        for pump in self.pumps:
+            pump.start()
 
     def _pump(self, source: socket.socket, target: socket.socket, upstream: bool) -> None:
         """Forward ``source`` to ``target``, each chunk once it is ``latency`` old: a delay line
@@ -66,6 +65,16 @@ class _Link:
         self.proxy._forget(self)
 
 
+#: Proxies not closed yet, for :func:`close_all_proxies`.
+_OPEN: set[FaultProxy] = set()
+
+
+def close_all_proxies() -> None:
+    """Close every :class:`FaultProxy` of this process that is still open."""
+    for proxy in list(_OPEN):
+        proxy.close()
+
+
 class FaultProxy:
     """Listens on 127.0.0.1 and forwards every connection to ``target`` (``host:port``).
 
@@ -96,6 +105,7 @@ class FaultProxy:
         self._stopped = threading.Event()
         self._acceptor = threading.Thread(target=self._accept, daemon=True)
         self._acceptor.start()
+        _OPEN.add(self)
 
     @property
     def hosts(self) -> str:
@@ -125,8 +135,12 @@ class FaultProxy:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         link = _Link(self, client, server)
         with self._guard:
-            self._links.add(link)
-        link.start()
+            stopped = self._stopped.is_set()  # then close() has dropped the links it knew
+            if not stopped:
+                self._links.add(link)
+                link.start()
+        if stopped:
+            link.close()
 
     def _forget(self, link: _Link) -> None:
         with self._guard:
@@ -163,15 +177,23 @@ class FaultProxy:
         """End a blackhole: what was held back flows again."""
         self._flowing.set()
 
-    def close(self) -> None:
-        """Stop listening and close every connection."""
-        self._stopped.set()
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop listening, close every connection and wait (up to ``timeout`` seconds) for the
+        proxy's threads to end. Idempotent."""
+        with self._guard:
+            self._stopped.set()
         self.heal()
         with contextlib.suppress(OSError):
             self._listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
         self._listener.close()
-        self.drop_connections()
-        self._acceptor.join(5)
+        links = self._open_links()
+        for link in links:
+            link.close()
+        end = time.monotonic() + timeout
+        for thread in [self._acceptor, *(pump for link in links for pump in link.pumps)]:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, end - time.monotonic()))
+        _OPEN.discard(self)
 
     def __enter__(self) -> FaultProxy:
         return self

@@ -28,6 +28,16 @@ def free_port() -> int:
         return port
 
 
+#: Servers not stopped yet, for :func:`stop_all_servers`.
+_OPEN: set[ZooKeeperServer] = set()
+
+
+def stop_all_servers() -> None:
+    """Stop every :class:`ZooKeeperServer` of this process that is not stopped yet."""
+    for server in list(_OPEN):
+        server.stop()
+
+
 class ZooKeeperServerError(RuntimeError):
     """The server did not start; the message ends with the tail of its log."""
 
@@ -63,6 +73,7 @@ class ZooKeeperServer:
         self.java = java
         self.start_timeout = start_timeout
         self._process: subprocess.Popen[bytes] | None = None
+        _OPEN.add(self)
 
     @property
     def hosts(self) -> str:
@@ -180,6 +191,7 @@ class ZooKeeperServer:
         """Stop the server and remove every file this object created."""
         self._terminate(kill=False)
         shutil.rmtree(self._own_dir, ignore_errors=True)
+        _OPEN.discard(self)
 
     def __enter__(self) -> ZooKeeperServer:
         try:
