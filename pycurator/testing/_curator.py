@@ -7,7 +7,10 @@ Java is attached to the JVM as its own Java thread, and a blocking Java call rel
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +24,9 @@ DEFAULT_CLASSPATH = (
 CLASSPATH_ENV = "PYCURATOR_CURATOR_CLASSPATH"
 
 _start_lock = threading.Lock()
+#: Curator clients made by :func:`new_curator`, closed (if still open) by :func:`shutdown`.
+_clients: list[Any] = []
+_clients_lock = threading.Lock()
 
 
 def curator_classpath() -> str:
@@ -46,6 +52,8 @@ def start_jvm() -> None:
             convertStrings=False,
             interrupt=False,
         )
+        # Runs before JPype's own exit hook (atexit runs the last registered first).
+        atexit.register(shutdown)
         try:
             jpype.JClass("org.apache.curator.framework.CuratorFrameworkFactory")
         except TypeError as exc:  # JPype's "class not found"
@@ -116,6 +124,9 @@ def new_curator(
         )
         builder = builder.aclProvider(provider)
     client = builder.build()
+    with _clients_lock:
+        _clients[:] = [c for c in _clients if str(c.getState()) != "STOPPED"]
+        _clients.append(client)
     client.start()
     unit = jclass("java.util.concurrent.TimeUnit")
     if not client.blockUntilConnected(int(connect_timeout * 1000), unit.MILLISECONDS):
@@ -152,3 +163,45 @@ def session_of(client: Any) -> tuple[int, bytes]:
 def java_nano_time() -> int:
     """Java's ``System.nanoTime()``: on Linux, the clock of Python's ``time.monotonic_ns()``."""
     return int(jclass("java.lang.System").nanoTime())
+
+
+def close_curators() -> None:
+    """Close every Curator client :func:`new_curator` made that is still open (closing one
+    twice is harmless), so that no Curator thread calls back into Python any more."""
+    with _clients_lock:
+        clients, _clients[:] = list(_clients), []
+    for client in reversed(clients):
+        with contextlib.suppress(Exception):  # one failed close must not keep the rest open
+            client.close()
+
+
+def shutdown() -> None:
+    """Tear down what this kit opened, in a safe order, then shut the JVM down.
+
+    Curator clients first (their threads call listeners, watchers and other Python proxies),
+    then fault proxies, then local ZooKeeper servers and ensembles, and last the JVM, whose
+    shutdown must not meet a Java thread running into Python while Python finalizes. Called at
+    interpreter exit once :func:`start_jvm` has started the JVM, and at the end of a pytest
+    session; call it from the main thread. Safe to call again; the JVM cannot be started again
+    in this process afterwards.
+    """
+    from ._ensemble import close_all_ensembles
+    from ._proxy import close_all_proxies
+    from ._server import stop_all_servers
+
+    try:
+        if _jvm_running():
+            close_curators()
+        close_all_proxies()
+        stop_all_servers()
+        close_all_ensembles()
+    finally:
+        if _jvm_running():
+            import jpype
+
+            jpype.shutdownJVM()
+
+
+def _jvm_running() -> bool:
+    jpype = sys.modules.get("jpype")
+    return jpype is not None and bool(jpype.isJVMStarted())

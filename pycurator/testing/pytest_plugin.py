@@ -16,6 +16,7 @@ from typing import Any, Literal
 import pytest
 from kazoo.client import KazooClient
 
+from ._curator import shutdown
 from ._fourletter import assert_no_ephemerals
 from ._server import ZooKeeperServer
 
@@ -136,3 +137,12 @@ def zk_no_orphans(
 def zk(zk_client_factory: ClientFactory) -> KazooClient:
     """One started kazoo client on the test server."""
     return zk_client_factory()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Close what the kit opened and shut the JVM down once the session's fixtures are torn
+    down, before pytest's ``faulthandler`` plugin unconfigures: disabling it puts back the
+    signal handlers from before the JVM started, and a JVM that then reaches a safepoint (as it
+    does while it exits) dies of the SIGSEGV it uses for its own polling."""
+    shutdown()
