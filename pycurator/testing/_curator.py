@@ -8,7 +8,9 @@ Java is attached to the JVM as its own Java thread, and a blocking Java call rel
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -169,7 +171,8 @@ def close_curators() -> None:
     with _clients_lock:
         clients, _clients[:] = list(_clients), []
     for client in reversed(clients):
-        client.close()
+        with contextlib.suppress(Exception):  # one failed close must not keep the rest open
+            client.close()
 
 
 def shutdown() -> None:
@@ -186,19 +189,19 @@ def shutdown() -> None:
     from ._proxy import close_all_proxies
     from ._server import stop_all_servers
 
-    if _jvm_running():
-        close_curators()
-    close_all_proxies()
-    stop_all_servers()
-    close_all_ensembles()
-    if _jvm_running():
-        import jpype
+    try:
+        if _jvm_running():
+            close_curators()
+        close_all_proxies()
+        stop_all_servers()
+        close_all_ensembles()
+    finally:
+        if _jvm_running():
+            import jpype
 
-        jpype.shutdownJVM()
+            jpype.shutdownJVM()
 
 
 def _jvm_running() -> bool:
-    import sys
-
     jpype = sys.modules.get("jpype")
     return jpype is not None and bool(jpype.isJVMStarted())
