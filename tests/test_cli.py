@@ -6,7 +6,7 @@ import json
 import re
 import signal
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from kazoo.client import KazooClient
@@ -38,17 +38,6 @@ IGNORE_TERM_THEN_SLEEP = (
     "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
     "print('ready', flush=True); time.sleep(60)"
 )
-
-
-@pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen[str]]]:
-    """Started CLI processes; any still running at the end is killed."""
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.communicate(timeout=SOON)
 
 
 def wait_ready(process: subprocess.Popen[str]) -> None:

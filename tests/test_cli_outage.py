@@ -35,16 +35,6 @@ def own_server() -> Iterator[ZooKeeperServer]:
         server.stop()
 
 
-@pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen[str]]]:
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.communicate(timeout=SOON)
-
-
 def test_lock_exits_76_soon_after_the_server_goes_while_the_command_runs(
     own_server: ZooKeeperServer, processes: list[subprocess.Popen[str]]
 ) -> None:

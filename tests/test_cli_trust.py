@@ -51,17 +51,6 @@ def test_revoke_refuses_zookeepers_quota_node(zk_server: ZooKeeperTarget, zk: Ka
     assert zk.get("/zookeeper/quota")[0] == before
 
 
-def test_revoke_still_reaches_a_real_lock_node(
-    zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str
-) -> None:
-    lock = InterProcessMutex(zk, zk_path)
-    with lock:
-        assert lock.lock_path is not None
-        result = run_cli("revoke", "--hosts", zk_server.hosts, lock.lock_path)
-        assert result.returncode == 0, result.stderr
-        assert zk.get(lock.lock_path)[0] == b"__REVOKE__"
-
-
 def inspect_json(hosts: str, path: str) -> dict[str, Any]:
     result = run_cli("inspect", "--json", "--hosts", hosts, path)
     assert result.returncode == 0, result.stderr
