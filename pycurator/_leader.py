@@ -137,6 +137,190 @@ class _Notifier:
                 log.exception("leader election listener failed")
 
 
+class _Candidate:
+    """One participant's node in an election, from its creation to its deletion: the engine
+    part shared by the latch and the selector.
+
+    A worker of the client's handler makes the node, lists the children, and either leads (our
+    node is first and this session's) or watches the node right in front of ours. ``on_lead``
+    hears of leadership (our node, and the monitor that follows it) and ``on_unlead`` of its
+    end (with the reason); both run under the candidate's lock, so they must not block. A node
+    found gone is replaced. With ``one_term``, a candidate that has led and lost leads no more:
+    its owner closes it.
+    """
+
+    def __init__(
+        self,
+        engine: LockEngine,
+        policy: ConnectionPolicy,
+        on_lead: Callable[[HeldNode, HoldMonitor], None],
+        on_unlead: Callable[[str], None],
+        *,
+        one_term: bool = False,
+    ) -> None:
+        self.engine = engine
+        self.client = engine.client
+        self._policy = policy
+        self._on_lead = on_lead
+        self._on_unlead = on_unlead
+        self._one_term = one_term
+        self._termed = False  # led once (one_term: and no more)
+        handler = self.client.handler
+        self.lock = handler.rlock_object()
+        self.started = False
+        self.closed = False
+        self.node: HeldNode | None = None
+        self.leading: HoldMonitor | None = None  # follows our node while we lead
+        self._watched: str | None = None  # the predecessor we watch
+        self._watch_spent = False  # its watch has fired (kazoo has dropped it)
+        self._wake = handler.event_object()
+
+    def start(self) -> None:
+        self.started = True
+        self.client.add_listener(self._on_connection)
+        self.client.handler.spawn(self._run)
+        self._wake.set()
+
+    def close(self, reason: str) -> None:
+        """Stop leading (``on_unlead(reason)``), stop the worker, drop the watch and delete our
+        node (in the background when the connection is down)."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            node, self.node = self.node, None
+            self.set_leadership(None, reason)
+        self.client.remove_listener(self._on_connection)
+        self._wake.set()
+        self._unwatch()
+        if node is not None:
+            delete_guaranteed(self.client, node.path)
+
+    def set_leadership(self, node: HeldNode | None, reason: str) -> None:
+        """Lead on ``node``, or (None) stop leading for ``reason``."""
+        with self.lock:
+            was = self.leading
+            if node is not None:
+                if was is not None or self.closed or (self._one_term and self._termed):
+                    return
+                monitor = HoldMonitor(
+                    self.client, node.path, self._policy, self._hold_changed, node.session_id
+                )
+                if not monitor.held:  # the connection went meanwhile: decide again later
+                    monitor.close()
+                    self._wake.set()
+                    return
+                self.leading = monitor
+                self._termed = True
+                self._on_lead(node, monitor)
+                return
+            if was is None:
+                return
+            self.leading = None
+            was.close()
+            self._on_unlead(reason)
+
+    def _hold_changed(self, state: HoldState, reason: str) -> None:
+        if self.leading is None:
+            return  # heard while the monitor is being made, or after it was closed
+        if state is not HoldState.HELD:
+            self.set_leadership(None, reason)
+        self._wake.set()  # list again: a deleted node is replaced, a reconnect re-checked
+
+    def _on_connection(self, state: str) -> bool:
+        if state == KazooState.LOST:
+            self.set_leadership(None, "session expired")
+        elif state == KazooState.SUSPENDED:
+            if self._policy == "standard":
+                self.set_leadership(None, "connection suspended")
+        else:
+            self._wake.set()
+        return False
+
+    def _on_watch(self, event: WatchedEvent) -> None:
+        self._watch_spent = True
+        self._wake.set()
+
+    def _run(self) -> None:
+        """The worker: each wake-up (start, a watch, a reconnect, a loss) makes one step; it
+        ends once the candidate is closed."""
+        client = self.client
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self.closed:
+                return
+            if not client.connected or (self._one_term and self._termed):
+                continue  # the next CONNECTED wakes us; a spent term waits to be closed
+            try:
+                self._step(Deadline(STEP_WAIT))
+            except ConnectionClosedError:
+                return  # the client was stopped: nothing more can be done
+            except (*RETRYABLE, DeadlineExpired):
+                self._wake.set()
+                client.handler.sleep_func(0.1)
+            except Exception:
+                log.exception("leader election on %s: unexpected error", self.engine.base_path)
+                self._wake.set()
+                client.handler.sleep_func(1.0)
+
+    def _step(self, deadline: Deadline) -> None:
+        """Create our node if there is none, list the children, and lead or watch."""
+        client, engine = self.client, self.engine
+        children: list[str] | None = None
+        node = self.node
+        if node is None:
+            node, children = engine.create_node(deadline)
+            with self.lock:
+                if self.closed:
+                    delete_guaranteed_later(client, node.path)
+                    return
+                self.node = node
+        if children is None:
+            try:
+                children = retrying(
+                    client, lambda: client.get_children_async(engine.base_path), deadline
+                )
+            except NoNodeError:
+                children = []  # the path is gone, our node with it (CURATOR-724)
+        ordered = engine.driver.sort(children)
+        ours = _wire.node_name(node.path)
+        if ours not in ordered or not engine.is_current_session(node):
+            self._reset(node, "election node gone")
+            return
+        decision = engine.driver.decide(ordered, ours)
+        if decision.holds:
+            self._unwatch()
+            self.set_leadership(node, "")
+            return
+        self.set_leadership(None, "another participant leads")
+        assert decision.watch is not None
+        watched = _wire.join_path(engine.base_path, decision.watch)
+        if watched != self._watched:
+            self._unwatch()
+            self._watched = watched
+        self._watch_spent = False
+        try:
+            watch(client, watched, self._on_watch, deadline)
+        except NoNodeError:
+            self._wake.set()  # gone before we could watch it: list again
+
+    def _reset(self, node: HeldNode, reason: str) -> None:
+        """Our node is gone or not this session's: stop leading, delete it, make a new one."""
+        with self.lock:
+            self.set_leadership(None, reason)
+            if self.node is node:
+                self.node = None
+        self._unwatch()
+        delete_guaranteed_later(self.client, node.path)
+        self._wake.set()
+
+    def _unwatch(self) -> None:
+        watched, self._watched = self._watched, None
+        if watched is not None and not self._watch_spent:
+            forget_watch(self.client, watched, self._on_watch)
+
+
 class LeaderLatch:
     """A participant in a leader election shared with Java Curator's ``LeaderLatch`` on the
     same path: once started, it leads while its node is first in queue order, until closed.
@@ -163,23 +347,18 @@ class LeaderLatch:
         data = id_bytes(id)
         if not isinstance(close_mode, CloseMode):
             raise TypeError(f"close_mode must be a CloseMode, not {close_mode!r}")
-        self._policy: ConnectionPolicy = check_policy(connection_policy)
-        self._engine = LockEngine(
-            client, path, StandardDriver(_wire.LATCH_NAME), data=data, acl=acl
+        engine = LockEngine(client, path, StandardDriver(_wire.LATCH_NAME), data=data, acl=acl)
+        self._candidate = _Candidate(
+            engine, check_policy(connection_policy), self._led, self._unled
         )
         self._id = id
         self._close_mode = close_mode
         handler = client.handler
-        self._lock = handler.rlock_object()
+        self._lock = self._candidate.lock
         self._state = _State.LATENT
-        self._node: HeldNode | None = None
-        self._watched: str | None = None  # the predecessor we watch
-        self._watch_spent = False  # its watch has fired (kazoo has dropped it)
-        self._leading: HoldMonitor | None = None  # follows our node while we lead
         self._listeners: list[LeaderLatchListener] = []
         self._lost_callbacks: list[Callable[[LeaderLatch, str], None]] = []
         self._notifier = _Notifier(client)
-        self._wake = handler.event_object()
         self._leader_or_closed = handler.event_object()
         self.lost_event = handler.event_object()
 
@@ -187,12 +366,12 @@ class LeaderLatch:
 
     @property
     def client(self) -> KazooClient:
-        return self._engine.client
+        return self._candidate.client
 
     @property
     def path(self) -> str:
         """The latch path, as given."""
-        return self._engine.base_path
+        return self._candidate.engine.base_path
 
     @property
     def id(self) -> str:
@@ -202,19 +381,19 @@ class LeaderLatch:
     @property
     def our_path(self) -> str | None:
         """Our node's full path, or None while there is none."""
-        node = self._node
+        node = self._candidate.node
         return node.path if node is not None else None
 
     def has_leadership(self) -> bool:
         """True while started and leading (as last heard; no request)."""
-        return self._state is _State.STARTED and self._leading is not None
+        return self._state is _State.STARTED and self._candidate.leading is not None
 
     @property
     def fencing_token(self) -> int:
         """Our node's creation zxid while we lead: it grows with every new leader of this path.
         Raises :class:`LockLostError` when not leading."""
-        leading, node = self._leading, self._node
-        if leading is None or node is None or not self.has_leadership():
+        node = self._candidate.node
+        if node is None or not self.has_leadership():
             raise LockLostError(self.path, "not the leader")
         return node.czxid
 
@@ -229,9 +408,7 @@ class LeaderLatch:
             if self._state is not _State.LATENT:
                 raise RuntimeError(f"Cannot be started more than once: {self.path}")
             self._state = _State.STARTED
-        self.client.add_listener(self._on_connection)
-        self.client.handler.spawn(self._run)
-        self._wake.set()
+        self._candidate.start()
 
     def close(self, close_mode: CloseMode | None = None) -> None:
         """Leave the election: our node is deleted (in the background once the connection is
@@ -246,20 +423,12 @@ class LeaderLatch:
             if self._state is not _State.STARTED:
                 raise RuntimeError(f"Already closed or has not been started: {self.path}")
             self._state = _State.CLOSED
-            node, watched = self._node, self._watched
-            self._node = self._watched = None
             if mode is CloseMode.SILENT:
                 self._listeners.clear()
-        self.client.remove_listener(self._on_connection)
-        self._set_leadership(None, "latch closed")
+        self._candidate.close("latch closed")
         with self._lock:
             self._listeners.clear()
-        self._wake.set()
         self._leader_or_closed.set()
-        if watched is not None and not self._watch_spent:
-            forget_watch(self.client, watched, self._on_watch)
-        if node is not None:
-            delete_guaranteed(self.client, node.path)
 
     def __enter__(self) -> LeaderLatch:
         self.start()
@@ -318,7 +487,7 @@ class LeaderLatch:
     def check(self) -> None:
         """Raise :class:`LockLostError` unless we lead and our node is known to be ours now
         (its deletion is checked with the server when not yet watched)."""
-        leading = self._leading
+        leading = self._candidate.leading
         if leading is None or not self.has_leadership():
             raise LockLostError(self.path, "not the leader")
         if not leading.confirm():
@@ -326,7 +495,7 @@ class LeaderLatch:
 
     def participants(self) -> list[Participant]:
         """Every participant in queue order, the leader first (Java's and Python's alike)."""
-        return read_participants(self.client, self._engine.participant_nodes())
+        return read_participants(self.client, self._candidate.engine.participant_nodes())
 
     def leader(self) -> Participant:
         """The current leader, or ``Participant("", False)`` when there is none."""
@@ -335,145 +504,26 @@ class LeaderLatch:
     def __repr__(self) -> str:
         return f"LeaderLatch({self.path!r}, id={self._id!r}, state={self._state.value})"
 
-    # -- leadership ---------------------------------------------------------------------------
+    # -- leadership (under the candidate's lock) ----------------------------------------------
 
-    def _set_leadership(self, node: HeldNode | None, reason: str) -> None:
-        """Lead on ``node``, or (None) stop leading for ``reason``; notify on a change."""
-        with self._lock:
-            was = self._leading
-            if node is not None:
-                if was is not None or self._state is not _State.STARTED:
-                    return
-                monitor = HoldMonitor(
-                    self.client, node.path, self._policy, self._hold_changed, node.session_id
-                )
-                if not monitor.held:  # the connection went meanwhile: decide again later
-                    monitor.close()
-                    self._wake.set()
-                    return
-                self.lost_event.clear()
-                self._leading = monitor
-                self._leader_or_closed.set()
-                listeners = list(self._listeners)
-                for listener in listeners:
-                    self._notifier.post(listener.is_leader)
-                return
-            if was is None:
-                return
-            self._leading = None
-            if self._state is _State.STARTED:
-                self._leader_or_closed.clear()
-            was.close()
-            self.lost_event.set()
-            for listener in list(self._listeners):
-                self._notifier.post(listener.not_leader)
-            for callback in list(self._lost_callbacks):
-                self._notifier.post(lambda callback=callback: callback(self, reason))  # type: ignore[misc]
+    def _led(self, node: HeldNode, monitor: HoldMonitor) -> None:
+        self.lost_event.clear()
+        self._leader_or_closed.set()
+        for listener in list(self._listeners):
+            self._notifier.post(listener.is_leader)
 
-    def _hold_changed(self, state: HoldState, reason: str) -> None:
-        if self._leading is None:
-            return  # heard while the monitor is being made, or after it was closed
-        if state is not HoldState.HELD:
-            self._set_leadership(None, reason)
-        self._wake.set()  # list again: a deleted node is replaced, a reconnect re-checked
-
-    def _on_connection(self, state: str) -> bool:
-        if state == KazooState.LOST:
-            self._set_leadership(None, "session expired")
-        elif state == KazooState.SUSPENDED:
-            if self._policy == "standard":
-                self._set_leadership(None, "connection suspended")
-        else:
-            self._wake.set()
-        return False
-
-    def _on_watch(self, event: WatchedEvent) -> None:
-        self._watch_spent = True
-        self._wake.set()
-
-    # -- background work ----------------------------------------------------------------------
-
-    def _run(self) -> None:
-        """The latch's worker: each wake-up (start, a watch, a reconnect, a loss) makes one
-        step; it ends once the latch is closed."""
-        client = self.client
-        while True:
-            self._wake.wait()
-            self._wake.clear()
-            if self._state is not _State.STARTED:
-                return
-            if not client.connected:
-                continue  # the next CONNECTED wakes us
-            try:
-                self._step(Deadline(STEP_WAIT))
-            except ConnectionClosedError:
-                return  # the client was stopped: nothing more can be done
-            except (*RETRYABLE, DeadlineExpired):
-                self._wake.set()
-                client.handler.sleep_func(0.1)
-            except Exception:
-                log.exception("leader latch %s: unexpected error; trying again", self.path)
-                self._wake.set()
-                client.handler.sleep_func(1.0)
-
-    def _step(self, deadline: Deadline) -> None:
-        """Create our node if there is none, list the children, and lead or watch."""
-        client, engine = self.client, self._engine
-        children: list[str] | None = None
-        node = self._node
-        if node is None:
-            node, children = engine.create_node(deadline)
-            with self._lock:
-                if self._state is not _State.STARTED:
-                    delete_guaranteed_later(client, node.path)
-                    return
-                self._node = node
-        if children is None:
-            try:
-                children = retrying(
-                    client, lambda: client.get_children_async(engine.base_path), deadline
-                )
-            except NoNodeError:
-                children = []  # the latch path is gone, our node with it (CURATOR-724)
-        ordered = engine.driver.sort(children)
-        ours = _wire.node_name(node.path)
-        if ours not in ordered or not engine.is_current_session(node):
-            self._reset(node, "latch node gone")
-            return
-        decision = engine.driver.decide(ordered, ours)
-        if decision.holds:
-            self._unwatch()
-            self._set_leadership(node, "")
-            return
-        self._set_leadership(None, "another participant leads")
-        assert decision.watch is not None
-        watched = _wire.join_path(engine.base_path, decision.watch)
-        if watched != self._watched:
-            self._unwatch()
-            self._watched = watched
-        self._watch_spent = False
-        try:
-            watch(client, watched, self._on_watch, deadline)
-        except NoNodeError:
-            self._wake.set()  # gone before we could watch it: list again
-
-    def _reset(self, node: HeldNode, reason: str) -> None:
-        """Our node is gone or not this session's: stop leading, delete it, make a new one."""
-        self._set_leadership(None, reason)
-        with self._lock:
-            if self._node is node:
-                self._node = None
-        self._unwatch()
-        delete_guaranteed_later(self.client, node.path)
-        self._wake.set()
-
-    def _unwatch(self) -> None:
-        watched, self._watched = self._watched, None
-        if watched is not None and not self._watch_spent:
-            forget_watch(self.client, watched, self._on_watch)
+    def _unled(self, reason: str) -> None:
+        if self._state is _State.STARTED:
+            self._leader_or_closed.clear()
+        self.lost_event.set()
+        for listener in list(self._listeners):
+            self._notifier.post(listener.not_leader)
+        for callback in list(self._lost_callbacks):
+            self._notifier.post(lambda callback=callback: callback(self, reason))  # type: ignore[misc]
 
 
 __all__ = [
+    "STEP_WAIT",
     "CloseMode",
     "LeaderLatch",
     "LeaderLatchListener",
