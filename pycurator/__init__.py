@@ -15,6 +15,7 @@ from ._multilock import InterProcessMultiLock
 from ._mutex import InterProcessMutex
 from ._revocation import attempt_revoke
 from ._rwlock import InterProcessReadWriteLock
+from ._selector import LeaderSelector, Leadership
 from ._semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease
 
 __all__ = [
@@ -26,6 +27,8 @@ __all__ = [
     "InterProcessSemaphoreV2",
     "LeaderLatch",
     "LeaderLatchListener",
+    "LeaderSelector",
+    "Leadership",
     "Lease",
     "LockLostError",
     "LockNotOwnedError",
