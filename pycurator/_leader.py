@@ -44,6 +44,8 @@ log = logging.getLogger("pycurator")
 #: The longest one step of a latch's background work (create, list, watch) waits for the server
 #: before it starts over; close() never waits for it.
 STEP_WAIT = 10.0
+#: Seconds between tries of a step that failed with an error no reconnect fixes (NoAuth...).
+ERROR_RETRY_DELAY = 1.0
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,7 @@ class _Candidate:
         on_unlead: Callable[[str], None],
         *,
         one_term: bool = False,
+        on_error: Callable[[Exception | None], None] | None = None,
     ) -> None:
         self.engine = engine
         self.client = engine.client
@@ -164,6 +167,10 @@ class _Candidate:
         self._on_lead = on_lead
         self._on_unlead = on_unlead
         self._one_term = one_term
+        self._on_error = on_error
+        #: The error that keeps the last step from succeeding (NoAuth, an ephemeral parent...);
+        #: None once a step succeeds.
+        self.error: Exception | None = None
         self._termed = False  # led once (one_term: and no more)
         handler = self.client.handler
         self.lock = handler.rlock_object()
@@ -254,15 +261,23 @@ class _Candidate:
                 continue  # the next CONNECTED wakes us; a spent term waits to be closed
             try:
                 self._step(Deadline(STEP_WAIT))
+                if self.error is not None:
+                    self._report(None)
             except ConnectionClosedError:
                 return  # the client was stopped: nothing more can be done
             except (*RETRYABLE, DeadlineExpired):
                 self._wake.set()
                 client.handler.sleep_func(0.1)
-            except Exception:
-                log.exception("leader election on %s: unexpected error", self.engine.base_path)
+            except Exception as exc:
+                log.exception("leader election on %s failed; trying again", self.engine.base_path)
+                self._report(exc)
                 self._wake.set()
-                client.handler.sleep_func(1.0)
+                client.handler.sleep_func(ERROR_RETRY_DELAY)
+
+    def _report(self, error: Exception | None) -> None:
+        self.error = error
+        if self._on_error is not None:
+            self._on_error(error)
 
     def _step(self, deadline: Deadline) -> None:
         """Create our node if there is none, list the children, and lead or watch."""
@@ -304,6 +319,8 @@ class _Candidate:
             watch(client, watched, self._on_watch, deadline)
         except NoNodeError:
             self._wake.set()  # gone before we could watch it: list again
+        if self.closed:
+            self._unwatch()  # closed while the watch was being set: close() saw none
 
     def _reset(self, node: HeldNode, reason: str) -> None:
         """Our node is gone or not this session's: stop leading, delete it, make a new one."""
@@ -349,7 +366,11 @@ class LeaderLatch:
             raise TypeError(f"close_mode must be a CloseMode, not {close_mode!r}")
         engine = LockEngine(client, path, StandardDriver(_wire.LATCH_NAME), data=data, acl=acl)
         self._candidate = _Candidate(
-            engine, check_policy(connection_policy), self._led, self._unled
+            engine,
+            check_policy(connection_policy),
+            self._led,
+            self._unled,
+            on_error=self._failed,
         )
         self._id = id
         self._close_mode = close_mode
@@ -447,7 +468,9 @@ class LeaderLatch:
         """Wait up to ``timeout`` seconds (None: forever) for leadership: True once leading,
         False on timeout or when the latch is closed meanwhile.
 
-        Raises RuntimeError when the latch has not been started or is closed.
+        Raises RuntimeError when the latch has not been started or is closed, and the server's
+        error (``NoAuthError``, ``NoChildrenForEphemeralsError``...) while that error keeps the
+        latch from joining the election (it tries again meanwhile).
         """
         timeout = check_timeout(timeout)
         if self._state is not _State.STARTED:
@@ -456,6 +479,9 @@ class LeaderLatch:
         while not self.has_leadership():
             if self._state is not _State.STARTED:
                 return False
+            error = self._candidate.error
+            if error is not None:
+                raise error
             remaining = deadline.remaining()
             if remaining == 0:
                 return False
@@ -511,6 +537,13 @@ class LeaderLatch:
         self._leader_or_closed.set()
         for listener in list(self._listeners):
             self._notifier.post(listener.is_leader)
+
+    def _failed(self, error: Exception | None) -> None:
+        with self._lock:
+            if error is not None:
+                self._leader_or_closed.set()  # waiters raise it
+            elif self._state is _State.STARTED and self._candidate.leading is None:
+                self._leader_or_closed.clear()
 
     def _unled(self, reason: str) -> None:
         if self._state is _State.STARTED:

@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoChildrenForEphemeralsError
 
-from pycurator import CloseMode, LeaderLatch, LockLostError, Participant
+from pycurator import CloseMode, LeaderLatch, LockLostError, Participant, _leader
 from pycurator._drivers import StandardDriver
 from pycurator._engine import DELETE_WAIT
 from pycurator._wire import LATCH_NAME, protected_id, sort_children
@@ -357,3 +358,24 @@ def test_bad_input_is_refused_before_anything_is_made(
 def test_a_non_client_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="KazooClient"):
         LeaderLatch("zk", "/election")
+
+
+def test_a_latch_under_an_ephemeral_node_raises_the_servers_error_from_wait(
+    zk: KazooClient, zk_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_leader, "ERROR_RETRY_DELAY", 0.05)
+    zk.create(zk_path, ephemeral=True, makepath=True)
+    latch = LeaderLatch(zk, f"{zk_path}/election", "a")
+    latch.start()
+    try:
+        with pytest.raises(NoChildrenForEphemeralsError):
+            latch.wait(SOON)
+    finally:
+        latch.close()
+    assert zk.get_children(zk_path) == []
+    zk.delete(zk_path)
+
+
+def test_a_path_that_is_not_a_str_is_a_type_error(zk: KazooClient) -> None:
+    with pytest.raises(TypeError, match="path must be a str"):
+        LeaderLatch(zk, 42)  # type: ignore[arg-type]
