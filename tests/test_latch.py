@@ -155,6 +155,16 @@ def test_only_the_predecessor_is_watched(
         ),
         what="each participant watching its predecessor only",
     )
+    # closing a waiter drops its watch on the server too; so does the hand-over to the next
+    latches[2].close()
+    eventually(lambda: watches()[2] == [], what="a closed waiter's watch dropped")
+    latches[0].close()
+    assert latches[1].wait(SOON)
+    eventually(lambda: watches()[3] == [nodes[1]], what="the last waiter now watches the leader")
+    latches[1].close()
+    assert latches[3].wait(SOON)
+    latches[3].close()
+    eventually(lambda: watches() == [[], [], [], []], what="no watch left after every close")
 
 
 def test_listeners_hear_each_change_and_close_modes_decide_the_last_word(
