@@ -265,7 +265,8 @@ class _Candidate:
                     self._report(None)
             except ConnectionClosedError:
                 return  # the client was stopped: nothing more can be done
-            except (*RETRYABLE, DeadlineExpired):
+            except (*RETRYABLE, DeadlineExpired, NoNodeError):
+                # NoNode: a parent container was reaped while we made our node; make it again
                 self._wake.set()
                 client.handler.sleep_func(0.1)
             except Exception as exc:

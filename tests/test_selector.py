@@ -298,3 +298,17 @@ def test_bad_input_is_refused_before_anything_is_made(
     with pytest.raises(error, match=match):
         LeaderSelector(zk, full, *args[1:], **kwargs)  # type: ignore[arg-type]
     assert zk.exists(zk_path) is None
+
+
+def test_an_interrupted_term_with_auto_requeue_queues_again(
+    zk: KazooClient, zk_path: str, selectors: list[LeaderSelector]
+) -> None:
+    lead = Leader()
+    selector = LeaderSelector(zk, f"{zk_path}/leader", lead, "a", auto_requeue=True)
+    selectors.append(selector)
+    selector.start()
+    assert lead.started.wait(SOON)
+    selector.interrupt_leadership()
+    eventually(lambda: len(lead.terms) == 2, what="leading again after the interruption")
+    assert lead.terms[0].reason == "leadership interrupted"
+    assert selector.has_leadership()
