@@ -17,6 +17,7 @@ from pycurator._engine import DELETE_WAIT
 from pycurator._wire import LATCH_NAME, protected_id, sort_children
 from pycurator.testing import (
     FaultProxy,
+    ZooKeeperServer,
     expire_kazoo_session,
     four_letter_word,
     paths_by_session,
@@ -24,7 +25,7 @@ from pycurator.testing import (
 )
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
-from .support import SOON, STEADY_RECONNECT, children, eventually
+from .support import SOON, STEADY_RECONNECT, children, eventually, restart_behind
 
 ClientFactory = Callable[..., KazooClient]
 
@@ -389,3 +390,32 @@ def test_a_latch_under_an_ephemeral_node_raises_the_servers_error_from_wait(
 def test_a_path_that_is_not_a_str_is_a_type_error(zk: KazooClient) -> None:
     with pytest.raises(TypeError, match="path must be a str"):
         LeaderLatch(zk, 42)  # type: ignore[arg-type]
+
+
+def test_a_server_restart_keeps_one_leader_and_the_same_queue(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    with ZooKeeperServer() as server, FaultProxy(server.hosts) as proxy:
+        clients = [
+            zk_client_factory(hosts=proxy.hosts, timeout=30.0, connection_retry=STEADY_RECONNECT)
+            for _ in range(2)
+        ]
+        leader = LeaderLatch(clients[0], "/election", "a")
+        follower = LeaderLatch(clients[1], "/election", "b")
+        try:
+            leader.start()
+            assert leader.wait(SOON)
+            follower.start()
+            queued(clients[0], "/election", 2)
+            eventually(lambda: follower.our_path is not None, what="the follower's node known")
+            nodes = (leader.our_path, follower.our_path)
+            restart_behind(proxy, server)  # the sessions outlive the restart
+            assert leader.lost_event.wait(SOON)  # suspended meanwhile (standard policy)
+            assert leader.wait(SOON)
+            assert not follower.has_leadership()
+            assert (leader.our_path, follower.our_path) == nodes
+            assert follower.participants() == [Participant("a", True), Participant("b", False)]
+        finally:
+            follower.close()
+            leader.close()
+        assert children(clients[0], "/election") == []
