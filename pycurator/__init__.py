@@ -10,24 +10,32 @@ from ._errors import (
     NotALockNodeError,
     PyCuratorError,
 )
+from ._leader import CloseMode, LeaderLatch, LeaderLatchListener, Participant
 from ._multilock import InterProcessMultiLock
 from ._mutex import InterProcessMutex
 from ._revocation import attempt_revoke
 from ._rwlock import InterProcessReadWriteLock
+from ._selector import LeaderSelector, Leadership
 from ._semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease
 
 __all__ = [
+    "CloseMode",
     "InterProcessMultiLock",
     "InterProcessMutex",
     "InterProcessReadWriteLock",
     "InterProcessSemaphoreMutex",
     "InterProcessSemaphoreV2",
+    "LeaderLatch",
+    "LeaderLatchListener",
+    "LeaderSelector",
+    "Leadership",
     "Lease",
     "LockLostError",
     "LockNotOwnedError",
     "LockReleaseError",
     "LockTimeout",
     "NotALockNodeError",
+    "Participant",
     "PyCuratorError",
     "attempt_revoke",
 ]

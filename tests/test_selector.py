@@ -1,0 +1,314 @@
+"""LeaderSelector on a real server: turns, giving up, requeue, interruption, faults, input."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from pycurator import LeaderSelector, Leadership, LockLostError, Participant
+from pycurator._wire import default_node_data, protected_id
+from pycurator.testing import FaultProxy, expire_kazoo_session
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
+
+from .support import SOON, STEADY_RECONNECT, children, eventually
+
+ClientFactory = Callable[..., KazooClient]
+
+pytestmark = pytest.mark.usefixtures("zk_no_orphans")
+
+
+@pytest.fixture
+def selectors() -> Iterator[list[LeaderSelector]]:
+    """Selectors a test makes; those still open are closed afterwards."""
+    made: list[LeaderSelector] = []
+    yield made
+    for selector in made:
+        with contextlib.suppress(RuntimeError):  # closed by the test already
+            selector.close()
+
+
+class Leader:
+    """A ``lead`` function that leads until told to stop (or its term ends)."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.stop = threading.Event()
+        self.returned = threading.Event()
+        self.terms: list[Leadership] = []
+
+    def __call__(self, leadership: Leadership) -> None:
+        self.terms.append(leadership)
+        self.returned.clear()
+        self.started.set()
+        while not leadership.lost_event.is_set() and not self.stop.is_set():
+            leadership.lost_event.wait(0.05)
+        self.started.clear()
+        self.returned.set()
+
+
+def test_selectors_with_auto_requeue_take_turns_one_at_a_time(
+    zk_client_factory: ClientFactory, zk_path: str, selectors: list[LeaderSelector]
+) -> None:
+    path = f"{zk_path}/leader"
+    guard = threading.Lock()
+    current: list[str] = []
+    overlaps: list[str] = []
+    turns: dict[str, int] = {}
+    enough = threading.Event()
+
+    def make_lead(name: str) -> Callable[[Leadership], None]:
+        def lead(leadership: Leadership) -> None:
+            with guard:
+                if current:
+                    overlaps.append(name)
+                current.append(name)
+            leadership.lost_event.wait(0.02)
+            with guard:
+                current.remove(name)
+                turns[name] = turns.get(name, 0) + 1
+                if len(turns) == 3 and min(turns.values()) >= 3:
+                    enough.set()
+
+        return lead
+
+    for name in ("a", "b", "c"):
+        selector = LeaderSelector(
+            zk_client_factory(), path, make_lead(name), name, auto_requeue=True
+        )
+        selectors.append(selector)
+        selector.start()
+    assert enough.wait(SOON * 2)
+    for selector in selectors:
+        selector.close()
+    assert overlaps == []
+    eventually(lambda: children(zk_client_factory(), path) == [], what="every node gone")
+
+
+def test_returning_gives_leadership_up_and_requeue_queues_again(
+    zk: KazooClient, zk_path: str, selectors: list[LeaderSelector]
+) -> None:
+    path = f"{zk_path}/leader"
+    lead = Leader()
+    selector = LeaderSelector(zk, path, lead, "only")
+    selectors.append(selector)
+    selector.start()
+    assert lead.started.wait(SOON)
+    assert selector.has_leadership()
+    assert not selector.requeue()  # leading: already queued
+    assert selector.participants() == [Participant("only", True)]
+    name = selector.our_path.rsplit("/", 1)[-1]  # type: ignore[union-attr]
+    assert protected_id(name) is not None and name[40:45] == "lock-"
+    assert zk.get(selector.our_path)[0] == b"only"
+    first = lead.terms[0]
+    first.check()
+    lead.stop.set()
+    assert lead.returned.wait(SOON)
+    eventually(lambda: children(zk, path) == [], what="node deleted after lead returned")
+    assert first.lost_event.is_set() and not first.is_held()
+    with pytest.raises(LockLostError):
+        first.check()
+    assert not selector.has_leadership()
+    lead.stop.clear()
+    assert selector.requeue()
+    assert lead.started.wait(SOON)
+    assert lead.terms[1].fencing_token > first.fencing_token
+
+
+def test_an_empty_id_writes_curators_default_node_data(
+    zk: KazooClient, zk_path: str, selectors: list[LeaderSelector]
+) -> None:
+    lead = Leader()
+    selector = LeaderSelector(zk, f"{zk_path}/leader", lead)
+    selectors.append(selector)
+    selector.start()
+    assert lead.started.wait(SOON)
+    assert zk.get(selector.our_path)[0] == default_node_data()
+    assert selector.leader() == Participant(default_node_data().decode(), True)
+
+
+def test_interrupting_leadership_ends_the_term_and_the_next_leads(
+    zk_client_factory: ClientFactory, zk_path: str, selectors: list[LeaderSelector]
+) -> None:
+    path = f"{zk_path}/leader"
+    first_lead, second_lead = Leader(), Leader()
+    first = LeaderSelector(zk_client_factory(), path, first_lead, "first")
+    second = LeaderSelector(zk_client_factory(), path, second_lead, "second")
+    selectors += [first, second]
+    first.start()
+    assert first_lead.started.wait(SOON)
+    second.start()
+    eventually(lambda: len(first.participants()) == 2, what="second queued")
+    assert second.participants() == [Participant("first", True), Participant("second", False)]
+    first.interrupt_leadership()
+    assert first_lead.returned.wait(SOON)
+    assert first_lead.terms[0].reason == "leadership interrupted"
+    assert second_lead.started.wait(SOON)
+    assert second.leader() == Participant("second", True)
+
+
+def test_a_leaders_session_expiry_ends_its_term_and_auto_requeue_brings_it_back(
+    zk_client_factory: ClientFactory, zk_path: str, selectors: list[LeaderSelector]
+) -> None:
+    path = f"{zk_path}/leader"
+    leader_client = zk_client_factory()
+    first_lead, second_lead = Leader(), Leader()
+    first = LeaderSelector(leader_client, path, first_lead, "first", auto_requeue=True)
+    second = LeaderSelector(zk_client_factory(), path, second_lead, "second")
+    selectors += [first, second]
+    first.start()
+    assert first_lead.started.wait(SOON)
+    term = first_lead.terms[0]
+    second.start()
+    eventually(lambda: len(first.participants()) == 2, what="second queued")
+    expire_kazoo_session(leader_client)
+    assert term.lost_event.wait(SOON)
+    assert first_lead.returned.wait(SOON)
+    assert second_lead.started.wait(SOON)
+    # a stale leader's guarded write is refused by the server
+    eventually(lambda: leader_client.connected, what="the client in a new session")
+    transaction = term.guarded_transaction()
+    transaction.create(f"{path}-stale")
+    assert isinstance(transaction.commit()[0], NoNodeError)
+    assert leader_client.exists(f"{path}-stale") is None
+    eventually(lambda: len(second.participants()) == 2, what="first queued again")
+    assert [p.id for p in second.participants()] == ["second", "first"]
+    second_lead.stop.set()
+    eventually(lambda: len(first_lead.terms) == 2, what="first leads again")
+    assert first_lead.terms[1].fencing_token > second_lead.terms[0].fencing_token
+
+
+@pytest.fixture
+def front(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:
+    with FaultProxy(zk_server.hosts.split(",")[0]) as proxy:
+        yield proxy
+
+
+def test_a_suspended_connection_cancels_leadership_under_the_standard_policy(
+    front: FaultProxy,
+    zk_client_factory: ClientFactory,
+    zk_path: str,
+    selectors: list[LeaderSelector],
+) -> None:
+    path = f"{zk_path}/leader"
+    client = zk_client_factory(hosts=front.hosts, timeout=30.0, connection_retry=STEADY_RECONNECT)
+    lead = Leader()
+    selector = LeaderSelector(client, path, lead, "a", auto_requeue=True)
+    selectors.append(selector)
+    selector.start()
+    assert lead.started.wait(SOON)
+    front.drop_connections()
+    assert lead.returned.wait(SOON)
+    assert lead.terms[0].reason == "connection suspended"
+    eventually(lambda: len(lead.terms) == 2, what="queued again and leading once reconnected")
+    selector.close()
+    eventually(lambda: children(client, path) == [], what="node deleted once lead returned")
+
+
+def test_close_while_waiting_deletes_the_node_and_while_leading_once_lead_returns(
+    zk_client_factory: ClientFactory, zk_path: str, selectors: list[LeaderSelector]
+) -> None:
+    path = f"{zk_path}/leader"
+    observer = zk_client_factory()
+    leader_lead, waiter_lead = Leader(), Leader()
+    leader = LeaderSelector(zk_client_factory(), path, leader_lead, "leader")
+    waiter = LeaderSelector(zk_client_factory(), path, waiter_lead, "waiter")
+    selectors += [leader, waiter]
+    leader.start()
+    assert leader_lead.started.wait(SOON)
+    waiter.start()
+    eventually(lambda: len(children(observer, path)) == 2, what="waiter queued")
+    waiter.close()
+    eventually(lambda: len(children(observer, path)) == 1, what="waiter's node deleted")
+    leader.close()
+    assert leader_lead.returned.wait(SOON)
+    assert leader_lead.terms[0].reason == "selector closed"
+    eventually(lambda: children(observer, path) == [], what="leader's node deleted")
+    assert not waiter_lead.terms
+
+
+def test_an_exception_from_lead_gives_leadership_up(
+    zk: KazooClient, zk_path: str, selectors: list[LeaderSelector]
+) -> None:
+    path = f"{zk_path}/leader"
+    calls: list[Leadership] = []
+    called = threading.Event()
+
+    def lead(leadership: Leadership) -> None:
+        calls.append(leadership)
+        called.set()
+        raise RuntimeError("boom")
+
+    selector = LeaderSelector(zk, path, lead, "a")
+    selectors.append(selector)
+    selector.start()
+    assert called.wait(SOON)
+    eventually(lambda: children(zk, path) == [], what="node deleted after the failure")
+    assert calls[0].lost_event.is_set()
+    called.clear()
+    assert selector.requeue()
+    assert called.wait(SOON)
+
+
+def test_start_twice_requeue_or_close_after_close_raise(
+    zk: KazooClient, zk_path: str, selectors: list[LeaderSelector]
+) -> None:
+    selector = LeaderSelector(zk, f"{zk_path}/leader", Leader(), "a")
+    with pytest.raises(RuntimeError, match="not started"):
+        selector.requeue()
+    with pytest.raises(RuntimeError, match="has not been started"):
+        selector.close()
+    selectors.append(selector)
+    selector.start()
+    with pytest.raises(RuntimeError, match="more than once"):
+        selector.start()
+    selector.close()
+    with pytest.raises(RuntimeError, match="Already closed"):
+        selector.close()
+    with pytest.raises(RuntimeError, match="close"):
+        selector.requeue()
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error", "match"),
+    [
+        (("leader", print), {}, ValueError, "must start with / character"),
+        (("/leader", "lead"), {}, TypeError, "lead must be callable"),
+        (("/leader", print, 7), {}, TypeError, "id must be a str"),
+        (("/leader", print, "\udc80"), {}, ValueError, "UTF-8"),
+        (("/leader", print, "x" * 0x100000), {}, ValueError, "node data"),
+        (("/leader", print), {"auto_requeue": 1}, TypeError, "auto_requeue"),
+        (("/leader", print), {"connection_policy": "lax"}, ValueError, "connection_policy"),
+    ],
+)
+def test_bad_input_is_refused_before_anything_is_made(
+    zk: KazooClient,
+    zk_path: str,
+    args: tuple[object, ...],
+    kwargs: dict[str, object],
+    error: type[Exception],
+    match: str,
+) -> None:
+    path = args[0]
+    full = f"{zk_path}{path}" if isinstance(path, str) and path.startswith("/") else path
+    with pytest.raises(error, match=match):
+        LeaderSelector(zk, full, *args[1:], **kwargs)  # type: ignore[arg-type]
+    assert zk.exists(zk_path) is None
+
+
+def test_an_interrupted_term_with_auto_requeue_queues_again(
+    zk: KazooClient, zk_path: str, selectors: list[LeaderSelector]
+) -> None:
+    lead = Leader()
+    selector = LeaderSelector(zk, f"{zk_path}/leader", lead, "a", auto_requeue=True)
+    selectors.append(selector)
+    selector.start()
+    assert lead.started.wait(SOON)
+    selector.interrupt_leadership()
+    eventually(lambda: len(lead.terms) == 2, what="leading again after the interruption")
+    assert lead.terms[0].reason == "leadership interrupted"
+    assert selector.has_leadership()
