@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError, NotEmptyError
 
 from pycurator import InterProcessMutex
 from pycurator._wire import default_node_data
@@ -232,3 +234,59 @@ def test_revoke_reaches_a_revocable_java_holder(
     result = run_cli("revoke", "--hosts", zk_server.hosts, node)
     assert result.returncode == 0, result.stderr
     assert asked.wait(SOON)
+
+
+def test_a_java_leader_latch_keeps_elect_waiting_and_inspect_shows_both_ids(
+    zk_server: ZooKeeperTarget, curator: Any, zk: KazooClient, zk_path: str
+) -> None:
+    # a plain parent: a container reaped between Curator's check and its create would leave the
+    # Java latch out of the election (see test_latch_interop.stable_parent)
+    zk.ensure_path(zk_path)
+    latch_class = jclass("org.apache.curator.framework.recipes.leader.LeaderLatch")
+    java_latch = latch_class(curator, zk_path, "java-1")
+    java_latch.start()
+    process = None
+    try:
+        unit = jclass("java.util.concurrent.TimeUnit")
+        assert java_latch.await_(int(SOON * 1000), unit.MILLISECONDS)
+        timed_out = run_cli(
+            "elect", "--hosts", zk_server.hosts, "--id", "py-1", "--timeout", "0.5", zk_path,
+            "--", "true",
+        )  # fmt: skip
+        assert timed_out.returncode == EXIT_TIMEOUT, timed_out.stderr
+        process = start_cli(
+            "elect", "--hosts", zk_server.hosts, "--id", "py-1", zk_path,
+            "--", *python_command(READY_THEN_SLEEP),
+        )  # fmt: skip
+        eventually(lambda: len(children(zk, zk_path)) == 2, what="elect queued")
+        view = inspect_json(zk_server.hosts, zk_path)
+        assert view["layout"] == "latch"
+        assert [(p["data"], p["state"]) for p in view["participants"]] == [
+            ("java-1", "leader"),
+            ("py-1", "waiting"),
+        ]
+        assert [(str(p.getId()), bool(p.isLeader())) for p in java_latch.getParticipants()] == [
+            ("java-1", True),
+            ("py-1", False),
+        ]
+        assert process.poll() is None
+        java_latch.close()
+        java_latch = None
+        assert process.stdout is not None
+        stdout = process.stdout
+        reader = Worker(stdout.readline)
+        reader.start()
+        assert reader.outcome(SOON) == "ready\n"  # elect leads now and runs its command
+        process.terminate()  # forwarded to the command, which dies of it
+        process.communicate(timeout=SOON)
+        assert process.returncode == 128 + 15
+        eventually(lambda: not children(zk, zk_path), what="elect's node deleted")
+    finally:
+        if java_latch is not None:
+            java_latch.close()
+        if process is not None:
+            if process.poll() is None:
+                process.kill()
+            process.communicate(timeout=SOON)
+        with contextlib.suppress(NoNodeError, NotEmptyError):
+            zk.delete(zk_path)

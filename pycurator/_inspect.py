@@ -1,13 +1,16 @@
 """Who holds and who waits on a lock path, read from the tree alone (``pycurator inspect``).
 
 Works for every Curator lock layout, whichever language made the nodes: a mutex
-(``_c_<uuid>-lock-<seq>``), a read/write lock (``__READ__`` / ``__WRIT__`` siblings) and a
-semaphore (``locks/`` and ``leases/``). Reading sends only ``getChildren`` and ``getData``.
-The classification is a pure function over names and sessions, tested without a server.
+(``_c_<uuid>-lock-<seq>``), a read/write lock (``__READ__`` / ``__WRIT__`` siblings), a
+semaphore (``locks/`` and ``leases/``) and a leader latch (``_c_<uuid>-latch-<seq>``). A
+``LeaderSelector`` is a mutex on the wire: its holder is the leader. Reading sends only
+``getChildren`` and ``getData``. The classification is a pure function over names and
+sessions, tested without a server.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,8 +38,9 @@ class Entry:
 class Participant:
     """One node in a lock's queue.
 
-    ``kind``: ``mutex``, ``write``, ``read``, ``lease``, ``lock`` (a semaphore's internal mutex)
-    or ``other`` (a child with no Curator token, which still takes part in Curator's sort).
+    ``kind``: ``mutex``, ``write``, ``read``, ``lease``, ``lock`` (a semaphore's internal mutex),
+    ``latch`` (its holder is the leader) or ``other`` (a child with no Curator token, which
+    still takes part in Curator's sort).
     ``position``: 0 for a holder, else the place in line.
     """
 
@@ -52,10 +56,10 @@ NOT_A_LOCK = "not-a-lock"
 
 @dataclass(frozen=True)
 class LockView:
-    """A lock path's layout (``mutex``, ``read-write``, ``semaphore``, ``empty`` or
+    """A lock path's layout (``mutex``, ``read-write``, ``semaphore``, ``latch``, ``empty`` or
     :data:`NOT_A_LOCK`) and queue.
 
-    Only ephemeral children named like Curator's lock and lease nodes are participants; the
+    Only ephemeral children named like Curator's lock, lease and latch nodes are participants; the
     other children are listed in ``ignored`` and never called holders. ``note`` says why a
     path is not a lock, when it is not.
     """
@@ -68,12 +72,24 @@ class LockView:
     note: str = ""
 
 
+# A latch node once the protection prefix is stripped: Curator's ``latch-`` and the sequence.
+_LATCH_NODE_NAME = re.compile(re.escape(_wire.LATCH_NAME) + "(?:[0-9]{10}|-[0-9]{9,10})")
+
+
+def is_latch_node_name(name: str) -> bool:
+    """Whether ``name`` (one path segment) is named like a ``LeaderLatch`` node:
+    ``[_c_<uuid>-]latch-<seq>``."""
+    return _LATCH_NODE_NAME.fullmatch(_wire.strip_protection(name)) is not None
+
+
 def layout_of(names: Sequence[str]) -> str:
     """Which recipe a lock path's child names belong to."""
     if not names:
         return "empty"
     if set(names) <= {_wire.SEMAPHORE_LOCK_PARENT, _wire.SEMAPHORE_LEASE_PARENT}:
         return "semaphore"
+    if any(is_latch_node_name(n) for n in names):
+        return "latch"
     if any(_wire.READ_LOCK_NAME in n or _wire.WRITE_LOCK_NAME in n for n in names):
         return "read-write"
     return "mutex"
@@ -88,6 +104,16 @@ def classify_mutex(entries: Sequence[Entry]) -> list[Participant]:
     ordered = sorted(entries, key=lambda e: _wire.sort_key(e.name, _wire.LOCK_NAME))
     return [
         Participant(e, _kind(e.name, _wire.LOCK_NAME, "mutex"), i == 0, i)
+        for i, e in enumerate(ordered)
+    ]
+
+
+def classify_latch(entries: Sequence[Entry]) -> list[Participant]:
+    """Leader latch: nodes in queue order (by the part after ``latch-``), the first leads. This
+    is Curator's ``getParticipants()``; the ids are the nodes' data."""
+    ordered = sorted(entries, key=lambda e: _wire.sort_key(e.name, _wire.LATCH_NAME))
+    return [
+        Participant(e, _kind(e.name, _wire.LATCH_NAME, "latch"), i == 0, i)
         for i, e in enumerate(ordered)
     ]
 
@@ -162,11 +188,12 @@ def _read_entries(client: KazooClient, path: str, prefix: str = "") -> list[Entr
 
 
 def _is_participant(entry: Entry) -> bool:
-    return entry.session != 0 and is_lock_node_name(_wire.node_name(entry.name))
+    name = _wire.node_name(entry.name)
+    return entry.session != 0 and (is_lock_node_name(name) or is_latch_node_name(name))
 
 
 def _split(entries: Sequence[Entry]) -> tuple[list[Entry], list[str]]:
-    """Curator's lock nodes among ``entries``, and the names of the others."""
+    """Curator's lock and latch nodes among ``entries``, and the names of the others."""
     return (
         [e for e in entries if _is_participant(e)],
         [e.name for e in entries if not _is_participant(e)],
@@ -219,9 +246,11 @@ def inspect_lock(client: KazooClient, path: str) -> LockView:
         layout = layout_of([e.name for e in lock_entries])
         if layout == "read-write":
             participants = classify_read_write(lock_entries)
+        elif layout == "latch":
+            participants = classify_latch(lock_entries)
         else:
             participants = classify_mutex(lock_entries)
     if not participants and ignored and layout != "semaphore":
         layout = NOT_A_LOCK
-        note = "no child is a Curator lock node (ephemeral, named like lock-, __READ__, ...)"
+        note = "no child is a Curator lock node (ephemeral, named like lock-, latch-, ...)"
     return LockView(path, True, layout, tuple(participants), tuple(ignored), note)

@@ -1,4 +1,4 @@
-"""The ``pycurator`` command: ``lock``, ``inspect``, ``revoke`` and ``demo``.
+"""The ``pycurator`` command: ``lock``, ``elect``, ``inspect``, ``revoke`` and ``demo``.
 
 Errors are one line on stderr and a non-zero exit status (see the ``EXIT_*`` constants).
 """
@@ -36,6 +36,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from . import _wire
 from ._errors import LockLostError, NotALockNodeError
 from ._inspect import NOT_A_LOCK, LockView, inspect_lock
+from ._inspect import Participant as LockParticipant
 from ._paths import validate_path
 from ._revocation import attempt_revoke, is_lock_node_name
 
@@ -47,17 +48,18 @@ EXIT_USAGE = 2
 EXIT_REFUSED = EXIT_ERROR
 #: The ensemble could not be reached within ``--connect-timeout``, or the session ended.
 EXIT_UNAVAILABLE = 69
-#: ``lock``: the lock was not acquired within ``--timeout``.
+#: ``lock``: the lock was not acquired within ``--timeout``; ``elect``: leadership was not won.
 EXIT_TIMEOUT = 75
-#: ``lock``: the lock was lost while the command ran; the command was terminated.
+#: ``lock``: the lock was lost while the command ran (``elect``: leadership); the command was
+#: terminated.
 EXIT_LOCK_LOST = 76
 #: ``lock --revocable``: another client revoked the lock; the command was terminated.
 EXIT_REVOKED = 77
 #: ``demo``: Java threads were asked for but JPype is missing or the JVM did not start.
 EXIT_NO_JAVA = 78
-#: ``lock``: the command was found but could not be run.
+#: ``lock``, ``elect``: the command was found but could not be run.
 EXIT_CANNOT_RUN = 126
-#: ``lock``: the command was not found.
+#: ``lock``, ``elect``: the command was not found.
 EXIT_NOT_FOUND = 127
 
 HOSTS_ENV = "PYCURATOR_ZK_HOSTS"
@@ -68,6 +70,13 @@ ENV_PATH = "PYCURATOR_LOCK_PATH"
 ENV_NODE = "PYCURATOR_LOCK_NODE"
 ENV_TOKEN = "PYCURATOR_LOCK_TOKEN"
 ENV_HOSTS = "PYCURATOR_LOCK_HOSTS"
+
+#: What ``elect`` puts in the command's environment.
+ELECT_ENV_PATH = "PYCURATOR_ELECT_PATH"
+ELECT_ENV_ID = "PYCURATOR_ELECT_ID"
+ELECT_ENV_NODE = "PYCURATOR_ELECT_NODE"
+ELECT_ENV_TOKEN = "PYCURATOR_ELECT_TOKEN"
+ELECT_ENV_HOSTS = "PYCURATOR_ELECT_HOSTS"
 
 
 class CliError(Exception):
@@ -161,12 +170,13 @@ def _path(value: str, what: str = "path") -> str:
 
 @dataclass
 class _Holding:
-    """What ``lock`` holds, whatever the recipe: node, token, and how to follow and release it."""
+    """What ``lock`` or ``elect`` holds, whatever the recipe: node, token, how to follow it, and
+    how to release it (None: released by a call already registered for the way out)."""
 
     node: str
     token: int
     lost_reason: Callable[[], str | None]
-    release: Callable[[], None]
+    release: Callable[[], None] | None
 
 
 def _recipe(name: str, what: str) -> Any:
@@ -190,7 +200,9 @@ def _lock_object(client: KazooClient, args: argparse.Namespace) -> Any:
     return InterProcessMutex(client, args.path, node_data=data)
 
 
-def _acquire_lock(client: KazooClient, args: argparse.Namespace, revoked: threading.Event) -> Any:
+def _acquire_lock(
+    client: KazooClient, args: argparse.Namespace, revoked: threading.Event
+) -> _Holding | None:
     lock = _lock_object(client, args)
     if args.revocable:
         lock.make_revocable(lambda _lock: revoked.set())
@@ -207,7 +219,7 @@ def _acquire_lock(client: KazooClient, args: argparse.Namespace, revoked: thread
     return _Holding(lock.lock_path, lock.fencing_token, lost_reason, lock.release)
 
 
-def _acquire_lease(client: KazooClient, args: argparse.Namespace) -> Any:
+def _acquire_lease(client: KazooClient, args: argparse.Namespace) -> _Holding | None:
     semaphore_class = _recipe("InterProcessSemaphoreV2", "--semaphore")
     data = args.data.encode() if args.data is not None else None
     semaphore = semaphore_class(client, args.path, args.semaphore, node_data=data)
@@ -221,12 +233,12 @@ def _acquire_lease(client: KazooClient, args: argparse.Namespace) -> Any:
     return _Holding(lease.node_name, lease.fencing_token, lost_reason, lease.close)
 
 
-def _resolve_command(command: Sequence[str]) -> list[str]:
+def _resolve_command(command: Sequence[str], usage: str) -> list[str]:
     """The command with its executable found, as a shell finds it: a name containing ``/`` is
     a path (127 if missing, 126 if a directory or not executable), else it is looked up in
-    ``$PATH`` (127 if not found)."""
+    ``$PATH`` (127 if not found). ``usage`` is shown when there is no command."""
     if not command:
-        raise CliError("no command given: pycurator lock PATH -- CMD [ARGS...]", EXIT_USAGE)
+        raise CliError(f"no command given: {usage}", EXIT_USAGE)
     name = command[0]
     if "/" in name:
         if not os.path.exists(name):
@@ -272,53 +284,80 @@ def cmd_lock(args: argparse.Namespace, err: TextIO) -> int:
     args.path = _path(args.path)
     if args.semaphore is not None and args.revocable:
         raise CliError("--revocable works with locks, not with --semaphore", EXIT_USAGE)
-    command = _resolve_command(args.command)
+    command = _resolve_command(args.command, "pycurator lock PATH -- CMD [ARGS...]")
     revoked = threading.Event()
+
+    def acquire(client: KazooClient, before_stop: list[Callable[[], None]]) -> _Holding | None:
+        if args.semaphore is not None:
+            return _acquire_lease(client, args)
+        return _acquire_lock(client, args, revoked)
+
+    def env(holding: _Holding) -> dict[str, str]:
+        return {
+            ENV_PATH: args.path,
+            ENV_NODE: holding.node,
+            ENV_TOKEN: str(holding.token),
+            ENV_HOSTS: _hosts(args),
+        }
+
+    waited = f"the lock {args.path}"
+    return _run_while_held(command, args, err, "lock", waited, acquire, env, revoked)
+
+
+def _run_while_held(
+    command: list[str],
+    args: argparse.Namespace,
+    err: TextIO,
+    what: str,
+    waited: str,
+    acquire: Callable[[KazooClient, list[Callable[[], None]]], _Holding | None],
+    env: Callable[[_Holding], dict[str, str]],
+    revoked: threading.Event | None = None,
+) -> int:
+    """Connect, ``acquire`` (None: ``--timeout`` ran out), run ``command`` while held, and
+    release on the way out: the common part of ``lock`` and ``elect``. ``what`` is held (for
+    messages: "lock lost"), ``waited`` is what a timeout message says was waited for.
+
+    ``--timeout`` bounds the whole wait: for the first connection, then for ``acquire``, which
+    reads what is left of it from ``args.timeout``. ``acquire`` may register calls for the way
+    out in the list it is given (they run even when it times out or is interrupted).
+    """
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
         raise _Interrupted(signum)
 
-    # --timeout bounds the whole wait: for the first connection, then for the lock
     started, timeout = time.monotonic(), args.timeout
     before_stop: list[Callable[[], None]] = []
     with _connected(args, args.timeout, before_stop) as client, _signals(interrupt):
         if args.timeout is not None:
             args.timeout = max(0.0, args.timeout - (time.monotonic() - started))
         try:
-            if args.semaphore is not None:
-                holding = _acquire_lease(client, args)
-            else:
-                holding = _acquire_lock(client, args, revoked)
+            holding = acquire(client, before_stop)
         except _Interrupted as exc:
             return 128 + exc.signum
         except KeyboardInterrupt:
             return 128 + signal.SIGINT
         if holding is None:
             raise CliError(
-                f"timed out after {timeout:g}s waiting for the lock {args.path}",
+                f"timed out after {timeout:g}s waiting for {waited}",
                 EXIT_TIMEOUT,
             )
-        before_stop.append(holding.release)
-        return _run_holding(command, holding, args, revoked, err, _hosts(args))
+        if holding.release is not None:
+            before_stop.append(holding.release)
+        return _run_holding(command, holding, args, err, env(holding), what, revoked)
 
 
 def _run_holding(
     command: list[str],
     holding: _Holding,
     args: argparse.Namespace,
-    revoked: threading.Event,
     err: TextIO,
-    hosts: str,
+    variables: dict[str, str],
+    what: str,
+    revoked: threading.Event | None,
 ) -> int:
     env = dict(os.environ)
-    env.update(
-        {
-            ENV_PATH: args.path,
-            ENV_NODE: holding.node,
-            ENV_TOKEN: str(holding.token),
-            ENV_HOSTS: hosts,
-        }
-    )
+    env.update(variables)
     try:
         child = subprocess.Popen(command, env=env)
     except OSError as exc:
@@ -337,13 +376,63 @@ def _run_holding(
                 pass
             reason = holding.lost_reason()
             if reason is not None:
-                err.write(f"pycurator: lock lost ({reason}): terminating {command[0]}\n")
+                err.write(f"pycurator: {what} lost ({reason}): terminating {command[0]}\n")
                 _stop_child(child, command[0], args.grace, err)
                 return EXIT_LOCK_LOST
-            if revoked.is_set():
-                err.write(f"pycurator: lock revoked: terminating {command[0]}\n")
+            if revoked is not None and revoked.is_set():
+                err.write(f"pycurator: {what} revoked: terminating {command[0]}\n")
                 _stop_child(child, command[0], args.grace, err)
                 return EXIT_REVOKED
+
+
+# -- elect -----------------------------------------------------------------------------------
+
+
+def cmd_elect(args: argparse.Namespace, err: TextIO) -> int:
+    """Run a command while this process leads a LeaderLatch; see ``pycurator elect --help``."""
+    from ._leader import LeaderLatch, id_bytes
+
+    args.path = _path(args.path)
+    try:
+        id_bytes(args.id)
+    except ValueError as exc:
+        raise CliError(f"bad --id: {exc}", EXIT_USAGE) from exc
+    command = _resolve_command(args.command, "pycurator elect PATH --id ID -- CMD [ARGS...]")
+
+    def acquire(client: KazooClient, before_stop: list[Callable[[], None]]) -> _Holding | None:
+        latch = LeaderLatch(client, args.path, args.id)
+        # the first loss ends the command, even if the latch leads again before we look
+        lost: list[str] = []
+        latch.on_lost(lambda _latch, reason: lost.append(reason))
+        latch.start()
+        before_stop.append(latch.close)
+        if not latch.wait(args.timeout):
+            return None
+        node, token = latch.our_path, latch.fencing_token
+        assert node is not None
+
+        def lost_reason() -> str | None:
+            if lost:
+                return lost[0]
+            try:
+                latch.check()
+            except LockLostError as exc:
+                return lost[0] if lost else exc.reason
+            return None
+
+        return _Holding(node, token, lost_reason, None)
+
+    def env(holding: _Holding) -> dict[str, str]:
+        return {
+            ELECT_ENV_PATH: args.path,
+            ELECT_ENV_ID: args.id,
+            ELECT_ENV_NODE: holding.node,
+            ELECT_ENV_TOKEN: str(holding.token),
+            ELECT_ENV_HOSTS: _hosts(args),
+        }
+
+    waited = f"leadership of {args.path}"
+    return _run_while_held(command, args, err, "leadership", waited, acquire, env)
 
 
 @contextlib.contextmanager
@@ -358,6 +447,12 @@ def _ignoring_sigint() -> Iterator[None]:
 # -- inspect ---------------------------------------------------------------------------------
 
 
+def _state(view: LockView, participant: LockParticipant) -> str:
+    if not participant.holder:
+        return "waiting"
+    return "leader" if view.layout == "latch" else "holder"
+
+
 def view_as_json(view: LockView, now_ms: int) -> dict[str, Any]:
     """The JSON document ``inspect --json`` prints."""
     return {
@@ -370,7 +465,7 @@ def view_as_json(view: LockView, now_ms: int) -> dict[str, Any]:
             {
                 "node": _wire.join_path(view.path, p.entry.name),
                 "kind": p.kind,
-                "state": "holder" if p.holder else "waiting",
+                "state": _state(view, p),
                 "position": p.position,
                 "session": f"0x{p.entry.session:x}",
                 "data": p.entry.data.decode("utf-8", "replace"),
@@ -379,6 +474,10 @@ def view_as_json(view: LockView, now_ms: int) -> dict[str, Any]:
             for p in view.participants
         ],
     }
+
+
+def _data(participant: LockParticipant) -> str:
+    return participant.entry.data.decode("utf-8", "replace")
 
 
 def view_as_table(view: LockView, now_ms: int) -> str:
@@ -393,18 +492,23 @@ def view_as_table(view: LockView, now_ms: int) -> str:
         return f"{view.path}: not a lock ({view.note}); {ignored or 'no children'}\n"
     holders = sum(p.holder for p in view.participants)
     waiting = len({p.position for p in view.participants if not p.holder})
-    lines = [f"{view.path}: {view.layout}, {holders} holder(s), {waiting} waiting"]
+    if view.layout == "latch":
+        leader = next((p for p in view.participants if p.holder), None)
+        led = "no leader" if leader is None else f"leader {_data(leader)!r}"
+        lines = [f"{view.path}: latch, {led}, {waiting} waiting"]
+    else:
+        lines = [f"{view.path}: {view.layout}, {holders} holder(s), {waiting} waiting"]
     if ignored:
         lines.append(ignored)
     if view.participants:
         rows = [("POS", "STATE", "KIND", "SESSION", "AGE", "DATA", "NODE")]
         for p in view.participants:
             age = max(0, now_ms - p.entry.created_ms) / 1000
-            data = p.entry.data.decode("utf-8", "replace")
+            data = _data(p)
             rows.append(
                 (
                     str(p.position),
-                    "holder" if p.holder else "waiting",
+                    _state(view, p),
                     p.kind,
                     f"0x{p.entry.session:x}",
                     f"{age:.1f}s",
@@ -420,7 +524,7 @@ def view_as_table(view: LockView, now_ms: int) -> str:
 
 
 def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
-    """Print the holders and waiters on a lock path."""
+    """Print the holders and waiters on a lock path, or the participants of an election."""
     path = _path(args.path)
     with _connected(args) as client:
         view = inspect_lock(client, path)
@@ -592,12 +696,48 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _connection_options(lock)
 
+    elect = commands.add_parser(
+        "elect",
+        usage="pycurator elect [OPTIONS] PATH --id ID -- CMD [ARGS...]",
+        help="run a command while this process leads an election",
+        description=(
+            "Join the leader election on PATH (Curator's LeaderLatch, shared with Java's on the "
+            "same PATH) and run CMD once this process leads. CMD sees "
+            f"${ELECT_ENV_PATH}, ${ELECT_ENV_ID}, ${ELECT_ENV_NODE}, ${ELECT_ENV_TOKEN} "
+            f"(fencing token) and ${ELECT_ENV_HOSTS}. Exit status: CMD's; {EXIT_TIMEOUT} on "
+            f"timeout; {EXIT_LOCK_LOST} if leadership was lost while CMD ran (CMD gets SIGTERM, "
+            f"then SIGKILL after --grace); {EXIT_UNAVAILABLE} if ZooKeeper cannot be reached."
+        ),
+    )
+    elect.add_argument("path", metavar="PATH", help="the election path, e.g. /election/billing")
+    elect.add_argument(
+        "--id", required=True, metavar="ID", help="this participant's id, written to its node"
+    )
+    elect.add_argument(
+        "--timeout",
+        type=_POSITIVE_SECONDS,
+        metavar="S",
+        help="give up after S seconds, the first connection included (default: wait)",
+    )
+    elect.add_argument(
+        "--grace",
+        type=_SECONDS,
+        default=10.0,
+        metavar="S",
+        help="seconds between SIGTERM and SIGKILL when leadership is lost (default: 10)",
+    )
+    elect.add_argument(
+        "--poll-interval", type=_POSITIVE_SECONDS, default=0.1, help=argparse.SUPPRESS
+    )
+    _connection_options(elect)
+
     inspect = commands.add_parser(
         "inspect",
-        help="show the holders and waiters of a lock path",
+        help="show the holders and waiters of a lock path, or an election's participants",
         description=(
             "Show the holders and waiters of the Curator lock, read/write lock or semaphore at "
-            "PATH, Java's and Python's alike."
+            "PATH, or the participants of a leader latch or selector (the leader first), "
+            "Java's and Python's alike."
         ),
     )
     inspect.add_argument("path", metavar="PATH")
@@ -650,7 +790,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         split = argv.index("--")
         argv, command = argv[:split], argv[split + 1 :]
     args = parser.parse_args(argv)
-    if command and args.command_name != "lock":
+    if command and args.command_name not in ("lock", "elect"):
         parser.error(f"{args.command_name} takes no command after --")
     args.command = command
     logging.basicConfig(
@@ -661,6 +801,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("kazoo").setLevel(logging.CRITICAL)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "lock": lambda a: cmd_lock(a, sys.stderr),
+        "elect": lambda a: cmd_elect(a, sys.stderr),
         "inspect": lambda a: cmd_inspect(a, sys.stdout),
         "revoke": lambda a: cmd_revoke(a, sys.stdout),
         "demo": lambda a: cmd_demo(a, sys.stdout),

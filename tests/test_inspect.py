@@ -7,9 +7,11 @@ from collections.abc import Sequence
 from pycurator._inspect import (
     Entry,
     Participant,
+    classify_latch,
     classify_mutex,
     classify_read_write,
     classify_semaphore,
+    is_latch_node_name,
     layout_of,
 )
 
@@ -32,6 +34,17 @@ def test_layout_is_told_by_the_child_names() -> None:
     assert layout_of([f"{U1}__WRIT__0000000001", f"{U2}__READ__0000000002"]) == "read-write"
     assert layout_of(["locks", "leases"]) == "semaphore"
     assert layout_of(["leases"]) == "semaphore"
+    assert layout_of([f"{U1}latch-0000000001", f"{U2}latch-0000000002"]) == "latch"
+    assert layout_of(["latch-0000000001"]) == "latch"
+
+
+def test_latch_node_names_are_told_from_lock_and_other_names() -> None:
+    assert is_latch_node_name(f"{U1}latch-0000000001")
+    assert is_latch_node_name("latch-0000000001")
+    assert not is_latch_node_name(f"{U1}lock-0000000001")
+    assert not is_latch_node_name(f"{U1}latch-1")
+    assert not is_latch_node_name("latch-")
+    assert not is_latch_node_name("mylatch-0000000001")
 
 
 def test_mutex_holder_is_the_lowest_sequence_whatever_the_listing_order() -> None:
@@ -104,4 +117,26 @@ def test_the_newest_lease_of_the_locks_queue_head_is_still_waiting() -> None:
         (f"leases/{U2}lease-0000000002", "lease", False, 1),
         (f"locks/{U2}lock-0000000001", "lock", False, 1),
         (f"locks/{U3}lock-0000000003", "lock", False, 2),
+    ]
+
+
+def test_latch_leader_is_first_by_the_part_after_latch_whatever_the_uuid_or_listing() -> None:
+    # U3 sorts first by whole name, but queue order is by sequence alone
+    entries = [
+        entry(f"{U1}latch-0000000009", 1),
+        entry(f"{U3}latch-0000000002", 3),
+        entry(f"{U2}latch-0000000005", 2),
+    ]
+    assert summary(classify_latch(entries)) == [
+        (f"{U3}latch-0000000002", "latch", True, 0),
+        (f"{U2}latch-0000000005", "latch", False, 1),
+        (f"{U1}latch-0000000009", "latch", False, 2),
+    ]
+
+
+def test_a_foreign_child_takes_part_in_the_latch_order_as_other() -> None:
+    entries = [entry("aaa-0000000001"), entry(f"{U1}latch-0000000007")]
+    assert summary(classify_latch(entries)) == [
+        (f"{U1}latch-0000000007", "latch", True, 0),
+        ("aaa-0000000001", "other", False, 1),
     ]
