@@ -87,7 +87,10 @@ class CliError(Exception):
         self.status = status
 
 
-class _Interrupted(Exception):
+class _Interrupted(BaseException):
+    """SIGTERM or SIGHUP while waiting: a BaseException, as KeyboardInterrupt is, so that no
+    ``except Exception`` on the way out of the wait (in kazoo or here) can swallow it."""
+
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
