@@ -1,6 +1,7 @@
 """The chaos checker: Java Curator and pycurator contenders (threads and processes) on one mutex,
-one read/write lock and one semaphore, while random faults hit a 3-node ensemble; every hold is
-recorded on one monotonic clock and the merged history is checked.
+one read/write lock and one semaphore, and leaders of one ``LeaderLatch`` and one
+``LeaderSelector`` election, while random faults hit a 3-node ensemble; every hold (a leader's
+term is a hold) is recorded on one monotonic clock and the merged history is checked.
 
 ``python -m interop.chaos --seconds 300 --seed 7`` runs it on an embedded ensemble and prints a
 summary; ``interop/test_chaos.py`` runs a short one.
@@ -11,8 +12,11 @@ A committed fence proves the node existed when it landed, so no successor had en
 interval from entering to sending the fence must not overlap another exclusive hold's. A hold
 whose node went away (session expired during a fault or a SIGSTOP) is *stale*: its fence must be
 rejected by ZooKeeper, and its interval may overlap its successor's, as with any ZooKeeper lock
-(Curator's Tech Note 10). Java's ``System.nanoTime()`` and Python's ``time.monotonic_ns()`` read
-the same clock on Linux, so one history merges both languages.
+(Curator's Tech Note 10). A leader's term is an exclusive hold of its election: nodes only join
+behind, so a node first when its term began and still there at its fence was first throughout;
+two fenced terms that overlap are two non-stale leaders at once. Java's ``System.nanoTime()``
+and Python's ``time.monotonic_ns()`` read the same clock on Linux, so one history merges both
+languages.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import itertools
 import json
 import logging
 import os
+import queue
 import random
 import signal
 import subprocess
@@ -44,7 +49,15 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 
-from pycurator import InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2
+from pycurator import (
+    InterProcessMutex,
+    InterProcessReadWriteLock,
+    InterProcessSemaphoreV2,
+    LeaderLatch,
+    LeaderSelector,
+    Leadership,
+    LockLostError,
+)
 from pycurator.testing import (
     FaultProxy,
     ZooKeeperEnsemble,
@@ -66,19 +79,37 @@ MUTEX = f"{ROOT}/mutex"
 RW = f"{ROOT}/rw"
 SEMAPHORE = f"{ROOT}/semaphore"
 SEMAPHORE_MAX = 2
+LATCH = f"{ROOT}/latch"
+SELECTOR = f"{ROOT}/selector"
 LOCKS = "org.apache.curator.framework.recipes.locks"
+LEADER = "org.apache.curator.framework.recipes.leader"
 #: The lock each kind of contender takes, and whether its holds are exclusive.
 KINDS = {
     "mutex": ("mutex", True),
     "write": ("rw", True),
     "read": ("rw", False),
     "lease": ("semaphore", False),
+    "latch": ("latch", True),
+    "selector": ("selector", True),
 }
-LOCK_PATHS = (MUTEX, RW, f"{SEMAPHORE}/leases", f"{SEMAPHORE}/locks")
+ELECTION_LOCKS = ("latch", "selector")
+#: The locks (and elections) whose holds are exclusive: each has a counter and a log.
+EXCLUSIVE = ("mutex", "rw", "latch", "selector")
+#: The elections' paths are plain nodes, made before the run: Curator 5.4's latch gives up a
+#: create whose container parent the server reaped meanwhile, and waits for a reconnect.
+ELECTIONS = (LATCH, SELECTOR)
+LOCK_PATHS = (MUTEX, RW, f"{SEMAPHORE}/leases", f"{SEMAPHORE}/locks", *ELECTIONS)
 FAULTS = ("expire", "drop", "latency", "restart", "leader", "kill")
 RETRYABLE = (ConnectionLoss, OperationTimeoutError, SessionExpiredError)
 #: The longest a thread's hold lasts, by kind (a hold lasts between half of it and all of it).
-HOLD_S = {"mutex": 0.004, "write": 0.004, "read": 0.004, "lease": 0.02}
+HOLD_S = {
+    "mutex": 0.004,
+    "write": 0.004,
+    "read": 0.004,
+    "lease": 0.02,
+    "latch": 0.01,
+    "selector": 0.01,
+}
 #: Session timeouts: contender threads, and worker processes (which are paused past theirs).
 SESSION_S = 4.0
 WORKER_SESSION_S = 2.0
@@ -162,6 +193,27 @@ class Contender:
         self.errors: Counter[str] = Counter()
         self._ids = itertools.count(1)
         self._random = random.Random(who)
+        #: A selector's terms, as its ``lead`` offers them: the term, and the event that ends it.
+        self.terms: queue.Queue[tuple[Any, threading.Event]] = queue.Queue()
+        self.term_done = threading.Event()
+
+    def lead(self, term: Any) -> None:
+        """A selector's ``lead``: offer the term to :meth:`cycle`, and end it once released."""
+        done = threading.Event()
+        self.terms.put((term, done))
+        while not done.wait(0.05) and not self.stop.is_set():
+            pass
+
+    def next_term(self) -> Any | None:
+        """The selector's next term within 2 s, or None; :meth:`end_term` ends it."""
+        try:
+            term, self.term_done = self.terms.get(timeout=2)
+        except queue.Empty:
+            return None
+        return term
+
+    def end_term(self) -> None:
+        self.term_done.set()
 
     def run(self) -> None:
         try:
@@ -250,16 +302,27 @@ class PythonContender(Contender):
             connection_retry=STEADY_RECONNECT,
         )
         self.client.start(timeout=60)
+        self.latch: LeaderLatch | None = None
         if self.kind == "mutex":
             self.mutex: Any = InterProcessMutex(self.client, MUTEX)
         elif self.kind == "lease":
             self.semaphore = InterProcessSemaphoreV2(self.client, SEMAPHORE, SEMAPHORE_MAX)
-        else:
+        elif self.kind == "selector":
+            self.selector = LeaderSelector(
+                self.client, SELECTOR, self.lead, self.who, auto_requeue=True
+            )
+            self.selector.start()
+        elif self.kind != "latch":
             rw = InterProcessReadWriteLock(self.client, RW)
             self.mutex = rw.write_lock() if self.kind == "write" else rw.read_lock()
         self.lease: Any = None
 
     def close(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.latch is not None:
+                self.latch.close()
+            if self.kind == "selector":
+                self.selector.close()
         with contextlib.suppress(Exception):
             self.client.stop()
             self.client.close()
@@ -273,13 +336,37 @@ class PythonContender(Contender):
             if self.lease is None:
                 return None
             return self.lease.path, self.lease.fencing_token
+        if self.kind == "latch":
+            return self._lead_latch()
+        if self.kind == "selector":
+            term: Leadership | None = self.next_term()
+            return None if term is None else (term.node_path, term.fencing_token)
         if not self.mutex.acquire(timeout=2):
             return None
         return self.mutex.lock_path, self.mutex.fencing_token
 
+    def _lead_latch(self) -> tuple[str, int] | None:
+        """Join the election unless queued already; our node and token once leading."""
+        if self.latch is None:
+            self.latch = LeaderLatch(self.client, LATCH, self.who)
+            self.latch.start()
+        if not self.latch.wait(timeout=2):
+            return None
+        try:
+            token = self.latch.fencing_token
+        except LockLostError:  # lost again already
+            return None
+        return self.latch.our_path or f"{LATCH}/(gone)", token
+
     def release(self) -> None:
         if self.kind == "lease":
             self.lease.close()
+        elif self.kind == "latch":
+            latch, self.latch = self.latch, None  # a term ends by leaving; the next joins anew
+            assert latch is not None
+            latch.close()
+        elif self.kind == "selector":
+            self.end_term()
         else:
             self.mutex.release()
 
@@ -320,19 +407,41 @@ class JavaContender(Contender):
             session_timeout_ms=int(self.session_s * 1000),
             connection_timeout_ms=int(self.session_s * 1000),
         )
+        self.latch: Any = None
         if self.kind == "mutex":
             self.mutex: Any = jclass(f"{LOCKS}.InterProcessMutex")(self.curator, MUTEX)
         elif self.kind == "lease":
             self.semaphore = jclass(f"{LOCKS}.InterProcessSemaphoreV2")(
                 self.curator, SEMAPHORE, SEMAPHORE_MAX
             )
-        else:
+        elif self.kind == "selector":
+            self.selector = self._java_selector()
+            self.selector.start()
+        elif self.kind != "latch":
             rw = jclass(f"{LOCKS}.InterProcessReadWriteLock")(self.curator, RW)
             self.mutex = rw.writeLock() if self.kind == "write" else rw.readLock()
         self.lease: Any = None
         self.unit = jclass("java.util.concurrent.TimeUnit").MILLISECONDS
 
+    def _java_selector(self) -> Any:
+        """Curator's auto-requeueing ``LeaderSelector`` whose ``takeLeadership`` is :meth:`lead`."""
+        import jpype
+
+        listener = jpype.JProxy(
+            f"{LEADER}.LeaderSelectorListener",
+            dict={"takeLeadership": self.lead, "stateChanged": lambda client, state: None},
+        )
+        selector = jclass(f"{LEADER}.LeaderSelector")(self.curator, SELECTOR, listener)
+        selector.setId(self.who)
+        selector.autoRequeue()
+        return selector
+
     def close(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.latch is not None:
+                self.latch.close()
+            if self.kind == "selector":
+                self.selector.close()
         with contextlib.suppress(Exception):
             self.curator.close()
 
@@ -345,6 +454,18 @@ class JavaContender(Contender):
             if self.lease is None:
                 return None
             node = f"{SEMAPHORE}/leases/{self.lease.getNodeName()}"
+        elif self.kind == "latch":
+            if self.latch is None:
+                self.latch = jclass(f"{LEADER}.LeaderLatch")(self.curator, LATCH, self.who)
+                self.latch.start()
+            if not self.latch.await_(2000, self.unit):
+                return None
+            our_path = self.latch.getOurPath()
+            node = f"{LATCH}/(gone)" if our_path is None else str(our_path)
+        elif self.kind == "selector":
+            if self.next_term() is None:
+                return None
+            node = self._own_node(SELECTOR)
         else:
             if not java_acquire(self.mutex, 2.0):
                 return None
@@ -354,7 +475,9 @@ class JavaContender(Contender):
 
     def _own_node(self, path: str) -> str:
         """Curator keeps a lock's node to itself: ours is the one this session owns."""
-        token = {"mutex": "lock-", "write": "__WRIT__", "read": "__READ__"}[self.kind]
+        token = {"mutex": "lock-", "selector": "lock-", "write": "__WRIT__", "read": "__READ__"}[
+            self.kind
+        ]
         session = session_of(self.curator)[0]
         names = sorted(
             (str(name) for name in self.curator.getChildren().forPath(path) if token in str(name)),
@@ -369,6 +492,11 @@ class JavaContender(Contender):
     def release(self) -> None:
         if self.kind == "lease":
             self.semaphore.returnLease(self.lease)
+        elif self.kind == "latch":
+            latch, self.latch = self.latch, None  # a term ends by leaving; the next joins anew
+            latch.close()
+        elif self.kind == "selector":
+            self.end_term()
         else:
             self.mutex.release()
 
@@ -566,9 +694,11 @@ class Chaos:
         client = KazooClient(hosts=self.ensemble.hosts, timeout=10)
         client.start(timeout=60)
         try:
-            for lock in ("mutex", "rw"):
+            for lock in EXCLUSIVE:
                 client.create(counter_path(lock), b"0", makepath=True)
                 client.ensure_path(f"{ROOT}/log/{lock}")
+            for path in ELECTIONS:
+                client.ensure_path(path)
         finally:
             client.stop()
             client.close()
@@ -736,7 +866,7 @@ class Chaos:
         client = KazooClient(hosts=self.ensemble.hosts, timeout=10)
         client.start(timeout=60)
         try:
-            logs = {lock: _read_log(client, lock) for lock in ("mutex", "rw")}
+            logs = {lock: _read_log(client, lock) for lock in EXCLUSIVE}
             counters = {lock: int(client.get(counter_path(lock))[0]) for lock in logs}
             orphans = _orphans(client, self.ensemble)
         finally:
@@ -901,7 +1031,7 @@ def check(
     stale = [hold for hold in holds if hold.outcome != "fenced"]
     violations: list[str] = []
     overlaps = overlaps_with_stale = 0
-    for lock in ("mutex", "rw", "semaphore"):
+    for lock in (*EXCLUSIVE, "semaphore"):
         mine = sorted((h for h in holds if h.lock == lock), key=lambda h: h.enter_ns)
         for i, a in enumerate(mine):
             for b in mine[i + 1 :]:
@@ -914,7 +1044,8 @@ def check(
                     overlaps_with_stale += a.outcome != "fenced" or b.outcome != "fenced"
                 both_fenced = a.outcome == b.outcome == "fenced"
                 if both_fenced and _overlap(a, b, lambda h: h.fence_ns):
-                    violations.append(f"{lock}: {a.hold_id} and {b.hold_id} overlap")
+                    leaders = " (two non-stale leaders at once)" if lock in ELECTION_LOCKS else ""
+                    violations.append(f"{lock}: {a.hold_id} and {b.hold_id} overlap{leaders}")
     semaphore_max = _most_at_once([h for h in fenced if h.lock == "semaphore"])
     counter_report: dict[str, dict[str, int]] = {}
     for lock, log in logs.items():

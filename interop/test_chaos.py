@@ -1,11 +1,12 @@
 """A short run of the chaos checker: mixed Java and Python contenders on a mutex, a read/write
-lock and a semaphore, under random faults on a 3-node ensemble (``interop/chaos.py``)."""
+lock and a semaphore, and leaders of a latch and a selector election, under random faults on a
+3-node ensemble (``interop/chaos.py``)."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from interop.chaos import FAULTS, Chaos, Hold, check
+from interop.chaos import EXCLUSIVE, FAULTS, Chaos, Hold, check
 from interop.chaos import Faults as FaultLog
 
 PROGRAMMING_ERRORS = {"AttributeError", "TypeError", "NameError", "KeyError", "ValueError"}
@@ -15,7 +16,7 @@ def test_a_short_chaos_run_keeps_every_guarantee() -> None:
     report = Chaos(seconds=12, seed=11).run()
     summary = report.summary()
     assert report.ok, summary
-    for lock in ("mutex", "rw-read", "rw-write", "semaphore"):
+    for lock in ("mutex", "rw-read", "rw-write", "semaphore", "latch", "selector"):
         for language in ("python", "java"):
             assert report.holds[f"{lock} {language}"] > 0, summary
     for kind in (*FAULTS, "pause"):
@@ -29,18 +30,22 @@ def test_a_short_chaos_run_keeps_every_guarantee() -> None:
     assert report.overlaps == report.overlaps_with_stale, summary
 
 
-def _hold(hold_id: str, enter: int, fence: int, *, outcome: str = "fenced") -> Hold:
-    hold = Hold(hold_id, "t", "python", "mutex", True, "/n", 0, enter, fence, fence + 1)
+def _hold(
+    hold_id: str, enter: int, fence: int, *, outcome: str = "fenced", lock: str = "mutex"
+) -> Hold:
+    hold = Hold(hold_id, "t", "python", lock, True, "/n", 0, enter, fence, fence + 1)
     hold.outcome = outcome
     hold.fences = [fence]
     return hold
 
 
-def _check(holds: list[Hold], values: dict[str, int]) -> list[str]:
+def _check(holds: list[Hold], values: dict[str, int], lock: str = "mutex") -> list[str]:
+    logs: dict[str, dict[str, tuple[int, int]]] = {name: {} for name in EXCLUSIVE}
+    logs[lock] = {hold_id: (value, 0) for hold_id, value in values.items()}
     report = check(
         holds,
-        {"mutex": {hold_id: (value, 0) for hold_id, value in values.items()}, "rw": {}},
-        {"mutex": len(values), "rw": 0},
+        logs,
+        {name: len(log) for name, log in logs.items()},
         {"tree": [], "dump": {}},
         faults=FaultLog(),
         errors=Counter(),
@@ -71,3 +76,21 @@ def test_the_checker_takes_a_writes_outcome_and_time_from_the_log() -> None:
     assert retried.outcome == "fenced" and retried.fence_ns == 10
     claimed = [_hold("a", 0, 10), _hold("b", 20, 30)]  # a claims a write the log does not have
     assert any("log did not" in p for p in _check(claimed, {"b": 1}))
+
+
+def test_the_checker_flags_two_non_stale_leaders_at_once() -> None:
+    for election in ("latch", "selector"):
+        one_after_another = [
+            _hold("java-1", 0, 10, lock=election),
+            _hold("py-1", 20, 30, lock=election),
+        ]
+        assert _check(one_after_another, {"java-1": 1, "py-1": 2}, election) == []
+        two_leaders = [_hold("java-1", 0, 10, lock=election), _hold("py-1", 5, 30, lock=election)]
+        problems = _check(two_leaders, {"java-1": 1, "py-1": 2}, election)
+        assert problems == [f"{election}: java-1 and py-1 overlap (two non-stale leaders at once)"]
+        # a leader whose session had gone (its fence rejected) is stale: its successor may lead
+        stale = [
+            _hold("java-1", 0, 10, outcome="rejected", lock=election),
+            _hold("py-1", 5, 30, lock=election),
+        ]
+        assert _check(stale, {"py-1": 1}, election) == []

@@ -1,0 +1,81 @@
+"""Leaders that die: leadership passes to the next latch in queue order, across languages."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from pycurator import LeaderLatch, Participant
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
+from tests.support import SOON, Worker, children, eventually
+
+from .test_latch_interop import JavaLatch
+from .workers import read_line, start_worker
+
+ClientFactory = Callable[..., KazooClient]
+
+#: After each scenario, no latch node is left in the server's dump of ephemerals by session.
+pytestmark = pytest.mark.usefixtures("no_orphans")
+
+#: The killed leader's session timeout: its node goes this long after the SIGKILL.
+WORKER_SESSION_MS = 2000
+
+
+def queue_length_is(client: KazooClient, path: str, n: int) -> Callable[[], bool]:
+    return lambda: len(children(client, path)) == n
+
+
+@pytest.mark.parametrize("language", ["python", "java"])
+def test_a_leader_killed_with_sigkill_hands_leadership_to_the_next_in_queue(
+    language: str,
+    zk_server: ZooKeeperTarget,
+    curator: Any,
+    zk_client_factory: ClientFactory,
+    zk_path: str,
+) -> None:
+    """The queue is: the killed leader (``language``, a process of its own), a latch of the
+    other language, then one of ``language``: the second, not the third, leads next."""
+    path = f"{zk_path}/latch"
+    observer = zk_client_factory()
+    # a plain parent: Curator 5.4's latch gives up a create whose container parent was reaped
+    observer.ensure_path(path)
+    other = "java" if language == "python" else "python"
+    latches: dict[str, LeaderLatch | JavaLatch] = {}
+    worker = start_worker(language, zk_server.hosts, path, WORKER_SESSION_MS, role="latch")
+    try:
+        reader = Worker(lambda: read_line(worker.stdout))
+        reader.start()
+        assert reader.outcome(timeout=60) == "held"
+        for n, lang in enumerate((other, language), start=2):
+            latch_id = f"{lang}-{n}"
+            if lang == "java":
+                latches[lang] = JavaLatch(curator, path, latch_id)
+            else:
+                latches[lang] = LeaderLatch(zk_client_factory(), path, latch_id)
+            latches[lang].start()
+            eventually(queue_length_is(observer, path, n), what=f"{latch_id} queued")
+        assert latches[other].participants() == [
+            Participant(f"{language}-worker", True),
+            Participant(f"{other}-2", False),
+            Participant(f"{language}-3", False),
+        ]
+        worker.send_signal(signal.SIGKILL)
+        assert latches[other].wait(timeout=3 * SOON)  # once the dead leader's session times out
+        assert not latches[language].has_leadership()
+        expected = [Participant(f"{other}-2", True), Participant(f"{language}-3", False)]
+        for latch in latches.values():
+            assert latch.participants() == expected
+    finally:
+        worker.kill()
+        worker.wait(30)
+        for stream in (worker.stdin, worker.stdout):
+            if stream is not None:
+                stream.close()
+        for latch in latches.values():
+            latch.close()
+    eventually(lambda: children(observer, path) == [], what="every latch node gone")
+    observer.delete(path)
