@@ -73,6 +73,17 @@ def _nodes_under(client: KazooClient, recipe: Recipe, path: str) -> list[str]:
     return [node for parent in recipe.node_parents(path) for node in children(client, parent)]
 
 
+def _owned(client: KazooClient, recipe: Recipe, path: str, session: int) -> list[str]:
+    """The recipe's nodes under ``path`` that belong to ``session``."""
+    owned = []
+    for parent in recipe.node_parents(path):
+        for name in children(client, parent):
+            stat = client.exists(f"{parent}/{name}")
+            if stat is not None and stat.ephemeralOwner == session:
+                owned.append(f"{parent}/{name}")
+    return owned
+
+
 @recipes
 def test_acquire_with_the_server_down_returns_false_by_its_deadline(
     recipe: Recipe, server: Server, zk_client_factory: ClientFactory
@@ -102,10 +113,9 @@ def test_acquire_when_the_server_dies_while_waiting_returns_false_by_its_deadlin
     session = waiter_client.client_id[0]
     waiter = recipe.make(waiter_client, path)
     assert holder.acquire(timeout=SOON)
-    before = _nodes_under(waiter_client, recipe, path)
     worker = Worker(lambda: _timed(lambda: waiter.acquire(timeout=5)))
     worker.start()
-    eventually(lambda: len(_nodes_under(waiter_client, recipe, path)) > len(before))
+    eventually(lambda: bool(_owned(waiter_client, recipe, path, session)), what="waiter queued")
     server.kill()
     acquired, took = worker.outcome(timeout=5 + SLACK + SOON)
     assert acquired is False
@@ -113,10 +123,10 @@ def test_acquire_when_the_server_dies_while_waiting_returns_false_by_its_deadlin
     server.start()
     eventually(lambda: waiter_client.connected, what="reconnected")
     assert waiter_client.client_id[0] == session
-    eventually(
-        lambda: _nodes_under(waiter_client, recipe, path) == before,
-        what="only the holder's nodes left",
-    )
+    end = time.monotonic() + SOON
+    while left := _owned(waiter_client, recipe, path, session):
+        assert time.monotonic() < end, f"the waiter's nodes were not deleted: {left}"
+        time.sleep(0.1)
     holder.release()
 
 
