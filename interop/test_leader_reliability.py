@@ -11,7 +11,7 @@ from kazoo.client import KazooClient
 
 from pycurator import LeaderLatch, Participant
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
-from tests.support import SOON, Worker, children, eventually
+from tests.support import SOON, Worker, children, delete_when_empty, eventually
 
 from .test_latch_interop import JavaLatch
 from .workers import read_line, start_worker
@@ -77,5 +77,4 @@ def test_a_leader_killed_with_sigkill_hands_leadership_to_the_next_in_queue(
                 stream.close()
         for latch in latches.values():
             latch.close()
-    eventually(lambda: children(observer, path) == [], what="every latch node gone")
-    observer.delete(path)
+    delete_when_empty(observer, path)  # every latch node gone

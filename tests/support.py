@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NoNodeError, NotEmptyError
 
 from pycurator.testing import FaultProxy, ZooKeeperServer
 
@@ -46,6 +46,26 @@ def children(client: KazooClient, path: str) -> list[str]:
         return list(client.get_children(path))
     except NoNodeError:
         return []
+
+
+def delete_when_empty(client: KazooClient, path: str, timeout: float = SOON) -> None:
+    """Delete ``path`` once it has no children, failing after ``timeout`` seconds.
+
+    A closed Curator ``LeaderLatch`` whose listing was in flight at ``close()`` finds its node
+    gone, resets, and creates a node that its create callback deletes again; a parent seen
+    empty may so gain a child for a moment. Retrying the delete rides that out, and a child
+    that stays fails the test."""
+
+    def deleted() -> bool:
+        try:
+            client.delete(path)
+        except NotEmptyError:
+            return False
+        except NoNodeError:
+            pass
+        return True
+
+    eventually(deleted, timeout, what=f"{path} empty and deleted")
 
 
 class RequestCounter:
