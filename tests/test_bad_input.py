@@ -94,7 +94,7 @@ def test_a_lock_under_an_ephemeral_node_is_refused(zk: KazooClient, zk_path: str
     [
         (lambda zk: InterProcessMutex(zk, bad(42)), "path must be a str"),
         (lambda zk: InterProcessMutex(zk, "/a", node_data=bad("text")), "node_data must be bytes"),
-        (lambda zk: InterProcessReadWriteLock(zk, "/a", bad("text")), "lock_data must be bytes"),
+        (lambda zk: InterProcessReadWriteLock(zk, "/a", bad("text")), "node_data must be bytes"),
         (lambda zk: InterProcessSemaphoreV2(zk, "/a", bad("3")), "max_leases must be an int"),
         (
             lambda zk: InterProcessSemaphoreV2(zk, "/a", 1).acquire_many(bad(1.5)),
