@@ -34,9 +34,17 @@ def test_public_names_are_sorted_and_complete() -> None:
 
 
 def test_backend_order_is_ensemble_then_docker_then_local() -> None:
-    assert choose_backend({"PYCURATOR_ZK_HOSTS": "zk1:2181"}, lambda: True) == "ensemble"
-    assert choose_backend({"PYCURATOR_ZK_HOSTS": "  "}, lambda: True) == "docker"
+    assert choose_backend({"PYCURATOR_TEST_ZK_HOSTS": "zk1:2181"}, lambda: True) == "ensemble"
+    assert choose_backend({"PYCURATOR_TEST_ZK_HOSTS": "  "}, lambda: True) == "docker"
     assert choose_backend({}, lambda: False) == "local"
+
+
+def test_the_command_lines_ensemble_variable_never_points_the_tests_at_an_ensemble() -> None:
+    cli_only = {"PYCURATOR_ZK_HOSTS": "prod1:2181,prod2:2181"}
+    assert choose_backend(cli_only, lambda: False) == "local"
+    assert choose_backend(cli_only, lambda: True) == "docker"
+    both = {**cli_only, "PYCURATOR_TEST_ZK_HOSTS": "test1:2181"}
+    assert choose_backend(both, lambda: False) == "ensemble"
 
 
 def test_split_hosts_reads_a_connect_string() -> None:

@@ -1,7 +1,9 @@
 """pytest fixtures on a real ZooKeeper.
 
-The server is, in this order: the ensemble named by ``PYCURATOR_ZK_HOSTS``; a testcontainers
-ZooKeeper when a Docker engine answers; a local Java process from Debian's jars.
+The server is, in this order: the ensemble named by ``PYCURATOR_TEST_ZK_HOSTS``; a
+testcontainers ZooKeeper when a Docker engine answers; a local Java process from Debian's jars.
+The tests create and delete nodes, so they never use ``PYCURATOR_ZK_HOSTS``, the command line's
+ensemble (possibly production): an ensemble is used only when its own variable names it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from ._curator import shutdown
 from ._fourletter import assert_no_ephemerals
 from ._server import ZooKeeperServer
 
-HOSTS_ENV = "PYCURATOR_ZK_HOSTS"
+#: The ensemble the tests run against, named explicitly for them.
+HOSTS_ENV = "PYCURATOR_TEST_ZK_HOSTS"
+#: The command line's default ensemble, which the tests never use.
+CLI_HOSTS_ENV = "PYCURATOR_ZK_HOSTS"
 TEST_ROOT = "/pycurator-tests"
 
 Backend = Literal["ensemble", "docker", "local"]
@@ -43,12 +48,23 @@ def docker_available(timeout: float = 2.0) -> bool:
 def choose_backend(
     environ: dict[str, str] | os._Environ[str], docker_ok: Callable[[], bool] = docker_available
 ) -> Backend:
-    """Where the tests' ZooKeeper comes from: an ensemble named in ``environ``, Docker, or local."""
+    """Where the tests' ZooKeeper comes from: the ensemble named by ``PYCURATOR_TEST_ZK_HOSTS``
+    in ``environ``, Docker, or local; ``PYCURATOR_ZK_HOSTS`` plays no part."""
     if environ.get(HOSTS_ENV, "").strip():
         return "ensemble"
     if docker_ok():
         return "docker"
     return "local"
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Say which ensemble variable the run ignores, when only the command line's is set."""
+    if os.environ.get(CLI_HOSTS_ENV, "").strip() and not os.environ.get(HOSTS_ENV, "").strip():
+        return [
+            f"pycurator: {CLI_HOSTS_ENV} is the command line's ensemble and is not used by "
+            f"the tests; set {HOSTS_ENV} to run them against an ensemble"
+        ]
+    return []
 
 
 @dataclass
