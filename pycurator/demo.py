@@ -330,7 +330,8 @@ def _print_verdict(verdict: Verdict, out: TextIO) -> None:
     for error in verdict.errors:
         out.write(f"error: {error}\n")
     if verdict.excluded:
-        out.write("verdict: OK: one holder at a time across both languages, no update lost\n")
+        scope = "across both languages" if len(verdict.per_language) > 1 else "among its threads"
+        out.write(f"verdict: OK: one holder at a time {scope}, no update lost\n")
     else:
         lost = verdict.holds - verdict.counter
         out.write(

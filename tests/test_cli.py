@@ -68,6 +68,7 @@ def test_demo_on_an_embedded_server_reports_exclusion_across_languages() -> None
     assert "holds: 8 (Java 4, Python 4)" in result.stdout
     assert "overlapping holds: 0" in result.stdout
     assert "final counter: 8 (expected 8" in result.stdout
+    assert "one holder at a time across both languages" in result.stdout
     timeline = [line for line in result.stdout.splitlines() if re.search(r"-lock-\d{10}", line)]
     assert len(timeline) == 8
     assert {line.split()[2] for line in timeline} == {"Python", "Java"}
@@ -98,6 +99,8 @@ def test_demo_without_the_lock_shows_the_violation_and_exits_1(
 
 def test_demo_cleans_up_its_nodes(zk_server: ZooKeeperTarget, zk: KazooClient) -> None:
     result = run_cli("demo", "--hosts", zk_server.hosts, "--java-threads", "0", "--rounds", "1")
+    assert "verdict: OK: one holder at a time among its threads" in result.stdout
+    assert "both languages" not in result.stdout
     assert result.returncode == 0, result.stdout + result.stderr
     base = re.search(r"lock (/pycurator-demo/\w+)/lock", result.stdout).group(1)  # type: ignore[union-attr]
     assert zk.exists(base) is None
