@@ -57,6 +57,21 @@ def choose_backend(
     return "local"
 
 
+#: The ini option that bounds the orphan audit's wait, in seconds.
+ORPHAN_WAIT_OPTION = "pycurator_orphan_wait"
+DEFAULT_ORPHAN_WAIT = 30.0
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register the kit's ini options."""
+    parser.addini(
+        ORPHAN_WAIT_OPTION,
+        "seconds zk_no_orphans waits for ephemeral nodes to go (sessions of killed processes "
+        f"end only with their timeout); default {DEFAULT_ORPHAN_WAIT:g}",
+        default=str(DEFAULT_ORPHAN_WAIT),
+    )
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     """Say which ensemble variable the run ignores, when only the command line's is set."""
     if os.environ.get(CLI_HOSTS_ENV, "").strip() and not os.environ.get(HOSTS_ENV, "").strip():
@@ -140,13 +155,22 @@ def zk_client_factory(zk_server: ZooKeeperTarget) -> Iterator[ClientFactory]:
 
 @pytest.fixture
 def zk_no_orphans(
-    zk_server: ZooKeeperTarget, zk_path: str, zk_client_factory: ClientFactory
+    request: pytest.FixtureRequest,
+    zk_server: ZooKeeperTarget,
+    zk_path: str,
+    zk_client_factory: ClientFactory,
 ) -> Iterator[None]:
     """After the test, and before its clients close, the servers' ``dump`` must show no
     ephemeral node under ``zk_path``: once a scenario is over no one holds or waits, so such a
-    node is an orphan (sessions of killed processes are given 30 s to end)."""
+    node is an orphan. Sessions of killed processes are given the ini option
+    ``pycurator_orphan_wait`` seconds to end (default 30; set it near your session timeout)."""
+    raw = str(request.config.getini(ORPHAN_WAIT_OPTION))
+    try:
+        wait = float(raw)
+    except ValueError:
+        raise pytest.UsageError(f"{ORPHAN_WAIT_OPTION} must be seconds, not {raw!r}") from None
     yield
-    assert_no_ephemerals(zk_server.hosts, zk_path)
+    assert_no_ephemerals(zk_server.hosts, zk_path, wait)
 
 
 @pytest.fixture
