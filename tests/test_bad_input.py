@@ -179,3 +179,11 @@ def test_attempt_revoke_of_a_real_lock_node_still_reaches_it(zk: KazooClient, zk
         assert lock.lock_path is not None
         attempt_revoke(zk, lock.lock_path)
         assert zk.get(lock.lock_path)[0] == b"__REVOKE__"
+
+
+def test_a_read_write_lock_given_node_data_and_its_old_name_is_a_type_error(
+    zk: KazooClient, zk_path: str
+) -> None:
+    with pytest.raises(TypeError, match=r"give node_data or lock_data \(its former name\)"):
+        InterProcessReadWriteLock(zk, zk_path, node_data=b"a", lock_data=b"b")
+    assert not zk.exists(zk_path)

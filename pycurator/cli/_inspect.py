@@ -19,7 +19,15 @@ from .._errors import NotALockNodeError
 from .._inspect import NOT_A_LOCK, LockView, inspect_lock
 from .._inspect import Participant as LockParticipant
 from .._revocation import attempt_revoke
-from ._common import EXIT_REFUSED, CliError, Interrupted, checked_path, connected, signals
+from ._common import (
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    CliError,
+    Interrupted,
+    checked_path,
+    connected,
+    signals,
+)
 
 
 def _state(view: LockView, participant: LockParticipant) -> str:
@@ -249,7 +257,7 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
     follow it live (``--watch``, until interrupted)."""
     path = checked_path(args.path)
     if args.tree and args.watch:
-        raise CliError("--tree and --watch do not go together", 2)
+        raise CliError("--tree and --watch do not go together", EXIT_USAGE)
     with connected(args) as client:
         if args.watch:
             stop = threading.Event()
