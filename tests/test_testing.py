@@ -9,6 +9,7 @@ import pytest
 from kazoo.client import KazooClient
 
 import pycurator
+import pycurator.testing
 from pycurator.testing import (
     ZooKeeperServer,
     assert_no_ephemerals,
@@ -31,6 +32,17 @@ def test_public_names_are_sorted_and_complete() -> None:
         if name.isidentifier() and not name.startswith("_") and not inspect.ismodule(value)
     }
     assert public - {"annotations"} == set(pycurator.__all__)
+
+
+def test_testing_public_names_are_sorted_and_complete() -> None:
+    names = pycurator.testing.__all__
+    assert names == sorted(names)
+    public = {
+        name
+        for name, value in vars(pycurator.testing).items()
+        if name.isidentifier() and not name.startswith("_") and not inspect.ismodule(value)
+    }
+    assert public - {"annotations"} == set(names)
 
 
 def test_backend_order_is_ensemble_then_docker_then_local() -> None:
