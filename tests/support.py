@@ -3,21 +3,33 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
-from pycurator.testing import FaultProxy, ZooKeeperServer
+from pycurator.testing import (
+    SOON,
+    STEADY_RECONNECT,
+    ClientFactory,
+    FaultProxy,
+    ZooKeeperServer,
+    children,
+    eventually,
+)
 
-#: Generous bound for anything that should happen "soon" on a loaded 2-core machine.
-SOON = 20.0
-
-#: Reconnect attempts every 0.2 s, for clients that must find a restarted server again well
-#: within their session timeout (kazoo's default back-off grows to a minute between attempts).
-STEADY_RECONNECT = {"max_tries": -1, "delay": 0.2, "backoff": 1, "max_delay": 0.2}
+__all__ = [
+    "SOON",
+    "STEADY_RECONNECT",
+    "ClientFactory",
+    "RequestCounter",
+    "Worker",
+    "children",
+    "delete_when_empty",
+    "eventually",
+    "restart_behind",
+]
 
 
 def restart_behind(proxy: FaultProxy, server: ZooKeeperServer) -> None:
@@ -28,24 +40,6 @@ def restart_behind(proxy: FaultProxy, server: ZooKeeperServer) -> None:
         server.restart()
     finally:
         proxy.heal()
-
-
-def eventually(predicate: Callable[[], bool], timeout: float = SOON, what: str = "") -> None:
-    """Poll ``predicate`` until it is true; fail after ``timeout`` seconds."""
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError(f"not true within {timeout}s: {what or predicate}")
-        time.sleep(0.02)
-
-
-def children(client: KazooClient, path: str) -> list[str]:
-    """Children of ``path``, or [] when it does not exist (an empty container may be reaped at
-    any moment)."""
-    try:
-        return list(client.get_children(path))
-    except NoNodeError:
-        return []
 
 
 def delete_when_empty(client: KazooClient, path: str, timeout: float = SOON) -> None:

@@ -30,6 +30,7 @@ from ._fourletter import (
     paths_by_session,
     split_hosts,
 )
+from ._helpers import SOON, STEADY_RECONNECT, ClientFactory, children, eventually
 from ._java import (
     CURATOR_LEADER,
     CURATOR_LOCKS,
@@ -56,6 +57,9 @@ __all__ = [
     "CURATOR",
     "CURATOR_LEADER",
     "CURATOR_LOCKS",
+    "SOON",
+    "STEADY_RECONNECT",
+    "ClientFactory",
     "Event",
     "FaultProxy",
     "JavaLatch",
@@ -73,11 +77,13 @@ __all__ = [
     "ZooKeeperServer",
     "ZooKeeperServerError",
     "assert_no_ephemerals",
+    "children",
     "curator_classpath",
     "curator_client",
     "curator_version",
     "emit",
     "ephemerals_by_session",
+    "eventually",
     "expire_kazoo_session",
     "expire_session",
     "four_letter_word",
