@@ -1,15 +1,15 @@
 """A short run of the chaos checker: mixed Java and Python contenders on a mutex, a read/write
 lock and a semaphore, and leaders of a latch and a selector election, under random faults on a
-3-node ensemble (``interop/chaos/``)."""
+3-node ensemble (``pycurator.testing.chaos``)."""
 
 from __future__ import annotations
 
 import copy
 from collections import Counter
 
-from interop.chaos import EXCLUSIVE, FAULTS, Chaos, Hold, LogEntry, Orphans, Report, check
-from interop.chaos import Faults as FaultLog
-from interop.chaos.history import Outcome
+from pycurator.testing.chaos import EXCLUSIVE, FAULTS, Chaos, Hold, LogEntry, Orphans, Report, check
+from pycurator.testing.chaos import Faults as FaultLog
+from pycurator.testing.chaos.history import Outcome
 
 PROGRAMMING_ERRORS = {"AttributeError", "TypeError", "NameError", "KeyError", "ValueError"}
 

@@ -1,6 +1,6 @@
 """The pure checker: a merged history in, a :class:`Report` out; its inputs are left as given.
 
-See :mod:`interop.chaos` for what is proved and how.
+See :mod:`pycurator.testing.chaos` for what is proved and how.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def check(
     seconds: float,
     seed: int,
 ) -> Report:
-    """Check a merged history; see :mod:`interop.chaos` for what is proved and how."""
+    """Check a merged history; see :mod:`pycurator.testing.chaos` for what is proved and how."""
     killed = {hold.hold_id for hold in holds if hold.outcome == "killed"}
     resolved, problems, learned = resolve(holds, logs)
     fenced = [hold for hold in resolved if hold.outcome == "fenced"]

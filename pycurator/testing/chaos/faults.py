@@ -17,8 +17,8 @@ FAULTS = ("expire", "drop", "latency", "restart", "leader", "kill")
 
 
 class FaultDriver:
-    """Applies faults to a :class:`~interop.chaos.run.Chaos` run's ensemble, proxies,
-    contenders and workers, counting them in the run's :class:`~interop.chaos.history.Faults`."""
+    """Applies faults to a :class:`~pycurator.testing.chaos.run.Chaos` run's ensemble,
+    proxies, contenders and workers, counting them in the run's ``faults``."""
 
     def __init__(self, run: Chaos) -> None:
         self.run = run

@@ -1,6 +1,6 @@
 """One chaos run: a 3-node ensemble behind fault proxies, contender threads and worker
 processes of both languages, the SIGSTOP scenario, the fault driver; then the history, the logs
-and the tree, handed to the pure :func:`~interop.chaos.checker.check`."""
+and the tree, handed to the pure :func:`~pycurator.testing.chaos.checker.check`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from kazoo.client import KazooClient
 
@@ -53,9 +53,25 @@ HOLD_S = {
 
 
 class Chaos:
-    """One run: ensemble, proxies, contenders, fault driver; then the history and the tree."""
+    """One run: ensemble, proxies, contenders, fault driver; then the history and the tree.
 
-    def __init__(self, seconds: float, seed: int, threads_per_kind: int = 1) -> None:
+    ``kinds`` chooses the contender threads (any of :data:`KINDS`: ``mutex``, ``write``,
+    ``read``, ``lease``, ``latch``, ``selector``); a mutex worker process of each language
+    always runs, as the SIGSTOP and SIGKILL faults need one. :meth:`run` returns the
+    :class:`~pycurator.testing.chaos.checker.Report`.
+    """
+
+    def __init__(
+        self,
+        seconds: float,
+        seed: int,
+        threads_per_kind: int = 1,
+        kinds: Sequence[str] = tuple(KINDS),
+    ) -> None:
+        unknown = sorted(set(kinds) - set(KINDS))
+        if unknown:
+            raise ValueError(f"unknown contender kinds {unknown}; choose from {sorted(KINDS)}")
+        self.kinds = tuple(kinds)
         self.seconds = seconds
         self.random = random.Random(seed)
         self.seed = seed
@@ -114,7 +130,7 @@ class Chaos:
             client.close()
 
     def _start_contenders(self) -> None:
-        for language, kind in itertools.product(CONTENDERS, KINDS):
+        for language, kind in itertools.product(CONTENDERS, self.kinds):
             for n in range(self.threads_per_kind * (2 if kind == "lease" else 1)):
                 who = f"{language[:2]}-{kind}-{n}"
                 contender = CONTENDERS[language](

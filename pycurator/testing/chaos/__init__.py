@@ -3,10 +3,10 @@ one read/write lock and one semaphore, and leaders of one ``LeaderLatch`` and on
 ``LeaderSelector`` election, while random faults hit a 3-node ensemble; every hold (a leader's
 term is a hold) is recorded on one monotonic clock and the merged history is checked.
 
-``python -m interop.chaos --seconds 300 --seed 7`` runs it on an embedded ensemble and prints a
-summary; ``interop/test_chaos.py`` runs a short one. Its parts: :mod:`.history` (the records),
-:mod:`.contenders`, :mod:`.workers` (processes), :mod:`.faults`, :mod:`.checker` (pure) and
-:mod:`.run`.
+``python -m pycurator.testing.chaos --seconds 300 --seed 7`` runs it on an embedded ensemble and
+prints a summary; ``interop/test_chaos.py`` runs a short one. Its parts: :mod:`.history` (the
+records), :mod:`.contenders`, :mod:`.workers` (processes), :mod:`.faults`, :mod:`.checker`
+(pure) and :mod:`.run`.
 
 Every hold ends with a *fence*: one transaction that checks the holder's node exists and, for an
 exclusive hold, increments the lock's counter and records the new value under the lock's log.

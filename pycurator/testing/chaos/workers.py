@@ -10,7 +10,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 
 from pycurator.testing import Event, WorkerProcess, emit, start_jvm
 
@@ -19,8 +18,8 @@ from .history import Hold
 
 
 def worker_main(language: str, hosts: str, who: str) -> None:
-    """A mutex contender in a process of its own (``python -m interop.chaos worker``); stops
-    when its standard input closes."""
+    """A mutex contender in a process of its own (``python -m pycurator.testing.chaos
+    worker``); stops when its standard input closes."""
     quiet_logs()
     if language == "java":
         start_jvm()
@@ -60,9 +59,8 @@ class ChaosWorker:
         self.paused_ns = 0
         self.started = threading.Event()
         self.process = WorkerProcess(
-            [sys.executable, "-m", "interop.chaos", "worker", language, hosts, who],
+            [sys.executable, "-m", "pycurator.testing.chaos", "worker", language, hosts, who],
             on_event=self._on_event,
-            cwd=Path(__file__).resolve().parents[2],
         )
 
     def _on_event(self, event: Event) -> None:

@@ -1,5 +1,5 @@
-"""``python -m interop.chaos --seconds 300 --seed 7``: a chaos run on an embedded ensemble,
-its summary printed; ``python -m interop.chaos worker LANGUAGE HOSTS WHO`` is a worker."""
+"""``python -m pycurator.testing.chaos --seconds 300 --seed 7``: a chaos run on an embedded
+ensemble, its summary printed; ``... worker LANGUAGE HOSTS WHO`` is one of its workers."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] == ["worker"]:
         worker_main(*args[1:4])
         return 0
-    parser = argparse.ArgumentParser(prog="python -m interop.chaos", description=about)
+    parser = argparse.ArgumentParser(prog="python -m pycurator.testing.chaos", description=about)
     parser.add_argument("--seconds", type=float, default=60.0, help="how long faults go on")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1, help="threads per kind and language")
