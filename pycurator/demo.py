@@ -190,13 +190,13 @@ def _ensemble(options: DemoOptions, out: TextIO) -> Iterator[tuple[str, str]]:
     try:
         server.start()
     except (ZooKeeperServerError, OSError) as exc:
-        server.stop()
+        server.close()
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DemoError(f"could not start the embedded ZooKeeper: {first}") from exc
     try:
         yield server.hosts, "embedded"
     finally:
-        server.stop()
+        server.close()
 
 
 def _kazoo(hosts: str, timeout: float) -> KazooClient:

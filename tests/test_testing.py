@@ -11,6 +11,7 @@ from kazoo.client import KazooClient
 import pycurator
 import pycurator.testing
 from pycurator.testing import (
+    ZooKeeperEnsemble,
     ZooKeeperServer,
     assert_no_ephemerals,
     ephemerals_by_session,
@@ -109,6 +110,42 @@ def test_local_server_serves_restarts_with_its_data_and_cleans_up() -> None:
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # signal 0: does the process exist?
     assert not data_dir.exists()
+
+
+def test_stop_keeps_a_servers_data_and_close_removes_it() -> None:
+    server = ZooKeeperServer()
+    try:
+        server.start()
+        client = KazooClient(hosts=server.hosts, timeout=4.0, connection_retry=STEADY_RECONNECT)
+        client.start(timeout=30)
+        try:
+            client.create("/kept", b"data")
+        finally:
+            client.stop()
+            client.close()
+        server.stop()
+        assert not server.running and server.data_dir.exists()
+        server.start()
+        client = KazooClient(hosts=server.hosts, timeout=4.0, connection_retry=STEADY_RECONNECT)
+        client.start(timeout=30)
+        try:
+            assert client.get("/kept")[0] == b"data"
+        finally:
+            client.stop()
+            client.close()
+    finally:
+        server.close()
+    assert not server.running and not server.data_dir.exists()
+    server.close()  # again: harmless
+
+
+def test_server_and_ensemble_share_their_lifecycle() -> None:
+    for cls in (ZooKeeperServer, ZooKeeperEnsemble):
+        for name in ("start", "stop", "kill", "close", "__enter__", "__exit__"):
+            assert callable(getattr(cls, name)), (cls, name)
+    ensemble = ZooKeeperEnsemble(3)
+    ensemble.close()
+    ensemble.close()  # closing twice, or before starting, is harmless
 
 
 def test_container_check_interval_reaches_the_server(zk_server: ZooKeeperTarget) -> None:

@@ -189,13 +189,13 @@ def shutdown() -> None:
     """
     from ._ensemble import close_all_ensembles
     from ._proxy import close_all_proxies
-    from ._server import stop_all_servers
+    from ._server import close_all_servers
 
     try:
         if _jvm_running():
             close_curators()
         close_all_proxies()
-        stop_all_servers()
+        close_all_servers()
         close_all_ensembles()
     finally:
         if _jvm_running():
