@@ -13,6 +13,7 @@ from kazoo.exceptions import NoNodeError
 
 from pycurator import LeaderLatch, Participant
 from pycurator.testing import (
+    ClientFactory,
     JavaLatch,
     expire_kazoo_session,
     expire_session,
@@ -22,8 +23,6 @@ from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from tests.support import SOON, children, eventually
 
 from .conftest import CuratorFactory
-
-ClientFactory = Callable[..., KazooClient]
 
 NODE = re.compile(r"_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-latch-\d{10}")
 

@@ -9,11 +9,9 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import LeaderLatch, Participant
-from pycurator.testing import JavaLatch, WorkerProcess
+from pycurator.testing import ClientFactory, JavaLatch, WorkerProcess
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from tests.support import SOON, children, delete_when_empty, eventually
-
-ClientFactory = Callable[..., KazooClient]
 
 #: After each scenario, no latch node is left in the server's dump of ephemerals by session.
 pytestmark = pytest.mark.usefixtures("no_orphans")

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex
-from pycurator.testing import JavaMutex, WorkerProcess, expire_kazoo_session
+from pycurator.testing import ClientFactory, JavaMutex, WorkerProcess, expire_kazoo_session
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from tests.support import SOON, Worker, children, eventually
-
-ClientFactory = Callable[..., KazooClient]
 
 #: After each scenario, no lock node is left in the server's dump of ephemerals by session.
 pytestmark = pytest.mark.usefixtures("no_orphans")

@@ -11,12 +11,10 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import LeaderSelector, Leadership, Participant
-from pycurator.testing import JavaSelector, jclass
+from pycurator.testing import ClientFactory, JavaSelector, jclass
 from tests.support import SOON, children, eventually
 
 from .conftest import CuratorFactory
-
-ClientFactory = Callable[..., KazooClient]
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 

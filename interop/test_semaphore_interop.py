@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessSemaphoreMutex, InterProcessSemaphoreV2
-from pycurator.testing import java_acquire, jclass
+from pycurator.testing import ClientFactory, java_acquire, jclass
 from tests.support import SOON, Worker, children, eventually
 
 from .conftest import CuratorFactory, java_class
-
-ClientFactory = Callable[..., KazooClient]
 
 LEASE = re.compile(r"_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lease-\d{10}")
 

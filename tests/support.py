@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -63,18 +64,26 @@ def delete_when_empty(client: KazooClient, path: str, timeout: float = SOON) -> 
 
 
 class RequestCounter:
-    """Counts the requests a real kazoo client sends, by wrapping its send queue entry point."""
+    """Counts the requests a real kazoo client sends, in all and by type (``GetChildren``,
+    ``Exists``...), by wrapping its send queue entry point (kazoo 2.x's ``_call``)."""
 
     def __init__(self, client: KazooClient) -> None:
-        self.count = 0
+        self.counts: Counter[str] = Counter()
         self._client = client
         self._original = client._call
 
         def counting_call(request: Any, async_object: Any) -> Any:
-            self.count += 1
+            self.counts[type(request).__name__] += 1
             return self._original(request, async_object)
 
         client._call = counting_call
+
+    @property
+    def count(self) -> int:
+        return self.total()
+
+    def total(self) -> int:
+        return sum(self.counts.values())
 
     def close(self) -> None:
         self._client._call = self._original
