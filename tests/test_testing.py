@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import inspect
 import os
+import signal
+import sys
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -11,6 +14,8 @@ from kazoo.client import KazooClient
 import pycurator
 import pycurator.testing
 from pycurator.testing import (
+    SOON,
+    WorkerProcess,
     ZooKeeperEnsemble,
     ZooKeeperServer,
     assert_no_ephemerals,
@@ -169,3 +174,48 @@ def test_testcontainers_backend_runs_zookeeper_when_docker_answers() -> None:
         finally:
             client.stop()
             client.close()
+
+
+WORKER = (
+    "import sys\n"
+    "from pycurator.testing import emit\n"
+    "print('not an event', flush=True)\n"
+    "emit('started', pid=__import__('os').getpid())\n"
+    "sys.stdin.read()\n"
+    "emit('stopping')\n"
+)
+
+
+def test_a_worker_process_speaks_json_events_and_can_be_paused_resumed_and_finished() -> None:
+    seen: list[str] = []
+    worker = WorkerProcess(
+        [sys.executable, "-c", WORKER], on_event=lambda e: seen.append(e["event"])
+    )
+    try:
+        assert worker.wait_for("started", timeout=SOON)["pid"] == worker.pid
+        worker.pause()
+        eventually(lambda: _state(worker.pid) == "T", what="worker stopped")
+        worker.resume()
+        eventually(lambda: _state(worker.pid) != "T", what="worker running again")
+    finally:
+        worker.finish(timeout=SOON)
+    assert seen == ["started", "stopping"]
+    assert worker.process.returncode == 0 and not worker.alive()
+    worker.finish()  # again: harmless
+
+
+def test_a_killed_worker_ends_its_wait_with_an_error() -> None:
+    worker = WorkerProcess([sys.executable, "-c", WORKER])
+    try:
+        worker.wait_for("started", timeout=SOON)
+        worker.kill()
+        with pytest.raises(RuntimeError, match="exited before 'stopping'"):
+            worker.wait_for("stopping", timeout=SOON)
+    finally:
+        worker.finish()
+    assert worker.process.returncode == -signal.SIGKILL
+
+
+def _state(pid: int) -> str:
+    """The process's state letter from /proc (``T`` when stopped)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
