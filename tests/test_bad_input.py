@@ -19,8 +19,7 @@ from pycurator import (
     NotALockNodeError,
     attempt_revoke,
 )
-
-ClientFactory = Callable[..., KazooClient]
+from pycurator.testing import ClientFactory
 
 
 def bad(value: object) -> Any:

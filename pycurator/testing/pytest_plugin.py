@@ -20,6 +20,7 @@ from kazoo.client import KazooClient
 
 from ._curator import shutdown
 from ._fourletter import assert_no_ephemerals
+from ._helpers import ClientFactory
 from ._server import ZooKeeperServer
 
 #: The ensemble the tests run against, named explicitly for them.
@@ -127,9 +128,6 @@ def zk_path(request: pytest.FixtureRequest) -> str:
     """A fresh absolute base path for this test (not created)."""
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name)[:60].strip("-.") or "test"
     return f"{TEST_ROOT}/{name}-{uuid.uuid4().hex[:8]}"
-
-
-ClientFactory = Callable[..., KazooClient]
 
 
 @pytest.fixture
