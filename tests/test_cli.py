@@ -6,7 +6,6 @@ import json
 import re
 import signal
 import subprocess
-from collections.abc import Callable
 
 import pytest
 from kazoo.client import KazooClient
@@ -20,13 +19,11 @@ from pycurator.cli import (
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
 )
-from pycurator.testing import free_port
+from pycurator.testing import ClientFactory, free_port
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .cli_support import cli_env, python_command, run_cli, start_cli
 from .support import SOON, Worker, children, eventually
-
-ClientFactory = Callable[..., KazooClient]
 
 PRINT_ENV = (
     "import os; print(*(os.environ[k] for k in ('PYCURATOR_LOCK_PATH', 'PYCURATOR_LOCK_NODE', "

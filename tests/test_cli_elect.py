@@ -9,7 +9,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,13 +18,11 @@ from kazoo.client import KazooClient
 
 from pycurator import LeaderLatch, LeaderSelector, Leadership
 from pycurator.cli import EXIT_LOCK_LOST, EXIT_TIMEOUT, EXIT_USAGE
-from pycurator.testing import ZooKeeperServer, free_port
+from pycurator.testing import ClientFactory, ZooKeeperServer, free_port
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .cli_support import python_command, run_cli, start_cli
 from .support import SOON, children, eventually
-
-ClientFactory = Callable[..., KazooClient]
 
 #: However slow the machine, ``elect`` exits this soon after what ends it.
 EXIT_BOUND = 20.0
@@ -107,7 +105,7 @@ def own_server() -> Iterator[ZooKeeperServer]:
     try:
         yield server
     finally:
-        server.stop()
+        server.close()
 
 
 def elect(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from kazoo.client import KazooClient
@@ -19,8 +19,6 @@ from .cli_support import python_command, start_cli
 from .support import SOON, children, eventually
 from .test_cli import READY_THEN_SLEEP, wait_ready
 
-ClientFactory = Callable[..., KazooClient]
-
 #: However slow the machine, the command exits this soon after what ends it.
 EXIT_BOUND = 20.0
 
@@ -32,7 +30,7 @@ def own_server() -> Iterator[ZooKeeperServer]:
     try:
         yield server
     finally:
-        server.stop()
+        server.close()
 
 
 def test_lock_exits_76_soon_after_the_server_goes_while_the_command_runs(

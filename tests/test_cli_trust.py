@@ -4,7 +4,6 @@ calls only Curator's ephemeral nodes holders or waiters."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,13 +11,12 @@ from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex, InterProcessSemaphoreV2
 from pycurator.cli import EXIT_REFUSED
+from pycurator.testing import ClientFactory
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .cli_support import run_cli
 from .support import SOON, Worker, children, eventually
 from .test_cli import one_error_line
-
-ClientFactory = Callable[..., KazooClient]
 
 SEQ = "0000000003"
 PROTECTED = "_c_0f4e3b9e-8a51-4c1e-9d7a-31d3a1c0b7aa-"

@@ -16,12 +16,11 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2
+from pycurator.testing import ClientFactory
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .cli_support import cli_env, run_cli
 from .support import SOON, Worker
-
-ClientFactory = Callable[..., KazooClient]
 
 
 def waiter_node(zk: KazooClient, path: str, token: str = "lock-", data: bytes = b"w") -> str:
