@@ -1,37 +1,11 @@
-"""Fixtures for the cross-language tests: Curator clients on the tests' ZooKeeper server."""
+"""Fixtures for the cross-language tests (``curator`` and ``curator_factory`` come from the
+kit's pytest plugin)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
-
 import pytest
 
-from pycurator.testing import java_revocation_listener, lock_class, new_curator
-from pycurator.testing.pytest_plugin import ZooKeeperTarget
-
-CuratorFactory = Callable[..., Any]
-
-
-@pytest.fixture
-def curator_factory(zk_server: ZooKeeperTarget) -> Iterator[CuratorFactory]:
-    """Makes started Java Curator clients on the test server; all are closed afterwards."""
-    clients: list[Any] = []
-
-    def make(**options: Any) -> Any:
-        client = new_curator(zk_server.hosts, **options)
-        clients.append(client)
-        return client
-
-    yield make
-    for client in reversed(clients):
-        client.close()
-
-
-@pytest.fixture
-def curator(curator_factory: CuratorFactory) -> Any:
-    """One started Java Curator client on the test server."""
-    return curator_factory()
+from pycurator.testing import CuratorFactory, java_revocation_listener, lock_class
 
 
 @pytest.fixture

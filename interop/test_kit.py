@@ -3,7 +3,11 @@ counterpart on the same path, so a test can treat the two languages alike."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -97,3 +101,33 @@ def test_a_worker_holds_its_role_until_finished(
         assert parent.startswith(zk_path) and name in children(observer, parent)
     assert worker.process.returncode == 0
     eventually(lambda: name not in children(observer, parent), what="the worker's node deleted")
+
+
+CURATOR_FIXTURE_TESTS = """
+clients = []
+
+def test_uses_a_curator_client(curator):
+    clients.append(curator)
+    assert str(curator.getState()) == "STARTED"
+
+def test_the_client_was_closed_after_its_test():
+    assert str(clients[0].getState()) == "STOPPED"
+"""
+
+
+def test_the_plugins_curator_fixture_gives_a_started_client_and_closes_it(
+    tmp_path: Path, zk_server: ZooKeeperTarget
+) -> None:
+    """A user's own test gets ``curator`` from the installed plugin, no conftest needed."""
+    (tmp_path / "test_users.py").write_text(CURATOR_FIXTURE_TESTS)
+    env = {k: v for k, v in os.environ.items() if k != "PYCURATOR_ZK_HOSTS"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_users.py"],
+        cwd=tmp_path,
+        env={**env, "PYCURATOR_TEST_ZK_HOSTS": zk_server.hosts},
+        capture_output=True,
+        text=True,
+        timeout=6 * SOON,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed" in result.stdout

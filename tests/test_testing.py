@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -227,3 +228,20 @@ def test_a_killed_worker_ends_its_wait_with_an_error() -> None:
 def _state(pid: int) -> str:
     """The process's state letter from /proc (``T`` when stopped)."""
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_java_curator_without_jpype_says_how_to_install_it() -> None:
+    """The kit imports without JPype; reaching for Java then names the command that installs it."""
+    program = (
+        "import sys; sys.modules['jpype'] = None\n"
+        "from pycurator.testing import new_curator\n"
+        "try:\n"
+        "    new_curator('localhost:1')\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=SOON
+    )
+    assert result.returncode == 0, result.stderr
+    assert "pip install 'pycurator-zk[interop]'" in result.stdout

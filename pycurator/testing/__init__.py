@@ -30,7 +30,14 @@ from ._fourletter import (
     paths_by_session,
     split_hosts,
 )
-from ._helpers import SOON, STEADY_RECONNECT, ClientFactory, children, eventually
+from ._helpers import (
+    SOON,
+    STEADY_RECONNECT,
+    ClientFactory,
+    CuratorFactory,
+    children,
+    eventually,
+)
 from ._java import (
     CURATOR_LEADER,
     CURATOR_LOCKS,
@@ -60,6 +67,7 @@ __all__ = [
     "SOON",
     "STEADY_RECONNECT",
     "ClientFactory",
+    "CuratorFactory",
     "Event",
     "FaultProxy",
     "JavaLatch",

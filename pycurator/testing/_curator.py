@@ -24,6 +24,8 @@ DEFAULT_CLASSPATH = (
 CLASSPATH_ENV = "PYCURATOR_CURATOR_CLASSPATH"
 #: Curator's Java package and Maven group: the one place the kit spells it.
 CURATOR = "org.apache.curator"
+#: What to do when JPype is missing.
+INSTALL_HINT = "pip install 'pycurator-zk[interop]' (or pip install JPype1)"
 
 _start_lock = threading.Lock()
 #: Curator clients made by :func:`new_curator`, closed (if still open) by :func:`shutdown`.
@@ -39,9 +41,15 @@ def curator_classpath() -> str:
 def start_jvm() -> None:
     """Start this process's JVM with Curator on its classpath; a no-op once it runs.
 
-    Raises ``RuntimeError`` naming the classpath when Curator's classes cannot be loaded.
+    Raises ``ImportError`` saying how to install JPype when it is missing, and ``RuntimeError``
+    naming the classpath when Curator's classes cannot be loaded.
     """
-    import jpype
+    try:
+        import jpype
+    except ImportError as exc:
+        raise ImportError(
+            f"Java Curator is driven through JPype, not installed: {INSTALL_HINT}"
+        ) from exc
 
     with _start_lock:
         if jpype.isJVMStarted():
@@ -64,9 +72,9 @@ def start_jvm() -> None:
 
 def jclass(name: str) -> Any:
     """The Java class ``name`` (the JVM is started first if needed)."""
+    start_jvm()
     import jpype
 
-    start_jvm()
     return jpype.JClass(name)
 
 
@@ -101,9 +109,9 @@ def new_curator(
     With ``digest`` (``"user:password"``) the client authenticates with it and creates its nodes
     with every permission for that user alone (Curator's ``ACLProvider``).
     """
+    factory = jclass(f"{CURATOR}.framework.CuratorFrameworkFactory")
     import jpype
 
-    factory = jclass(f"{CURATOR}.framework.CuratorFrameworkFactory")
     retry = jclass(f"{CURATOR}.retry.ExponentialBackoffRetry")(100, 10)
     builder = (
         factory.builder()

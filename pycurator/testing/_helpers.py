@@ -19,6 +19,9 @@ STEADY_RECONNECT: dict[str, Any] = {"max_tries": -1, "delay": 0.2, "backoff": 1,
 
 #: The type of the ``zk_client_factory`` fixture: keyword arguments go to ``KazooClient``.
 ClientFactory = Callable[..., KazooClient]
+#: The type of the ``curator_factory`` fixture: keyword arguments go to ``new_curator``; it
+#: returns a started ``CuratorFramework`` (a JPype proxy).
+CuratorFactory = Callable[..., Any]
 
 
 def eventually(predicate: Callable[[], bool], timeout: float = SOON, what: str = "") -> None:

@@ -20,7 +20,7 @@ from kazoo.client import KazooClient
 
 from ._curator import shutdown
 from ._fourletter import assert_no_ephemerals
-from ._helpers import ClientFactory
+from ._helpers import ClientFactory, CuratorFactory
 from ._server import ZooKeeperServer
 
 #: The ensemble the tests run against, named explicitly for them.
@@ -175,6 +175,31 @@ def zk_no_orphans(
 def zk(zk_client_factory: ClientFactory) -> KazooClient:
     """One started kazoo client on the test server."""
     return zk_client_factory()
+
+
+@pytest.fixture
+def curator_factory(zk_server: ZooKeeperTarget) -> Iterator[CuratorFactory]:
+    """Makes started Java Curator clients on the test server (keyword arguments go to
+    :func:`~pycurator.testing.new_curator`); all are closed afterwards. Needs JPype: without
+    it the first call raises ``ImportError`` with the install command."""
+    from ._curator import new_curator
+
+    clients: list[Any] = []
+
+    def make(**options: Any) -> Any:
+        client = new_curator(zk_server.hosts, **options)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in reversed(clients):
+        client.close()
+
+
+@pytest.fixture
+def curator(curator_factory: CuratorFactory) -> Any:
+    """One started Java Curator client on the test server, closed after the test."""
+    return curator_factory()
 
 
 @pytest.hookimpl(trylast=True)
