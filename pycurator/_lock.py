@@ -237,7 +237,7 @@ class ReentrantLock(LockContext):
         Curator's revocation message to it, ``listener(self)`` runs on a worker thread. Releasing
         is up to the listener (or the thread it signals).
         """
-        self._engine.on_revoke = lambda: listener(self)
+        self._engine = self._engine.revocable(lambda: listener(self))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path!r})"
