@@ -26,6 +26,13 @@ def is_stopped(client: KazooClient) -> bool:
     return bool(client._stopped.is_set())
 
 
+def watchers(client: KazooClient, server_path: str, *, children: bool) -> set[Any]:
+    """A copy of the watcher functions kazoo has registered for data (or child) events of
+    ``server_path`` (``_data_watchers`` / ``_child_watchers``, as below)."""
+    registry = client._child_watchers if children else client._data_watchers
+    return set(registry.get(server_path, ()))
+
+
 def discard_watcher(
     client: KazooClient, server_path: str, watcher: Callable[..., Any], *, children: bool
 ) -> bool:
@@ -54,4 +61,4 @@ def call(client: KazooClient, request: Any, result: Any) -> None:
     client._call(request, result)
 
 
-__all__ = ["CHECKED_VERSION", "call", "discard_watcher", "is_stopped"]
+__all__ = ["CHECKED_VERSION", "call", "discard_watcher", "is_stopped", "watchers"]
