@@ -58,13 +58,17 @@ class Lease:
         node: HeldNode,
         policy: ConnectionPolicy,
         notice: LossNotice | None = None,
+        subject: object = None,
     ) -> None:
+        """``notice`` and ``subject``: whom to tell of a loss, and what to name (by default a
+        notice of the lease's own, naming the lease)."""
         self._client = client
         self._closed = False
         self._notice = LossNotice(client) if notice is None else notice
         self.lost_event = self._notice.lost_event
+        named = self if subject is None else subject
         self._hold = FollowedNode(
-            client, node, policy, lambda state, reason: self._notice.changed(self, state, reason)
+            client, node, policy, lambda state, reason: self._notice.changed(named, state, reason)
         )
 
     @property
@@ -334,16 +338,14 @@ class InterProcessSemaphoreMutex(LockContext):
         )
         self._lease: Lease | None = None
         self._guard = client.handler.lock_object()
-        self._callbacks: list[LostCallback] = []
-        self._not_held = client.handler.event_object()
-        self._not_held.set()
+        self._notice = LossNotice(client)
+        self._notice.lost_event.set()  # not held yet
 
     @property
     def lost_event(self) -> Any:
-        """The current hold's :attr:`Lease.lost_event` (set while the hold is not ours, clear
-        once it is again); outside a hold, an event that is set."""
-        lease = self._lease
-        return lease.lost_event if lease is not None else self._not_held
+        """Set while the lock is not held by this object or its hold is not ours (lost, or
+        suspended under the ``standard`` policy); clear while held."""
+        return self._notice.lost_event
 
     @property
     def path(self) -> str:
@@ -352,20 +354,17 @@ class InterProcessSemaphoreMutex(LockContext):
 
     def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for the lock; False on timeout."""
-        lease = self._semaphore.acquire(timeout)
-        if lease is None:
+        semaphore = self._semaphore
+        nodes = run(semaphore.client, semaphore.acquire_steps(1, timeout))
+        if nodes is None:
             return False
-        lease.on_lost(self._lease_lost)
+        self._notice.lost_event.clear()
+        lease = Lease(
+            semaphore.client, nodes[0], semaphore.connection_policy, self._notice, subject=self
+        )
         with self._guard:
             self._lease = lease
         return True
-
-    def _lease_lost(self, lease: Lease, reason: str) -> None:
-        with self._guard:
-            if lease is not self._lease:
-                return
-        for callback in list(self._callbacks):
-            callback(self, reason)
 
     def release(self) -> None:
         """Release the lock, from any thread; :class:`LockNotOwnedError` if it is not held."""
@@ -374,6 +373,7 @@ class InterProcessSemaphoreMutex(LockContext):
         if lease is None:
             raise LockNotOwnedError(self.path, f"Not acquired: {self.path}")
         lease.close()
+        self._notice.lost_event.set()
 
     def is_acquired_in_this_process(self) -> bool:
         """True while this object holds the lock (by local bookkeeping)."""
@@ -393,7 +393,7 @@ class InterProcessSemaphoreMutex(LockContext):
 
     def on_lost(self, callback: LostCallback) -> None:
         """Run ``callback(lock, reason)`` on a worker thread when a hold stops being held."""
-        self._callbacks.append(callback)
+        self._notice.add(callback)
 
     @property
     def lease(self) -> Lease | None:

@@ -64,6 +64,9 @@ def test_a_mutex_is_held_in_async_with_and_released_after(zk: KazooClient, zk_pa
     async def main() -> None:
         async with lock:
             assert len(children(zk, zk_path)) == 1
+            transaction = lock.guarded_transaction()
+            transaction.create(f"{zk_path}-written", b"x")
+            assert await aio.commit(transaction) == [True, f"{zk_path}-written"]
             assert await lock.is_held()
             await lock.check()
             assert lock.fencing_token > 0
@@ -73,6 +76,21 @@ def test_a_mutex_is_held_in_async_with_and_released_after(zk: KazooClient, zk_pa
         assert not lock.is_acquired_in_this_process()
 
     run(main())
+    zk.delete(f"{zk_path}-written")
+
+
+def test_the_recipes_run_under_uvloop(zk: KazooClient, zk_path: str) -> None:
+    uvloop = pytest.importorskip("uvloop")
+
+    async def main() -> None:
+        async with aio.InterProcessMutex(zk, zk_path) as lock:
+            assert await lock.is_held()
+        lease = await aio.InterProcessSemaphoreV2(zk, f"{zk_path}-sem", 1).acquire(SOON)
+        assert lease is not None
+        await lease.close()
+
+    uvloop.run(main())
+    assert children(zk, zk_path) == []
 
 
 def test_a_timed_acquire_returns_false_and_leaves_no_node(
@@ -320,7 +338,6 @@ def test_semaphore_leases_count_time_out_and_return(
         assert await theirs.acquire_many(2, timeout=0.3) is None
         assert len(await ours.participant_nodes()) == 3
         waiter = asyncio.create_task(theirs.acquire(timeout=SOON))
-        await asyncio.sleep(0.1)
         await lease.close()
         got = await waiter
         assert got is not None
@@ -371,11 +388,18 @@ def test_the_semaphore_mutex_is_released_from_any_task(zk: KazooClient, zk_path:
         assert await lock.acquire(0.2) is False  # not re-entrant
         assert await lock.is_held()
         assert lock.fencing_token > 0
+        assert not lock.lost_event.is_set()
         await asyncio.create_task(lock.release())
+        assert lock.lost_event.is_set()
         with pytest.raises(LockNotOwnedError):
             await lock.release()
         async with lock:
             assert lock.is_acquired_in_this_process()
+            lost: list[str] = []
+            lock.on_lost(lambda _lock, reason: lost.append(reason))
+            zk.delete(lock.lease.path)  # type: ignore[union-attr]
+            await asyncio.wait_for(lock.lost_event.wait(), SOON)
+            await until(lambda: lost == ["lock node deleted"], "the callback ran")
 
     run(main())
     assert children(zk, f"{zk_path}/leases") == []

@@ -19,6 +19,7 @@ from ._lock import (
     ReadLock,
     WriteLock,
 )
+from ._runner import commit
 from ._semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease
 
 __all__ = [
@@ -33,4 +34,5 @@ __all__ = [
     "Participant",
     "ReadLock",
     "WriteLock",
+    "commit",
 ]

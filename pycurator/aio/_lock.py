@@ -194,7 +194,7 @@ class AsyncReentrantLock(AsyncLockContext):
 
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that our lock node exists (commit it with
-        ``await asyncio.to_thread(transaction.commit)``, or ``commit_async()``)."""
+        ``await aio.commit(transaction)``)."""
         return self._holds.required().guarded_transaction()
 
     async def participant_nodes(self) -> list[str]:

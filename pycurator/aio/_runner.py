@@ -163,4 +163,16 @@ def loop_notice(client: KazooClient, event: asyncio.Event) -> LossNotice:
     return LossNotice(client, LoopEvent(asyncio.get_running_loop(), event), loop_spawner())
 
 
-__all__ = ["LoopEvent", "LoopSignal", "loop_notice", "loop_spawner", "run_async"]
+def _committed(transaction: Any) -> Steps[list[Any]]:
+    results: list[Any] = yield Await(transaction.commit_async(), Deadline(None))
+    return results
+
+
+async def commit(transaction: Any) -> list[Any]:
+    """Commit a kazoo transaction (a ``guarded_transaction()``, say) without blocking the loop;
+    its results, as ``transaction.commit()`` returns them."""
+    results: list[Any] = await run_async(transaction.client, _committed(transaction))
+    return results
+
+
+__all__ = ["LoopEvent", "LoopSignal", "commit", "loop_notice", "loop_spawner", "run_async"]

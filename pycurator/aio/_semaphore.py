@@ -14,7 +14,7 @@ from .. import _wire
 from .._deadline import Deadline
 from .._engine import HeldNode, delete_guaranteed_steps
 from .._errors import LockLostError, LockNotOwnedError
-from .._hold import FollowedNode
+from .._hold import FollowedNode, LossNotice
 from .._monitor import ConnectionPolicy
 from .._semaphore import InterProcessSemaphoreV2 as _Semaphore
 from .._steps import Await
@@ -29,14 +29,24 @@ class Lease:
     :attr:`lost_event` (an :class:`asyncio.Event`) and :meth:`on_lost` callbacks (on the loop).
     """
 
-    def __init__(self, client: KazooClient, node: HeldNode, policy: ConnectionPolicy) -> None:
+    def __init__(
+        self,
+        client: KazooClient,
+        node: HeldNode,
+        policy: ConnectionPolicy,
+        notice: LossNotice | None = None,
+        subject: object = None,
+    ) -> None:
+        """``notice`` and ``subject``: whom to tell of a loss, and what to name (by default a
+        notice of the lease's own, naming the lease); made on the running loop."""
         self._client = client
         self._closed = False
-        self.lost_event = asyncio.Event()
-        self._notice = loop_notice(client, self.lost_event)
-        notice = self._notice
+        self._notice = loop_notice(client, asyncio.Event()) if notice is None else notice
+        self.lost_event: asyncio.Event = self._notice.lost_event.event
+        named = self if subject is None else subject
+        notice_ = self._notice
         self._hold = FollowedNode(
-            client, node, policy, lambda state, reason: notice.changed(self, state, reason)
+            client, node, policy, lambda state, reason: notice_.changed(named, state, reason)
         )
 
     @property
@@ -176,27 +186,39 @@ class InterProcessSemaphoreMutex(AsyncLockContext):
             client, path, 1, node_data=node_data, acl=acl, connection_policy=connection_policy
         )
         self._lease: Lease | None = None
+        self.lost_event = asyncio.Event()
+        self.lost_event.set()  # not held yet
+        self._notice: LossNotice | None = None
+        self._callbacks: list[Callable[[Any, str], Any]] = []
 
     @property
     def path(self) -> str:
         return self._semaphore.path
+
+    def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
+        """Run ``callback(lock, reason)`` on the loop when a hold stops being held."""
+        self._callbacks.append(callback)
+        if self._notice is not None:
+            self._notice.add(callback)
 
     @property
     def lease(self) -> Lease | None:
         """The lease behind the current hold, or None."""
         return self._lease
 
-    @property
-    def lost_event(self) -> asyncio.Event | None:
-        """The current hold's :attr:`Lease.lost_event`, or None outside a hold."""
-        return self._lease.lost_event if self._lease is not None else None
-
     async def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for the lock; False on timeout."""
-        lease = await self._semaphore.acquire(timeout)
-        if lease is None:
+        semaphore = self._semaphore
+        nodes = await run_async(semaphore.client, semaphore._core.acquire_steps(1, timeout))
+        if nodes is None:
             return False
-        self._lease = lease
+        if self._notice is None:
+            self._notice = loop_notice(semaphore.client, self.lost_event)
+            for callback in self._callbacks:
+                self._notice.add(callback)
+        self.lost_event.clear()
+        policy = semaphore._core.connection_policy
+        self._lease = Lease(semaphore.client, nodes[0], policy, self._notice, subject=self)
         return True
 
     async def release(self) -> None:
@@ -205,6 +227,7 @@ class InterProcessSemaphoreMutex(AsyncLockContext):
         if lease is None:
             raise LockNotOwnedError(self.path, f"Not acquired: {self.path}")
         await lease.close()
+        self.lost_event.set()
 
     def is_acquired_in_this_process(self) -> bool:
         return self._lease is not None
