@@ -469,3 +469,84 @@ def test_a_lost_session_sets_the_lost_event_and_runs_callbacks_on_the_loop(
         await lock.release()
 
     run(main())
+
+
+def test_a_selector_runs_lead_on_the_loop_and_cancels_it_when_the_term_ends(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    a, b = zk_client_factory(), zk_client_factory()
+
+    async def main() -> None:
+        terms: list[str] = []
+        cancelled: list[str] = []
+        leading = {"a": asyncio.Event(), "b": asyncio.Event()}
+        loop_thread = threading.get_ident()
+
+        def lead_as(name: str) -> Callable[[aio.Leadership], Awaitable[None]]:
+            async def lead(leadership: aio.Leadership) -> None:
+                assert threading.get_ident() == loop_thread
+                assert await leadership.is_held() and leadership.fencing_token > 0
+                terms.append(name)
+                leading[name].set()
+                try:
+                    await asyncio.Event().wait()  # lead until interrupted
+                except asyncio.CancelledError:
+                    cancelled.append(name)
+                    raise
+
+            return lead
+
+        first = aio.LeaderSelector(a, zk_path, lead_as("a"), "a")
+        second = aio.LeaderSelector(b, zk_path, lead_as("b"), "b")
+        await first.start()
+        await asyncio.wait_for(leading["a"].wait(), SOON)
+        await second.start()
+        await until(lambda: len(children(a, zk_path)) == 2, "the second selector queued")
+        assert (await second.leader()).id == "a" and not second.has_leadership()
+        first.interrupt_leadership()
+        await asyncio.wait_for(leading["b"].wait(), SOON)
+        assert terms == ["a", "b"] and cancelled == ["a"]
+        await second.close()
+        await until(lambda: cancelled == ["a", "b"], "the second lead cancelled on close")
+        await first.close()
+
+    run(main())
+    eventually(lambda: children(a, zk_path) == [], what="every selector node gone")
+
+
+def test_the_recipes_run_from_anyio_on_its_asyncio_backend(zk: KazooClient, zk_path: str) -> None:
+    anyio = pytest.importorskip("anyio")
+
+    async def main() -> None:
+        lock = aio.InterProcessMutex(zk, zk_path)
+        async with lock:
+            with anyio.move_on_after(0.2):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(aio.InterProcessMutex(zk, zk_path).acquire)
+        # the cancelled waiter's node goes (in the background if the scope cancels its delete)
+        await until(lambda: children(zk, zk_path) == [], "the waiter's node gone")
+
+    anyio.run(main, backend="asyncio")
+
+
+def test_a_task_cancelled_at_any_step_of_its_first_try_leaves_no_node(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    holder_client, waiter_client = zk_client_factory(), zk_client_factory()
+    holder = ThreadedMutex(holder_client, zk_path)
+    assert holder.acquire(SOON)
+
+    async def main() -> None:
+        lock = aio.InterProcessMutex(waiter_client, zk_path)
+        for steps in range(12):  # cancelled before, during and after the create and the watch
+            task = asyncio.create_task(lock.acquire())
+            for _ in range(steps):
+                await asyncio.sleep(0.001)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    run(main())
+    eventually(lambda: len(children(holder_client, zk_path)) == 1, what="every waiter node gone")
+    eventually(lambda: watched_paths(waiter_client) == [], what="every waiter watch gone")
+    holder.release()

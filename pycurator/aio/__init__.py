@@ -20,6 +20,7 @@ from ._lock import (
     WriteLock,
 )
 from ._runner import commit
+from ._selector import LeaderSelector, Leadership
 from ._semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
     "InterProcessSemaphoreMutex",
     "InterProcessSemaphoreV2",
     "LeaderLatch",
+    "LeaderSelector",
+    "Leadership",
     "Lease",
     "Participant",
     "ReadLock",
