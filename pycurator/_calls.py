@@ -20,6 +20,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import (
     ConnectionClosedError,
     ConnectionLoss,
+    KazooException,
     NoNodeError,
     OperationTimeoutError,
     SessionExpiredError,
@@ -132,10 +133,9 @@ def watch_steps(
         except RETRYABLE:
             yield from wait_connected_steps(client, deadline)
         except BaseException:
-            if not result.ready():
-                result.rawlink(
-                    functools.partial(_forget_late_watch, client, path, watcher, children)
-                )
+            # the deadline passed or the wait was interrupted (perhaps just as the answer
+            # came): a watch the request sets, now or later, is dropped again
+            result.rawlink(functools.partial(_forget_late_watch, client, path, watcher, children))
             raise
 
 
@@ -202,8 +202,8 @@ def delete_guaranteed_steps(client: KazooClient, path: str) -> Steps[None]:
     except (ConnectionLoss, OperationTimeoutError, DeadlineExpired):
         log.info("delete of %s deferred until the connection is back", path)
         _pending_deletes(client).add(path, result)
-    except BaseException:
-        if not result.ready():  # interrupted or cancelled: the answer is still to come
+    except BaseException as exc:
+        if not isinstance(exc, KazooException):  # interrupted: the answer is not read yet
             _pending_deletes(client).add(path, result)
         raise
 

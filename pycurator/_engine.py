@@ -223,8 +223,9 @@ class LockEngine:
                     )
                     continue
                 except BaseException:
-                    if not create.ready():  # the deadline passed, or the wait was interrupted
-                        create.rawlink(functools.partial(self._undo_late_create, prefix))
+                    # the deadline passed, or the wait was interrupted (perhaps just as the
+                    # answer came): undo what the create made, now or when it lands
+                    create.rawlink(functools.partial(self._undo_late_create, prefix))
                     raise
                 node = HeldNode(created, stat.czxid, stat.ephemeralOwner)
                 try:
