@@ -121,9 +121,16 @@ class ReentrantHolds:
     """A re-entrant lock's holds, one per unit (whatever ``unit()`` returns: a thread, a
     greenlet, an asyncio task); re-entry only counts."""
 
-    def __init__(self, client: KazooClient, path: str, unit: Callable[[], Hashable]) -> None:
+    def __init__(
+        self,
+        client: KazooClient,
+        path: str,
+        unit: Callable[[], Hashable],
+        unit_name: str = "thread",
+    ) -> None:
         self._path = path
         self._unit = unit
+        self._unit_name = unit_name
         self._entries: dict[Hashable, _Entry] = {}
         self._guard = client.handler.lock_object()
 
@@ -168,7 +175,7 @@ class ReentrantHolds:
         """The calling unit's hold; :class:`LockLostError` if it holds none."""
         hold = self.current()
         if hold is None:
-            raise LockLostError(self._path, "not acquired by this thread")
+            raise LockLostError(self._path, f"not acquired by this {self._unit_name}")
         return hold
 
     def any(self) -> bool:

@@ -10,12 +10,13 @@ from typing import Any, TypeVar
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoWatcherError
+from kazoo.exceptions import ConnectionClosedError, NoWatcherError
 
 from pycurator import InterProcessMutex as ThreadedMutex
-from pycurator import LockNotOwnedError, LockTimeout, _kazoo, aio
+from pycurator import LockLostError, LockNotOwnedError, LockTimeout, _kazoo, aio
 from pycurator._requests import WATCHER_TYPE_CHILDREN, RemoveWatches, prefixed, send
 from pycurator.testing import expire_kazoo_session, four_letter_word, paths_by_session, split_hosts
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .support import SOON, Worker, children, eventually
 
@@ -550,3 +551,29 @@ def test_a_task_cancelled_at_any_step_of_its_first_try_leaves_no_node(
     eventually(lambda: len(children(holder_client, zk_path)) == 1, what="every waiter node gone")
     eventually(lambda: watched_paths(waiter_client) == [], what="every waiter watch gone")
     holder.release()
+
+
+def test_bad_input_is_refused_before_any_request(
+    zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str
+) -> None:
+    with pytest.raises(ValueError):
+        aio.InterProcessMutex(zk, "relative/path")
+    with pytest.raises(TypeError):
+        aio.InterProcessSemaphoreV2(zk, zk_path, max_leases="3")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        aio.LeaderSelector(zk, zk_path, "not callable")  # type: ignore[arg-type]
+    stopped = KazooClient(hosts=zk_server.hosts)  # never started
+
+    async def main() -> None:
+        lock = aio.InterProcessMutex(zk, zk_path)
+        with pytest.raises(ValueError):
+            await lock.acquire(-1)
+        with pytest.raises(TypeError):
+            await aio.InterProcessSemaphoreV2(zk, zk_path, 2).acquire_many(0.5)  # type: ignore[arg-type]
+        with pytest.raises(LockLostError, match="not acquired by this task"):
+            await lock.check()
+        with pytest.raises(ConnectionClosedError):
+            await aio.InterProcessMutex(stopped, zk_path).acquire(0)
+
+    run(main())
+    assert children(zk, zk_path) == []

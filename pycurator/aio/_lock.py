@@ -92,7 +92,7 @@ class AsyncReentrantLock(AsyncLockContext):
     def __init__(self, engine: LockEngine, *, connection_policy: str = "standard") -> None:
         self._engine = engine
         self._policy: ConnectionPolicy = check_policy(connection_policy)
-        self._holds = ReentrantHolds(engine.client, engine.base_path, current_task)
+        self._holds = ReentrantHolds(engine.client, engine.base_path, current_task, "task")
         self.lost_event = asyncio.Event()
         self._notice: LossNotice | None = None
         self._callbacks: list[Callable[[Any, str], Any]] = []
