@@ -11,7 +11,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex, aio
-from pycurator.testing import java_acquire
+from pycurator.testing import java_acquire, jclass
 from tests.support import SOON, Worker, children, eventually
 
 from .conftest import java_class
@@ -156,5 +156,55 @@ def test_a_java_semaphore_lease_makes_a_coroutine_wait(
         got = await waiter
         assert got is not None
         await got.close()
+
+    asyncio.run(main())
+
+
+def test_a_java_latch_leads_and_an_awaiting_latch_takes_over_when_it_closes(
+    curator: Any, zk: KazooClient, zk_path: str, no_orphans: None
+) -> None:
+    java = jclass("org.apache.curator.framework.recipes.leader.LeaderLatch")(
+        curator, zk_path, "java-1"
+    )
+    java.start()
+    unit = jclass("java.util.concurrent.TimeUnit")
+    assert java.await_(int(SOON * 1000), unit.MILLISECONDS)
+
+    async def main() -> None:
+        latch = aio.LeaderLatch(zk, zk_path, "python-1")
+        await latch.start()
+        assert await latch.wait(0.3) is False
+        assert [p.id for p in await latch.participants()] == ["java-1", "python-1"]
+        java.close()
+        assert await latch.wait(SOON)
+        assert (await latch.leader()).id == "python-1"
+        await latch.close()
+
+    asyncio.run(main())
+
+
+def test_a_java_writer_excludes_coroutine_readers_and_a_coroutine_writer_excludes_java(
+    curator: Any, zk: KazooClient, zk_path: str, no_orphans: None
+) -> None:
+    java = java_class("InterProcessReadWriteLock")(curator, zk_path)
+    assert java_acquire(java.writeLock(), SOON)
+
+    async def main() -> None:
+        lock = aio.InterProcessReadWriteLock(zk, zk_path)
+        assert await lock.read_lock().acquire(0.3) is False
+
+        async def read() -> None:
+            assert await lock.read_lock().acquire(SOON)
+            await lock.read_lock().release()
+
+        reader = asyncio.create_task(read())
+        await _until(lambda: len(children(zk, zk_path)) == 2, "the coroutine reader queued")
+        java.writeLock().release()
+        await reader
+        assert await lock.write_lock().acquire(SOON)
+        assert java_acquire(java.readLock(), 0.3) is False
+        await lock.write_lock().release()
+        assert java_acquire(java.readLock(), SOON)
+        java.readLock().release()
 
     asyncio.run(main())
