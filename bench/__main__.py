@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"tables written to {args.page}")
     finally:
         if server is not None:
-            server.stop()
+            server.close()
     return 0
 
 

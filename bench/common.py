@@ -17,10 +17,10 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from pycurator import InterProcessMutex
 from pycurator.testing import (
+    JavaMutex,
     four_letter_word,
-    java_acquire,
-    jclass,
     new_curator,
     paths_by_session,
     session_of,
@@ -247,35 +247,18 @@ def unique_path(name: str) -> str:
     return f"{BENCH_ROOT}/{name}-{uuid.uuid4().hex[:8]}"
 
 
-def java_lock_class(simple_name: str) -> Any:
-    """A class of Curator's lock recipes, e.g. ``InterProcessMutex``."""
-    return jclass(f"org.apache.curator.framework.recipes.locks.{simple_name}")
-
-
 #: The two implementations the contention sections compare.
 LANGUAGES = ("pycurator", "curator")
 
+#: A pycurator or a Java Curator ``InterProcessMutex``: both are held by the thread that
+#: acquired them, and both take ``acquire(timeout) -> bool`` and ``release()``.
+Mutex = InterProcessMutex | JavaMutex
 
-class Mutex:
-    """A pycurator or a Java Curator ``InterProcessMutex`` behind one small interface; like
-    both, it is held by the thread that acquired it."""
 
-    def __init__(self, language: str, client: Any, path: str) -> None:
-        self.language = language
-        if language == "pycurator":
-            from pycurator import InterProcessMutex
-
-            self._lock: Any = InterProcessMutex(client, path)
-        else:
-            self._lock = java_lock_class("InterProcessMutex")(client, path)
-
-    def acquire(self, timeout: float = SOON) -> bool:
-        if self.language == "pycurator":
-            return bool(self._lock.acquire(timeout=timeout))
-        return java_acquire(self._lock, timeout)
-
-    def release(self) -> None:
-        self._lock.release()
+def new_mutex(language: str, client: Any, path: str) -> Mutex:
+    """A mutex of ``language`` (one of :data:`LANGUAGES`) on ``client``, a kazoo client for
+    pycurator and a Curator client for Curator."""
+    return InterProcessMutex(client, path) if language == "pycurator" else JavaMutex(client, path)
 
 
 def new_client(clients: Clients, language: str) -> Any:

@@ -23,6 +23,7 @@ from .common import (
     BYTES_IN,
     LANGUAGES,
     REQUESTS,
+    SOON,
     Clients,
     Mutex,
     Server,
@@ -30,6 +31,7 @@ from .common import (
     bytes_out,
     fired,
     new_client,
+    new_mutex,
     session,
     settle,
     unique_path,
@@ -52,8 +54,8 @@ def drain_once(
             new_client(clients, language) for _ in range(max(1, -(-waiters // PER_CLIENT)))
         ]
         observer = clients.kazoo()
-        holder = Mutex(language, holder_client, path)
-        if not holder.acquire():
+        holder = new_mutex(language, holder_client, path)
+        if not holder.acquire(SOON):
             raise TimeoutError(f"the holder of {path} did not get it")
         finished: list[int] = []
         guard = threading.Lock()
@@ -67,10 +69,10 @@ def drain_once(
                 finished.append(done)
 
         threads = Threads()
-        objects = [Mutex(language, client, path) for client in waiter_clients] if shared else []
+        objects = [new_mutex(language, client, path) for client in waiter_clients] if shared else []
         for i in range(waiters):
             client = waiter_clients[i % len(waiter_clients)]
-            lock = objects[i % len(objects)] if shared else Mutex(language, client, path)
+            lock = objects[i % len(objects)] if shared else new_mutex(language, client, path)
             threads.start(functools.partial(wait_then_release, lock))
         wait_for_children(observer, path, waiters + 1, "the queue", WAIT)
         sessions = [session(client) for client in waiter_clients]

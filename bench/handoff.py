@@ -13,11 +13,13 @@ import time
 
 from .common import (
     LANGUAGES,
+    SOON,
     Clients,
     Mutex,
     Server,
     Threads,
     new_client,
+    new_mutex,
     session,
     summarize,
     unique_path,
@@ -29,7 +31,7 @@ PAIRS = [(first, then) for first in LANGUAGES for then in LANGUAGES]
 
 
 def _wait_then_release(waiter: Mutex, held: list[int]) -> None:
-    if not waiter.acquire():
+    if not waiter.acquire(SOON):
         raise TimeoutError("a hand-off waiter gave up")
     held.append(time.monotonic_ns())
     waiter.release()
@@ -40,13 +42,13 @@ def hand_offs(hosts: str, server: Server, first: str, then: str, count: int) -> 
     path = unique_path(f"handoff-{first}-{then}")
     samples = []
     with Clients(hosts) as clients:
-        holder = Mutex(first, new_client(clients, first), path)
+        holder = new_mutex(first, new_client(clients, first), path)
         waiter_client = new_client(clients, then)
-        waiter = Mutex(then, waiter_client, path)
+        waiter = new_mutex(then, waiter_client, path)
         waiter_session = session(waiter_client)
         observer = clients.kazoo()
         for _ in range(count):
-            if not holder.acquire():
+            if not holder.acquire(SOON):
                 raise TimeoutError(f"the holder of {path} did not get it")
             held: list[int] = []
             threads = Threads()

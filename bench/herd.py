@@ -27,6 +27,7 @@ from .common import (
     Threads,
     fired,
     new_client,
+    new_mutex,
     session,
     settle,
     unique_path,
@@ -44,7 +45,7 @@ class _Waiter:
         threads.start(self._run)
 
     def _run(self) -> None:
-        if not self._lock.acquire():
+        if not self._lock.acquire(SOON):
             raise TimeoutError("a herd waiter gave up")
         self.held.set()
         self.go.wait(SOON)
@@ -63,8 +64,8 @@ def herd(hosts: str, server: Server, language: str, waiters: int) -> dict[str, f
         waiter_clients = [new_client(clients, language) for _ in range(waiters)]
         observer = clients.kazoo()
         sessions = [session(client) for client in waiter_clients]
-        holder = Mutex(language, holder_client, path)
-        if not holder.acquire():
+        holder = new_mutex(language, holder_client, path)
+        if not holder.acquire(SOON):
             raise TimeoutError(f"the holder of {path} did not get it")
         _quiet(server.total_watches)
         base_watches = server.watches_of(sessions)
@@ -73,7 +74,7 @@ def herd(hosts: str, server: Server, language: str, waiters: int) -> dict[str, f
         threads = Threads()
         queue = []
         for client in waiter_clients:
-            queue.append(_Waiter(Mutex(language, client, path), threads))
+            queue.append(_Waiter(new_mutex(language, client, path), threads))
             # one at a time, so the queue is in client order
             wait_for_children(observer, path, len(queue) + 1, "a waiter")
         settle(lambda: server.watches_of(sessions) - base_watches, waiters)

@@ -13,7 +13,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import LockTimeout
 
-from .common import SOON, Clients, Mutex, Server, count_children, session, unique_path
+from .common import SOON, Clients, Mutex, Server, count_children, new_mutex, session, unique_path
 
 GIVE_UP_S = 0.2
 KINDS = ("pycurator", "curator", "kazoo-lock")
@@ -34,7 +34,7 @@ class _KazooLock:
 
 
 def _lock(kind: str, client: Any, path: str) -> Mutex | _KazooLock:
-    return _KazooLock(client, path) if kind == "kazoo-lock" else Mutex(kind, client, path)
+    return _KazooLock(client, path) if kind == "kazoo-lock" else new_mutex(kind, client, path)
 
 
 def _round_trip(client: Any) -> None:
@@ -51,7 +51,7 @@ def leak(hosts: str, server: Server, kind: str) -> dict[str, object]:
         holder = _lock(kind, new(), path)
         contender_client = new()
         contender = _lock(kind, contender_client, path)
-        if not holder.acquire():
+        if not holder.acquire(SOON):
             raise TimeoutError(f"the holder of {path} did not get it")
         try:
             gave_up = not contender.acquire(GIVE_UP_S)

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from pycurator import InterProcessReadWriteLock, InterProcessSemaphoreV2
-from pycurator.testing import jclass
+from pycurator.testing import JavaReadWriteLock, JavaSemaphore
 
-from .common import SOON, Clients, Threads, java_lock_class, unique_path
+from .common import SOON, Clients, Threads, unique_path
 
 MAX_LEASES = 5
 READ_SHARE = 0.9
@@ -28,14 +28,13 @@ Operation = Callable[[], bool]
 
 def _semaphore_ops(clients: Clients, path: str, java: bool) -> Operation:
     if java:
-        semaphore = java_lock_class("InterProcessSemaphoreV2")(clients.curator(), path, MAX_LEASES)
-        ms = jclass("java.util.concurrent.TimeUnit").MILLISECONDS
+        semaphore = JavaSemaphore(clients.curator(), path, MAX_LEASES)
 
         def java_op() -> bool:
-            lease = semaphore.acquire(int(SOON * 1000), ms)
+            lease = semaphore.acquire(SOON)
             if lease is None:
                 return False
-            semaphore.returnLease(lease)
+            lease.close()
             return True
 
         return java_op
@@ -56,13 +55,12 @@ def _rwlock_ops(clients: Clients, path: str, java: bool, seed: int) -> tuple[Ope
     chance = random.Random(seed)
     counts = {"reads": 0, "writes": 0}
     if java:
-        lock = java_lock_class("InterProcessReadWriteLock")(clients.curator(), path)
-        ms = jclass("java.util.concurrent.TimeUnit").MILLISECONDS
-        sides = {"reads": lock.readLock(), "writes": lock.writeLock()}
+        lock = JavaReadWriteLock(clients.curator(), path)
+        sides = {"reads": lock.read_lock(), "writes": lock.write_lock()}
 
         def java_op() -> bool:
             kind = "reads" if chance.random() < READ_SHARE else "writes"
-            if not sides[kind].acquire(int(SOON * 1000), ms):
+            if not sides[kind].acquire(SOON):
                 return False
             sides[kind].release()
             counts[kind] += 1

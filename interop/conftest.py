@@ -7,12 +7,10 @@ from typing import Any
 
 import pytest
 
-from pycurator.testing import jclass, new_curator
+from pycurator.testing import java_revocation_listener, lock_class, new_curator
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 CuratorFactory = Callable[..., Any]
-
-LOCKS = "org.apache.curator.framework.recipes.locks"
 
 
 @pytest.fixture
@@ -41,13 +39,7 @@ def no_orphans(curator_factory: CuratorFactory, zk_no_orphans: None) -> None:
     """``zk_no_orphans``, audited before the test's Curator clients close too."""
 
 
-def java_class(simple_name: str) -> Any:
-    """A class of Curator's lock recipes by its simple name, e.g. ``InterProcessMutex``."""
-    return jclass(f"{LOCKS}.{simple_name}")
+#: A class of Curator's lock recipes by its simple name (``pycurator.testing.lock_class``).
+java_class = lock_class
 
-
-def java_revocation_listener(on_revoke: Callable[[Any], None]) -> Any:
-    """A Java ``RevocationListener`` whose ``revocationRequested(lock)`` calls ``on_revoke``."""
-    import jpype
-
-    return jpype.JProxy(f"{LOCKS}.RevocationListener", dict={"revocationRequested": on_revoke})
+__all__ = ["CuratorFactory", "java_class", "java_revocation_listener"]

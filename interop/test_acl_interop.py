@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
 
 from pycurator import InterProcessMutex
 from pycurator._requests import ensure_container_parents
-from pycurator.testing import java_acquire
+from pycurator.testing import ClientFactory, java_acquire
 from tests.support import SOON, children
 
 from .conftest import CuratorFactory, java_class
-
-ClientFactory = Callable[..., KazooClient]
 
 
 def test_java_and_python_with_the_same_credentials_share_a_protected_lock(

@@ -1,13 +1,15 @@
 """A short run of the chaos checker: mixed Java and Python contenders on a mutex, a read/write
 lock and a semaphore, and leaders of a latch and a selector election, under random faults on a
-3-node ensemble (``interop/chaos.py``)."""
+3-node ensemble (``pycurator.testing.chaos``)."""
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 
-from interop.chaos import EXCLUSIVE, FAULTS, Chaos, Hold, check
-from interop.chaos import Faults as FaultLog
+from pycurator.testing.chaos import EXCLUSIVE, FAULTS, Chaos, Hold, LogEntry, Orphans, Report, check
+from pycurator.testing.chaos import Faults as FaultLog
+from pycurator.testing.chaos.history import Outcome
 
 PROGRAMMING_ERRORS = {"AttributeError", "TypeError", "NameError", "KeyError", "ValueError"}
 
@@ -24,14 +26,14 @@ def test_a_short_chaos_run_keeps_every_guarantee() -> None:
     assert not set(report.errors) & PROGRAMMING_ERRORS, summary
     # a worker of each language was stopped while holding until its session expired: others
     # held meanwhile, and its guarded write was rejected
-    assert sorted(p["worker"][:2] for p in report.pauses) == ["ja", "py"], summary
+    assert sorted(p.worker[:2] for p in report.pauses) == ["ja", "py"], summary
     for pause in report.pauses:
-        assert pause["successors"] > 0 and pause["outcome"] == "rejected", summary
+        assert pause.successors > 0 and pause.outcome == "rejected", summary
     assert report.overlaps == report.overlaps_with_stale, summary
 
 
 def _hold(
-    hold_id: str, enter: int, fence: int, *, outcome: str = "fenced", lock: str = "mutex"
+    hold_id: str, enter: int, fence: int, *, outcome: Outcome = "fenced", lock: str = "mutex"
 ) -> Hold:
     hold = Hold(hold_id, "t", "python", lock, True, "/n", 0, enter, fence, fence + 1)
     hold.outcome = outcome
@@ -39,20 +41,27 @@ def _hold(
     return hold
 
 
-def _check(holds: list[Hold], values: dict[str, int], lock: str = "mutex") -> list[str]:
-    logs: dict[str, dict[str, tuple[int, int]]] = {name: {} for name in EXCLUSIVE}
-    logs[lock] = {hold_id: (value, 0) for hold_id, value in values.items()}
+def _report(holds: list[Hold], values: dict[str, int], lock: str = "mutex") -> Report:
+    logs: dict[str, dict[str, LogEntry]] = {name: {} for name in EXCLUSIVE}
+    logs[lock] = {hold_id: LogEntry(value, 0) for hold_id, value in values.items()}
+    given = copy.deepcopy(holds)
     report = check(
         holds,
         logs,
         {name: len(log) for name, log in logs.items()},
-        {"tree": [], "dump": {}},
+        Orphans(),
         faults=FaultLog(),
         errors=Counter(),
         pauses=[],
         seconds=0,
         seed=0,
     )
+    assert holds == given  # the checker is pure: what it resolves, it resolves in the report
+    return report
+
+
+def _check(holds: list[Hold], values: dict[str, int], lock: str = "mutex") -> list[str]:
+    report = _report(holds, values, lock)
     return report.violations + report.counter_problems
 
 
@@ -73,6 +82,7 @@ def test_the_checker_takes_a_writes_outcome_and_time_from_the_log() -> None:
     retried.fences = [10, 50]
     later = _hold("b", 20, 30)
     assert _check([retried, later], {"a": 1, "b": 2}) == []
+    retried = _report([retried, later], {"a": 1, "b": 2}).resolved[0]
     assert retried.outcome == "fenced" and retried.fence_ns == 10
     claimed = [_hold("a", 0, 10), _hold("b", 20, 30)]  # a claims a write the log does not have
     assert any("log did not" in p for p in _check(claimed, {"b": 1}))

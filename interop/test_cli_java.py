@@ -15,7 +15,13 @@ from kazoo.exceptions import NoNodeError, NotEmptyError
 from pycurator import InterProcessMutex
 from pycurator._wire import default_node_data
 from pycurator.cli import EXIT_TIMEOUT
-from pycurator.testing import java_acquire, jclass, session_of
+from pycurator.testing import (
+    java_acquire,
+    java_revocation_listener,
+    jclass,
+    leader_class,
+    session_of,
+)
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from tests.cli_support import python_command, run_cli, start_cli
 from tests.support import SOON, Worker, children, eventually
@@ -220,13 +226,8 @@ def java_acquire_lease(semaphore: Any, timeout: float) -> Any:
 def test_revoke_reaches_a_revocable_java_holder(
     zk_server: ZooKeeperTarget, curator: Any, zk_path: str, java_holders: list[JavaHolder]
 ) -> None:
-    import jpype
-
     asked = threading.Event()
-    listener = jpype.JProxy(
-        "org.apache.curator.framework.recipes.locks.RevocationListener",
-        dict={"revocationRequested": lambda lock: asked.set()},
-    )
+    listener = java_revocation_listener(lambda lock: asked.set())
     java_lock = java_class("InterProcessMutex")(curator, zk_path)
     java_lock.makeRevocable(listener)
     assert hold(java_holders, java_lock).acquired.wait(SOON)
@@ -242,8 +243,7 @@ def test_a_java_leader_latch_keeps_elect_waiting_and_inspect_shows_both_ids(
     # a plain parent: a container reaped between Curator's check and its create would leave the
     # Java latch out of the election (see test_latch_interop.stable_parent)
     zk.ensure_path(zk_path)
-    latch_class = jclass("org.apache.curator.framework.recipes.leader.LeaderLatch")
-    java_latch = latch_class(curator, zk_path, "java-1")
+    java_latch = leader_class("LeaderLatch")(curator, zk_path, "java-1")
     java_latch.start()
     process = None
     try:

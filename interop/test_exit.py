@@ -39,9 +39,14 @@ PROGRAM = textwrap.dedent(
     from kazoo.client import KazooClient
 
     from pycurator import InterProcessMutex
-    from pycurator.testing import FaultProxy, java_acquire, jclass, new_curator
-
-    LOCKS = "org.apache.curator.framework.recipes.locks"
+    from pycurator.testing import (
+        CURATOR,
+        CURATOR_LOCKS as LOCKS,
+        FaultProxy,
+        java_acquire,
+        jclass,
+        new_curator,
+    )
 
 
     def busy_java():
@@ -55,7 +60,7 @@ PROGRAM = textwrap.dedent(
         InterProcessMutex(kazoo, path + "/python").acquire()
         curator = new_curator(proxy.hosts, session_timeout_ms=60_000)
         listener = jpype.JProxy(
-            "org.apache.curator.framework.state.ConnectionStateListener",
+            f"{CURATOR}.framework.state.ConnectionStateListener",
             dict={"stateChanged": lambda client, state: None, "doNotProxy": lambda: False},
         )
         curator.getConnectionStateListenable().addListener(listener)

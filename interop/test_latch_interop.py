@@ -12,13 +12,17 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from pycurator import LeaderLatch, Participant
-from pycurator.testing import expire_kazoo_session, expire_session, jclass, session_of
+from pycurator.testing import (
+    ClientFactory,
+    JavaLatch,
+    expire_kazoo_session,
+    expire_session,
+    session_of,
+)
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from tests.support import SOON, children, eventually
 
 from .conftest import CuratorFactory
-
-ClientFactory = Callable[..., KazooClient]
 
 NODE = re.compile(r"_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-latch-\d{10}")
 
@@ -38,43 +42,11 @@ def stable_parent(zk: KazooClient, zk_path: str) -> Iterator[None]:
         zk.delete(zk_path)
 
 
-class JavaLatch:
-    """Curator's ``LeaderLatch``, with the calls these tests make in Python's terms."""
-
-    def __init__(self, client: Any, path: str, participant_id: str) -> None:
-        self.latch = jclass("org.apache.curator.framework.recipes.leader.LeaderLatch")(
-            client, path, participant_id
-        )
-        self.id = participant_id
-
-    def start(self) -> None:
-        self.latch.start()
-
-    def close(self) -> None:
-        self.latch.close()
-
-    def has_leadership(self) -> bool:
-        return bool(self.latch.hasLeadership())
-
-    def wait(self, timeout: float) -> bool:
-        unit = jclass("java.util.concurrent.TimeUnit")
-        return bool(self.latch.await_(int(timeout * 1000), unit.MILLISECONDS))
-
-    def our_path(self) -> str | None:
-        path = self.latch.getOurPath()
-        return None if path is None else str(path)
-
-    def participants(self) -> list[Participant]:
-        return [
-            Participant(str(p.getId()), bool(p.isLeader())) for p in self.latch.getParticipants()
-        ]
-
-
 AnyLatch = LeaderLatch | JavaLatch
 
 
 def our_path(latch: AnyLatch) -> str | None:
-    return latch.our_path() if isinstance(latch, JavaLatch) else latch.our_path
+    return latch.our_path
 
 
 @pytest.fixture

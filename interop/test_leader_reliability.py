@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -10,13 +9,9 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import LeaderLatch, Participant
+from pycurator.testing import ClientFactory, JavaLatch, WorkerProcess
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
-from tests.support import SOON, Worker, children, delete_when_empty, eventually
-
-from .test_latch_interop import JavaLatch
-from .workers import read_line, start_worker
-
-ClientFactory = Callable[..., KazooClient]
+from tests.support import SOON, children, delete_when_empty, eventually
 
 #: After each scenario, no latch node is left in the server's dump of ephemerals by session.
 pytestmark = pytest.mark.usefixtures("no_orphans")
@@ -45,11 +40,11 @@ def test_a_leader_killed_with_sigkill_hands_leadership_to_the_next_in_queue(
     observer.ensure_path(path)
     other = "java" if language == "python" else "python"
     latches: dict[str, LeaderLatch | JavaLatch] = {}
-    worker = start_worker(language, zk_server.hosts, path, WORKER_SESSION_MS, role="latch")
+    worker = WorkerProcess.hold(
+        language, "latch", zk_server.hosts, path, session_ms=WORKER_SESSION_MS
+    )
     try:
-        reader = Worker(lambda: read_line(worker.stdout))
-        reader.start()
-        assert reader.outcome(timeout=60) == "held"
+        assert worker.wait_for("held", timeout=60)["event"] == "held"
         for n, lang in enumerate((other, language), start=2):
             latch_id = f"{lang}-{n}"
             if lang == "java":
@@ -63,7 +58,7 @@ def test_a_leader_killed_with_sigkill_hands_leadership_to_the_next_in_queue(
             Participant(f"{other}-2", False),
             Participant(f"{language}-3", False),
         ]
-        worker.send_signal(signal.SIGKILL)
+        worker.kill()
         assert latches[other].wait(timeout=3 * SOON)  # once the dead leader's session times out
         assert not latches[language].has_leadership()
         expected = [Participant(f"{other}-2", True), Participant(f"{language}-3", False)]
@@ -71,10 +66,7 @@ def test_a_leader_killed_with_sigkill_hands_leadership_to_the_next_in_queue(
             assert latch.participants() == expected
     finally:
         worker.kill()
-        worker.wait(30)
-        for stream in (worker.stdin, worker.stdout):
-            if stream is not None:
-                stream.close()
+        worker.finish()
         for latch in latches.values():
             latch.close()
     delete_when_empty(observer, path)  # every latch node gone

@@ -9,12 +9,10 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessMultiLock, InterProcessMutex
-from pycurator.testing import java_acquire, jclass
+from pycurator.testing import ClientFactory, java_acquire, jclass
 from tests.support import SOON, Worker, children, eventually
 
 from .conftest import CuratorFactory, java_class
-
-ClientFactory = Callable[..., KazooClient]
 
 
 def java_multi(client: Any, paths: list[str]) -> Any:

@@ -10,12 +10,10 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex, attempt_revoke
-from pycurator.testing import curator_version, java_acquire, session_of
+from pycurator.testing import ClientFactory, curator_version, java_acquire, session_of
 from tests.support import SOON, Worker, children, eventually
 
 from .conftest import CuratorFactory, java_class, java_revocation_listener
-
-ClientFactory = Callable[..., KazooClient]
 
 NODE = re.compile(r"_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}")
 

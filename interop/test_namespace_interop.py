@@ -4,7 +4,6 @@ comes first makes the missing namespace, and the two exclude each other on one l
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,13 +11,11 @@ from kazoo.client import KazooClient
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from pycurator import InterProcessMutex
-from pycurator.testing import java_acquire
+from pycurator.testing import ClientFactory, java_acquire
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from tests.support import SOON, children, eventually
 
 from .conftest import java_class
-
-ClientFactory = Callable[..., KazooClient]
 
 
 def assert_open_parents(zk: KazooClient, zk_path: str, chroot: str) -> None:

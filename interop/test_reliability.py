@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import signal
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex
-from pycurator.testing import expire_kazoo_session, java_acquire
+from pycurator.testing import ClientFactory, JavaMutex, WorkerProcess, expire_kazoo_session
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from tests.support import SOON, Worker, children, eventually
-
-from .conftest import java_class
-from .workers import read_line, start_worker
-
-ClientFactory = Callable[..., KazooClient]
 
 #: After each scenario, no lock node is left in the server's dump of ephemerals by session.
 pytestmark = pytest.mark.usefixtures("no_orphans")
@@ -34,17 +26,14 @@ def test_a_holder_killed_with_sigkill_passes_the_lock_on(
 ) -> None:
     path = f"{zk_path}/lock"
     observer = zk_client_factory()
-    worker = start_worker(language, zk_server.hosts, path, 2000)
-    try:
-        reader = Worker(lambda: read_line(worker.stdout))
-        reader.start()
-        assert reader.outcome(timeout=60) == "held"
+    with WorkerProcess.hold(language, "mutex", zk_server.hosts, path, session_ms=2000) as worker:
+        assert worker.wait_for("held", timeout=60)["event"] == "held"
         # the next waiter is of the other language
         if language == "python":
-            next_lock = java_class("InterProcessMutex")(curator, path)
+            next_lock = JavaMutex(curator, path)
 
             def next_waiter() -> bool:
-                held = java_acquire(next_lock, 60)
+                held = next_lock.acquire(60)
                 next_lock.release()
                 return held
         else:
@@ -58,14 +47,8 @@ def test_a_holder_killed_with_sigkill_passes_the_lock_on(
         waiter = Worker(next_waiter)
         waiter.start()
         eventually(lambda: len(children(observer, path)) == 2, what="next waiter queued")
-        worker.send_signal(signal.SIGKILL)
-        assert waiter.outcome(timeout=60) is True  # once the dead holder's session times out
-    finally:
         worker.kill()
-        worker.wait(30)
-        for stream in (worker.stdin, worker.stdout):
-            if stream is not None:
-                stream.close()
+        assert waiter.outcome(timeout=60) is True  # once the dead holder's session times out
     assert children(observer, path) == []
 
 
@@ -75,12 +58,12 @@ def test_a_python_holders_expiry_lets_a_java_waiter_in(
     path = f"{zk_path}/lock"
     holder_client = zk_client_factory()
     holder = InterProcessMutex(holder_client, path)
-    java = java_class("InterProcessMutex")(curator, path)
+    java = JavaMutex(curator, path)
     got = threading.Event()
     assert holder.acquire()
 
     def java_waits() -> None:
-        assert java_acquire(java, 60)
+        assert java.acquire(60)
         got.set()
         java.release()
 

@@ -12,12 +12,10 @@ import jpype
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessReadWriteLock
-from pycurator.testing import java_acquire
+from pycurator.testing import ClientFactory, java_acquire
 from tests.support import SOON, Worker, children, eventually
 
 from .conftest import CuratorFactory, java_class
-
-ClientFactory = Callable[..., KazooClient]
 
 UUID = r"_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-"
 

@@ -11,14 +11,10 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import LeaderSelector, Leadership, Participant
-from pycurator.testing import jclass
+from pycurator.testing import ClientFactory, JavaSelector, jclass
 from tests.support import SOON, children, eventually
 
 from .conftest import CuratorFactory
-
-ClientFactory = Callable[..., KazooClient]
-
-LEADER = "org.apache.curator.framework.recipes.leader"
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
@@ -27,17 +23,7 @@ def java_selector(
     client: Any, path: str, participant_id: str, take: Callable[[Any], None], *, requeue: bool
 ) -> Any:
     """Curator's ``LeaderSelector`` whose ``takeLeadership(client)`` calls ``take(client)``."""
-    import jpype
-
-    listener = jpype.JProxy(
-        f"{LEADER}.LeaderSelectorListener",
-        dict={"takeLeadership": take, "stateChanged": lambda client, state: None},
-    )
-    selector = jclass(f"{LEADER}.LeaderSelector")(client, path, listener)
-    selector.setId(participant_id)
-    if requeue:
-        selector.autoRequeue()
-    return selector
+    return JavaSelector(client, path, take, participant_id, auto_requeue=requeue).java
 
 
 def java_participants(selector: Any) -> list[Participant]:

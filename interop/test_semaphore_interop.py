@@ -4,30 +4,26 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessSemaphoreMutex, InterProcessSemaphoreV2
-from pycurator.testing import java_acquire, jclass
+from pycurator.testing import ClientFactory, JavaLease, JavaSemaphore, JavaSemaphoreMutex
 from tests.support import SOON, Worker, children, eventually
 
-from .conftest import CuratorFactory, java_class
-
-ClientFactory = Callable[..., KazooClient]
+from .conftest import CuratorFactory
 
 LEASE = re.compile(r"_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lease-\d{10}")
 
 
-def java_semaphore(client: Any, path: str, max_leases: int) -> Any:
-    return java_class("InterProcessSemaphoreV2")(client, path, max_leases)
+def java_semaphore(client: Any, path: str, max_leases: int) -> JavaSemaphore:
+    return JavaSemaphore(client, path, max_leases)
 
 
-def java_lease(semaphore: Any, timeout: float) -> Any:
+def java_lease(semaphore: JavaSemaphore, timeout: float) -> JavaLease | None:
     """A Java lease, or None on timeout."""
-    unit = jclass("java.util.concurrent.TimeUnit")
-    return semaphore.acquire(int(timeout * 1000), unit.MILLISECONDS)
+    return semaphore.acquire(timeout)
 
 
 def test_python_and_java_leases_have_the_same_layout(
@@ -45,9 +41,9 @@ def test_python_and_java_leases_have_the_same_layout(
             for parent in (path, f"{path}/leases"):  # an empty locks/ may be reaped already
                 stat = zk.exists(parent)
                 assert stat is not None and (stat.ephemeralOwner, stat.dataLength) == (0, 0)
-        assert python.data() == bytes(java.getData())
+        assert python.data() == bytes(java.java.getData())
         assert python.node_name == children(zk, f"{python_path}/leases")[0]
-        assert str(java.getNodeName()) == children(zk, f"{java_path}/leases")[0]
+        assert java.node_name == children(zk, f"{java_path}/leases")[0]
     finally:
         java.close()
         python.close()
@@ -57,19 +53,19 @@ def test_semaphore_mutex_excludes_across_languages_both_ways(
     curator: Any, zk: KazooClient, zk_path: str
 ) -> None:
     path = f"{zk_path}/mutex"
-    java = java_class("InterProcessSemaphoreMutex")(curator, path)
+    java = JavaSemaphoreMutex(curator, path)
     python = InterProcessSemaphoreMutex(zk, path)
-    assert java_acquire(java, SOON)
+    assert java.acquire(SOON)
     try:
         assert python.acquire(timeout=0.5) is False
     finally:
         java.release()
     assert python.acquire(timeout=SOON)
     try:
-        assert java_acquire(java, 0.5) is False
+        assert java.acquire(0.5) is False
     finally:
         python.release()
-    assert java_acquire(java, SOON)
+    assert java.acquire(SOON)
     java.release()
     assert children(zk, f"{path}/leases") == []
     assert children(zk, f"{path}/locks") == []
@@ -82,7 +78,7 @@ def test_a_pool_of_three_shared_by_java_and_python(
     observer = zk_client_factory()
     java = java_semaphore(curator, path, 3)
     python = InterProcessSemaphoreV2(zk_client_factory(), path, 3)
-    java_leases = [java_lease(java, SOON), java_lease(java, SOON)]
+    java_leases: list[Any] = [java_lease(java, SOON), java_lease(java, SOON)]
     assert all(lease is not None for lease in java_leases)
     python_lease = python.acquire(timeout=SOON)
     assert python_lease is not None
@@ -94,7 +90,7 @@ def test_a_pool_of_three_shared_by_java_and_python(
     waiting_python = Worker(lambda: python.acquire(timeout=SOON))
     waiting_python.start()
     eventually(lambda: len(children(observer, f"{path}/leases")) == 4, what="python waits")
-    java.returnLease(java_leases.pop())
+    java.return_lease(java_leases.pop())
     second_python_lease = waiting_python.outcome()
     assert second_python_lease is not None
     # Python returns one: a waiting Java acquire gets it
@@ -105,7 +101,7 @@ def test_a_pool_of_three_shared_by_java_and_python(
     java_leases.append(waiting_java.outcome())
     assert java_leases[-1] is not None
     for lease in java_leases:
-        java.returnLease(lease)
+        java.return_lease(lease)
     second_python_lease.close()
     assert children(observer, f"{path}/leases") == []
     assert children(observer, f"{path}/locks") == []
@@ -136,7 +132,7 @@ def test_mixed_holders_never_exceed_the_maximum(
             try:
                 inside()
             finally:
-                semaphore.returnLease(lease)
+                semaphore.return_lease(lease)
 
     def python_contender() -> None:
         semaphore = InterProcessSemaphoreV2(zk_client_factory(), path, maximum)

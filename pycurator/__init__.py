@@ -19,6 +19,9 @@ from ._rwlock import InterProcessReadWriteLock
 from ._selector import LeaderSelector, Leadership
 from ._semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease
 
+#: The release, read by the packaging metadata too (its one source).
+__version__ = "0.1.0"
+
 __all__ = [
     "CloseMode",
     "InterProcessMultiLock",

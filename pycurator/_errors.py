@@ -11,29 +11,46 @@
                                                  release() of several locks: every failure
 
 kazoo's own errors (``ConnectionLoss``, ``NoAuthError``, ...) pass through unchanged where they
-already say what happened. Bad arguments raise ``ValueError`` or ``TypeError``.
+already say what happened. Bad arguments raise ``ValueError`` or ``TypeError``. Every one of
+these pickles (a multiprocessing pool or a task queue sends exceptions between processes).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 
 class PyCuratorError(Exception):
     """Base class of every error pycurator raises itself."""
 
 
-class LockNotOwnedError(PyCuratorError, RuntimeError):
+class _Picklable(PyCuratorError):
+    """An error built from named arguments, that pickles by calling its class with them again
+    (``BaseException`` would pass the formatted message as the only argument)."""
+
+    _fields: tuple[str, ...] = ()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), tuple(getattr(self, name) for name in self._fields), self.__dict__
+
+
+class LockNotOwnedError(_Picklable, RuntimeError):
     """Raised by ``release()`` when the calling thread does not hold the lock."""
+
+    _fields = ("path", "_message")
 
     def __init__(self, path: str, message: str | None = None) -> None:
         super().__init__(message or f"You do not own the lock: {path}")
         self.path = path
+        self._message = message
 
 
-class LockTimeout(PyCuratorError, TimeoutError):
+class LockTimeout(_Picklable, TimeoutError):
     """Raised by a context manager whose timeout ran out before the lock was acquired."""
+
+    _fields = ("path", "timeout")
 
     def __init__(self, path: str, timeout: float) -> None:
         super().__init__(f"Timed out after {timeout:g}s waiting for the lock: {path}")
@@ -41,8 +58,10 @@ class LockTimeout(PyCuratorError, TimeoutError):
         self.timeout = timeout
 
 
-class LockLostError(PyCuratorError):
+class LockLostError(_Picklable):
     """Raised by ``check()`` when the lock is not (or no longer) held."""
+
+    _fields = ("path", "reason")
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"Lock lost: {path}: {reason}")
@@ -50,9 +69,11 @@ class LockLostError(PyCuratorError):
         self.reason = reason
 
 
-class NotALockNodeError(PyCuratorError, ValueError):
+class NotALockNodeError(_Picklable, ValueError):
     """Raised by ``attempt_revoke()`` for a node that is not a Curator lock, read/write lock or
     lease node (not ephemeral, or not named like one); nothing was written."""
+
+    _fields = ("path", "reason")
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"Not a lock node: {path}: {reason}")
@@ -69,9 +90,11 @@ if sys.version_info >= (3, 11):
 
 else:
 
-    class LockReleaseError(PyCuratorError):
+    class LockReleaseError(_Picklable):
         """Raised by a multi-lock's ``release()`` with every member's failure, after all members
         were released or tried; ``exceptions`` holds them (an ``ExceptionGroup`` on 3.11+)."""
+
+        _fields = ("message", "exceptions")
 
         def __init__(self, message: str, exceptions: Sequence[Exception]) -> None:
             super().__init__(message)

@@ -4,8 +4,10 @@ Works for every Curator lock layout, whichever language made the nodes: a mutex
 (``_c_<uuid>-lock-<seq>``), a read/write lock (``__READ__`` / ``__WRIT__`` siblings), a
 semaphore (``locks/`` and ``leases/``) and a leader latch (``_c_<uuid>-latch-<seq>``). A
 ``LeaderSelector`` is a mutex on the wire: its holder is the leader. Reading sends only
-``getChildren`` and ``getData``. The classification is a pure function over names and
-sessions, tested without a server.
+``getChildren`` and ``getData``. Who holds is decided by the recipes' own drivers
+(:mod:`pycurator._drivers`) over the sorted names, so ``inspect`` and the recipes cannot
+disagree; the classification is a pure function over names and sessions, tested without a
+server.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from . import _wire
+from ._drivers import ReadDriver, StandardDriver, write_driver
 from ._revocation import is_lock_node_name
 
 #: Position of a holder; waiters count 1, 2, ... in the order they will be served.
@@ -99,50 +102,62 @@ def _kind(name: str, token: str, kind: str) -> str:
     return kind if token in name else "other"
 
 
-def classify_mutex(entries: Sequence[Entry]) -> list[Participant]:
-    """Mutex: the first node in Curator's order holds it; the rest wait in that order."""
-    ordered = sorted(entries, key=lambda e: _wire.sort_key(e.name, _wire.LOCK_NAME))
+def _classify_standard(
+    entries: Sequence[Entry], driver: StandardDriver, kind: str
+) -> list[Participant]:
+    by_name = {e.name: e for e in entries}
+    ordered = driver.sort(list(by_name))
     return [
-        Participant(e, _kind(e.name, _wire.LOCK_NAME, "mutex"), i == 0, i)
-        for i, e in enumerate(ordered)
+        Participant(
+            by_name[name],
+            _kind(name, driver.token, kind),
+            driver.decide(ordered, name).holds,
+            i,
+        )
+        for i, name in enumerate(ordered)
     ]
+
+
+def classify_mutex(entries: Sequence[Entry]) -> list[Participant]:
+    """Mutex: the mutex driver's order and decision (the first node holds it)."""
+    return _classify_standard(entries, StandardDriver(), "mutex")
 
 
 def classify_latch(entries: Sequence[Entry]) -> list[Participant]:
     """Leader latch: nodes in queue order (by the part after ``latch-``), the first leads. This
     is Curator's ``getParticipants()``; the ids are the nodes' data."""
-    ordered = sorted(entries, key=lambda e: _wire.sort_key(e.name, _wire.LATCH_NAME))
-    return [
-        Participant(e, _kind(e.name, _wire.LATCH_NAME, "latch"), i == 0, i)
-        for i, e in enumerate(ordered)
-    ]
+    return _classify_standard(entries, StandardDriver(_wire.LATCH_NAME), "latch")
 
 
 def classify_read_write(entries: Sequence[Entry]) -> list[Participant]:
-    """Read/write lock: a write node holds when first; a read node holds when no write node is
-    ahead of it, or only the holding write node of its own session (a downgrade)."""
-    tokens = (_wire.READ_LOCK_NAME, _wire.WRITE_LOCK_NAME)
-    ordered = sorted(entries, key=lambda e: _wire.sort_key(e.name, *tokens))
+    """Read/write lock: the write and read drivers decide each node. The one rule the tree
+    cannot show is per thread: a read node of the session whose write node holds and is the
+    only writer ahead is taken for that holder's downgrade, and holds."""
+    by_name = {e.name: e for e in entries}
+    write, read = write_driver(), ReadDriver()
+    ordered = write.sort(list(by_name))
     result: list[Participant] = []
-    writers_ahead: list[Entry] = []
+    writers_ahead = 0
     waiting = 0
-    for i, e in enumerate(ordered):
-        if _wire.WRITE_LOCK_NAME in e.name:
-            kind, holder = "write", i == 0
-        elif _wire.READ_LOCK_NAME in e.name:
+    for name in ordered:
+        entry = by_name[name]
+        if _wire.WRITE_LOCK_NAME in name:
+            kind, holder = "write", write.decide(ordered, name).holds
+        elif _wire.READ_LOCK_NAME in name:
             kind = "read"
-            holder = not writers_ahead or (
-                len(writers_ahead) == 1
-                and ordered[0] is writers_ahead[0]
-                and writers_ahead[0].session == e.session
+            decision = read.decide(ordered, name)
+            holder = decision.holds or (
+                writers_ahead == 1
+                and decision.watch == ordered[0]
+                and by_name[ordered[0]].session == entry.session
             )
         else:
-            kind, holder = "other", i == 0
+            kind, holder = "other", write.decide(ordered, name).holds
         if kind == "write":
-            writers_ahead.append(e)
+            writers_ahead += 1
         if not holder:
             waiting += 1
-        result.append(Participant(e, kind, holder, HOLDING if holder else waiting))
+        result.append(Participant(entry, kind, holder, HOLDING if holder else waiting))
     return result
 
 
@@ -151,7 +166,7 @@ def classify_semaphore(locks: Sequence[Entry], leases: Sequence[Entry]) -> list[
     owns the first node of ``locks/`` (that client holds the internal mutex and still waits for a
     lease to free up). Waiters queue on ``locks/``, first come, first served."""
     ordered_leases = sorted(leases, key=lambda e: _wire.sort_key(e.name, _wire.LEASE_NAME))
-    ordered_locks = sorted(locks, key=lambda e: _wire.sort_key(e.name, _wire.LOCK_NAME))
+    ordered_locks = [p.entry for p in classify_mutex(locks)]
     pending = (
         ordered_leases[-1]
         if ordered_leases

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -86,7 +87,8 @@ class InterProcessReadWriteLock:
     does not.
 
     Nodes are ``PATH/_c_<uuid>-__WRIT__<seq>`` and ``PATH/_c_<uuid>-__READ__<seq>``, siblings,
-    holding ``lock_data`` (by default the host address, as Curator writes it).
+    holding ``node_data`` (by default the host address, as Curator writes it). ``lock_data``, the
+    former name of ``node_data``, still works and warns (DeprecationWarning).
 
     ``fencing_token`` on either side is the czxid of the holder's node: it grows with every new
     holder of either side, so a writer's token exceeds every earlier holder's. Readers that hold
@@ -98,14 +100,25 @@ class InterProcessReadWriteLock:
         self,
         client: KazooClient,
         path: str,
-        lock_data: bytes | None = None,
+        node_data: bytes | None = None,
         *,
         acl: Sequence[Any] | None = None,
         connection_policy: str = "standard",
+        lock_data: bytes | None = None,
     ) -> None:
+        if lock_data is not None:
+            if node_data is not None:
+                raise TypeError("give node_data or lock_data (its former name), not both")
+            warnings.warn(
+                "InterProcessReadWriteLock(lock_data=...) is deprecated: use node_data=",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            node_data = lock_data
         validate_path(path)
         check_client_type(client)
-        check_data(lock_data, "lock_data")
+        check_data(node_data, "lock_data" if lock_data is not None else "node_data")
+        lock_data = node_data
         self._write = WriteLock(
             LockEngine(client, path, write_driver(), data=lock_data, acl=acl),
             connection_policy=connection_policy,

@@ -28,7 +28,6 @@ from kazoo.handlers.threading import KazooTimeoutError
 from ._mutex import InterProcessMutex
 
 DEMO_ROOT = "/pycurator-demo"
-JAVA_MUTEX = "org.apache.curator.framework.recipes.locks.InterProcessMutex"
 
 
 class DemoError(Exception):
@@ -159,9 +158,9 @@ def _python_worker(run: _Run, name: str, client: KazooClient, start: threading.B
 
 
 def _java_worker(run: _Run, name: str, curator: Any, start: threading.Barrier) -> None:
-    from .testing import jclass
+    from .testing import JavaMutex
 
-    lock = jclass(JAVA_MUTEX)(curator, run.lock_path)
+    lock = JavaMutex(curator, run.lock_path)
     start.wait()
     for _ in range(run.options.rounds):
         if not run.options.unlocked:
@@ -169,9 +168,7 @@ def _java_worker(run: _Run, name: str, curator: Any, start: threading.Barrier) -
         try:
             begin = time.monotonic_ns()
             # the holder is first among the participants, and the holder is this thread
-            node = (
-                "(no lock)" if run.options.unlocked else str(next(iter(lock.getParticipantNodes())))
-            )
+            node = "(no lock)" if run.options.unlocked else lock.participant_nodes()[0]
             value = int(bytes(curator.getData().forPath(run.counter_path)))
             time.sleep(run.options.hold_seconds)
             curator.setData().forPath(run.counter_path, str(value + 1).encode())
@@ -193,13 +190,13 @@ def _ensemble(options: DemoOptions, out: TextIO) -> Iterator[tuple[str, str]]:
     try:
         server.start()
     except (ZooKeeperServerError, OSError) as exc:
-        server.stop()
+        server.close()
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DemoError(f"could not start the embedded ZooKeeper: {first}") from exc
     try:
         yield server.hosts, "embedded"
     finally:
-        server.stop()
+        server.close()
 
 
 def _kazoo(hosts: str, timeout: float) -> KazooClient:
@@ -330,7 +327,8 @@ def _print_verdict(verdict: Verdict, out: TextIO) -> None:
     for error in verdict.errors:
         out.write(f"error: {error}\n")
     if verdict.excluded:
-        out.write("verdict: OK: one holder at a time across both languages, no update lost\n")
+        scope = "across both languages" if len(verdict.per_language) > 1 else "among its threads"
+        out.write(f"verdict: OK: one holder at a time {scope}, no update lost\n")
     else:
         lost = verdict.holds - verdict.counter
         out.write(

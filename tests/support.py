@@ -3,21 +3,34 @@
 from __future__ import annotations
 
 import threading
-import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
-from pycurator.testing import FaultProxy, ZooKeeperServer
+from pycurator.testing import (
+    SOON,
+    STEADY_RECONNECT,
+    ClientFactory,
+    FaultProxy,
+    ZooKeeperServer,
+    children,
+    eventually,
+)
 
-#: Generous bound for anything that should happen "soon" on a loaded 2-core machine.
-SOON = 20.0
-
-#: Reconnect attempts every 0.2 s, for clients that must find a restarted server again well
-#: within their session timeout (kazoo's default back-off grows to a minute between attempts).
-STEADY_RECONNECT = {"max_tries": -1, "delay": 0.2, "backoff": 1, "max_delay": 0.2}
+__all__ = [
+    "SOON",
+    "STEADY_RECONNECT",
+    "ClientFactory",
+    "RequestCounter",
+    "Worker",
+    "children",
+    "delete_when_empty",
+    "eventually",
+    "restart_behind",
+]
 
 
 def restart_behind(proxy: FaultProxy, server: ZooKeeperServer) -> None:
@@ -28,24 +41,6 @@ def restart_behind(proxy: FaultProxy, server: ZooKeeperServer) -> None:
         server.restart()
     finally:
         proxy.heal()
-
-
-def eventually(predicate: Callable[[], bool], timeout: float = SOON, what: str = "") -> None:
-    """Poll ``predicate`` until it is true; fail after ``timeout`` seconds."""
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError(f"not true within {timeout}s: {what or predicate}")
-        time.sleep(0.02)
-
-
-def children(client: KazooClient, path: str) -> list[str]:
-    """Children of ``path``, or [] when it does not exist (an empty container may be reaped at
-    any moment)."""
-    try:
-        return list(client.get_children(path))
-    except NoNodeError:
-        return []
 
 
 def delete_when_empty(client: KazooClient, path: str, timeout: float = SOON) -> None:
@@ -69,18 +64,26 @@ def delete_when_empty(client: KazooClient, path: str, timeout: float = SOON) -> 
 
 
 class RequestCounter:
-    """Counts the requests a real kazoo client sends, by wrapping its send queue entry point."""
+    """Counts the requests a real kazoo client sends, in all and by type (``GetChildren``,
+    ``Exists``...), by wrapping its send queue entry point (kazoo 2.x's ``_call``)."""
 
     def __init__(self, client: KazooClient) -> None:
-        self.count = 0
+        self.counts: Counter[str] = Counter()
         self._client = client
         self._original = client._call
 
         def counting_call(request: Any, async_object: Any) -> Any:
-            self.count += 1
+            self.counts[type(request).__name__] += 1
             return self._original(request, async_object)
 
         client._call = counting_call
+
+    @property
+    def count(self) -> int:
+        return self.total()
+
+    def total(self) -> int:
+        return sum(self.counts.values())
 
     def close(self) -> None:
         self._client._call = self._original

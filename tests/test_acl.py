@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
@@ -11,10 +9,9 @@ from kazoo.security import make_digest_acl
 
 from pycurator import InterProcessMutex, attempt_revoke
 from pycurator._requests import ensure_container_parents
+from pycurator.testing import ClientFactory
 
 from .support import SOON, children
-
-ClientFactory = Callable[..., KazooClient]
 
 ACL = [make_digest_acl("locker", "secret", all=True)]
 AUTH = [("digest", "locker:secret")]

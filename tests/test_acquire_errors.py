@@ -8,17 +8,14 @@ a multi-lock's members).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_acl, make_digest_acl
 
+from pycurator.testing import ClientFactory
+
 from .recipes import RECIPES, Recipe
 from .support import SOON, children
-
-ClientFactory = Callable[..., KazooClient]
 
 AUTH = [("digest", "admin:secret")]
 #: Anyone may create and delete children; only the admin may list them.

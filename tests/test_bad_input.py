@@ -19,8 +19,7 @@ from pycurator import (
     NotALockNodeError,
     attempt_revoke,
 )
-
-ClientFactory = Callable[..., KazooClient]
+from pycurator.testing import ClientFactory
 
 
 def bad(value: object) -> Any:
@@ -94,7 +93,7 @@ def test_a_lock_under_an_ephemeral_node_is_refused(zk: KazooClient, zk_path: str
     [
         (lambda zk: InterProcessMutex(zk, bad(42)), "path must be a str"),
         (lambda zk: InterProcessMutex(zk, "/a", node_data=bad("text")), "node_data must be bytes"),
-        (lambda zk: InterProcessReadWriteLock(zk, "/a", bad("text")), "lock_data must be bytes"),
+        (lambda zk: InterProcessReadWriteLock(zk, "/a", bad("text")), "node_data must be bytes"),
         (lambda zk: InterProcessSemaphoreV2(zk, "/a", bad("3")), "max_leases must be an int"),
         (
             lambda zk: InterProcessSemaphoreV2(zk, "/a", 1).acquire_many(bad(1.5)),
@@ -179,3 +178,11 @@ def test_attempt_revoke_of_a_real_lock_node_still_reaches_it(zk: KazooClient, zk
         assert lock.lock_path is not None
         attempt_revoke(zk, lock.lock_path)
         assert zk.get(lock.lock_path)[0] == b"__REVOKE__"
+
+
+def test_a_read_write_lock_given_node_data_and_its_old_name_is_a_type_error(
+    zk: KazooClient, zk_path: str
+) -> None:
+    with pytest.raises(TypeError, match=r"give node_data or lock_data \(its former name\)"):
+        InterProcessReadWriteLock(zk, zk_path, node_data=b"a", lock_data=b"b")
+    assert not zk.exists(zk_path)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,12 +12,11 @@ from kazoo.security import OPEN_ACL_UNSAFE, make_acl, make_digest_acl
 
 from pycurator import InterProcessMutex
 from pycurator._requests import ensure_container_parents
+from pycurator.testing import ClientFactory
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .recipes import RECIPES, Recipe
 from .support import SOON, Worker, children, eventually
-
-ClientFactory = Callable[..., KazooClient]
 
 AUTH = [("digest", "owner:secret")]
 OWNER_ACL = [make_digest_acl("owner", "secret", all=True)]

@@ -9,6 +9,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator.cli import EXIT_CANNOT_RUN, EXIT_NO_JAVA, EXIT_NOT_FOUND, EXIT_USAGE, main
+from pycurator.testing import free_port
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .cli_support import cli_env, run_cli
@@ -147,3 +148,10 @@ def test_demo_without_jpype_says_how_to_install_it(
     assert len(lines) == 1, result.stderr
     assert "pip install 'pycurator-zk[interop]'" in lines[0]
     assert "cannot connect" not in lines[0]
+
+
+def test_inspect_tree_and_watch_together_is_a_usage_error_before_connecting() -> None:
+    hosts = f"127.0.0.1:{free_port()}"
+    result = run_cli("inspect", "--tree", "--watch", "--hosts", hosts, "/locks")
+    assert result.returncode == EXIT_USAGE
+    assert "--tree and --watch do not go together" in usage_error_line(result.stderr)

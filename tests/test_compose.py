@@ -64,8 +64,8 @@ def test_each_node_publishes_its_client_port_on_its_own_host_port() -> None:
 
 def test_readme_and_compose_file_name_the_published_ports() -> None:
     hosts = ",".join(f"127.0.0.1:{port}" for port in host_ports())
-    assert f"PYCURATOR_ZK_HOSTS={hosts}" in (ROOT / "README.md").read_text()
-    assert f"PYCURATOR_ZK_HOSTS={hosts}" in COMPOSE.read_text()
+    assert f"PYCURATOR_TEST_ZK_HOSTS={hosts} ./dev test" in (ROOT / "README.md").read_text()
+    assert f"PYCURATOR_TEST_ZK_HOSTS={hosts} ./dev test" in COMPOSE.read_text()
 
 
 def compose_command() -> list[str] | None:

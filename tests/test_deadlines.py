@@ -17,12 +17,10 @@ from kazoo.client import KazooClient
 from pycurator import InterProcessMutex
 from pycurator._deadline import FIRST_TRY_WAIT
 from pycurator._engine import DELETE_WAIT
-from pycurator.testing import FaultProxy, ZooKeeperServer, assert_no_ephemerals
+from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer, assert_no_ephemerals
 
 from .recipes import RECIPES, Recipe
 from .support import SOON, STEADY_RECONNECT, Worker, children, eventually
-
-ClientFactory = Callable[..., KazooClient]
 
 #: What a call may take beyond its timeout on a loaded machine (the bound the docs give is
 #: FIRST_TRY_WAIT for a short timeout's first try and DELETE_WAIT for the clean-up).

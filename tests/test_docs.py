@@ -95,7 +95,7 @@ def test_python_samples_run(
                 capture_output=True,
                 text=True,
                 timeout=6 * SOON,
-                env={**os.environ, "PYCURATOR_ZK_HOSTS": zk_server.hosts},
+                env={**os.environ, "PYCURATOR_TEST_ZK_HOSTS": zk_server.hosts},
             )
             assert result.returncode == 0, result.stdout + result.stderr
     finally:

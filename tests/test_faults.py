@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
 from pycurator import InterProcessMutex
-from pycurator.testing import FaultProxy, ZooKeeperServer
+from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .support import SOON, STEADY_RECONNECT, Worker, children, eventually, restart_behind
-
-ClientFactory = Callable[..., KazooClient]
 
 #: After each scenario, no lock node is left in the server's dump of ephemerals by session.
 pytestmark = pytest.mark.usefixtures("zk_no_orphans")

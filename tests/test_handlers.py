@@ -28,12 +28,11 @@ from pycurator import (
     LockReleaseError,
     _monitor,
 )
-from pycurator.testing import expire_kazoo_session
+from pycurator.testing import ClientFactory, expire_kazoo_session
 
 from .support import SOON
 from .test_performance import watched_paths
 
-ClientFactory = Callable[..., KazooClient]
 HANDLERS = ("threading", "gevent", "eventlet")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from kazoo.client import KazooClient
@@ -16,6 +16,7 @@ from pycurator._drivers import StandardDriver
 from pycurator._engine import DELETE_WAIT
 from pycurator._wire import LATCH_NAME, protected_id, sort_children
 from pycurator.testing import (
+    ClientFactory,
     FaultProxy,
     ZooKeeperServer,
     expire_kazoo_session,
@@ -26,8 +27,6 @@ from pycurator.testing import (
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .support import SOON, STEADY_RECONNECT, children, eventually, restart_behind
-
-ClientFactory = Callable[..., KazooClient]
 
 pytestmark = pytest.mark.usefixtures("zk_no_orphans")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from kazoo.client import KazooClient
@@ -21,11 +21,9 @@ from pycurator._drivers import StandardDriver
 from pycurator._engine import LockEngine
 from pycurator._monitor import HoldMonitor, HoldState
 from pycurator._wire import LOCK_NAME
-from pycurator.testing import FaultProxy, ZooKeeperServer, expire_kazoo_session
+from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer, expire_kazoo_session
 
 from .support import SOON, STEADY_RECONNECT, eventually, restart_behind
-
-ClientFactory = Callable[..., KazooClient]
 
 #: After each scenario, no lock node is left in the server's dump of ephemerals by session.
 pytestmark = pytest.mark.usefixtures("zk_no_orphans")

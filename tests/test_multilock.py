@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 
 import pytest
 from kazoo.client import KazooClient
@@ -17,10 +16,9 @@ from pycurator import (
     LockTimeout,
     PyCuratorError,
 )
+from pycurator.testing import ClientFactory
 
 from .support import SOON, Worker, children
-
-ClientFactory = Callable[..., KazooClient]
 
 
 def test_takes_every_path_and_releases_every_path(zk: KazooClient, zk_path: str) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Callable
 
 import pytest
 from kazoo.client import KazooClient
@@ -19,12 +18,11 @@ from pycurator import (
     attempt_revoke,
 )
 from pycurator._wire import default_node_data
+from pycurator.testing import ClientFactory
 
 from .support import SOON, RequestCounter, Worker, children, eventually
 
 NODE = re.compile(r"_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}")
-
-ClientFactory = Callable[..., KazooClient]
 
 
 def test_acquire_creates_one_protected_ephemeral_sequential_node(

@@ -7,23 +7,20 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex, _monitor
 from pycurator.testing import (
+    ClientFactory,
     expire_kazoo_session,
     four_letter_word,
     paths_by_session,
     split_hosts,
 )
 
-from .support import SOON, Worker, children, eventually
-
-ClientFactory = Callable[..., KazooClient]
+from .support import SOON, RequestCounter, Worker, children, eventually
 
 
 @pytest.fixture(autouse=True)
@@ -31,28 +28,6 @@ def no_deferred_watch(monkeypatch: pytest.MonkeyPatch) -> None:
     """Counts here are the engine's: a hold that a loaded machine stretches past the deferred
     watch's delay would add an ``exists`` (tested on its own below)."""
     monkeypatch.setattr(_monitor, "WATCH_DELAY", 3600.0)
-
-
-class RequestsByType:
-    """Counts the requests a kazoo client sends, by type (``GetChildren``, ``Exists``...)."""
-
-    def __init__(self, client: KazooClient) -> None:
-        self.counts: Counter[str] = Counter()
-        self._client = client
-        original = client._call
-
-        def counting_call(request: Any, async_object: Any) -> Any:
-            self.counts[type(request).__name__] += 1
-            return original(request, async_object)
-
-        client._call = counting_call
-        self._original = original
-
-    def total(self) -> int:
-        return sum(self.counts.values())
-
-    def close(self) -> None:
-        self._client._call = self._original
 
 
 def watched_paths(client: KazooClient) -> list[str]:
@@ -99,7 +74,7 @@ def _drain_requests(zk_client_factory: ClientFactory, path: str, waiters: int) -
     workers = _queue(
         path, [InterProcessMutex(clients[i % 3], path) for i in range(waiters)], clients[0], clients
     )
-    counters = [RequestsByType(client) for client in clients]
+    counters = [RequestCounter(client) for client in clients]
     try:
         holder.release()
         for worker in workers:
@@ -139,7 +114,7 @@ def test_an_uncontended_cycle_sends_create_list_and_delete_only(
     lock = InterProcessMutex(client, f"{zk_path}/lock")
     with lock:  # the first cycle also creates the parent
         pass
-    counter = RequestsByType(client)
+    counter = RequestCounter(client)
     try:
         with lock:
             pass
@@ -211,7 +186,7 @@ def test_a_release_wakes_only_the_next_waiter(
         holder_client,
         [next_client, *later_clients],
     )
-    counters = [RequestsByType(client) for client in later_clients]
+    counters = [RequestCounter(client) for client in later_clients]
     try:
         holder.release()
         assert got.wait(SOON)
@@ -238,7 +213,7 @@ def test_threads_sharing_one_lock_object_wake_one_at_a_time(
     client = zk_client_factory()
     shared = InterProcessMutex(client, path)
     workers = _queue(path, [shared] * 4, holder_client, [client])
-    counter = RequestsByType(client)
+    counter = RequestCounter(client)
     try:
         holder.release()
         for worker in workers:
@@ -266,7 +241,7 @@ def test_a_last_try_sets_no_watch(zk_client_factory: ClientFactory, zk_path: str
     path = f"{zk_path}/lock"
     holder = InterProcessMutex(zk_client_factory(), path)
     waiter_client = zk_client_factory()
-    counter = RequestsByType(waiter_client)
+    counter = RequestCounter(waiter_client)
     try:
         with holder:
             assert InterProcessMutex(waiter_client, path).acquire(0) is False

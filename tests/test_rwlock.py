@@ -4,19 +4,39 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
 
+import pytest
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessReadWriteLock
 from pycurator._wire import default_node_data
-from pycurator.testing import expire_kazoo_session
+from pycurator.testing import ClientFactory, expire_kazoo_session
 
 from .support import SOON, Worker, children, eventually
 
-ClientFactory = Callable[..., KazooClient]
-
 UUID = r"_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-"
+
+
+def test_node_data_names_the_nodes_data_as_in_every_other_recipe(
+    zk: KazooClient, zk_path: str
+) -> None:
+    lock = InterProcessReadWriteLock(zk, f"{zk_path}/rw", node_data=b"service-a")
+    with lock.write_lock() as write, lock.read_lock() as read:
+        assert write.lock_path is not None and read.lock_path is not None
+        assert zk.get(write.lock_path)[0] == b"service-a"
+        assert zk.get(read.lock_path)[0] == b"service-a"
+
+
+def test_lock_data_still_works_and_warns_that_it_is_node_data_now(
+    zk: KazooClient, zk_path: str
+) -> None:
+    with pytest.warns(DeprecationWarning, match="node_data"):
+        lock = InterProcessReadWriteLock(zk, f"{zk_path}/rw", lock_data=b"old-name")
+    with lock.read_lock() as read:
+        assert read.lock_path is not None
+        assert zk.get(read.lock_path)[0] == b"old-name"
+    with pytest.raises(TypeError, match="not both"):
+        InterProcessReadWriteLock(zk, f"{zk_path}/rw", node_data=b"a", lock_data=b"b")
 
 
 def test_sides_are_the_same_objects_on_every_call(zk: KazooClient, zk_path: str) -> None:

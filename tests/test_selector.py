@@ -12,12 +12,10 @@ from kazoo.exceptions import NoNodeError
 
 from pycurator import LeaderSelector, Leadership, LockLostError, Participant
 from pycurator._wire import default_node_data, protected_id
-from pycurator.testing import FaultProxy, expire_kazoo_session
+from pycurator.testing import ClientFactory, FaultProxy, expire_kazoo_session
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .support import SOON, STEADY_RECONNECT, children, eventually
-
-ClientFactory = Callable[..., KazooClient]
 
 pytestmark = pytest.mark.usefixtures("zk_no_orphans")
 

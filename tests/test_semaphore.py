@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
 
 import pytest
 from kazoo.client import KazooClient
@@ -16,11 +15,9 @@ from pycurator import (
     LockNotOwnedError,
 )
 from pycurator._wire import default_node_data
-from pycurator.testing import expire_kazoo_session
+from pycurator.testing import ClientFactory, expire_kazoo_session
 
 from .support import SOON, Worker, children, eventually
-
-ClientFactory = Callable[..., KazooClient]
 
 LEASE = re.compile(r"_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lease-\d{10}")
 

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import inspect
 import os
+import signal
+import sys
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
 
 import pycurator
+import pycurator.testing
 from pycurator.testing import (
+    SOON,
+    WorkerProcess,
+    ZooKeeperEnsemble,
     ZooKeeperServer,
     assert_no_ephemerals,
     ephemerals_by_session,
@@ -33,10 +40,29 @@ def test_public_names_are_sorted_and_complete() -> None:
     assert public - {"annotations"} == set(pycurator.__all__)
 
 
+def test_testing_public_names_are_complete() -> None:
+    names = pycurator.testing.__all__  # sorted as ruff's RUF022 sorts it: constants first
+    assert len(names) == len(set(names))
+    public = {
+        name
+        for name, value in vars(pycurator.testing).items()
+        if name.isidentifier() and not name.startswith("_") and not inspect.ismodule(value)
+    }
+    assert public - {"annotations"} == set(names)
+
+
 def test_backend_order_is_ensemble_then_docker_then_local() -> None:
-    assert choose_backend({"PYCURATOR_ZK_HOSTS": "zk1:2181"}, lambda: True) == "ensemble"
-    assert choose_backend({"PYCURATOR_ZK_HOSTS": "  "}, lambda: True) == "docker"
+    assert choose_backend({"PYCURATOR_TEST_ZK_HOSTS": "zk1:2181"}, lambda: True) == "ensemble"
+    assert choose_backend({"PYCURATOR_TEST_ZK_HOSTS": "  "}, lambda: True) == "docker"
     assert choose_backend({}, lambda: False) == "local"
+
+
+def test_the_command_lines_ensemble_variable_never_points_the_tests_at_an_ensemble() -> None:
+    cli_only = {"PYCURATOR_ZK_HOSTS": "prod1:2181,prod2:2181"}
+    assert choose_backend(cli_only, lambda: False) == "local"
+    assert choose_backend(cli_only, lambda: True) == "docker"
+    both = {**cli_only, "PYCURATOR_TEST_ZK_HOSTS": "test1:2181"}
+    assert choose_backend(both, lambda: False) == "ensemble"
 
 
 def test_split_hosts_reads_a_connect_string() -> None:
@@ -99,6 +125,42 @@ def test_local_server_serves_restarts_with_its_data_and_cleans_up() -> None:
     assert not data_dir.exists()
 
 
+def test_stop_keeps_a_servers_data_and_close_removes_it() -> None:
+    server = ZooKeeperServer()
+    try:
+        server.start()
+        client = KazooClient(hosts=server.hosts, timeout=4.0, connection_retry=STEADY_RECONNECT)
+        client.start(timeout=30)
+        try:
+            client.create("/kept", b"data")
+        finally:
+            client.stop()
+            client.close()
+        server.stop()
+        assert not server.running and server.data_dir.exists()
+        server.start()
+        client = KazooClient(hosts=server.hosts, timeout=4.0, connection_retry=STEADY_RECONNECT)
+        client.start(timeout=30)
+        try:
+            assert client.get("/kept")[0] == b"data"
+        finally:
+            client.stop()
+            client.close()
+    finally:
+        server.close()
+    assert not server.running and not server.data_dir.exists()
+    server.close()  # again: harmless
+
+
+def test_server_and_ensemble_share_their_lifecycle() -> None:
+    for cls in (ZooKeeperServer, ZooKeeperEnsemble):
+        for name in ("start", "stop", "kill", "close", "__enter__", "__exit__"):
+            assert callable(getattr(cls, name)), (cls, name)
+    ensemble = ZooKeeperEnsemble(3)
+    ensemble.close()
+    ensemble.close()  # closing twice, or before starting, is harmless
+
+
 def test_container_check_interval_reaches_the_server(zk_server: ZooKeeperTarget) -> None:
     if zk_server.local is None:
         pytest.skip("the interval is set only on a server this suite starts itself")
@@ -120,3 +182,48 @@ def test_testcontainers_backend_runs_zookeeper_when_docker_answers() -> None:
         finally:
             client.stop()
             client.close()
+
+
+WORKER = (
+    "import sys\n"
+    "from pycurator.testing import emit\n"
+    "print('not an event', flush=True)\n"
+    "emit('started', pid=__import__('os').getpid())\n"
+    "sys.stdin.read()\n"
+    "emit('stopping')\n"
+)
+
+
+def test_a_worker_process_speaks_json_events_and_can_be_paused_resumed_and_finished() -> None:
+    seen: list[str] = []
+    worker = WorkerProcess(
+        [sys.executable, "-c", WORKER], on_event=lambda e: seen.append(e["event"])
+    )
+    try:
+        assert worker.wait_for("started", timeout=SOON)["pid"] == worker.pid
+        worker.pause()
+        eventually(lambda: _state(worker.pid) == "T", what="worker stopped")
+        worker.resume()
+        eventually(lambda: _state(worker.pid) != "T", what="worker running again")
+    finally:
+        worker.finish(timeout=SOON)
+    assert seen == ["started", "stopping"]
+    assert worker.process.returncode == 0 and not worker.alive()
+    worker.finish()  # again: harmless
+
+
+def test_a_killed_worker_ends_its_wait_with_an_error() -> None:
+    worker = WorkerProcess([sys.executable, "-c", WORKER])
+    try:
+        worker.wait_for("started", timeout=SOON)
+        worker.kill()
+        with pytest.raises(RuntimeError, match="exited before 'stopping'"):
+            worker.wait_for("stopping", timeout=SOON)
+    finally:
+        worker.finish()
+    assert worker.process.returncode == -signal.SIGKILL
+
+
+def _state(pid: int) -> str:
+    """The process's state letter from /proc (``T`` when stopped)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

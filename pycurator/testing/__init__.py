@@ -1,5 +1,6 @@
 """Real ZooKeeper for tests: a local server, four-letter words, session expiry on demand, and
-Java Curator through JPype (imported only when used).
+Java Curator through JPype (imported only when used), with an adapter per Curator recipe that
+has the interface of pycurator's own.
 
 The pytest fixtures live in :mod:`pycurator.testing.pytest_plugin`, loaded automatically when the
 package is installed.
@@ -8,6 +9,7 @@ package is installed.
 from __future__ import annotations
 
 from ._curator import (
+    CURATOR,
     curator_classpath,
     curator_client,
     curator_version,
@@ -28,27 +30,72 @@ from ._fourletter import (
     paths_by_session,
     split_hosts,
 )
+from ._helpers import SOON, STEADY_RECONNECT, ClientFactory, children, eventually
+from ._java import (
+    CURATOR_LEADER,
+    CURATOR_LOCKS,
+    JavaLatch,
+    JavaLease,
+    JavaMultiLock,
+    JavaMutex,
+    JavaReadLock,
+    JavaReadWriteLock,
+    JavaSelector,
+    JavaSemaphore,
+    JavaSemaphoreMutex,
+    JavaWriteLock,
+    java_revocation_listener,
+    leader_class,
+    lock_class,
+    own_node,
+)
 from ._proxy import FaultProxy
 from ._server import ZooKeeperServer, ZooKeeperServerError, free_port
+from ._worker import Event, WorkerProcess, emit
 
 __all__ = [
+    "CURATOR",
+    "CURATOR_LEADER",
+    "CURATOR_LOCKS",
+    "SOON",
+    "STEADY_RECONNECT",
+    "ClientFactory",
+    "Event",
     "FaultProxy",
+    "JavaLatch",
+    "JavaLease",
+    "JavaMultiLock",
+    "JavaMutex",
+    "JavaReadLock",
+    "JavaReadWriteLock",
+    "JavaSelector",
+    "JavaSemaphore",
+    "JavaSemaphoreMutex",
+    "JavaWriteLock",
+    "WorkerProcess",
     "ZooKeeperEnsemble",
     "ZooKeeperServer",
     "ZooKeeperServerError",
     "assert_no_ephemerals",
+    "children",
     "curator_classpath",
     "curator_client",
     "curator_version",
+    "emit",
     "ephemerals_by_session",
+    "eventually",
     "expire_kazoo_session",
     "expire_session",
     "four_letter_word",
     "free_port",
     "java_acquire",
     "java_nano_time",
+    "java_revocation_listener",
     "jclass",
+    "leader_class",
+    "lock_class",
     "new_curator",
+    "own_node",
     "parse_dump",
     "paths_by_session",
     "session_of",

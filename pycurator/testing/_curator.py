@@ -22,6 +22,8 @@ DEFAULT_CLASSPATH = (
     ":/usr/share/java/slf4j-nop.jar"
 )
 CLASSPATH_ENV = "PYCURATOR_CURATOR_CLASSPATH"
+#: Curator's Java package and Maven group: the one place the kit spells it.
+CURATOR = "org.apache.curator"
 
 _start_lock = threading.Lock()
 #: Curator clients made by :func:`new_curator`, closed (if still open) by :func:`shutdown`.
@@ -55,7 +57,7 @@ def start_jvm() -> None:
         # Runs before JPype's own exit hook (atexit runs the last registered first).
         atexit.register(shutdown)
         try:
-            jpype.JClass("org.apache.curator.framework.CuratorFrameworkFactory")
+            jpype.JClass(f"{CURATOR}.framework.CuratorFrameworkFactory")
         except TypeError as exc:  # JPype's "class not found"
             raise RuntimeError(f"Java Curator is not on the classpath {classpath}: {exc}") from exc
 
@@ -70,9 +72,9 @@ def jclass(name: str) -> Any:
 
 def curator_version() -> str:
     """The version of the Curator recipes jar on the classpath (from its Maven properties)."""
-    mutex = jclass("org.apache.curator.framework.recipes.locks.InterProcessMutex")
+    mutex = jclass(f"{CURATOR}.framework.recipes.locks.InterProcessMutex")
     stream = mutex.class_.getClassLoader().getResourceAsStream(
-        "META-INF/maven/org.apache.curator/curator-recipes/pom.properties"
+        f"META-INF/maven/{CURATOR}/curator-recipes/pom.properties"
     )
     if stream is None:
         return "unknown"
@@ -101,8 +103,8 @@ def new_curator(
     """
     import jpype
 
-    factory = jclass("org.apache.curator.framework.CuratorFrameworkFactory")
-    retry = jclass("org.apache.curator.retry.ExponentialBackoffRetry")(100, 10)
+    factory = jclass(f"{CURATOR}.framework.CuratorFrameworkFactory")
+    retry = jclass(f"{CURATOR}.retry.ExponentialBackoffRetry")(100, 10)
     builder = (
         factory.builder()
         .connectString(hosts)
@@ -119,7 +121,7 @@ def new_curator(
         ident = jclass("org.apache.zookeeper.data.Id")("digest", user.generateDigest(digest))
         acls = jclass("java.util.Arrays").asList([acl(perms.ALL, ident)])
         provider = jpype.JProxy(
-            "org.apache.curator.framework.api.ACLProvider",
+            f"{CURATOR}.framework.api.ACLProvider",
             dict={"getDefaultAcl": lambda: acls, "getAclForPath": lambda path: acls},
         )
         builder = builder.aclProvider(provider)
@@ -187,13 +189,13 @@ def shutdown() -> None:
     """
     from ._ensemble import close_all_ensembles
     from ._proxy import close_all_proxies
-    from ._server import stop_all_servers
+    from ._server import close_all_servers
 
     try:
         if _jvm_running():
             close_curators()
         close_all_proxies()
-        stop_all_servers()
+        close_all_servers()
         close_all_ensembles()
     finally:
         if _jvm_running():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -12,13 +11,8 @@ from pathlib import Path
 from types import TracebackType
 
 from ._fourletter import four_letter_word
-from ._server import (
-    CLASSPATH_ENV,
-    DEFAULT_CLASSPATH,
-    JAVA_OPTIONS,
-    ZooKeeperServerError,
-    free_port,
-)
+from ._local import QUORUM_MAIN, config_lines, end, java_command, launch, server_classpath
+from ._server import ZooKeeperServerError, free_port
 
 #: Ensembles not closed yet, for :func:`close_all_ensembles`.
 _OPEN: set[ZooKeeperEnsemble] = set()
@@ -33,8 +27,10 @@ def close_all_ensembles() -> None:
 class ZooKeeperEnsemble:
     """``size`` ZooKeeper servers on 127.0.0.1 forming one quorum; always cleaned up.
 
-    Members are numbered from 1. :meth:`stop`, :meth:`kill` and :meth:`start` act on one
-    member (its data is kept); :meth:`leader` asks each member's ``srvr`` which one leads.
+    Members are numbered from 1. :meth:`leader` asks each member's ``srvr`` which one leads.
+    As with :class:`ZooKeeperServer`: :meth:`stop` (SIGTERM) and :meth:`kill` (SIGKILL) end one
+    member, or all, and keep the data for :meth:`start`; :meth:`close` (and leaving a ``with``
+    block) ends every member and removes every file, for good.
     """
 
     def __init__(
@@ -42,8 +38,9 @@ class ZooKeeperEnsemble:
         size: int = 3,
         *,
         tick_time_ms: int = 500,
-        container_check_interval_ms: int = 100,
+        container_check_interval_ms: int | None = 100,
         classpath: str | None = None,
+        java: str = "java",
         start_timeout: float = 90.0,
     ) -> None:
         if size < 1:
@@ -51,7 +48,8 @@ class ZooKeeperEnsemble:
         self.size = size
         self.tick_time_ms = tick_time_ms
         self.container_check_interval_ms = container_check_interval_ms
-        self.classpath = classpath or os.environ.get(CLASSPATH_ENV) or DEFAULT_CLASSPATH
+        self.classpath = server_classpath(classpath)
+        self.java = java
         self.start_timeout = start_timeout
         self._dir = Path(tempfile.mkdtemp(prefix="pycurator-ensemble-"))
         self.client_ports = {member: free_port() for member in self.members}
@@ -72,22 +70,13 @@ class ZooKeeperEnsemble:
         data = self._dir / f"data{member}"
         data.mkdir(parents=True, exist_ok=True)
         (data / "myid").write_text(f"{member}\n")
-        lines = [
-            f"tickTime={self.tick_time_ms}",
-            "initLimit=10",
-            "syncLimit=5",
-            f"dataDir={data}",
-            f"clientPort={self.client_ports[member]}",
-            "clientPortAddress=127.0.0.1",
-            f"minSessionTimeout={2 * self.tick_time_ms}",
-            f"maxSessionTimeout={120 * self.tick_time_ms}",
-            "4lw.commands.whitelist=*",
-            "admin.enableServer=false",
-            "forceSync=no",
-            "maxClientCnxns=0",
-            "standaloneEnabled=false",
-            "reconfigEnabled=false",
-        ]
+        lines = config_lines(
+            tick_time_ms=self.tick_time_ms,
+            data_dir=data,
+            host="127.0.0.1",
+            client_port=self.client_ports[member],
+        )
+        lines += ["initLimit=10", "syncLimit=5", "standaloneEnabled=false", "reconfigEnabled=false"]
         for peer, (quorum, election) in self._quorum_ports.items():
             lines.append(f"server.{peer}=127.0.0.1:{quorum}:{election}")
         config = self._dir / f"zoo{member}.cfg"
@@ -99,25 +88,14 @@ class ZooKeeperEnsemble:
         for peer in [member] if member is not None else list(self.members):
             if peer in self._processes and self._processes[peer].poll() is None:
                 continue
-            config = self._config(peer)
-            log = open(self._dir / f"server{peer}.log", "ab")  # noqa: SIM115 (the child owns it)
-            self._processes[peer] = subprocess.Popen(
-                [
-                    "java",
-                    *JAVA_OPTIONS,
-                    "-Dzookeeper.jmx.log4j.disable=true",
-                    f"-Dznode.container.checkIntervalMs={self.container_check_interval_ms}",
-                    "-cp",
-                    self.classpath,
-                    "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-                    str(config),
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
+            command = java_command(
+                java=self.java,
+                classpath=self.classpath,
+                container_check_interval_ms=self.container_check_interval_ms,
+                main_class=QUORUM_MAIN,
+                config=self._config(peer),
             )
-            log.close()
+            self._processes[peer] = launch(command, self._dir / f"server{peer}.log")
         if member is None:
             self.wait_serving(list(self.members))
         return self
@@ -151,29 +129,21 @@ class ZooKeeperEnsemble:
                 return member
         return None
 
-    def _signal(self, member: int, sig: signal.Signals) -> None:
-        process = self._processes.pop(member, None)
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(sig)
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(15)
+    def _signal(self, member: int | None, sig: signal.Signals) -> None:
+        for peer in list(self._processes) if member is None else [member]:
+            end(self._processes.pop(peer, None), sig, 15)
 
-    def stop(self, member: int) -> None:
-        """Stop one member (SIGTERM); its data stays for :meth:`start`."""
+    def stop(self, member: int | None = None) -> None:
+        """Stop one member, or all (SIGTERM); the data stays for :meth:`start`."""
         self._signal(member, signal.SIGTERM)
 
-    def kill(self, member: int) -> None:
-        """Kill one member (SIGKILL); its data stays for :meth:`start`."""
+    def kill(self, member: int | None = None) -> None:
+        """Kill one member, or all (SIGKILL); the data stays for :meth:`start`."""
         self._signal(member, signal.SIGKILL)
 
     def close(self) -> None:
-        """Stop every member and remove every file."""
-        for member in list(self._processes):
-            self._signal(member, signal.SIGKILL)
+        """End every member and remove every file; safe to call again."""
+        self._signal(None, signal.SIGKILL)
         shutil.rmtree(self._dir, ignore_errors=True)
         _OPEN.discard(self)
 

@@ -13,11 +13,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ._fourletter import four_letter_word
-
-#: Debian's server jar (its manifest names its dependencies) and a quiet logging binding.
-DEFAULT_CLASSPATH = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar"
-CLASSPATH_ENV = "PYCURATOR_ZK_CLASSPATH"
-JAVA_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
+from ._local import STANDALONE_MAIN, config_lines, end, java_command, launch, server_classpath
 
 
 def free_port() -> int:
@@ -28,14 +24,14 @@ def free_port() -> int:
         return port
 
 
-#: Servers not stopped yet, for :func:`stop_all_servers`.
+#: Servers not closed yet, for :func:`close_all_servers`.
 _OPEN: set[ZooKeeperServer] = set()
 
 
-def stop_all_servers() -> None:
-    """Stop every :class:`ZooKeeperServer` of this process that is not stopped yet."""
+def close_all_servers() -> None:
+    """Close every :class:`ZooKeeperServer` of this process that is not closed yet."""
     for server in list(_OPEN):
-        server.stop()
+        server.close()
 
 
 class ZooKeeperServerError(RuntimeError):
@@ -48,7 +44,11 @@ class ZooKeeperServer:
     ``container_check_interval_ms`` sets how often the server reaps empty container nodes
     (``znode.container.checkIntervalMs``); ``tick_time_ms`` bounds session timeouts to between
     2 and 120 ticks (the default of 500 ms allows sessions of 1 s to 60 s). Data and log live in a
-    temporary folder unless ``data_dir`` is given; :meth:`restart` keeps them.
+    temporary folder unless ``data_dir`` is given.
+
+    As with :class:`ZooKeeperEnsemble`: :meth:`stop` (SIGTERM) and :meth:`kill` (SIGKILL) end the
+    process and keep its data for :meth:`start` or :meth:`restart`; :meth:`close` (and leaving a
+    ``with`` block) ends it and removes every file, for good.
     """
 
     def __init__(
@@ -69,7 +69,7 @@ class ZooKeeperServer:
         self.log_path = Path(self._own_dir) / "server.log"
         self.container_check_interval_ms = container_check_interval_ms
         self.tick_time_ms = tick_time_ms
-        self.classpath = classpath or os.environ.get(CLASSPATH_ENV) or DEFAULT_CLASSPATH
+        self.classpath = server_classpath(classpath)
         self.java = java
         self.start_timeout = start_timeout
         self._process: subprocess.Popen[bytes] | None = None
@@ -91,57 +91,33 @@ class ZooKeeperServer:
     def _write_config(self) -> Path:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         config = Path(self._own_dir) / "zoo.cfg"
-        config.write_text(
-            "\n".join(
-                [
-                    f"tickTime={self.tick_time_ms}",
-                    f"dataDir={self.data_dir}",
-                    f"clientPort={self.port}",
-                    f"clientPortAddress={self.host}",
-                    f"minSessionTimeout={2 * self.tick_time_ms}",
-                    f"maxSessionTimeout={120 * self.tick_time_ms}",
-                    "4lw.commands.whitelist=*",
-                    "admin.enableServer=false",
-                    "forceSync=no",
-                    "maxClientCnxns=0",
-                    "",
-                ]
-            )
+        lines = config_lines(
+            tick_time_ms=self.tick_time_ms,
+            data_dir=self.data_dir,
+            host=self.host,
+            client_port=self.port,
         )
+        config.write_text("\n".join(lines) + "\n")
         return config
 
     def command(self) -> list[str]:
         """The java command line that runs the server."""
-        properties = ["-Dzookeeper.jmx.log4j.disable=true"]
-        if self.container_check_interval_ms is not None:
-            properties.append(
-                f"-Dznode.container.checkIntervalMs={self.container_check_interval_ms}"
-            )
-        return [
-            self.java,
-            *JAVA_OPTIONS,
-            *properties,
-            "-cp",
-            self.classpath,
-            "org.apache.zookeeper.server.ZooKeeperServerMain",
-            str(Path(self._own_dir) / "zoo.cfg"),
-        ]
+        return java_command(
+            java=self.java,
+            classpath=self.classpath,
+            container_check_interval_ms=self.container_check_interval_ms,
+            main_class=STANDALONE_MAIN,
+            config=Path(self._own_dir) / "zoo.cfg",
+        )
 
     def start(self) -> ZooKeeperServer:
         """Start the server and wait until it serves requests; raise ZooKeeperServerError if not."""
         if self.running:
             return self
         self._write_config()
-        with open(self.log_path, "ab") as log:
-            self._process = subprocess.Popen(
-                self.command(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        end = time.monotonic() + self.start_timeout
-        while time.monotonic() < end:
+        self._process = launch(self.command(), self.log_path)
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 break
             if self._serving():
@@ -169,17 +145,14 @@ class ZooKeeperServer:
 
     def _terminate(self, kill: bool) -> None:
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        end(process, signal.SIGKILL if kill else signal.SIGTERM, 10)
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM); its data stays for :meth:`start` or :meth:`restart`."""
+        self._terminate(kill=False)
 
     def kill(self) -> None:
-        """SIGKILL the server; its data stays for :meth:`restart`."""
+        """SIGKILL the server; its data stays for :meth:`start` or :meth:`restart`."""
         self._terminate(kill=True)
 
     def restart(self) -> ZooKeeperServer:
@@ -187,9 +160,9 @@ class ZooKeeperServer:
         self._terminate(kill=False)
         return self.start()
 
-    def stop(self) -> None:
-        """Stop the server and remove every file this object created."""
-        self._terminate(kill=False)
+    def close(self) -> None:
+        """End the server and remove every file this object created; safe to call again."""
+        self._terminate(kill=True)
         shutil.rmtree(self._own_dir, ignore_errors=True)
         _OPEN.discard(self)
 
@@ -197,7 +170,7 @@ class ZooKeeperServer:
         try:
             return self.start()
         except BaseException:
-            self.stop()
+            self.close()
             raise
 
     def __exit__(
@@ -206,7 +179,7 @@ class ZooKeeperServer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.stop()
+        self.close()
 
     def __repr__(self) -> str:
         return f"ZooKeeperServer({self.hosts}, running={self.running})"

@@ -1,7 +1,9 @@
 """pytest fixtures on a real ZooKeeper.
 
-The server is, in this order: the ensemble named by ``PYCURATOR_ZK_HOSTS``; a testcontainers
-ZooKeeper when a Docker engine answers; a local Java process from Debian's jars.
+The server is, in this order: the ensemble named by ``PYCURATOR_TEST_ZK_HOSTS``; a
+testcontainers ZooKeeper when a Docker engine answers; a local Java process from Debian's jars.
+The tests create and delete nodes, so they never use ``PYCURATOR_ZK_HOSTS``, the command line's
+ensemble (possibly production): an ensemble is used only when its own variable names it.
 """
 
 from __future__ import annotations
@@ -18,9 +20,13 @@ from kazoo.client import KazooClient
 
 from ._curator import shutdown
 from ._fourletter import assert_no_ephemerals
+from ._helpers import ClientFactory
 from ._server import ZooKeeperServer
 
-HOSTS_ENV = "PYCURATOR_ZK_HOSTS"
+#: The ensemble the tests run against, named explicitly for them.
+HOSTS_ENV = "PYCURATOR_TEST_ZK_HOSTS"
+#: The command line's default ensemble, which the tests never use.
+CLI_HOSTS_ENV = "PYCURATOR_ZK_HOSTS"
 TEST_ROOT = "/pycurator-tests"
 
 Backend = Literal["ensemble", "docker", "local"]
@@ -43,12 +49,38 @@ def docker_available(timeout: float = 2.0) -> bool:
 def choose_backend(
     environ: dict[str, str] | os._Environ[str], docker_ok: Callable[[], bool] = docker_available
 ) -> Backend:
-    """Where the tests' ZooKeeper comes from: an ensemble named in ``environ``, Docker, or local."""
+    """Where the tests' ZooKeeper comes from: the ensemble named by ``PYCURATOR_TEST_ZK_HOSTS``
+    in ``environ``, Docker, or local; ``PYCURATOR_ZK_HOSTS`` plays no part."""
     if environ.get(HOSTS_ENV, "").strip():
         return "ensemble"
     if docker_ok():
         return "docker"
     return "local"
+
+
+#: The ini option that bounds the orphan audit's wait, in seconds.
+ORPHAN_WAIT_OPTION = "pycurator_orphan_wait"
+DEFAULT_ORPHAN_WAIT = 30.0
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register the kit's ini options."""
+    parser.addini(
+        ORPHAN_WAIT_OPTION,
+        "seconds zk_no_orphans waits for ephemeral nodes to go (sessions of killed processes "
+        f"end only with their timeout); default {DEFAULT_ORPHAN_WAIT:g}",
+        default=str(DEFAULT_ORPHAN_WAIT),
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Say which ensemble variable the run ignores, when only the command line's is set."""
+    if os.environ.get(CLI_HOSTS_ENV, "").strip() and not os.environ.get(HOSTS_ENV, "").strip():
+        return [
+            f"pycurator: {CLI_HOSTS_ENV} is the command line's ensemble and is not used by "
+            f"the tests; set {HOSTS_ENV} to run them against an ensemble"
+        ]
+    return []
 
 
 @dataclass
@@ -98,9 +130,6 @@ def zk_path(request: pytest.FixtureRequest) -> str:
     return f"{TEST_ROOT}/{name}-{uuid.uuid4().hex[:8]}"
 
 
-ClientFactory = Callable[..., KazooClient]
-
-
 @pytest.fixture
 def zk_client_factory(zk_server: ZooKeeperTarget) -> Iterator[ClientFactory]:
     """Makes started kazoo clients on the test server; all are stopped and closed afterwards."""
@@ -124,13 +153,22 @@ def zk_client_factory(zk_server: ZooKeeperTarget) -> Iterator[ClientFactory]:
 
 @pytest.fixture
 def zk_no_orphans(
-    zk_server: ZooKeeperTarget, zk_path: str, zk_client_factory: ClientFactory
+    request: pytest.FixtureRequest,
+    zk_server: ZooKeeperTarget,
+    zk_path: str,
+    zk_client_factory: ClientFactory,
 ) -> Iterator[None]:
     """After the test, and before its clients close, the servers' ``dump`` must show no
     ephemeral node under ``zk_path``: once a scenario is over no one holds or waits, so such a
-    node is an orphan (sessions of killed processes are given 30 s to end)."""
+    node is an orphan. Sessions of killed processes are given the ini option
+    ``pycurator_orphan_wait`` seconds to end (default 30; set it near your session timeout)."""
+    raw = str(request.config.getini(ORPHAN_WAIT_OPTION))
+    try:
+        wait = float(raw)
+    except ValueError:
+        raise pytest.UsageError(f"{ORPHAN_WAIT_OPTION} must be seconds, not {raw!r}") from None
     yield
-    assert_no_ephemerals(zk_server.hosts, zk_path)
+    assert_no_ephemerals(zk_server.hosts, zk_path, wait)
 
 
 @pytest.fixture

@@ -1,0 +1,360 @@
+"""The ``pycurator`` command: ``lock``, ``elect``, ``inspect``, ``revoke`` and ``demo``.
+
+Errors are one line on stderr and a non-zero exit status (see the ``EXIT_*`` constants). The
+subcommands live in ``_run`` (lock, elect), ``_inspect`` (inspect, revoke) and here (demo).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn, TextIO
+
+from kazoo.exceptions import (
+    ConnectionLoss,
+    KazooException,
+    NoAuthError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+
+from .. import __version__
+from ._common import (
+    COUNT,
+    DEFAULT_HOSTS,
+    EXIT_CANNOT_RUN,
+    EXIT_ERROR,
+    EXIT_LOCK_LOST,
+    EXIT_NO_JAVA,
+    EXIT_NOT_FOUND,
+    EXIT_REFUSED,
+    EXIT_REVOKED,
+    EXIT_TIMEOUT,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    HOSTS_ENV,
+    POSITIVE_SECONDS,
+    SECONDS,
+    CliError,
+    number,
+)
+from ._inspect import cmd_inspect, cmd_revoke, view_as_json, view_as_table
+from ._run import (
+    ELECT_ENV_HOSTS,
+    ELECT_ENV_ID,
+    ELECT_ENV_NODE,
+    ELECT_ENV_PATH,
+    ELECT_ENV_TOKEN,
+    ENV_HOSTS,
+    ENV_NODE,
+    ENV_PATH,
+    ENV_TOKEN,
+    cmd_elect,
+    cmd_lock,
+)
+
+__all__ = [
+    "DEFAULT_HOSTS",
+    "ELECT_ENV_HOSTS",
+    "ELECT_ENV_ID",
+    "ELECT_ENV_NODE",
+    "ELECT_ENV_PATH",
+    "ELECT_ENV_TOKEN",
+    "ENV_HOSTS",
+    "ENV_NODE",
+    "ENV_PATH",
+    "ENV_TOKEN",
+    "EXIT_CANNOT_RUN",
+    "EXIT_ERROR",
+    "EXIT_LOCK_LOST",
+    "EXIT_NOT_FOUND",
+    "EXIT_NO_JAVA",
+    "EXIT_REFUSED",
+    "EXIT_REVOKED",
+    "EXIT_TIMEOUT",
+    "EXIT_UNAVAILABLE",
+    "EXIT_USAGE",
+    "HOSTS_ENV",
+    "CliError",
+    "build_parser",
+    "cmd_demo",
+    "cmd_elect",
+    "cmd_inspect",
+    "cmd_lock",
+    "cmd_revoke",
+    "main",
+    "view_as_json",
+    "view_as_table",
+]
+
+
+# -- demo ------------------------------------------------------------------------------------
+
+
+def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    """Run the cross-language demo; 1 if mutual exclusion failed."""
+    from ..demo import DemoError, DemoOptions, JavaUnavailableError, run_demo
+
+    if args.python_threads + args.java_threads == 0:
+        raise CliError("the demo needs at least one thread", EXIT_USAGE)
+    options = DemoOptions(
+        hosts=args.hosts or os.environ.get(HOSTS_ENV, "").strip() or None,
+        python_threads=args.python_threads,
+        java_threads=args.java_threads,
+        rounds=args.rounds,
+        hold_seconds=args.hold_ms / 1000,
+        unlocked=args.unlocked,
+        connect_timeout=args.connect_timeout,
+    )
+    try:
+        verdict = run_demo(options, out)
+    except JavaUnavailableError as exc:
+        raise CliError(str(exc), EXIT_NO_JAVA) from exc
+    except DemoError as exc:
+        raise CliError(str(exc), EXIT_UNAVAILABLE) from exc
+    return 0 if verdict.ok else EXIT_ERROR
+
+
+# -- parsing ---------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _connection_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--hosts",
+        help=f"ZooKeeper connect string (default: ${HOSTS_ENV}, else {DEFAULT_HOSTS})",
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        type=POSITIVE_SECONDS,
+        default=15.0,
+        metavar="S",
+        help="seconds to wait for a connection (default: 15)",
+    )
+    parser.add_argument(
+        "--session-timeout",
+        type=POSITIVE_SECONDS,
+        default=10.0,
+        metavar="S",
+        help="ZooKeeper session timeout in seconds (default: 10)",
+    )
+
+
+def _quiet_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress line while waiting (there is none unless stderr is a terminal)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``pycurator`` command."""
+    parser = _Parser(
+        prog="pycurator",
+        description="Curator's ZooKeeper locks from the command line, shared with Java Curator.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what kazoo does")
+    parser.add_argument("--version", action="version", version=f"pycurator {__version__}")
+    commands = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
+
+    lock = commands.add_parser(
+        "lock",
+        usage="pycurator lock [OPTIONS] PATH -- CMD [ARGS...]",
+        help="run a command while holding a lock",
+        description=(
+            "Run CMD while holding the lock on PATH (Java Curator's InterProcessMutex on the "
+            f"same PATH is excluded). CMD sees ${ENV_PATH}, ${ENV_NODE}, ${ENV_TOKEN} (fencing "
+            f"token) and ${ENV_HOSTS}. Exit status: CMD's; {EXIT_TIMEOUT} on timeout; "
+            f"{EXIT_LOCK_LOST} if the lock was lost while CMD ran (CMD gets SIGTERM, then "
+            f"SIGKILL after --grace); {EXIT_REVOKED} if revoked (with --revocable); "
+            f"{EXIT_UNAVAILABLE} if ZooKeeper cannot be reached."
+        ),
+    )
+    lock.add_argument("path", metavar="PATH", help="the lock path, e.g. /locks/billing")
+    kind = lock.add_mutually_exclusive_group()
+    kind.add_argument("--read", action="store_true", help="take the read side of a RW lock")
+    kind.add_argument("--write", action="store_true", help="take the write side of a RW lock")
+    kind.add_argument(
+        "--semaphore",
+        type=number(int, 1, inclusive=True),
+        metavar="N",
+        help="take one lease of a semaphore of N leases",
+    )
+    lock.add_argument(
+        "--timeout",
+        type=SECONDS,
+        metavar="S",
+        help="give up after S seconds, the first connection included (default: wait)",
+    )
+    lock.add_argument(
+        "--grace",
+        type=SECONDS,
+        default=10.0,
+        metavar="S",
+        help="seconds between SIGTERM and SIGKILL when the lock is lost (default: 10)",
+    )
+    lock.add_argument("--data", metavar="TEXT", help="node data (default: this host's address)")
+    lock.add_argument(
+        "--revocable",
+        action="store_true",
+        help="stop CMD and release when another client revokes the lock",
+    )
+    _quiet_option(lock)
+    lock.add_argument("--poll-interval", type=POSITIVE_SECONDS, default=0.1, help=argparse.SUPPRESS)
+    _connection_options(lock)
+
+    elect = commands.add_parser(
+        "elect",
+        usage="pycurator elect [OPTIONS] PATH --id ID -- CMD [ARGS...]",
+        help="run a command while this process leads an election",
+        description=(
+            "Join the leader election on PATH (Curator's LeaderLatch, shared with Java's on the "
+            "same PATH) and run CMD once this process leads. CMD sees "
+            f"${ELECT_ENV_PATH}, ${ELECT_ENV_ID}, ${ELECT_ENV_NODE}, ${ELECT_ENV_TOKEN} "
+            f"(fencing token) and ${ELECT_ENV_HOSTS}. Exit status: CMD's; {EXIT_TIMEOUT} on "
+            f"timeout; {EXIT_LOCK_LOST} if leadership was lost while CMD ran (CMD gets SIGTERM, "
+            f"then SIGKILL after --grace); {EXIT_UNAVAILABLE} if ZooKeeper cannot be reached."
+        ),
+    )
+    elect.add_argument("path", metavar="PATH", help="the election path, e.g. /election/billing")
+    elect.add_argument(
+        "--id", required=True, metavar="ID", help="this participant's id, written to its node"
+    )
+    elect.add_argument(
+        "--timeout",
+        type=POSITIVE_SECONDS,
+        metavar="S",
+        help="give up after S seconds, the first connection included (default: wait)",
+    )
+    elect.add_argument(
+        "--grace",
+        type=SECONDS,
+        default=10.0,
+        metavar="S",
+        help="seconds between SIGTERM and SIGKILL when leadership is lost (default: 10)",
+    )
+    _quiet_option(elect)
+    elect.add_argument(
+        "--poll-interval", type=POSITIVE_SECONDS, default=0.1, help=argparse.SUPPRESS
+    )
+    _connection_options(elect)
+
+    inspect = commands.add_parser(
+        "inspect",
+        help="show the holders and waiters of a lock path, or an election's participants",
+        description=(
+            "Show the holders and waiters of the Curator lock, read/write lock or semaphore at "
+            "PATH, or the participants of a leader latch or selector (the leader first), "
+            "Java's and Python's alike."
+        ),
+    )
+    inspect.add_argument("path", metavar="PATH")
+    inspect.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    inspect.add_argument(
+        "--tree",
+        action="store_true",
+        help="list every lock at or below PATH with its holder and queue length",
+    )
+    inspect.add_argument(
+        "--watch",
+        action="store_true",
+        help=(
+            "follow the lock live: holders, waiters and hand-offs as they happen, until "
+            "interrupted (with --json: one document per change)"
+        ),
+    )
+    inspect.add_argument("--interval", type=POSITIVE_SECONDS, default=1.0, help=argparse.SUPPRESS)
+    _connection_options(inspect)
+
+    revoke = commands.add_parser(
+        "revoke",
+        help="ask the holder of a lock node to release it",
+        description="Write Curator's __REVOKE__ message to NODE_PATH (see inspect for nodes).",
+    )
+    revoke.add_argument("node", metavar="NODE_PATH")
+    _connection_options(revoke)
+
+    demo = commands.add_parser(
+        "demo",
+        help="Python and Java Curator threads contend for one lock",
+        description=(
+            "Python threads (pycurator) and Java threads (Curator, through JPype) take one lock "
+            "in turn and increment a counter node inside it. Without --hosts (or "
+            f"${HOSTS_ENV}) an embedded ZooKeeper is started. Exit status 1 if exclusion failed, "
+            f"{EXIT_NO_JAVA} if Java threads were asked for and JPype is missing."
+        ),
+    )
+    demo.add_argument("--python-threads", type=COUNT, default=3, metavar="N")
+    demo.add_argument("--java-threads", type=COUNT, default=3, metavar="N")
+    demo.add_argument("--rounds", type=COUNT, default=4, metavar="N", help="holds per thread")
+    demo.add_argument(
+        "--hold-ms",
+        type=number(float, 0, inclusive=True),
+        default=10.0,
+        metavar="MS",
+        help="time inside the lock",
+    )
+    demo.add_argument(
+        "--unlocked",
+        action="store_true",
+        help="skip the lock, to show the lost updates it prevents (exits 1)",
+    )
+    _connection_options(demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``pycurator`` console script and of ``python -m pycurator``."""
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if "--" in argv:
+        split = argv.index("--")
+        argv, command = argv[:split], argv[split + 1 :]
+    args = parser.parse_args(argv)
+    if command and args.command_name not in ("lock", "elect"):
+        parser.error(f"{args.command_name} takes no command after --")
+    args.command = command
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="pycurator: %(name)s: %(message)s",
+    )
+    if not args.verbose:
+        logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "lock": lambda a: cmd_lock(a, sys.stderr),
+        "elect": lambda a: cmd_elect(a, sys.stderr),
+        "inspect": lambda a: cmd_inspect(a, sys.stdout),
+        "revoke": lambda a: cmd_revoke(a, sys.stdout),
+        "demo": lambda a: cmd_demo(a, sys.stdout),
+    }
+    try:
+        return handlers[args.command_name](args)
+    except CliError as exc:
+        return _fail(str(exc), exc.status)
+    except NoAuthError:
+        return _fail("not authorized (ZooKeeper ACL refused the request)", EXIT_ERROR)
+    except NoNodeError as exc:
+        return _fail(f"no such node: {exc}", EXIT_ERROR)
+    except (ConnectionLoss, SessionExpiredError, OperationTimeoutError) as exc:
+        return _fail(f"lost the connection to ZooKeeper: {type(exc).__name__}", EXIT_UNAVAILABLE)
+    except KazooException as exc:
+        return _fail(f"ZooKeeper refused: {type(exc).__name__} {exc}", EXIT_ERROR)
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
+
+
+def _fail(message: str, status: int) -> int:
+    sys.stderr.write(f"pycurator: error: {message}\n")
+    return status

@@ -1,0 +1,165 @@
+"""What every subcommand shares: exit statuses, errors, connecting, paths and number options."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import math
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.handlers.threading import KazooTimeoutError
+
+from .._paths import validate_path
+
+#: A ZooKeeper error.
+EXIT_ERROR = 1
+#: Bad arguments: a malformed path, a bad option.
+EXIT_USAGE = 2
+#: ``revoke``: the node is not a lock node (nothing was written); ``inspect`` never uses it.
+EXIT_REFUSED = EXIT_ERROR
+#: The ensemble could not be reached within ``--connect-timeout``, or the session ended.
+EXIT_UNAVAILABLE = 69
+#: ``lock``: the lock was not acquired within ``--timeout``; ``elect``: leadership was not won.
+EXIT_TIMEOUT = 75
+#: ``lock``: the lock was lost while the command ran (``elect``: leadership); the command was
+#: terminated.
+EXIT_LOCK_LOST = 76
+#: ``lock --revocable``: another client revoked the lock; the command was terminated.
+EXIT_REVOKED = 77
+#: ``demo``: Java threads were asked for but JPype is missing or the JVM did not start.
+EXIT_NO_JAVA = 78
+#: ``lock``, ``elect``: the command was found but could not be run.
+EXIT_CANNOT_RUN = 126
+#: ``lock``, ``elect``: the command was not found.
+EXIT_NOT_FOUND = 127
+
+HOSTS_ENV = "PYCURATOR_ZK_HOSTS"
+DEFAULT_HOSTS = "127.0.0.1:2181"
+
+#: Longest the exit path waits to release and to close the session: with the server gone, the
+#: process exits anyway and the server removes our nodes when the session expires.
+TEARDOWN_WAIT = 5.0
+
+
+class CliError(Exception):
+    """A failure to report as one line, with the exit status to leave with."""
+
+    def __init__(self, message: str, status: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP while waiting: a BaseException, as KeyboardInterrupt is, so that no
+    ``except Exception`` on the way out of the wait (in kazoo or here) can swallow it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def hosts_of(args: argparse.Namespace) -> str:
+    """``--hosts``, else ``$PYCURATOR_ZK_HOSTS``, else the local default."""
+    hosts: str = args.hosts or os.environ.get(HOSTS_ENV, "").strip() or DEFAULT_HOSTS
+    return hosts
+
+
+@contextlib.contextmanager
+def connected(
+    args: argparse.Namespace,
+    connect_within: float | None = None,
+    before_stop: list[Callable[[], None]] | None = None,
+) -> Iterator[KazooClient]:
+    """A started client; ``connect_within`` shortens ``--connect-timeout``. On the way out the
+    ``before_stop`` calls run, then the client stops, all within :data:`TEARDOWN_WAIT`."""
+    hosts = hosts_of(args)
+    try:
+        client = KazooClient(hosts=hosts, timeout=args.session_timeout)
+    except ValueError as exc:
+        raise CliError(f"bad --hosts {hosts!r}: {exc}", EXIT_USAGE) from exc
+    within = args.connect_timeout
+    if connect_within is not None:
+        within = min(within, connect_within)
+    try:
+        client.start(timeout=within)
+    except KazooTimeoutError as exc:
+        teardown(client, [])
+        raise CliError(
+            f"cannot connect to ZooKeeper at {hosts} within {within:g}s", EXIT_UNAVAILABLE
+        ) from exc
+    calls: list[Callable[[], None]] = [] if before_stop is None else before_stop
+    try:
+        yield client
+    finally:
+        teardown(client, calls)
+
+
+def teardown(client: KazooClient, calls: list[Callable[[], None]]) -> None:
+    """Run ``calls``, stop and close ``client``, on a daemon thread waited on for at most
+    :data:`TEARDOWN_WAIT`: the exit path never waits on a server that is gone."""
+
+    def run() -> None:
+        for call in calls:
+            with contextlib.suppress(Exception):
+                call()
+        with contextlib.suppress(Exception):
+            client.stop()
+        with contextlib.suppress(Exception):
+            client.close()
+
+    worker = threading.Thread(target=run, name="pycurator-teardown", daemon=True)
+    worker.start()
+    worker.join(TEARDOWN_WAIT)
+    if worker.is_alive():
+        logging.getLogger(__name__).info(
+            "the session did not close within %gs; exiting anyway", TEARDOWN_WAIT
+        )
+
+
+def checked_path(value: str, what: str = "path") -> str:
+    """``value`` if it is a valid ZooKeeper path, else a usage error naming ``what``."""
+    try:
+        return validate_path(value)
+    except ValueError as exc:
+        raise CliError(f"bad {what}: {exc}", EXIT_USAGE) from exc
+
+
+def number(kind: Callable[[str], float], minimum: float, inclusive: bool) -> Callable[[str], Any]:
+    """An argparse type: a finite number of type ``kind``, >= (or >) ``minimum``."""
+    bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
+    noun = "a whole number" if kind is int else "a finite number"
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {noun} {bound}, not {text!r}") from None
+        if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
+            raise argparse.ArgumentTypeError(f"must be {noun} {bound}, not {text!r}")
+        return value
+
+    return parse
+
+
+#: Seconds that may be zero (``--timeout 0``: try once), and seconds that may not.
+SECONDS = number(float, 0, inclusive=True)
+POSITIVE_SECONDS = number(float, 0, inclusive=False)
+COUNT = number(int, 0, inclusive=True)
+
+
+@contextlib.contextmanager
+def signals(handler: Callable[[int, Any], Any]) -> Iterator[None]:
+    """``handler`` for SIGTERM and SIGHUP inside the block."""
+    names = (signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, handler) for s in names}
+    try:
+        yield
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, old)

@@ -1,0 +1,305 @@
+"""``pycurator inspect`` (one lock, a tree of locks, or one lock followed live) and
+``pycurator revoke``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from types import FrameType
+from typing import Any, TextIO
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from .. import _wire
+from .._errors import NotALockNodeError
+from .._inspect import NOT_A_LOCK, LockView, inspect_lock
+from .._inspect import Participant as LockParticipant
+from .._revocation import attempt_revoke
+from ._common import (
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    CliError,
+    Interrupted,
+    checked_path,
+    connected,
+    signals,
+)
+
+
+def _state(view: LockView, participant: LockParticipant) -> str:
+    if not participant.holder:
+        return "waiting"
+    return "leader" if view.layout == "latch" else "holder"
+
+
+def _data(participant: LockParticipant) -> str:
+    return participant.entry.data.decode("utf-8", "replace")
+
+
+def _age(participant: LockParticipant, now_ms: int) -> float:
+    return max(0, now_ms - participant.entry.created_ms) / 1000
+
+
+def _participant_json(view: LockView, p: LockParticipant, now_ms: int) -> dict[str, Any]:
+    return {
+        "node": _wire.join_path(view.path, p.entry.name),
+        "kind": p.kind,
+        "state": _state(view, p),
+        "position": p.position,
+        "session": f"0x{p.entry.session:x}",
+        "data": _data(p),
+        "age_seconds": round(_age(p, now_ms), 3),
+    }
+
+
+def view_as_json(view: LockView, now_ms: int) -> dict[str, Any]:
+    """The JSON document ``inspect --json`` prints."""
+    return {
+        "path": view.path,
+        "exists": view.exists,
+        "layout": view.layout,
+        "note": view.note,
+        "ignored": list(view.ignored),
+        "participants": [_participant_json(view, p, now_ms) for p in view.participants],
+    }
+
+
+def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
+    """Rows as aligned columns; the last column is not padded."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+    return lines
+
+
+def _short(text: str, width: int = 24) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _waiting(view: LockView) -> int:
+    return len({p.position for p in view.participants if not p.holder})
+
+
+def view_as_table(view: LockView, now_ms: int) -> str:
+    """The readable table ``inspect`` prints."""
+    if not view.exists:
+        return f"{view.path}: no such node (no holders, no waiters)\n"
+    ignored = ""
+    if view.ignored:
+        shown = ", ".join(view.ignored[:5]) + (", ..." if len(view.ignored) > 5 else "")
+        ignored = f"{len(view.ignored)} other child(ren), not lock nodes, ignored: {shown}"
+    if view.layout == NOT_A_LOCK:
+        return f"{view.path}: not a lock ({view.note}); {ignored or 'no children'}\n"
+    holders = sum(p.holder for p in view.participants)
+    waiting = _waiting(view)
+    if view.layout == "latch":
+        leader = next((p for p in view.participants if p.holder), None)
+        led = "no leader" if leader is None else f"leader {_data(leader)!r}"
+        lines = [f"{view.path}: latch, {led}, {waiting} waiting"]
+    else:
+        lines = [f"{view.path}: {view.layout}, {holders} holder(s), {waiting} waiting"]
+    if ignored:
+        lines.append(ignored)
+    if view.participants:
+        rows = [("POS", "STATE", "KIND", "SESSION", "AGE", "DATA", "NODE")]
+        for p in view.participants:
+            rows.append(
+                (
+                    str(p.position),
+                    _state(view, p),
+                    p.kind,
+                    f"0x{p.entry.session:x}",
+                    f"{_age(p, now_ms):.1f}s",
+                    _short(_data(p)),
+                    p.entry.name,
+                )
+            )
+        lines += _table(rows)
+    return "\n".join(lines) + "\n"
+
+
+# -- --tree ----------------------------------------------------------------------------------
+
+
+def locks_below(client: KazooClient, path: str) -> Iterator[LockView]:
+    """Every lock at or below ``path`` (depth first, children in name order): each path whose
+    children include Curator lock, lease or latch nodes. A lock's own nodes and a semaphore's
+    ``locks``/``leases`` are not descended into; ``/zookeeper`` is skipped."""
+    stack = [path]
+    while stack:
+        current = stack.pop()
+        try:
+            view = inspect_lock(client, current)
+        except NoNodeError:
+            continue
+        if not view.exists:
+            continue
+        if view.participants or view.layout == "semaphore":
+            yield view
+        below = [n for n in view.ignored if "/" not in n]
+        for name in sorted(below, reverse=True):
+            child = _wire.join_path(current, name)
+            if child != "/zookeeper":
+                stack.append(child)
+
+
+def _tree_row(view: LockView, now_ms: int) -> dict[str, Any]:
+    holders = [p for p in view.participants if p.holder]
+    return {
+        "path": view.path,
+        "layout": view.layout,
+        "holders": [_participant_json(view, p, now_ms) for p in holders],
+        "waiting": _waiting(view),
+    }
+
+
+def tree_as_table(views: list[LockView], now_ms: int) -> str:
+    """One line per lock: its path, layout, first holder's data and age, queue length."""
+    if not views:
+        return "no locks\n"
+    rows: list[tuple[str, ...]] = [("LAYOUT", "HOLDERS", "WAITING", "HELD BY", "SINCE", "PATH")]
+    for view in views:
+        holders = [p for p in view.participants if p.holder]
+        first = holders[0] if holders else None
+        rows.append(
+            (
+                view.layout,
+                str(len(holders)),
+                str(_waiting(view)),
+                "-" if first is None else _short(_data(first)) or "(no data)",
+                "-" if first is None else f"{_age(first, now_ms):.1f}s",
+                view.path,
+            )
+        )
+    return "\n".join(_table(rows)) + "\n"
+
+
+# -- --watch ---------------------------------------------------------------------------------
+
+
+def _label(view: LockView, p: LockParticipant) -> str:
+    return f"{p.kind} {p.entry.name} ({_data(p) or 'no data'}, session 0x{p.entry.session:x})"
+
+
+def changes(before: LockView | None, after: LockView) -> list[str]:
+    """What happened between two readings of one lock: arrivals, departures and hand-offs."""
+    if before is None:
+        return [view_as_table(after, int(time.time() * 1000)).rstrip("\n")]
+    old = {p.entry.name: p for p in before.participants}
+    new = {p.entry.name: p for p in after.participants}
+    lines = []
+    gone_holders = [old[n] for n in old if n not in new and old[n].holder]
+    new_holders = [p for n, p in new.items() if p.holder and not (n in old and old[n].holder)]
+    verb = "leads" if after.layout == "latch" else "holds"
+    handed = min(len(gone_holders), len(new_holders))
+    lines += [
+        f"hand-off: {_label(before, a)} -> {_label(after, b)}"
+        for a, b in zip(gone_holders[:handed], new_holders[:handed], strict=True)
+    ]
+    gone_holders, new_holders = gone_holders[handed:], new_holders[handed:]
+    lines += [f"released: {_label(before, p)}" for p in gone_holders]
+    lines += [f"{verb}: {_label(after, p)}" for p in new_holders]
+    lines += [f"left: {_label(before, p)}" for n, p in old.items() if n not in new and not p.holder]
+    lines += [
+        f"waits: {_label(after, p)} at position {p.position}"
+        for n, p in new.items()
+        if n not in old and not p.holder
+    ]
+    if before.exists and not after.exists:
+        lines.append(f"{after.path}: no such node")
+    return lines
+
+
+def watch(
+    client: KazooClient,
+    path: str,
+    out: TextIO,
+    as_json: bool,
+    interval: float,
+    stop: threading.Event,
+) -> None:
+    """Print the lock at ``path`` and then every change until ``stop`` is set: a line per
+    event, or with ``as_json`` one JSON document per reading that changed."""
+    wake = threading.Event()
+
+    def woken(_event: object) -> None:
+        wake.set()
+
+    before: LockView | None = None
+    while not stop.is_set():
+        wake.clear()
+        try:
+            client.get_children(path, watch=woken)
+        except NoNodeError:
+            client.exists(path, watch=woken)
+        view = inspect_lock(client, path)
+        if before is None or view != before:
+            now_ms = int(time.time() * 1000)
+            if as_json:
+                out.write(json.dumps(view_as_json(view, now_ms)) + "\n")
+            else:
+                stamp = time.strftime("%H:%M:%S")
+                out.writelines(f"{stamp} {line}\n" for line in changes(before, view))
+            out.flush()
+        before = view
+        # the child watch wakes us at once; the interval catches a semaphore's inner nodes
+        wake.wait(interval)
+
+
+def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
+    """Print the holders and waiters on a lock path, every lock below it (``--tree``), or
+    follow it live (``--watch``, until interrupted)."""
+    path = checked_path(args.path)
+    if args.tree and args.watch:
+        raise CliError("--tree and --watch do not go together", EXIT_USAGE)
+    with connected(args) as client:
+        if args.watch:
+            stop = threading.Event()
+
+            def interrupt(signum: int, frame: FrameType | None) -> None:
+                raise Interrupted(signum)
+
+            try:
+                with signals(interrupt):
+                    watch(client, path, out, args.json, args.interval, stop)
+            except (Interrupted, KeyboardInterrupt):
+                stop.set()
+            return 0
+        now_ms = int(time.time() * 1000)
+        if args.tree:
+            views = list(locks_below(client, path))
+            if args.json:
+                document = [_tree_row(v, now_ms) for v in views]
+                out.write(json.dumps(document, indent=2) + "\n")
+            else:
+                out.write(tree_as_table(views, now_ms))
+            return 0
+        view = inspect_lock(client, path)
+    if args.json:
+        out.write(json.dumps(view_as_json(view, now_ms), indent=2) + "\n")
+    else:
+        out.write(view_as_table(view, now_ms))
+    return 0
+
+
+def cmd_revoke(args: argparse.Namespace, out: TextIO) -> int:
+    """Write Curator's revocation message to a lock node (:func:`pycurator.attempt_revoke`,
+    which refuses any other node)."""
+    node = checked_path(args.node, "node path")
+    with connected(args) as client:
+        if client.exists(node) is None:
+            raise CliError(f"no such node: {node}")
+        try:
+            attempt_revoke(client, node)
+        except NotALockNodeError as exc:
+            raise CliError(
+                f"refused: {node} is not a lock node: {exc.reason}", EXIT_REFUSED
+            ) from exc
+    out.write(f"asked the holder of {node} to release (only a revocable holder reacts)\n")
+    return 0

@@ -1,0 +1,312 @@
+"""``pycurator lock`` and ``pycurator elect``: run a command while holding a lock, a lease or
+leadership, and stop it when that is lost."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from types import FrameType
+from typing import TextIO
+
+from kazoo.client import KazooClient
+
+from .._errors import LockLostError
+from .._lock import ReentrantLock
+from .._mutex import InterProcessMutex
+from .._rwlock import InterProcessReadWriteLock
+from .._semaphore import InterProcessSemaphoreV2
+from ._common import (
+    EXIT_CANNOT_RUN,
+    EXIT_LOCK_LOST,
+    EXIT_NOT_FOUND,
+    EXIT_REVOKED,
+    EXIT_TIMEOUT,
+    EXIT_USAGE,
+    CliError,
+    Interrupted,
+    checked_path,
+    connected,
+    hosts_of,
+    signals,
+)
+from ._progress import Progress
+
+#: What ``lock`` puts in the command's environment.
+ENV_PATH = "PYCURATOR_LOCK_PATH"
+ENV_NODE = "PYCURATOR_LOCK_NODE"
+ENV_TOKEN = "PYCURATOR_LOCK_TOKEN"
+ENV_HOSTS = "PYCURATOR_LOCK_HOSTS"
+
+#: What ``elect`` puts in the command's environment.
+ELECT_ENV_PATH = "PYCURATOR_ELECT_PATH"
+ELECT_ENV_ID = "PYCURATOR_ELECT_ID"
+ELECT_ENV_NODE = "PYCURATOR_ELECT_NODE"
+ELECT_ENV_TOKEN = "PYCURATOR_ELECT_TOKEN"
+ELECT_ENV_HOSTS = "PYCURATOR_ELECT_HOSTS"
+
+
+@dataclass
+class Holding:
+    """What ``lock`` or ``elect`` holds, whatever the recipe: node, token, how to follow it, and
+    how to release it (None: released by a call already registered for the way out)."""
+
+    node: str
+    token: int
+    lost_reason: Callable[[], str | None]
+    release: Callable[[], None] | None
+
+
+def _lock_object(client: KazooClient, args: argparse.Namespace) -> ReentrantLock:
+    data = args.data.encode() if args.data is not None else None
+    if args.read or args.write:
+        rw = InterProcessReadWriteLock(client, args.path, node_data=data)
+        return rw.read_lock() if args.read else rw.write_lock()
+    return InterProcessMutex(client, args.path, node_data=data)
+
+
+def _acquire_lock(
+    client: KazooClient, args: argparse.Namespace, revoked: threading.Event
+) -> Holding | None:
+    lock = _lock_object(client, args)
+    if args.revocable:
+        lock.make_revocable(lambda _lock: revoked.set())
+    if not lock.acquire(args.timeout):
+        return None
+
+    def lost_reason() -> str | None:
+        try:
+            lock.check()
+        except LockLostError as exc:
+            return exc.reason
+        return None
+
+    node = lock.lock_path
+    assert node is not None
+    return Holding(node, lock.fencing_token, lost_reason, lock.release)
+
+
+def _acquire_lease(client: KazooClient, args: argparse.Namespace) -> Holding | None:
+    data = args.data.encode() if args.data is not None else None
+    semaphore = InterProcessSemaphoreV2(client, args.path, args.semaphore, node_data=data)
+    lease = semaphore.acquire(args.timeout)
+    if lease is None:
+        return None
+
+    def lost_reason() -> str | None:
+        return None if lease.is_held() else "the lease node is no longer ours"
+
+    return Holding(lease.node_name, lease.fencing_token, lost_reason, lease.close)
+
+
+def _resolve_command(command: Sequence[str], usage: str) -> list[str]:
+    """The command with its executable found, as a shell finds it: a name containing ``/`` is
+    a path (127 if missing, 126 if a directory or not executable), else it is looked up in
+    ``$PATH`` (127 if not found). ``usage`` is shown when there is no command."""
+    if not command:
+        raise CliError(f"no command given: {usage}", EXIT_USAGE)
+    name = command[0]
+    if "/" in name:
+        if not os.path.exists(name):
+            raise CliError(f"command not found: {name}", EXIT_NOT_FOUND)
+        if os.path.isdir(name):
+            raise CliError(f"cannot run {name}: it is a directory", EXIT_CANNOT_RUN)
+        if not os.access(name, os.X_OK):
+            raise CliError(f"cannot run {name}: not executable", EXIT_CANNOT_RUN)
+        return list(command)
+    executable = shutil.which(name)
+    if executable is None:
+        raise CliError(f"command not found: {name}", EXIT_NOT_FOUND)
+    return [executable, *command[1:]]
+
+
+def _exit_status(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _stop_child(child: subprocess.Popen[bytes], name: str, grace: float, err: TextIO) -> None:
+    child.send_signal(signal.SIGTERM)
+    try:
+        child.wait(grace)
+    except subprocess.TimeoutExpired:
+        err.write(f"pycurator: {name} still running after {grace:g}s: SIGKILL\n")
+        child.kill()
+        child.wait()
+
+
+def cmd_lock(args: argparse.Namespace, err: TextIO) -> int:
+    """Run a command while holding the lock; see ``pycurator lock --help``."""
+    args.path = checked_path(args.path)
+    if args.semaphore is not None and args.revocable:
+        raise CliError("--revocable works with locks, not with --semaphore", EXIT_USAGE)
+    command = _resolve_command(args.command, "pycurator lock PATH -- CMD [ARGS...]")
+    revoked = threading.Event()
+
+    def acquire(client: KazooClient, before_stop: list[Callable[[], None]]) -> Holding | None:
+        if args.semaphore is not None:
+            return _acquire_lease(client, args)
+        return _acquire_lock(client, args, revoked)
+
+    def env(holding: Holding) -> dict[str, str]:
+        return {
+            ENV_PATH: args.path,
+            ENV_NODE: holding.node,
+            ENV_TOKEN: str(holding.token),
+            ENV_HOSTS: hosts_of(args),
+        }
+
+    waited = f"the lock {args.path}"
+    return _run_while_held(command, args, err, "lock", waited, acquire, env, revoked)
+
+
+def _run_while_held(
+    command: list[str],
+    args: argparse.Namespace,
+    err: TextIO,
+    what: str,
+    waited: str,
+    acquire: Callable[[KazooClient, list[Callable[[], None]]], Holding | None],
+    env: Callable[[Holding], dict[str, str]],
+    revoked: threading.Event | None = None,
+) -> int:
+    """Connect, ``acquire`` (None: ``--timeout`` ran out), run ``command`` while held, and
+    release on the way out: the common part of ``lock`` and ``elect``. ``what`` is held (for
+    messages: "lock lost"), ``waited`` is what a timeout message says was waited for.
+
+    ``--timeout`` bounds the whole wait: for the first connection, then for ``acquire``, which
+    reads what is left of it from ``args.timeout``. ``acquire`` may register calls for the way
+    out in the list it is given (they run even when it times out or is interrupted). While it
+    waits, a terminal shows a progress line on ``err`` (not with ``--quiet``).
+    """
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise Interrupted(signum)
+
+    started, timeout = time.monotonic(), args.timeout
+    before_stop: list[Callable[[], None]] = []
+    progress = Progress(err, args.path, not args.quiet and err.isatty())
+    progress.connecting(hosts_of(args))
+    try:
+        with connected(args, args.timeout, before_stop) as client, signals(interrupt):
+            if args.timeout is not None:
+                args.timeout = max(0.0, args.timeout - (time.monotonic() - started))
+            progress.follow(client)
+            try:
+                holding = acquire(client, before_stop)
+            except Interrupted as exc:
+                return 128 + exc.signum
+            except KeyboardInterrupt:
+                return 128 + signal.SIGINT
+            finally:
+                progress.stop()
+            if holding is None:
+                raise CliError(
+                    f"timed out after {timeout:g}s waiting for {waited}",
+                    EXIT_TIMEOUT,
+                )
+            if holding.release is not None:
+                before_stop.append(holding.release)
+            return _run_holding(command, holding, args, err, env(holding), what, revoked)
+    finally:
+        progress.stop()
+
+
+def _run_holding(
+    command: list[str],
+    holding: Holding,
+    args: argparse.Namespace,
+    err: TextIO,
+    variables: dict[str, str],
+    what: str,
+    revoked: threading.Event | None,
+) -> int:
+    env = dict(os.environ)
+    env.update(variables)
+    try:
+        child = subprocess.Popen(command, env=env)
+    except OSError as exc:
+        raise CliError(f"cannot run {command[0]}: {exc.strerror}", EXIT_CANNOT_RUN) from exc
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signum)
+
+    # the command shares our terminal: a ^C reaches it directly, and we wait for it to end
+    with signals(forward), _ignoring_sigint():
+        while True:
+            try:
+                return _exit_status(child.wait(args.poll_interval))
+            except subprocess.TimeoutExpired:
+                pass
+            reason = holding.lost_reason()
+            if reason is not None:
+                err.write(f"pycurator: {what} lost ({reason}): terminating {command[0]}\n")
+                _stop_child(child, command[0], args.grace, err)
+                return EXIT_LOCK_LOST
+            if revoked is not None and revoked.is_set():
+                err.write(f"pycurator: {what} revoked: terminating {command[0]}\n")
+                _stop_child(child, command[0], args.grace, err)
+                return EXIT_REVOKED
+
+
+def cmd_elect(args: argparse.Namespace, err: TextIO) -> int:
+    """Run a command while this process leads a LeaderLatch; see ``pycurator elect --help``."""
+    from .._leader import LeaderLatch, id_bytes
+
+    args.path = checked_path(args.path)
+    try:
+        id_bytes(args.id)
+    except ValueError as exc:
+        raise CliError(f"bad --id: {exc}", EXIT_USAGE) from exc
+    command = _resolve_command(args.command, "pycurator elect PATH --id ID -- CMD [ARGS...]")
+
+    def acquire(client: KazooClient, before_stop: list[Callable[[], None]]) -> Holding | None:
+        latch = LeaderLatch(client, args.path, args.id)
+        # the first loss ends the command, even if the latch leads again before we look
+        lost: list[str] = []
+        latch.on_lost(lambda _latch, reason: lost.append(reason))
+        latch.start()
+        before_stop.append(latch.close)
+        if not latch.wait(args.timeout):
+            return None
+        node, token = latch.our_path, latch.fencing_token
+        assert node is not None
+
+        def lost_reason() -> str | None:
+            if lost:
+                return lost[0]
+            try:
+                latch.check()
+            except LockLostError as exc:
+                return lost[0] if lost else exc.reason
+            return None
+
+        return Holding(node, token, lost_reason, None)
+
+    def env(holding: Holding) -> dict[str, str]:
+        return {
+            ELECT_ENV_PATH: args.path,
+            ELECT_ENV_ID: args.id,
+            ELECT_ENV_NODE: holding.node,
+            ELECT_ENV_TOKEN: str(holding.token),
+            ELECT_ENV_HOSTS: hosts_of(args),
+        }
+
+    waited = f"leadership of {args.path}"
+    return _run_while_held(command, args, err, "leadership", waited, acquire, env)
+
+
+@contextlib.contextmanager
+def _ignoring_sigint() -> Iterator[None]:
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,437 @@
+"""The chaos run's contenders: a thread that takes its lock again and again, each hold fenced
+and recorded, with pycurator or with Java Curator (through :mod:`pycurator.testing`'s
+adapters)."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import queue
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    ConnectionClosedError,
+    ConnectionLoss,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+
+from pycurator import (
+    InterProcessMutex,
+    InterProcessReadWriteLock,
+    InterProcessSemaphoreV2,
+    LeaderLatch,
+    LeaderSelector,
+    Leadership,
+    LockLostError,
+)
+from pycurator.testing import (
+    STEADY_RECONNECT,
+    JavaLatch,
+    JavaMutex,
+    JavaReadWriteLock,
+    JavaSelector,
+    JavaSemaphore,
+    java_nano_time,
+    jclass,
+    new_curator,
+    session_of,
+)
+
+from .history import (
+    KINDS,
+    LATCH,
+    MUTEX,
+    RW,
+    SELECTOR,
+    SEMAPHORE,
+    SEMAPHORE_MAX,
+    Hold,
+    Outcome,
+    counter_path,
+    log_entry,
+    log_path,
+)
+
+T = TypeVar("T")
+
+RETRYABLE = (ConnectionLoss, OperationTimeoutError, SessionExpiredError)
+#: Session timeouts: contender threads, and worker processes (which are paused past theirs).
+SESSION_S = 4.0
+WORKER_SESSION_S = 2.0
+
+
+def retry(
+    call: Callable[[], T], errors: type[BaseException] | tuple[type[BaseException], ...]
+) -> T:
+    """``call()``, again after ``errors`` (a fault's connection trouble) for up to a minute."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return call()
+        except errors:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+class Contender:
+    """Takes its lock again and again until ``stop``; each hold is fenced and recorded."""
+
+    language = ""
+
+    def __init__(
+        self,
+        who: str,
+        kind: str,
+        hosts: str,
+        stop: threading.Event,
+        record: Callable[[Hold], None],
+        *,
+        session_s: float = SESSION_S,
+        hold_s: float = 0.004,
+        on_enter: Callable[[Hold], None] | None = None,
+    ) -> None:
+        self.who = who
+        self.session_s = session_s
+        self.kind = kind
+        self.lock, self.exclusive = KINDS[kind]
+        self.hosts = hosts
+        self.stop = stop
+        self.record = record
+        self.hold_s = hold_s
+        self.on_enter = on_enter
+        self.errors: Counter[str] = Counter()
+        self._ids = itertools.count(1)
+        self._random = random.Random(who)
+        #: A selector's terms, as its ``lead`` offers them: the term, and the event that ends it.
+        self.terms: queue.Queue[tuple[Any, threading.Event]] = queue.Queue()
+        self.term_done = threading.Event()
+
+    def lead(self, term: Any) -> None:
+        """A selector's ``lead``: offer the term to :meth:`cycle`, and end it once released."""
+        done = threading.Event()
+        self.terms.put((term, done))
+        while not done.wait(0.05) and not self.stop.is_set():
+            pass
+
+    def next_term(self) -> Any | None:
+        """The selector's next term within 2 s, or None; :meth:`end_term` ends it."""
+        try:
+            term, self.term_done = self.terms.get(timeout=2)
+        except queue.Empty:
+            return None
+        return term
+
+    def end_term(self) -> None:
+        self.term_done.set()
+
+    def run(self) -> None:
+        try:
+            self.connect()
+            while not self.stop.is_set():
+                try:
+                    self.cycle()
+                except Exception as exc:  # a fault surfaced in acquire or release: go on
+                    self.errors[type(exc).__name__] += 1
+                    self.stop.wait(0.05)
+        finally:
+            self.close()
+
+    def cycle(self) -> None:
+        held = self.acquire()
+        if held is None:
+            return
+        hold = Hold(
+            f"{self.who}-{next(self._ids)}",
+            self.who,
+            self.language,
+            self.lock,
+            self.exclusive,
+            *held,
+            enter_ns=self.now(),
+        )
+        try:
+            if self.on_enter is not None:
+                self.on_enter(hold)
+            self.stop.wait(self._random.uniform(self.hold_s / 2, self.hold_s))
+            self.fence(hold)
+        finally:
+            hold.exit_ns = self.now()
+            self.record(hold)
+            self.release()
+
+    def fence(self, hold: Hold) -> None:
+        """Commit the hold's fence, or learn that ZooKeeper rejected it (or give up after a
+        minute, the outcome left unknown: the log tells for a write)."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            value = self.read_counter() + 1 if hold.exclusive else None
+            hold.fence_ns = self.now()
+            hold.fences.append(hold.fence_ns)
+            outcome = self.commit(hold, value)
+            if outcome == "unknown" and hold.exclusive and self.logged(hold):
+                outcome = "fenced"  # the reply was lost, the write was not
+            if outcome != "unknown":
+                hold.outcome, hold.value = outcome, value if outcome == "fenced" else None
+                return
+            time.sleep(0.05)
+
+    def now(self) -> int:
+        raise NotImplementedError
+
+    def session(self) -> tuple[int, bytes]:
+        """The id and password of the contender's ZooKeeper session."""
+        raise NotImplementedError
+
+    def connect(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def acquire(self) -> tuple[str, int] | None:
+        """Our node and its czxid once held, or None after a timeout."""
+        raise NotImplementedError
+
+    def release(self) -> None:
+        raise NotImplementedError
+
+    def read_counter(self) -> int:
+        raise NotImplementedError
+
+    def commit(self, hold: Hold, value: int | None) -> Outcome:
+        raise NotImplementedError
+
+    def logged(self, hold: Hold) -> bool:
+        raise NotImplementedError
+
+
+class PythonContender(Contender):
+    language = "python"
+
+    def connect(self) -> None:
+        self.client = KazooClient(
+            hosts=self.hosts,
+            timeout=self.session_s,
+            connection_retry=STEADY_RECONNECT,
+        )
+        self.client.start(timeout=60)
+        self.latch: LeaderLatch | None = None
+        if self.kind == "mutex":
+            self.mutex: Any = InterProcessMutex(self.client, MUTEX)
+        elif self.kind == "lease":
+            self.semaphore = InterProcessSemaphoreV2(self.client, SEMAPHORE, SEMAPHORE_MAX)
+        elif self.kind == "selector":
+            self.selector = LeaderSelector(
+                self.client, SELECTOR, self.lead, self.who, auto_requeue=True
+            )
+            self.selector.start()
+        elif self.kind != "latch":
+            rw = InterProcessReadWriteLock(self.client, RW)
+            self.mutex = rw.write_lock() if self.kind == "write" else rw.read_lock()
+        self.lease: Any = None
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.latch is not None:
+                self.latch.close()
+            if self.kind == "selector":
+                self.selector.close()
+        with contextlib.suppress(Exception):
+            self.client.stop()
+            self.client.close()
+
+    def now(self) -> int:
+        return time.monotonic_ns()
+
+    def session(self) -> tuple[int, bytes]:
+        session_id, password = self.client.client_id
+        return int(session_id), bytes(password)
+
+    def acquire(self) -> tuple[str, int] | None:
+        if self.kind == "lease":
+            self.lease = self.semaphore.acquire(timeout=2)
+            if self.lease is None:
+                return None
+            return self.lease.path, self.lease.fencing_token
+        if self.kind == "latch":
+            return self._lead_latch()
+        if self.kind == "selector":
+            term: Leadership | None = self.next_term()
+            return None if term is None else (term.node_path, term.fencing_token)
+        if not self.mutex.acquire(timeout=2):
+            return None
+        return self.mutex.lock_path, self.mutex.fencing_token
+
+    def _lead_latch(self) -> tuple[str, int] | None:
+        """Join the election unless queued already; our node and token once leading."""
+        if self.latch is None:
+            self.latch = LeaderLatch(self.client, LATCH, self.who)
+            self.latch.start()
+        if not self.latch.wait(timeout=2):
+            return None
+        try:
+            token = self.latch.fencing_token
+        except LockLostError:  # lost again already
+            return None
+        return self.latch.our_path or f"{LATCH}/(gone)", token
+
+    def release(self) -> None:
+        if self.kind == "lease":
+            self.lease.close()
+        elif self.kind == "latch":
+            latch, self.latch = self.latch, None  # a term ends by leaving; the next joins anew
+            assert latch is not None
+            latch.close()
+        elif self.kind == "selector":
+            self.end_term()
+        else:
+            self.mutex.release()
+
+    def _connected(self) -> None:
+        end = time.monotonic() + 30
+        while not self.client.connected and time.monotonic() < end:
+            time.sleep(0.05)
+
+    def read_counter(self) -> int:
+        return retry(lambda: int(self.client.get(counter_path(self.lock))[0]), RETRYABLE)
+
+    def commit(self, hold: Hold, value: int | None) -> Outcome:
+        transaction = self.client.transaction()
+        transaction.check(hold.node, -1)
+        if value is not None:
+            transaction.set_data(counter_path(self.lock), str(value).encode())
+            transaction.create(log_path(self.lock, hold.hold_id), log_entry(hold, value))
+        try:
+            results = transaction.commit()
+        except RETRYABLE:
+            self._connected()
+            return "unknown"
+        except ConnectionClosedError:
+            return "unknown"
+        return "rejected" if any(isinstance(r, NoNodeError) for r in results) else "fenced"
+
+    def logged(self, hold: Hold) -> bool:
+        path = log_path(self.lock, hold.hold_id)
+        return retry(lambda: self.client.exists(path) is not None, RETRYABLE)
+
+
+class JavaContender(Contender):
+    language = "java"
+
+    def connect(self) -> None:
+        self.curator = new_curator(
+            self.hosts,
+            session_timeout_ms=int(self.session_s * 1000),
+            connection_timeout_ms=int(self.session_s * 1000),
+        )
+        self.latch: JavaLatch | None = None
+        if self.kind == "mutex":
+            self.mutex: Any = JavaMutex(self.curator, MUTEX)
+        elif self.kind == "lease":
+            self.semaphore = JavaSemaphore(self.curator, SEMAPHORE, SEMAPHORE_MAX)
+        elif self.kind == "selector":
+            self.selector = JavaSelector(
+                self.curator, SELECTOR, self.lead, self.who, auto_requeue=True
+            )
+            self.selector.start()
+        elif self.kind != "latch":
+            rw = JavaReadWriteLock(self.curator, RW)
+            self.mutex = rw.write_lock() if self.kind == "write" else rw.read_lock()
+        self.lease: Any = None
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.latch is not None:
+                self.latch.close()
+            if self.kind == "selector":
+                self.selector.close()
+        with contextlib.suppress(Exception):
+            self.curator.close()
+
+    def now(self) -> int:
+        return java_nano_time()
+
+    def session(self) -> tuple[int, bytes]:
+        return session_of(self.curator)
+
+    def acquire(self) -> tuple[str, int] | None:
+        if self.kind == "lease":
+            self.lease = self.semaphore.acquire(timeout=2)
+            if self.lease is None:
+                return None
+            node = self.lease.path
+        elif self.kind == "latch":
+            if self.latch is None:
+                self.latch = JavaLatch(self.curator, LATCH, self.who)
+                self.latch.start()
+            if not self.latch.wait(timeout=2):
+                return None
+            node = self.latch.our_path or f"{LATCH}/(gone)"
+        elif self.kind == "selector":
+            if self.next_term() is None:
+                return None
+            node = self.selector.lock_path or f"{SELECTOR}/(gone)"
+        else:
+            if not self.mutex.acquire(timeout=2):
+                return None
+            # the session ended in between: the fence will be rejected
+            node = self.mutex.lock_path or f"{self.mutex.path}/(gone)"
+        stat = self.curator.checkExists().forPath(node)
+        return node, int(stat.getCzxid()) if stat is not None else 0
+
+    def release(self) -> None:
+        if self.kind == "lease":
+            self.lease.close()
+        elif self.kind == "latch":
+            latch, self.latch = self.latch, None  # a term ends by leaving; the next joins anew
+            assert latch is not None
+            latch.close()
+        elif self.kind == "selector":
+            self.end_term()
+        else:
+            self.mutex.release()
+
+    def read_counter(self) -> int:
+        path = counter_path(self.lock)
+        return retry(lambda: int(bytes(self.curator.getData().forPath(path))), Exception)
+
+    def commit(self, hold: Hold, value: int | None) -> Outcome:
+        import jpype
+
+        ops = self.curator.transactionOp()
+        operations = [ops.check().forPath(hold.node)]
+        if value is not None:
+            data = jpype.JArray(jpype.JByte)(str(value).encode())
+            entry = jpype.JArray(jpype.JByte)(log_entry(hold, value))
+            operations.append(ops.setData().forPath(counter_path(self.lock), data))
+            operations.append(ops.create().forPath(log_path(self.lock, hold.hold_id), entry))
+        try:
+            self.curator.transaction().forOperations(jclass("java.util.Arrays").asList(operations))
+        except Exception as exc:
+            name = type(exc).__name__
+            if "NoNode" in name or "NoNode" in str(exc):
+                return "rejected"
+            return "unknown"
+        return "fenced"
+
+    def logged(self, hold: Hold) -> bool:
+        path = log_path(self.lock, hold.hold_id)
+        return retry(lambda: self.curator.checkExists().forPath(path) is not None, Exception)
+
+
+CONTENDERS: dict[str, type[Contender]] = {"python": PythonContender, "java": JavaContender}
+
+
+def quiet_logs() -> None:
+    """kazoo logs every dropped connection as a warning: faults are the point here."""
+    logging.getLogger("kazoo").setLevel(logging.ERROR)

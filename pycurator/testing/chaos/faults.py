@@ -1,0 +1,76 @@
+"""The chaos run's faults: session expiry, dropped connections, latency, a member restarted,
+the leader restarted, a worker process killed with SIGKILL; every kind once in a random order,
+then at random."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import TYPE_CHECKING
+
+from pycurator.testing import expire_session
+
+if TYPE_CHECKING:
+    from .run import Chaos
+
+FAULTS = ("expire", "drop", "latency", "restart", "leader", "kill")
+
+
+class FaultDriver:
+    """Applies faults to a :class:`~pycurator.testing.chaos.run.Chaos` run's ensemble,
+    proxies, contenders and workers, counting them in the run's ``faults``."""
+
+    def __init__(self, run: Chaos) -> None:
+        self.run = run
+
+    def drive(self, end: float) -> None:
+        kinds = list(FAULTS)
+        self.run.random.shuffle(kinds)  # every kind once, in a random order, then at random
+        while kinds or time.monotonic() < end:
+            kind = kinds.pop() if kinds else self.run.random.choice(FAULTS)
+            getattr(self, f"_fault_{kind}")()
+            self.run.faults.counts[kind] += 1
+            time.sleep(self.run.random.uniform(0.3, 1.0))
+
+    def _fault_expire(self) -> None:
+        contender = self.run.random.choice(self.run.contenders)
+        with contextlib.suppress(Exception):
+            session_id, password = contender.session()
+            expire_session(self.run.ensemble.hosts, session_id, password)
+            self.run.faults.notes.append(f"expire: {contender.who}")
+
+    def _fault_drop(self) -> None:
+        self.run.random.choice(self.run.proxies).drop_connections()
+
+    def _fault_latency(self) -> None:
+        latency = self.run.random.uniform(0.005, 0.03)
+        for proxy in self.run.proxies:
+            proxy.latency = latency
+        time.sleep(self.run.random.uniform(0.5, 1.5))
+        for proxy in self.run.proxies:
+            proxy.latency = 0.0
+
+    def _restart(self, member: int) -> None:
+        self.run.ensemble.kill(member)
+        time.sleep(self.run.random.uniform(0.3, 1.5))
+        self.run.ensemble.start(member)
+        self.run.ensemble.wait_serving(list(self.run.ensemble.members), timeout=90)
+
+    def _fault_restart(self) -> None:
+        self._restart(self.run.random.choice(list(self.run.ensemble.members)))
+
+    def _fault_leader(self) -> None:
+        leader = self.run.ensemble.leader()
+        if leader is not None:
+            self._restart(leader)
+            self.run.faults.notes.append(f"leader: member {leader} killed and restarted")
+
+    def _fault_kill(self) -> None:
+        live = self.run.live_workers()
+        if not live:
+            return
+        worker = self.run.random.choice(live)
+        worker.kill()
+        worker.finish()
+        self.run.faults.notes.append(f"kill: {worker.who} (SIGKILL)")
+        self.run.start_worker(worker.language)

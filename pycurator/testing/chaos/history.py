@@ -1,0 +1,121 @@
+"""The chaos run's history model: where its locks live, and one record per hold."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
+
+from pycurator._wire import SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT
+
+ROOT = "/chaos"
+MUTEX = f"{ROOT}/mutex"
+RW = f"{ROOT}/rw"
+SEMAPHORE = f"{ROOT}/semaphore"
+SEMAPHORE_MAX = 2
+LATCH = f"{ROOT}/latch"
+SELECTOR = f"{ROOT}/selector"
+
+
+class Kind(NamedTuple):
+    """What a kind of contender takes: the lock's name, and whether its holds are exclusive."""
+
+    lock: str
+    exclusive: bool
+
+
+#: The lock each kind of contender takes, and whether its holds are exclusive.
+KINDS = {
+    "mutex": Kind("mutex", True),
+    "write": Kind("rw", True),
+    "read": Kind("rw", False),
+    "lease": Kind("semaphore", False),
+    "latch": Kind("latch", True),
+    "selector": Kind("selector", True),
+}
+ELECTION_LOCKS = ("latch", "selector")
+#: The locks (and elections) whose holds are exclusive: each has a counter and a log.
+EXCLUSIVE = ("mutex", "rw", "latch", "selector")
+#: The elections' paths are plain nodes, made before the run: Curator 5.4's latch gives up a
+#: create whose container parent the server reaped meanwhile, and waits for a reconnect.
+ELECTIONS = (LATCH, SELECTOR)
+LOCK_PATHS = (
+    MUTEX,
+    RW,
+    f"{SEMAPHORE}/{SEMAPHORE_LEASE_PARENT}",
+    f"{SEMAPHORE}/{SEMAPHORE_LOCK_PARENT}",
+    *ELECTIONS,
+)
+
+#: fenced (committed), rejected (node gone), unknown (no answer), killed (before its record).
+Outcome = Literal["fenced", "rejected", "unknown", "killed"]
+
+
+def counter_path(lock: str) -> str:
+    return f"{ROOT}/counters/{lock}"
+
+
+def log_path(lock: str, hold_id: str) -> str:
+    return f"{ROOT}/log/{lock}/{hold_id}"
+
+
+@dataclass
+class Hold:
+    """One hold as its holder saw it: times in monotonic nanoseconds (either language)."""
+
+    hold_id: str
+    who: str
+    language: str
+    lock: str
+    exclusive: bool
+    node: str
+    token: int
+    enter_ns: int
+    fence_ns: int = 0
+    exit_ns: int = 0
+    outcome: Outcome = "unknown"
+    value: int | None = None  # the counter value an exclusive hold wrote
+    fences: list[int] = field(default_factory=list)  # when each fence attempt was sent
+
+
+def log_entry(hold: Hold, value: int) -> bytes:
+    """A log entry's data: the value written, and which of the hold's fence attempts wrote it."""
+    return f"{value}:{len(hold.fences) - 1}".encode()
+
+
+class LogEntry(NamedTuple):
+    """A committed fence as the lock's log has it."""
+
+    value: int
+    attempt: int
+
+
+#: lock -> hold id -> its committed fence.
+Logs = dict[str, dict[str, LogEntry]]
+
+
+@dataclass
+class Orphans:
+    """Lock nodes left once every contender's session ended: in the tree, and in the servers'
+    ``dump`` of ephemeral nodes by session."""
+
+    tree: list[str] = field(default_factory=list)
+    dump: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Pause:
+    """A worker SIGSTOPped right after it entered the mutex, resumed once its session expired."""
+
+    worker: str
+    hold_id: str
+    paused_ns: int
+    resumed_ns: int
+
+
+@dataclass
+class Faults:
+    """What the fault driver did, by kind, with notes on the notable ones."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)

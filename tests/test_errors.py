@@ -1,0 +1,40 @@
+"""pycurator's exceptions cross process boundaries: a multiprocessing pool or a task queue
+pickles them, and the copy keeps its type, message and fields."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from pycurator import (
+    LockLostError,
+    LockNotOwnedError,
+    LockReleaseError,
+    LockTimeout,
+    NotALockNodeError,
+    PyCuratorError,
+)
+
+ERRORS = [
+    LockTimeout("/locks/a", 2.5),
+    LockLostError("/locks/a", "session expired"),
+    LockNotOwnedError("/locks/a"),
+    LockNotOwnedError("/locks/a", "not yours"),
+    NotALockNodeError("/locks/a/x", "not ephemeral"),
+]
+
+
+@pytest.mark.parametrize("error", ERRORS, ids=lambda e: type(e).__name__)
+def test_an_error_survives_pickling(error: PyCuratorError) -> None:
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error)
+    assert str(copy) == str(error)
+    assert vars(copy) == vars(error)
+
+
+def test_a_release_error_survives_pickling_with_every_failure() -> None:
+    error = LockReleaseError("2 locks failed to release", [ValueError("a"), KeyError("b")])
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is LockReleaseError
+    assert [repr(e) for e in copy.exceptions] == [repr(e) for e in error.exceptions]
