@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from pycurator import InterProcessMutex, aio
-from pycurator.testing import java_acquire
+from pycurator.testing import JavaMutex
 
 from .common import (
     Clients,
     Server,
-    java_lock_class,
     session,
     summarize,
     unique_path,
@@ -30,11 +28,11 @@ from .handoff import hand_offs
 KINDS = ("pycurator-aio", "pycurator", "curator")
 
 
-def _threaded_cycles(lock: Any, cycles: int, warmup: int, java: bool) -> list[int]:
+def _threaded_cycles(lock: InterProcessMutex | JavaMutex, cycles: int, warmup: int) -> list[int]:
     samples = []
     for index in range(warmup + cycles):
         start = time.monotonic_ns()
-        if not (java_acquire(lock, 60) if java else lock.acquire(60)):
+        if not lock.acquire(60):
             raise TimeoutError("an uncontended acquire timed out")
         lock.release()
         if index >= warmup:
@@ -62,9 +60,8 @@ def cycles_of(kind: str, hosts: str, cycles: int, warmup: int) -> list[int]:
                 _aio_cycles(aio.InterProcessMutex(clients.kazoo(), path), cycles, warmup)
             )
         if kind == "pycurator":
-            return _threaded_cycles(InterProcessMutex(clients.kazoo(), path), cycles, warmup, False)
-        lock = java_lock_class("InterProcessMutex")(clients.curator(), path)
-        return _threaded_cycles(lock, cycles, warmup, True)
+            return _threaded_cycles(InterProcessMutex(clients.kazoo(), path), cycles, warmup)
+        return _threaded_cycles(JavaMutex(clients.curator(), path), cycles, warmup)
 
 
 async def _aio_hand_offs(hosts: str, server: Server, count: int) -> list[int]:

@@ -11,12 +11,14 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex, aio
-from pycurator.testing import java_acquire, jclass
+from pycurator.testing import (
+    ClientFactory,
+    JavaLatch,
+    JavaMutex,
+    JavaReadWriteLock,
+    JavaSemaphore,
+)
 from tests.support import SOON, Worker, children, eventually
-
-from .conftest import java_class
-
-ClientFactory = Callable[..., KazooClient]
 
 
 async def _until(predicate: Callable[[], bool], what: str) -> None:
@@ -29,8 +31,8 @@ async def _until(predicate: Callable[[], bool], what: str) -> None:
 def test_java_holds_and_a_coroutine_waits_then_gets_it(
     curator: Any, zk: KazooClient, zk_path: str, no_orphans: None
 ) -> None:
-    java = java_class("InterProcessMutex")(curator, zk_path)
-    assert java_acquire(java, SOON)
+    java = JavaMutex(curator, zk_path)
+    assert java.acquire(SOON)
 
     async def main() -> None:
         lock = aio.InterProcessMutex(zk, zk_path)
@@ -53,10 +55,10 @@ def test_java_holds_and_a_coroutine_waits_then_gets_it(
 def test_a_coroutine_holds_and_java_waits_then_gets_it(
     curator: Any, zk: KazooClient, zk_path: str, no_orphans: None
 ) -> None:
-    java = java_class("InterProcessMutex")(curator, zk_path)
+    java = JavaMutex(curator, zk_path)
 
     def java_turn() -> bool:
-        got = java_acquire(java, SOON)
+        got = java.acquire(SOON)
         if got:
             java.release()
         return got
@@ -68,7 +70,7 @@ def test_a_coroutine_holds_and_java_waits_then_gets_it(
         worker.start()
         await _until(lambda: len(children(zk, zk_path)) == 2, "Java queued")
         assert not worker.done.is_set()
-        java_view = [str(node) for node in java.getParticipantNodes()]
+        java_view = java.participant_nodes()
         assert java_view == await lock.participant_nodes()
         await lock.release()
         assert await asyncio.get_running_loop().run_in_executor(None, worker.outcome)
@@ -97,13 +99,13 @@ def test_a_java_thread_a_python_thread_and_a_python_task_keep_mutual_exclusion(
         with guard:
             inside -= 1
 
-    java = java_class("InterProcessMutex")(curator, zk_path)
+    java = JavaMutex(curator, zk_path)
     threaded = InterProcessMutex(zk_client_factory(), zk_path)
     pause = threading.Event()
 
     def java_loop() -> None:
         for _ in range(rounds):
-            assert java_acquire(java, SOON)
+            assert java.acquire(SOON)
             try:
                 enter("java")
                 pause.wait(0.003)
@@ -144,15 +146,16 @@ def test_a_java_thread_a_python_thread_and_a_python_task_keep_mutual_exclusion(
 def test_a_java_semaphore_lease_makes_a_coroutine_wait(
     curator: Any, zk: KazooClient, zk_path: str, no_orphans: None
 ) -> None:
-    java = java_class("InterProcessSemaphoreV2")(curator, zk_path, 1)
-    lease = java.acquire()
+    java = JavaSemaphore(curator, zk_path, 1)
+    lease = java.acquire(SOON)
+    assert lease is not None
 
     async def main() -> None:
         semaphore = aio.InterProcessSemaphoreV2(zk, zk_path, 1)
         assert await semaphore.acquire(timeout=0.3) is None
         waiter = asyncio.create_task(semaphore.acquire(timeout=SOON))
         await _until(lambda: len(children(zk, f"{zk_path}/leases")) == 2, "the coroutine waits")
-        java.returnLease(lease)
+        lease.close()
         got = await waiter
         assert got is not None
         await got.close()
@@ -163,12 +166,9 @@ def test_a_java_semaphore_lease_makes_a_coroutine_wait(
 def test_a_java_latch_leads_and_an_awaiting_latch_takes_over_when_it_closes(
     curator: Any, zk: KazooClient, zk_path: str, no_orphans: None
 ) -> None:
-    java = jclass("org.apache.curator.framework.recipes.leader.LeaderLatch")(
-        curator, zk_path, "java-1"
-    )
+    java = JavaLatch(curator, zk_path, "java-1")
     java.start()
-    unit = jclass("java.util.concurrent.TimeUnit")
-    assert java.await_(int(SOON * 1000), unit.MILLISECONDS)
+    assert java.wait(SOON)
 
     async def main() -> None:
         latch = aio.LeaderLatch(zk, zk_path, "python-1")
@@ -186,8 +186,8 @@ def test_a_java_latch_leads_and_an_awaiting_latch_takes_over_when_it_closes(
 def test_a_java_writer_excludes_coroutine_readers_and_a_coroutine_writer_excludes_java(
     curator: Any, zk: KazooClient, zk_path: str, no_orphans: None
 ) -> None:
-    java = java_class("InterProcessReadWriteLock")(curator, zk_path)
-    assert java_acquire(java.writeLock(), SOON)
+    java = JavaReadWriteLock(curator, zk_path)
+    assert java.write_lock().acquire(SOON)
 
     async def main() -> None:
         lock = aio.InterProcessReadWriteLock(zk, zk_path)
@@ -199,12 +199,12 @@ def test_a_java_writer_excludes_coroutine_readers_and_a_coroutine_writer_exclude
 
         reader = asyncio.create_task(read())
         await _until(lambda: len(children(zk, zk_path)) == 2, "the coroutine reader queued")
-        java.writeLock().release()
+        java.write_lock().release()
         await reader
         assert await lock.write_lock().acquire(SOON)
-        assert java_acquire(java.readLock(), 0.3) is False
+        assert java.read_lock().acquire(0.3) is False
         await lock.write_lock().release()
-        assert java_acquire(java.readLock(), SOON)
-        java.readLock().release()
+        assert java.read_lock().acquire(SOON)
+        java.read_lock().release()
 
     asyncio.run(main())

@@ -15,13 +15,18 @@ from kazoo.exceptions import ConnectionClosedError, NoWatcherError
 from pycurator import InterProcessMutex as ThreadedMutex
 from pycurator import LockLostError, LockNotOwnedError, LockTimeout, _kazoo, aio
 from pycurator._requests import WATCHER_TYPE_CHILDREN, RemoveWatches, prefixed, send
-from pycurator.testing import expire_kazoo_session, four_letter_word, paths_by_session, split_hosts
+from pycurator.testing import (
+    ClientFactory,
+    expire_kazoo_session,
+    four_letter_word,
+    paths_by_session,
+    split_hosts,
+)
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .support import SOON, Worker, children, eventually
 
 T = TypeVar("T")
-ClientFactory = Callable[..., KazooClient]
 
 
 def run(coroutine: Awaitable[T]) -> T:

@@ -259,21 +259,21 @@ class InterProcessReadWriteLock:
         self,
         client: KazooClient,
         path: str,
-        lock_data: bytes | None = None,
+        node_data: bytes | None = None,
         *,
         acl: Sequence[Any] | None = None,
         connection_policy: str = "standard",
     ) -> None:
         validate_path(path)
         check_client_type(client)
-        check_data(lock_data, "lock_data")
+        check_data(node_data)
         self._write = WriteLock(
-            LockEngine(client, path, write_driver(), data=lock_data, acl=acl),
+            LockEngine(client, path, write_driver(), data=node_data, acl=acl),
             connection_policy=connection_policy,
         )
         read_driver = _ReadSideDriver(self._write, ReadDriver())
         self._read = ReadLock(
-            LockEngine(client, path, read_driver, data=lock_data, acl=acl),
+            LockEngine(client, path, read_driver, data=node_data, acl=acl),
             connection_policy=connection_policy,
         )
 
