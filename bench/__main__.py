@@ -9,7 +9,8 @@ Sections (``--sections``, all by default):
 - ``handoff``: release-to-acquire latency within and across languages;
 - ``herd``: watches per waiting contender and waiters woken per release;
 - ``throughput``: a semaphore and a read/write lock shared by Java and Python threads;
-- ``leaks``: watches left on the server by an acquire that timed out.
+- ``leaks``: watches left on the server by an acquire that timed out;
+- ``aio``: the asyncio API's uncontended cycle and hand-off against the threaded API and Curator.
 
 Results go to a JSON file with the machine, the versions and the command, and a chart of them
 to a PNG (``python -m bench.chart`` redraws it from the JSON alone), and the tables to
@@ -29,10 +30,10 @@ from pathlib import Path
 
 from pycurator.testing import ZooKeeperServer, four_letter_word, split_hosts
 
-from . import cycle, drain, handoff, herd, leaks, report, throughput
+from . import aio, cycle, drain, handoff, herd, leaks, report, throughput
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("cycle", "drain", "handoff", "herd", "throughput", "leaks")
+SECTIONS = ("cycle", "drain", "handoff", "herd", "throughput", "leaks", "aio")
 
 
 def machine(hosts: str) -> dict[str, object]:
@@ -115,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "herd": lambda: herd.run(hosts, args.herd),
         "throughput": lambda: throughput.run(hosts, args.throughput_s, args.throughput_threads),
         "leaks": lambda: leaks.run(hosts),
+        "aio": lambda: aio.run(hosts, args.cycles, args.warmup, args.handoffs),
     }
     try:
         host = machine(hosts)

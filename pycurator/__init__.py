@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import aio as aio  # the asyncio forms of the recipes
 from ._errors import (
     LockLostError,
     LockNotOwnedError,

@@ -5,18 +5,18 @@ Curator's ``InterProcessMutex`` body, shared by the mutex and both sides of the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from types import TracebackType
 from typing import TypeVar
 
 from kazoo.client import KazooClient, TransactionRequest
 
 from ._engine import HeldNode, LockEngine, check_timeout
-from ._errors import LockLostError, LockNotOwnedError, LockTimeout
+from ._errors import LockLostError, LockTimeout
 from ._handlers import unit_getter
-from ._monitor import ConnectionPolicy, HoldMonitor, HoldState, check_policy
+from ._hold import FollowedNode, LossNotice, ReentrantHolds
+from ._monitor import ConnectionPolicy, check_policy
 
 L = TypeVar("L", bound="ReentrantLock")
 C = TypeVar("C", bound="LockContext")
@@ -59,13 +59,6 @@ class LockContext:
         self.release()
 
 
-@dataclass
-class _Hold:
-    node: HeldNode
-    monitor: HoldMonitor
-    count: int = 1
-
-
 class ReentrantLock(LockContext):
     """A lock held per thread and per lock object; re-entry only counts, it sends nothing.
 
@@ -79,12 +72,12 @@ class ReentrantLock(LockContext):
 
     def __init__(self, engine: LockEngine, *, connection_policy: str = "standard") -> None:
         self._engine = engine
-        self._holds: dict[Hashable, _Hold] = {}
-        self._unit = unit_getter(engine.client.handler)
-        self._holds_lock = engine.client.handler.lock_object()
         self._policy: ConnectionPolicy = check_policy(connection_policy)
-        self._lost_callbacks: list[Callable[[ReentrantLock, str], None]] = []
-        self.lost_event = engine.client.handler.event_object()
+        self._holds = ReentrantHolds(
+            engine.client, engine.base_path, unit_getter(engine.client.handler)
+        )
+        self._notice = LossNotice(engine.client)
+        self.lost_event = self._notice.lost_event
 
     @property
     def path(self) -> str:
@@ -109,34 +102,24 @@ class ReentrantLock(LockContext):
         :data:`~pycurator._engine.DELETE_WAIT` seconds, whatever the connection does.
         """
         timeout = check_timeout(timeout)
-        thread = self._unit()
-        with self._holds_lock:
-            hold = self._holds.get(thread)
-            if hold is not None:
-                hold.count += 1
-                return True
+        if self._holds.enter():
+            return True
         node = self._engine.acquire(timeout)
         if node is None:
             return False
-        self.lost_event.clear()
-        monitor = HoldMonitor(
-            self._engine.client,
-            node.path,
-            self._policy,
-            lambda state, reason: self._hold_changed(state, reason),
-            node.session_id,
-        )
-        with self._holds_lock:
-            self._holds[thread] = _Hold(node, monitor)
+        self._held(node)
         return True
 
-    def _hold_changed(self, state: HoldState, reason: str) -> None:
-        if state is HoldState.HELD:
-            self.lost_event.clear()
-            return
-        self.lost_event.set()
-        for callback in list(self._lost_callbacks):
-            self._engine.client.handler.spawn(callback, self, reason)
+    def _held(self, node: HeldNode) -> None:
+        self.lost_event.clear()
+        self._holds.add(
+            FollowedNode(
+                self._engine.client,
+                node,
+                self._policy,
+                lambda state, reason: self._notice.changed(self, state, reason),
+            )
+        )
 
     def release(self) -> None:
         """Release one hold of the calling thread; the last one deletes our node.
@@ -147,38 +130,23 @@ class ReentrantLock(LockContext):
 
         Raises :class:`LockNotOwnedError` when the calling thread does not hold the lock.
         """
-        thread = self._unit()
-        with self._holds_lock:
-            hold = self._holds.get(thread)
-            if hold is None:
-                raise LockNotOwnedError(self.path)
-            hold.count -= 1
-            if hold.count > 0:
-                return
-            del self._holds[thread]
-        hold.monitor.close()
-        self._engine.release(hold.node.path)
+        hold = self._holds.leave()
+        if hold is not None:
+            self._engine.release(hold.path)
 
     def is_acquired_in_this_process(self) -> bool:
         """True if any thread holds this lock object."""
-        with self._holds_lock:
-            return bool(self._holds)
+        return self._holds.any()
 
     def is_owned_by_current_thread(self) -> bool:
         """True if the calling thread holds this lock object."""
-        with self._holds_lock:
-            return self._unit() in self._holds
+        return self._holds.owned()
 
     @property
     def lock_path(self) -> str | None:
         """The node the calling thread holds, or None."""
-        with self._holds_lock:
-            hold = self._holds.get(self._unit())
-            return hold.node.path if hold is not None else None
-
-    def _current_hold(self) -> _Hold | None:
-        with self._holds_lock:
-            return self._holds.get(self._unit())
+        hold = self._holds.current()
+        return hold.path if hold is not None else None
 
     def is_held(self) -> bool:
         """True if the calling thread holds the lock and its node is known to be ours now.
@@ -186,20 +154,18 @@ class ReentrantLock(LockContext):
         Unlike :meth:`is_owned_by_current_thread`, this follows the node: False once the node is
         deleted or the session ends, and (``standard`` policy) while the connection is suspended.
         """
-        hold = self._current_hold()
-        return hold is not None and hold.monitor.confirm()
+        hold = self._holds.current()
+        return hold is not None and hold.is_held()
 
     def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`; call it before each side effect."""
-        hold = self._current_hold()
-        if hold is None:
-            raise LockLostError(self.path, "not acquired by this thread")
-        if not hold.monitor.confirm():
-            raise LockLostError(self.path, hold.monitor.reason)
+        hold = self._holds.required()
+        if not hold.is_held():
+            raise LockLostError(self.path, hold.reason)
 
     def on_lost(self, callback: Callable[[L, str], None]) -> None:
         """Run ``callback(lock, reason)`` on a worker thread each time a hold stops being held."""
-        self._lost_callbacks.append(callback)  # type: ignore[arg-type]
+        self._notice.add(callback)
 
     @property
     def fencing_token(self) -> int:
@@ -208,10 +174,7 @@ class ReentrantLock(LockContext):
 
         Raises :class:`LockLostError` when the calling thread does not hold the lock.
         """
-        hold = self._current_hold()
-        if hold is None:
-            raise LockLostError(self.path, "not acquired by this thread")
-        return hold.node.czxid
+        return self._holds.required().fencing_token
 
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that our lock node exists.
@@ -219,12 +182,7 @@ class ReentrantLock(LockContext):
         ZooKeeper applies all of it or nothing, so a holder that lost the lock (its node gone
         with its session) cannot commit: the check fails and nothing is written.
         """
-        hold = self._current_hold()
-        if hold is None:
-            raise LockLostError(self.path, "not acquired by this thread")
-        transaction = self._engine.client.transaction()
-        transaction.check(hold.node.path, -1)
-        return transaction
+        return self._holds.required().guarded_transaction()
 
     def participant_nodes(self) -> list[str]:
         """Full paths of every node queued on the lock path, holder first (any language)."""
@@ -237,7 +195,7 @@ class ReentrantLock(LockContext):
         Curator's revocation message to it, ``listener(self)`` runs on a worker thread. Releasing
         is up to the listener (or the thread it signals).
         """
-        self._engine.on_revoke = lambda: listener(self)
+        self._engine = self._engine.revocable(lambda: listener(self))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path!r})"

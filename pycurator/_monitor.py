@@ -32,7 +32,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
-from ._deadline import Deadline, DeadlineExpired, wait_result
+from ._deadline import Deadline, DeadlineExpired
+from ._steps import Await, Steps, run
 
 log = logging.getLogger("pycurator")
 
@@ -116,15 +117,22 @@ class HoldMonitor:
         """Like :attr:`held`, but the node's deletion is seen too: before the watch is set, one
         ``exists`` sets it and checks the node. Waits at most :data:`CONFIRM_WAIT` seconds for
         the answer, and answers False (not known to be ours) when it does not come in time."""
+        return run(self.client, self.confirm_steps())
+
+    def confirm_steps(self) -> Steps[bool]:
+        """:meth:`confirm`, as steps."""
         if self.state is HoldState.HELD and not self._watching and self.client.connected:
             result = self.client.exists_async(self.node, watch=self._on_node_event)
             try:
-                stat = wait_result(self.client, result, Deadline(CONFIRM_WAIT))
+                stat = yield Await(result, Deadline(CONFIRM_WAIT))
             except DeadlineExpired:
                 result.rawlink(self._on_check)
                 return False
             except KazooException:
                 return self.held  # the connection listener reports connection trouble
+            except BaseException:
+                result.rawlink(self._on_check)
+                raise
             self._checked(stat)
         return self.held
 

@@ -18,7 +18,9 @@ from kazoo.protocol.serialization import read_string, write_buffer, write_string
 from kazoo.protocol.states import ZnodeStat
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from ._deadline import Deadline, wait_result
+from . import _kazoo
+from ._deadline import Deadline
+from ._steps import Await, Steps, run
 
 #: ZooKeeper's ``CreateMode.CONTAINER`` flag.
 CONTAINER_FLAG = 4
@@ -85,12 +87,17 @@ class RemoveWatches:
         return None
 
 
-def send(client: KazooClient, request: Any, deadline: Deadline | None = None) -> Any:
+def send_steps(client: KazooClient, request: Any, deadline: Deadline | None = None) -> Steps[Any]:
     """Send one request and wait for its reply (no longer than ``deadline``, if given: then
     :class:`DeadlineExpired`); kazoo's errors are raised as kazoo raises them."""
     result = client.handler.async_result()
-    client._call(request, result)
-    return wait_result(client, result, deadline or Deadline(None))
+    _kazoo.call(client, request, result)
+    return (yield Await(result, deadline or Deadline(None)))
+
+
+def send(client: KazooClient, request: Any, deadline: Deadline | None = None) -> Any:
+    """:func:`send_steps`, blocking."""
+    return run(client, send_steps(client, request, deadline))
 
 
 def create_container(
@@ -100,15 +107,15 @@ def create_container(
     deadline: Deadline | None = None,
 ) -> bool:
     """Create ``path`` as an empty CONTAINER node; False if it exists already."""
-    return _create_container_at(client, prefixed(client, path), acl, deadline)
+    return run(client, _create_container_at(client, prefixed(client, path), acl, deadline))
 
 
 def _create_container_at(
     client: KazooClient, server_path: str, acl: Sequence[Any] | None, deadline: Deadline | None
-) -> bool:
+) -> Steps[bool]:
     """:func:`create_container` for a path as the server names it (chroot included)."""
     try:
-        send(
+        yield from send_steps(
             client,
             CreateContainer(server_path, b"", list(acl or client.default_acl or OPEN_ACL_UNSAFE)),
             deadline,
@@ -124,6 +131,16 @@ def ensure_container_parents(
     acl: Sequence[Any] | None = None,
     deadline: Deadline | None = None,
 ) -> None:
+    """:func:`ensure_container_parents_steps`, blocking."""
+    run(client, ensure_container_parents_steps(client, path, acl, deadline))
+
+
+def ensure_container_parents_steps(
+    client: KazooClient,
+    path: str,
+    acl: Sequence[Any] | None = None,
+    deadline: Deadline | None = None,
+) -> Steps[None]:
     """Create every missing ancestor of ``path`` (not ``path`` itself) as a CONTAINER node.
 
     As Curator's ``creatingParentContainersIfNeeded``. The deepest parent is tried first, so one
@@ -132,7 +149,7 @@ def ensure_container_parents(
     for an ancestor it refuses is raised unchanged.
     """
     chroot = client.chroot or ""
-    _ensure_parents_at(client, chroot + path, len(chroot), acl, deadline)
+    yield from _ensure_parents_at(client, chroot + path, len(chroot), acl, deadline)
 
 
 def _ensure_parents_at(
@@ -141,16 +158,16 @@ def _ensure_parents_at(
     chroot_length: int,
     acl: Sequence[Any] | None,
     deadline: Deadline | None,
-) -> None:
+) -> Steps[None]:
     parent = server_path.rsplit("/", 1)[0]
     if not parent:
         return
     parent_acl = acl if len(parent) > chroot_length else None
     try:
-        _create_container_at(client, parent, parent_acl, deadline)
+        yield from _create_container_at(client, parent, parent_acl, deadline)
     except NoNodeError:
-        _ensure_parents_at(client, parent, chroot_length, acl, deadline)
-        _create_container_at(client, parent, parent_acl, deadline)
+        yield from _ensure_parents_at(client, parent, chroot_length, acl, deadline)
+        yield from _create_container_at(client, parent, parent_acl, deadline)
 
 
 def remove_watches(client: KazooClient, path: str, watcher_type: int = WATCHER_TYPE_DATA) -> None:
@@ -158,8 +175,10 @@ def remove_watches(client: KazooClient, path: str, watcher_type: int = WATCHER_T
     waiting for the answer: a missing watch or a lost connection is fine (the watch dies with
     the session)."""
     with contextlib.suppress(KazooException):
-        client._call(
-            RemoveWatches(prefixed(client, path), watcher_type), client.handler.async_result()
+        _kazoo.call(
+            client,
+            RemoveWatches(prefixed(client, path), watcher_type),
+            client.handler.async_result(),
         )
 
 
@@ -168,7 +187,9 @@ __all__ = [
     "RemoveWatches",
     "create_container",
     "ensure_container_parents",
+    "ensure_container_parents_steps",
     "prefixed",
     "remove_watches",
     "send",
+    "send_steps",
 ]

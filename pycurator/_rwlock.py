@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kazoo.client import KazooClient
 
@@ -37,6 +37,15 @@ class ReadLock(_Side):
     """The read side: shared by readers while no writer holds the lock or queues ahead."""
 
 
+class WriteSide(Protocol):
+    """What the read side asks of the write side (threaded or asyncio)."""
+
+    @property
+    def lock_path(self) -> str | None: ...
+
+    def is_owned_by_current_thread(self) -> bool: ...
+
+
 @dataclass(frozen=True)
 class _ReadSideDriver:
     """Curator's read predicate, plus the holder of the write lock reading at once.
@@ -46,7 +55,7 @@ class _ReadSideDriver:
     behind the downgraded reader.
     """
 
-    write: WriteLock
+    write: WriteSide
     rules: ReadDriver = field(default_factory=ReadDriver)
     token: str = _wire.READ_LOCK_NAME
     relist_before_holding: bool = False

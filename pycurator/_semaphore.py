@@ -26,14 +26,17 @@ from ._engine import (
     check_data,
     check_timeout,
     delete_guaranteed,
+    delete_guaranteed_steps,
     forget_watch,
-    watch,
+    watch_steps,
 )
 from ._errors import LockLostError, LockNotOwnedError
+from ._hold import FollowedNode, LossNotice
 from ._lock import LockContext
-from ._monitor import ConnectionPolicy, HoldMonitor, HoldState, check_policy
-from ._mutex import InterProcessMutex, check_client_type
+from ._monitor import ConnectionPolicy, check_policy
+from ._mutex import check_client_type
 from ._paths import validate_path
+from ._steps import Await, NewSignal, Steps, WaitSignal, run
 
 LostCallback = Callable[[Any, str], None]
 
@@ -49,65 +52,73 @@ class Lease:
     have different tokens, and the token does not say which of them came first to the resource.
     """
 
-    def __init__(self, client: KazooClient, node: HeldNode, policy: ConnectionPolicy) -> None:
+    def __init__(
+        self,
+        client: KazooClient,
+        node: HeldNode,
+        policy: ConnectionPolicy,
+        notice: LossNotice | None = None,
+        subject: object = None,
+    ) -> None:
+        """``notice`` and ``subject``: whom to tell of a loss, and what to name (by default a
+        notice of the lease's own, naming the lease)."""
         self._client = client
-        self._node = node
         self._closed = False
-        self._callbacks: list[LostCallback] = []
-        self.lost_event = client.handler.event_object()
-        self._monitor = HoldMonitor(client, node.path, policy, self._changed, node.session_id)
+        self._notice = LossNotice(client) if notice is None else notice
+        self.lost_event = self._notice.lost_event
+        named = self if subject is None else subject
+        self._hold = FollowedNode(
+            client, node, policy, lambda state, reason: self._notice.changed(named, state, reason)
+        )
 
     @property
     def path(self) -> str:
         """The lease node's full path."""
-        return self._node.path
+        return self._hold.path
 
     @property
     def node_name(self) -> str:
         """The lease node's name, as Curator's ``Lease.getNodeName()``."""
-        return _wire.node_name(self._node.path)
+        return _wire.node_name(self._hold.path)
 
     @property
     def fencing_token(self) -> int:
         """The lease node's creation zxid (see the class doc)."""
-        return self._node.czxid
+        return self._hold.fencing_token
 
     def data(self) -> bytes:
         """The lease node's data, read from ZooKeeper."""
-        data, _ = self._client.get(self._node.path)
+        data, _ = self._client.get(self._hold.path)
         return bytes(data)
 
     def is_held(self) -> bool:
         """True while the lease node is known to be ours (and the lease not returned)."""
-        return not self._closed and self._monitor.confirm()
+        return not self._closed and self._hold.is_held()
 
     def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`."""
         if self._closed:
-            raise LockLostError(self._node.path, "lease returned")
-        if not self._monitor.confirm():
-            raise LockLostError(self._node.path, self._monitor.reason)
+            raise LockLostError(self._hold.path, "lease returned")
+        self._hold.check()
 
     def on_lost(self, callback: LostCallback) -> None:
         """Run ``callback(lease, reason)`` on a worker thread when the lease stops being held."""
-        self._callbacks.append(callback)
+        self._notice.add(callback)
 
-    def _changed(self, state: HoldState, reason: str) -> None:
-        if state is HoldState.HELD:
-            self.lost_event.clear()
-            return
-        self.lost_event.set()
-        for callback in list(self._callbacks):
-            self._client.handler.spawn(callback, self, reason)
+    def _close(self) -> str | None:
+        """Mark the lease returned; the node to delete, the first time only."""
+        if self._closed:
+            return None
+        self._closed = True
+        self._hold.close()
+        return self._hold.path
 
     def close(self) -> None:
         """Return the lease: delete its node (retried in the background if the connection is
         down). Returning it twice, or after it was lost, does nothing more."""
-        if self._closed:
-            return
-        self._closed = True
-        self._monitor.close()
-        delete_guaranteed(self._client, self._node.path)
+        path = self._close()
+        if path is not None:
+            delete_guaranteed(self._client, path)
 
     def __enter__(self) -> Lease:
         return self
@@ -121,7 +132,7 @@ class Lease:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Lease({self._node.path!r})"
+        return f"Lease({self._hold.path!r})"
 
 
 class _Retry(Exception):
@@ -157,8 +168,12 @@ class InterProcessSemaphoreV2:
         self.path = path
         self.max_leases = max_leases
         self._policy = check_policy(connection_policy)
-        self._lock = InterProcessMutex(
-            client, _wire.join_path(path, _wire.SEMAPHORE_LOCK_PARENT), acl=acl
+        # Curator's internal InterProcessMutex; held only while one lease is being taken
+        self._lock = LockEngine(
+            client,
+            _wire.join_path(path, _wire.SEMAPHORE_LOCK_PARENT),
+            StandardDriver(_wire.LOCK_NAME),
+            acl=acl,
         )
         self._leases_path = _wire.join_path(path, _wire.SEMAPHORE_LEASE_PARENT)
         self._leases = LockEngine(
@@ -168,6 +183,11 @@ class InterProcessSemaphoreV2:
             data=node_data,
             acl=acl,
         )
+
+    @property
+    def connection_policy(self) -> ConnectionPolicy:
+        """What counts as a lost lease (see :mod:`pycurator._monitor`)."""
+        return self._policy
 
     def acquire(self, timeout: float | None = None) -> Lease | None:
         """One lease within ``timeout`` seconds (None: wait forever), or None on timeout."""
@@ -179,43 +199,53 @@ class InterProcessSemaphoreV2:
 
         None on timeout; on timeout or error every lease taken so far is returned first.
         """
+        nodes = run(self.client, self.acquire_steps(qty, timeout))
+        if nodes is None:
+            return None
+        return [Lease(self.client, node, self._policy) for node in nodes]
+
+    def acquire_steps(self, qty: int, timeout: float | None) -> Steps[list[HeldNode] | None]:
+        """:meth:`acquire_many`, as steps: the lease nodes, or None on timeout."""
         if isinstance(qty, bool) or not isinstance(qty, int):
             raise TypeError(f"qty must be an int, not {qty!r}")
         if qty < 1:
             raise ValueError(f"qty must be >= 1, not {qty}")
         deadline = Deadline(check_timeout(timeout))
-        leases: list[Lease] = []
+        nodes: list[HeldNode] = []
+        done = False
         try:
-            while len(leases) < qty:
-                lease = self._acquire_one(deadline)
-                if lease is None:
-                    self.return_all(leases)
+            while len(nodes) < qty:
+                node = yield from self._acquire_one(deadline)
+                if node is None:
                     return None
-                leases.append(lease)
-        except BaseException:
-            self.return_all(leases)
-            raise
-        return leases
+                nodes.append(node)
+            done = True
+            return nodes
+        finally:
+            if not done:
+                for node in nodes:
+                    yield from delete_guaranteed_steps(self.client, node.path)
 
-    def _acquire_one(self, deadline: Deadline) -> Lease | None:
+    def _acquire_one(self, deadline: Deadline) -> Steps[HeldNode | None]:
         while True:
-            if not self._lock.acquire(deadline.remaining()):
+            lock = yield from self._lock.acquire_steps(deadline.remaining())
+            if lock is None:
                 return None
             try:
-                return self._lease_under_lock(deadline)
+                return (yield from self._lease_under_lock(deadline))
             except _Retry:
                 continue
             finally:
-                self._lock.release()
+                yield from delete_guaranteed_steps(self.client, lock.path)
 
-    def _lease_under_lock(self, deadline: Deadline) -> Lease | None:
+    def _lease_under_lock(self, deadline: Deadline) -> Steps[HeldNode | None]:
         client = self.client
         try:
-            node, children = self._leases.create_node(deadline)
+            node, children = yield from self._leases.create_node_steps(deadline)
         except DeadlineExpired:
             return None
         ours = _wire.node_name(node.path)
-        wake = client.handler.event_object()
+        wake = yield NewSignal()
         watched = False
         held = False
 
@@ -226,7 +256,7 @@ class InterProcessSemaphoreV2:
             while True:
                 if children is None:
                     wake.clear()
-                    children = self._watch_leases(on_change, deadline.for_requests())
+                    children = yield from self._watch_leases(on_change, deadline.for_requests())
                     watched = True
                 if ours not in children:
                     raise _Retry()
@@ -234,11 +264,11 @@ class InterProcessSemaphoreV2:
                     if not self._leases.is_current_session(node):
                         raise _Retry()  # decided over a listing of a session now ended
                     held = True
-                    return Lease(client, node, self._policy)
+                    return node
                 children = None
                 if not watched:
                     continue  # the pipelined listing set no watch: list again with one
-                if deadline.expired() or not wake.wait(deadline.remaining()):
+                if deadline.expired() or not (yield WaitSignal(wake, deadline.remaining())):
                     return None
         except DeadlineExpired:
             return None
@@ -246,13 +276,13 @@ class InterProcessSemaphoreV2:
             if watched:
                 forget_watch(client, self._leases_path, on_change, children=True)
             if not held:
-                delete_guaranteed(client, node.path)
+                yield from delete_guaranteed_steps(client, node.path)
 
     def _watch_leases(
         self, watcher: Callable[[WatchedEvent], None], deadline: Deadline
-    ) -> list[str]:
+    ) -> Steps[list[str]]:
         try:
-            children: list[str] = watch(
+            children: list[str] = yield from watch_steps(
                 self.client, self._leases_path, watcher, deadline, children=True
             )
         except NoNodeError:
@@ -270,8 +300,14 @@ class InterProcessSemaphoreV2:
 
     def participant_nodes(self) -> list[str]:
         """Names of the lease nodes (holders, and at most one waiter), oldest first."""
+        return run(self.client, self.participant_steps())
+
+    def participant_steps(self) -> Steps[list[str]]:
+        """:meth:`participant_nodes`, as steps."""
         try:
-            children: list[str] = self.client.get_children(self._leases_path)
+            children: list[str] = yield Await(
+                self.client.get_children_async(self._leases_path), Deadline(None)
+            )
         except NoNodeError:
             return []
         return _wire.sort_children(children, _wire.LEASE_NAME)
@@ -302,16 +338,14 @@ class InterProcessSemaphoreMutex(LockContext):
         )
         self._lease: Lease | None = None
         self._guard = client.handler.lock_object()
-        self._callbacks: list[LostCallback] = []
-        self._not_held = client.handler.event_object()
-        self._not_held.set()
+        self._notice = LossNotice(client)
+        self._notice.lost_event.set()  # not held yet
 
     @property
     def lost_event(self) -> Any:
-        """The current hold's :attr:`Lease.lost_event` (set while the hold is not ours, clear
-        once it is again); outside a hold, an event that is set."""
-        lease = self._lease
-        return lease.lost_event if lease is not None else self._not_held
+        """Set while the lock is not held by this object or its hold is not ours (lost, or
+        suspended under the ``standard`` policy); clear while held."""
+        return self._notice.lost_event
 
     @property
     def path(self) -> str:
@@ -320,20 +354,17 @@ class InterProcessSemaphoreMutex(LockContext):
 
     def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for the lock; False on timeout."""
-        lease = self._semaphore.acquire(timeout)
-        if lease is None:
+        semaphore = self._semaphore
+        nodes = run(semaphore.client, semaphore.acquire_steps(1, timeout))
+        if nodes is None:
             return False
-        lease.on_lost(self._lease_lost)
+        self._notice.lost_event.clear()
+        lease = Lease(
+            semaphore.client, nodes[0], semaphore.connection_policy, self._notice, subject=self
+        )
         with self._guard:
             self._lease = lease
         return True
-
-    def _lease_lost(self, lease: Lease, reason: str) -> None:
-        with self._guard:
-            if lease is not self._lease:
-                return
-        for callback in list(self._callbacks):
-            callback(self, reason)
 
     def release(self) -> None:
         """Release the lock, from any thread; :class:`LockNotOwnedError` if it is not held."""
@@ -342,6 +373,7 @@ class InterProcessSemaphoreMutex(LockContext):
         if lease is None:
             raise LockNotOwnedError(self.path, f"Not acquired: {self.path}")
         lease.close()
+        self._notice.lost_event.set()
 
     def is_acquired_in_this_process(self) -> bool:
         """True while this object holds the lock (by local bookkeeping)."""
@@ -361,7 +393,7 @@ class InterProcessSemaphoreMutex(LockContext):
 
     def on_lost(self, callback: LostCallback) -> None:
         """Run ``callback(lock, reason)`` on a worker thread when a hold stops being held."""
-        self._callbacks.append(callback)
+        self._notice.add(callback)
 
     @property
     def lease(self) -> Lease | None:

@@ -1,0 +1,311 @@
+"""The waits every recipe shares, as steps (:mod:`pycurator._steps`): for the connection, for
+a request's answer with retries, for a watch to be set; and Curator's guaranteed delete.
+
+Every wait honours a deadline, whatever the connection does. Deletes never wait for longer than
+:data:`DELETE_WAIT`: one the server has not confirmed by then goes on in the background
+(Curator's guaranteed delete).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    ConnectionClosedError,
+    ConnectionLoss,
+    KazooException,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from kazoo.protocol.states import KazooState, WatchedEvent
+
+from . import _kazoo, _requests
+from ._deadline import Deadline, DeadlineExpired
+from ._steps import Await, NewSignal, Steps, WaitSignal, run
+
+log = logging.getLogger("pycurator")
+
+#: Errors after which the same request may be sent again once the client is connected.
+RETRYABLE = (ConnectionLoss, OperationTimeoutError, SessionExpiredError)
+#: The longest a delete of our node (release, or the clean-up of a failed acquire) waits for
+#: the server's answer while the client is connected, in seconds. A client that is not
+#: connected does not wait at all. Either way an unconfirmed delete goes on in the background.
+DELETE_WAIT = 2.0
+
+
+def check_timeout(timeout: float | None) -> float | None:
+    """Validate a user's timeout in seconds: None, or a finite number >= 0."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
+    if math.isnan(timeout) or timeout < 0:
+        raise ValueError(f"timeout must be >= 0 seconds or None, not {timeout!r}")
+    return float(timeout)
+
+
+def check_data(data: bytes | None, name: str = "node_data") -> None:
+    """Raise TypeError naming ``name`` unless ``data`` is None or bytes."""
+    if data is not None and not isinstance(data, (bytes, bytearray)):
+        raise TypeError(f"{name} must be bytes, not {type(data).__name__}")
+
+
+def check_client(client: KazooClient) -> None:
+    """Raise a clear error for a client that cannot send requests."""
+    if not isinstance(client, KazooClient):
+        raise TypeError(f"client must be a kazoo KazooClient, not {type(client).__name__}")
+    if _kazoo.is_stopped(client):
+        raise ConnectionClosedError("the kazoo client is not started, or has been stopped")
+
+
+def wait_connected_steps(client: KazooClient, deadline: Deadline) -> Steps[None]:
+    """Wait until ``client`` is connected; raise when the deadline passes or it is stopped."""
+    if client.connected:
+        return
+    event = yield NewSignal()
+
+    def listener(state: str) -> bool:
+        if state == KazooState.CONNECTED:
+            event.set()
+            return True
+        return False
+
+    client.add_listener(listener)
+    try:
+        while not client.connected:
+            if _kazoo.is_stopped(client):
+                raise ConnectionClosedError("the kazoo client has been stopped")
+            remaining = deadline.remaining()
+            if remaining is not None and remaining <= 0:
+                raise DeadlineExpired()
+            yield WaitSignal(event, 0.5 if remaining is None else min(0.5, remaining))
+    finally:
+        client.remove_listener(listener)
+
+
+def wait_connected(client: KazooClient, deadline: Deadline) -> None:
+    """:func:`wait_connected_steps`, blocking."""
+    run(client, wait_connected_steps(client, deadline))
+
+
+def retrying_steps(client: KazooClient, send: Callable[[], Any], deadline: Deadline) -> Steps[Any]:
+    """Send a request (``send`` returns kazoo's async result) and wait for its answer within
+    ``deadline``, sending it again after connection loss once the client is connected."""
+    while True:
+        try:
+            return (yield Await(send(), deadline))
+        except RETRYABLE:
+            yield from wait_connected_steps(client, deadline)
+
+
+def retrying(client: KazooClient, send: Callable[[], Any], deadline: Deadline) -> Any:
+    """:func:`retrying_steps`, blocking."""
+    return run(client, retrying_steps(client, send, deadline))
+
+
+def watch_steps(
+    client: KazooClient,
+    path: str,
+    watcher: Callable[[WatchedEvent], None],
+    deadline: Deadline,
+    *,
+    children: bool = False,
+) -> Steps[Any]:
+    """Set ``watcher`` on ``path`` (``getData``, or ``getChildren`` with ``children``) within
+    ``deadline``, sending again after connection loss; the answer's value. NoNodeError if the
+    path is gone. A watch set by an answer that comes after we stopped waiting (the deadline
+    passed, or the waiter was interrupted or cancelled) is dropped again."""
+    while True:
+        if children:
+            result = client.get_children_async(path, watch=watcher)
+        else:
+            result = client.get_async(path, watch=watcher)
+        try:
+            return (yield Await(result, deadline))
+        except RETRYABLE:
+            yield from wait_connected_steps(client, deadline)
+        except BaseException:
+            # the deadline passed or the wait was interrupted (perhaps just as the answer
+            # came): a watch the request sets, now or later, is dropped again
+            result.rawlink(functools.partial(_forget_late_watch, client, path, watcher, children))
+            raise
+
+
+def watch(
+    client: KazooClient,
+    path: str,
+    watcher: Callable[[WatchedEvent], None],
+    deadline: Deadline,
+    *,
+    children: bool = False,
+) -> Any:
+    """:func:`watch_steps`, blocking."""
+    return run(client, watch_steps(client, path, watcher, deadline, children=children))
+
+
+def _forget_late_watch(
+    client: KazooClient,
+    path: str,
+    watcher: Callable[[WatchedEvent], None],
+    children: bool,
+    result: Any,
+) -> None:
+    """A watch request we stopped waiting for has been answered: if it set the watch, drop it
+    (after kazoo has registered it, which follows the answer)."""
+    if result.successful():
+        client.handler.spawn(
+            functools.partial(forget_watch, client, path, watcher, children=children)
+        )
+
+
+def forget_watch(
+    client: KazooClient,
+    path: str,
+    watcher: Callable[[WatchedEvent], None],
+    *,
+    children: bool = False,
+) -> None:
+    """Drop a data (or child) watch we no longer wait on, in kazoo and (when no other watcher of
+    this client shares it) on the server, so a waiter that gives up leaves no watch behind."""
+    server_path = _requests.prefixed(client, path)
+    if _kazoo.discard_watcher(client, server_path, watcher, children=children):
+        return
+    kind = _requests.WATCHER_TYPE_CHILDREN if children else _requests.WATCHER_TYPE_DATA
+    _requests.remove_watches(client, path, kind)
+
+
+def delete_guaranteed_steps(client: KazooClient, path: str) -> Steps[None]:
+    """Curator's guaranteed delete of one of our ephemeral nodes; done within
+    :data:`DELETE_WAIT` seconds whatever the connection does.
+
+    A missing node is fine. A delete the server has not confirmed in time (the client is not
+    connected, the answer is late, or the waiter is interrupted) goes on in the background, sent
+    again each time the client connects, until the node is deleted or gone (with its session),
+    or the client is stopped.
+    """
+    if not client.connected:
+        _pending_deletes(client).add(path)
+        return
+    result = client.delete_async(path)
+    try:
+        yield Await(result, Deadline(DELETE_WAIT))
+    except (NoNodeError, SessionExpiredError, ConnectionClosedError):
+        pass
+    except (ConnectionLoss, OperationTimeoutError, DeadlineExpired):
+        log.info("delete of %s deferred until the connection is back", path)
+        _pending_deletes(client).add(path, result)
+    except BaseException as exc:
+        if not isinstance(exc, KazooException):  # interrupted: the answer is not read yet
+            _pending_deletes(client).add(path, result)
+        raise
+
+
+def delete_guaranteed(client: KazooClient, path: str) -> None:
+    """:func:`delete_guaranteed_steps`, blocking."""
+    run(client, delete_guaranteed_steps(client, path))
+
+
+def delete_guaranteed_later(client: KazooClient, path: str) -> None:
+    """Curator's guaranteed delete without waiting at all (from callbacks and background work)."""
+    _pending_deletes(client).add(path)
+
+
+class _PendingDeletes:
+    """The nodes one client still has to delete, as Curator's ``FailedDeleteManager``: each is
+    deleted again whenever the client (re)connects, until the server says it is gone."""
+
+    def __init__(self, client: KazooClient) -> None:
+        self._client = weakref.ref(client)
+        self._paths: set[str] = set()
+        self._lock = client.handler.lock_object()
+        client.add_listener(self._on_state)
+
+    def add(self, path: str, sent: Any = None) -> None:
+        """Delete ``path`` until it is gone; ``sent``: a delete of it already on its way."""
+        with self._lock:
+            self._paths.add(path)
+        if sent is not None:
+            sent.rawlink(functools.partial(self._answered, path))
+        else:
+            self._send(path)
+
+    def _on_state(self, state: str) -> bool:
+        client = self._client()
+        if client is None:
+            return True
+        if state == KazooState.CONNECTED:
+            with self._lock:
+                paths = list(self._paths)
+            for path in paths:
+                self._send(path)
+        return False
+
+    def _send(self, path: str) -> None:
+        client = self._client()
+        if client is None or not client.connected:
+            return  # sent again on the next CONNECTED
+        client.delete_async(path).rawlink(functools.partial(self._answered, path))
+
+    def _answered(self, path: str, result: Any) -> None:
+        try:
+            result.get()
+        except (ConnectionLoss, OperationTimeoutError):
+            client = self._client()
+            if client is not None and client.connected:
+                client.handler.spawn(self._again, path)
+            return  # otherwise the next CONNECTED sends it again
+        except (NoNodeError, SessionExpiredError, ConnectionClosedError):
+            pass
+        except Exception:  # an error no retry can fix: the node goes with the session
+            log.exception("background delete of %s failed", path)
+        with self._lock:
+            self._paths.discard(path)
+
+    def _again(self, path: str) -> None:
+        client = self._client()
+        if client is not None:
+            client.handler.sleep_func(0.1)
+            self._send(path)
+
+    def __contains__(self, path: str) -> bool:
+        with self._lock:
+            return path in self._paths
+
+
+_DELETERS: weakref.WeakKeyDictionary[KazooClient, _PendingDeletes] = weakref.WeakKeyDictionary()
+_DELETERS_LOCK = threading.Lock()
+
+
+def _pending_deletes(client: KazooClient) -> _PendingDeletes:
+    with _DELETERS_LOCK:
+        deleter = _DELETERS.get(client)
+        if deleter is None:
+            deleter = _DELETERS[client] = _PendingDeletes(client)
+        return deleter
+
+
+__all__ = [
+    "DELETE_WAIT",
+    "RETRYABLE",
+    "check_client",
+    "check_data",
+    "check_timeout",
+    "delete_guaranteed",
+    "delete_guaranteed_later",
+    "delete_guaranteed_steps",
+    "forget_watch",
+    "retrying",
+    "retrying_steps",
+    "wait_connected",
+    "wait_connected_steps",
+    "watch",
+    "watch_steps",
+]

@@ -1,0 +1,192 @@
+"""Following a held node, written once for every recipe: the lock, the lease, the mutexes.
+
+:class:`FollowedNode` is one hold: its node (the fencing token), the :class:`HoldMonitor` that
+follows it, ``is_held``/``check`` and a guarded transaction. :class:`LossNotice` is how a recipe
+tells its user: an event set while a hold is not ours, and ``on_lost`` callbacks.
+:class:`ReentrantHolds` keeps a re-entrant lock's holds per unit (thread, greenlet, or asyncio
+task). The threaded and the asyncio recipes share all three.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo.client import KazooClient, TransactionRequest
+
+from ._engine import HeldNode
+from ._errors import LockLostError, LockNotOwnedError
+from ._monitor import ConnectionPolicy, HoldMonitor, HoldState
+from ._steps import Steps
+
+
+class LossNotice:
+    """A recipe's notice of lost holds: ``lost_event`` (any object with ``set()`` and
+    ``clear()``, by default a handler event) and callbacks ``callback(subject, reason)``, each
+    run through ``spawn`` (by default a kazoo worker)."""
+
+    def __init__(
+        self,
+        client: KazooClient,
+        event: Any = None,
+        spawn: Callable[..., Any] | None = None,
+    ) -> None:
+        self.lost_event = client.handler.event_object() if event is None else event
+        self._spawn = client.handler.spawn if spawn is None else spawn
+        self._callbacks: list[Callable[[Any, str], None]] = []
+
+    def add(self, callback: Callable[[Any, str], None]) -> None:
+        """Run ``callback(subject, reason)`` each time a hold stops being held."""
+        self._callbacks.append(callback)
+
+    def changed(self, subject: object, state: HoldState, reason: str) -> None:
+        """A hold moved to ``state`` (from a :class:`HoldMonitor`)."""
+        if state is HoldState.HELD:
+            self.lost_event.clear()
+            return
+        self.lost_event.set()
+        for callback in list(self._callbacks):
+            self._spawn(callback, subject, reason)
+
+
+class FollowedNode:
+    """One held node, followed from acquire until :meth:`close` (see :mod:`pycurator._monitor`).
+
+    ``on_change(state, reason)`` hears each move between held and not held.
+    """
+
+    def __init__(
+        self,
+        client: KazooClient,
+        node: HeldNode,
+        policy: ConnectionPolicy,
+        on_change: Callable[[HoldState, str], None],
+    ) -> None:
+        self.client = client
+        self.node = node
+        self.monitor = HoldMonitor(client, node.path, policy, on_change, node.session_id)
+
+    @property
+    def path(self) -> str:
+        return self.node.path
+
+    @property
+    def fencing_token(self) -> int:
+        """The node's creation zxid: it grows with every new node under the same parent."""
+        return self.node.czxid
+
+    @property
+    def reason(self) -> str:
+        """Why the hold is not held, when it is not."""
+        return self.monitor.reason
+
+    def is_held(self) -> bool:
+        """Whether the node is known to be ours now (one request, once, to set its watch)."""
+        return self.monitor.confirm()
+
+    def is_held_steps(self) -> Steps[bool]:
+        """:meth:`is_held`, as steps."""
+        return (yield from self.monitor.confirm_steps())
+
+    def check(self) -> None:
+        """Raise :class:`LockLostError` unless :meth:`is_held`."""
+        if not self.is_held():
+            raise LockLostError(self.node.path, self.monitor.reason)
+
+    def check_steps(self) -> Steps[None]:
+        """:meth:`check`, as steps."""
+        if not (yield from self.monitor.confirm_steps()):
+            raise LockLostError(self.node.path, self.monitor.reason)
+
+    def guarded_transaction(self) -> TransactionRequest:
+        """A kazoo transaction that also checks that the node exists: ZooKeeper applies all of
+        it or nothing, so a holder whose node is gone cannot commit."""
+        transaction = self.client.transaction()
+        transaction.check(self.node.path, -1)
+        return transaction
+
+    def close(self) -> None:
+        """Stop following the node (on release)."""
+        self.monitor.close()
+
+
+@dataclass
+class _Entry:
+    hold: FollowedNode
+    count: int = 1
+
+
+class ReentrantHolds:
+    """A re-entrant lock's holds, one per unit (whatever ``unit()`` returns: a thread, a
+    greenlet, an asyncio task); re-entry only counts."""
+
+    def __init__(
+        self,
+        client: KazooClient,
+        path: str,
+        unit: Callable[[], Hashable],
+        unit_name: str = "thread",
+    ) -> None:
+        self._path = path
+        self._unit = unit
+        self._unit_name = unit_name
+        self._entries: dict[Hashable, _Entry] = {}
+        self._guard = client.handler.lock_object()
+
+    def enter(self) -> bool:
+        """Count one more hold if the calling unit holds already; whether it did."""
+        with self._guard:
+            entry = self._entries.get(self._unit())
+            if entry is None:
+                return False
+            entry.count += 1
+            return True
+
+    def add(self, hold: FollowedNode) -> None:
+        """The calling unit now holds ``hold``."""
+        with self._guard:
+            self._entries[self._unit()] = _Entry(hold)
+
+    def leave(self) -> FollowedNode | None:
+        """Count one hold of the calling unit off; its node once the last is gone, else None.
+
+        Raises :class:`LockNotOwnedError` when the calling unit does not hold the lock.
+        """
+        unit = self._unit()
+        with self._guard:
+            entry = self._entries.get(unit)
+            if entry is None:
+                raise LockNotOwnedError(self._path)
+            entry.count -= 1
+            if entry.count > 0:
+                return None
+            del self._entries[unit]
+        entry.hold.close()
+        return entry.hold
+
+    def current(self) -> FollowedNode | None:
+        """The calling unit's hold, or None."""
+        with self._guard:
+            entry = self._entries.get(self._unit())
+            return entry.hold if entry is not None else None
+
+    def required(self) -> FollowedNode:
+        """The calling unit's hold; :class:`LockLostError` if it holds none."""
+        hold = self.current()
+        if hold is None:
+            raise LockLostError(self._path, f"not acquired by this {self._unit_name}")
+        return hold
+
+    def any(self) -> bool:
+        """Whether any unit holds."""
+        with self._guard:
+            return bool(self._entries)
+
+    def owned(self) -> bool:
+        """Whether the calling unit holds."""
+        with self._guard:
+            return self._unit() in self._entries
+
+
+__all__ = ["FollowedNode", "LossNotice", "ReentrantHolds"]

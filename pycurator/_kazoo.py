@@ -1,0 +1,64 @@
+"""Every use of kazoo's private attributes, in one place.
+
+kazoo has no public way to tell a stopped client, to drop one watcher function, or to send a
+request type it does not know; pycurator needs all three. Each function names the attribute it
+touches and the kazoo version it was checked against; ``tests/test_kazoo_private.py`` fails
+loudly if a kazoo release changes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooClient
+
+#: The kazoo release these touches were checked against.
+CHECKED_VERSION = "2.11.0"
+
+
+def is_stopped(client: KazooClient) -> bool:
+    """Whether ``client`` is stopped (or never started).
+
+    ``KazooClient._stopped``: a handler event, set until ``start()`` and again by ``stop()``
+    (kazoo 2.11.0).
+    """
+    return bool(client._stopped.is_set())
+
+
+def watchers(client: KazooClient, server_path: str, *, children: bool) -> set[Any]:
+    """A copy of the watcher functions kazoo has registered for data (or child) events of
+    ``server_path`` (``_data_watchers`` / ``_child_watchers``, as below)."""
+    registry = client._child_watchers if children else client._data_watchers
+    return set(registry.get(server_path, ()))
+
+
+def discard_watcher(
+    client: KazooClient, server_path: str, watcher: Callable[..., Any], *, children: bool
+) -> bool:
+    """Drop ``watcher`` from kazoo's registry of data (or child) watchers of ``server_path``
+    (the path as the server names it, chroot included); whether other watchers remain there.
+
+    ``KazooClient._data_watchers`` / ``_child_watchers``: dicts from server path to a set of
+    watcher functions, consulted when the server's watch event arrives (kazoo 2.11.0).
+    """
+    registry = client._child_watchers if children else client._data_watchers
+    watchers = registry.get(server_path)
+    if watchers is None:
+        return False
+    watchers.discard(watcher)
+    return bool(watchers)
+
+
+def call(client: KazooClient, request: Any, result: Any) -> None:
+    """Queue ``request`` (an object with ``type``, ``serialize()`` and ``deserialize()``) on the
+    client's connection, its answer to go to the async ``result``.
+
+    ``KazooClient._call(request, async_object)``: raises when the client is stopped, otherwise
+    queues the request for the connection thread (kazoo 2.11.0). Every kazoo ``*_async`` call
+    goes through it too, so counting requests by wrapping it counts ours.
+    """
+    client._call(request, result)
+
+
+__all__ = ["CHECKED_VERSION", "call", "discard_watcher", "is_stopped", "watchers"]

@@ -1,0 +1,178 @@
+"""The asyncio runner of the protocol's steps (:mod:`pycurator._steps`), and the bridges from
+kazoo's threads to the event loop.
+
+kazoo answers requests and fires watches on its own threads. Each bridge hands the news to the
+loop with ``loop.call_soon_threadsafe``: a waiting task costs a future, not a thread, so any
+number of tasks may wait on one lock, and the same KazooClient serves threaded code meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from kazoo.client import KazooClient
+
+from .._deadline import Deadline, DeadlineExpired
+from .._hold import LossNotice
+from .._steps import Await, NewSignal, Steps
+
+T = TypeVar("T")
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _call_on(loop: asyncio.AbstractEventLoop, function: Callable[..., Any], *args: Any) -> None:
+    """Call ``function(*args)`` on ``loop``: at once from the loop's own thread, else soon."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        function(*args)
+        return
+    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+        loop.call_soon_threadsafe(function, *args)
+
+
+class LoopSignal:
+    """A flag set from any thread, awaited by one task at a time on ``loop``."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._guard = threading.Lock()
+        self._flag = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def set(self) -> None:
+        with self._guard:
+            if self._flag:
+                return
+            self._flag = True
+            waiter = self._waiter
+        if waiter is not None:
+            _call_on(self._loop, _settle, waiter)
+
+    def clear(self) -> None:
+        with self._guard:
+            self._flag = False
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    async def wait(self, timeout: float | None) -> bool:
+        """Whether the flag was set within ``timeout`` seconds (None: no limit)."""
+        with self._guard:
+            if self._flag:
+                return True
+            waiter = self._waiter = self._loop.create_future()
+        try:
+            await asyncio.wait({waiter}, timeout=timeout)
+        finally:
+            with self._guard:
+                self._waiter = None
+        return self._flag
+
+
+async def _answer(loop: asyncio.AbstractEventLoop, result: Any, deadline: Deadline) -> Any:
+    """kazoo's async ``result`` awaited until ``deadline`` (then DeadlineExpired)."""
+    if not result.ready():
+        answered = loop.create_future()
+
+        def on_answer(_: Any) -> None:
+            _call_on(loop, _settle, answered)
+
+        result.rawlink(on_answer)
+        try:
+            done, _ = await asyncio.wait({answered}, timeout=deadline.remaining())
+        finally:
+            result.unlink(on_answer)
+        if not done:
+            raise DeadlineExpired()
+    return result.get()
+
+
+async def run_async(client: KazooClient, steps: Steps[T]) -> T:
+    """Perform ``steps`` on the running loop; the generator's value. A cancellation is thrown
+    into the generator, whose clean-up runs (its waits awaited too) before it propagates."""
+    loop = asyncio.get_running_loop()
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        value, error = None, None
+        try:
+            if isinstance(step, Await):
+                value = await _answer(loop, step.result, step.deadline)
+            elif isinstance(step, NewSignal):
+                value = LoopSignal(loop)
+            else:
+                assert isinstance(step.signal, LoopSignal)
+                value = await step.signal.wait(step.timeout)
+        except BaseException as exc:  # CancelledError included: the clean-up must run
+            error = exc
+
+
+class LoopEvent:
+    """An :class:`asyncio.Event` that kazoo's threads may set and clear (on its loop)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, event: asyncio.Event) -> None:
+        self._loop = loop
+        self.event = event
+
+    def set(self) -> None:
+        _call_on(self._loop, self.event.set)
+
+    def clear(self) -> None:
+        _call_on(self._loop, self.event.clear)
+
+
+_TASKS: set[asyncio.Task[Any]] = set()  # callbacks' tasks, kept until they end
+
+
+def loop_spawner() -> Callable[..., None]:
+    """A ``spawn(callback, *args)`` that runs ``callback(*args)`` on the running loop from any
+    thread; an awaitable it returns runs as a task."""
+    loop = asyncio.get_running_loop()
+
+    def call(callback: Callable[..., Any], *args: Any) -> None:
+        outcome = callback(*args)
+        if inspect.isawaitable(outcome):
+            task = asyncio.ensure_future(outcome)
+            _TASKS.add(task)
+            task.add_done_callback(_TASKS.discard)
+
+    def spawn(callback: Callable[..., Any], *args: Any) -> None:
+        _call_on(loop, call, callback, *args)
+
+    return spawn
+
+
+def loop_notice(client: KazooClient, event: asyncio.Event) -> LossNotice:
+    """A :class:`LossNotice` on the running loop: ``event`` set there, callbacks run there."""
+    return LossNotice(client, LoopEvent(asyncio.get_running_loop(), event), loop_spawner())
+
+
+def _committed(transaction: Any) -> Steps[list[Any]]:
+    results: list[Any] = yield Await(transaction.commit_async(), Deadline(None))
+    return results
+
+
+async def commit(transaction: Any) -> list[Any]:
+    """Commit a kazoo transaction (a ``guarded_transaction()``, say) without blocking the loop;
+    its results, as ``transaction.commit()`` returns them."""
+    results: list[Any] = await run_async(transaction.client, _committed(transaction))
+    return results
+
+
+__all__ = ["LoopEvent", "LoopSignal", "commit", "loop_notice", "loop_spawner", "run_async"]

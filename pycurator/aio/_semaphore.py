@@ -1,0 +1,256 @@
+"""The asyncio semaphore, its leases and the semaphore mutex, over the threaded semaphore's
+steps (the same nodes and queue as Curator's ``InterProcessSemaphoreV2``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from types import TracebackType
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from .. import _wire
+from .._deadline import Deadline
+from .._engine import HeldNode, delete_guaranteed_steps
+from .._errors import LockLostError, LockNotOwnedError
+from .._hold import FollowedNode, LossNotice
+from .._monitor import ConnectionPolicy
+from .._semaphore import InterProcessSemaphoreV2 as _Semaphore
+from .._steps import Await
+from ._lock import AsyncLockContext
+from ._runner import loop_notice, run_async
+
+
+class Lease:
+    """One lease of an :class:`InterProcessSemaphoreV2`: ``await lease.close()`` returns it.
+
+    Not tied to a task. It follows its node: ``await is_held()``, ``await check()``,
+    :attr:`lost_event` (an :class:`asyncio.Event`) and :meth:`on_lost` callbacks (on the loop).
+    """
+
+    def __init__(
+        self,
+        client: KazooClient,
+        node: HeldNode,
+        policy: ConnectionPolicy,
+        notice: LossNotice | None = None,
+        subject: object = None,
+    ) -> None:
+        """``notice`` and ``subject``: whom to tell of a loss, and what to name (by default a
+        notice of the lease's own, naming the lease); made on the running loop."""
+        self._client = client
+        self._closed = False
+        self._notice = loop_notice(client, asyncio.Event()) if notice is None else notice
+        self.lost_event: asyncio.Event = self._notice.lost_event.event
+        named = self if subject is None else subject
+        notice_ = self._notice
+        self._hold = FollowedNode(
+            client, node, policy, lambda state, reason: notice_.changed(named, state, reason)
+        )
+
+    @property
+    def path(self) -> str:
+        return self._hold.path
+
+    @property
+    def node_name(self) -> str:
+        return _wire.node_name(self._hold.path)
+
+    @property
+    def fencing_token(self) -> int:
+        """The lease node's creation zxid."""
+        return self._hold.fencing_token
+
+    async def data(self) -> bytes:
+        """The lease node's data, read from ZooKeeper."""
+        data, _ = await run_async(self._client, _read(self._client, self._hold.path))
+        return bytes(data)
+
+    async def is_held(self) -> bool:
+        """True while the lease node is known to be ours (and the lease not returned)."""
+        if self._closed:
+            return False
+        return await run_async(self._client, self._hold.is_held_steps())
+
+    async def check(self) -> None:
+        """Raise :class:`LockLostError` unless :meth:`is_held`."""
+        if self._closed:
+            raise LockLostError(self._hold.path, "lease returned")
+        await run_async(self._client, self._hold.check_steps())
+
+    def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
+        """Run ``callback(lease, reason)`` on the loop when the lease stops being held."""
+        self._notice.add(callback)
+
+    async def close(self) -> None:
+        """Return the lease (its node is deleted, in the background if need be); once only."""
+        if self._closed:
+            return
+        self._closed = True
+        self._hold.close()
+        await run_async(self._client, delete_guaranteed_steps(self._client, self._hold.path))
+
+    async def __aenter__(self) -> Lease:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"aio.Lease({self._hold.path!r})"
+
+
+def _read(client: KazooClient, path: str) -> Any:
+    return (yield Await(client.get_async(path), Deadline(None)))
+
+
+class InterProcessSemaphoreV2:
+    """The asyncio form of :class:`pycurator.InterProcessSemaphoreV2`."""
+
+    def __init__(
+        self,
+        client: KazooClient,
+        path: str,
+        max_leases: int,
+        *,
+        node_data: bytes | None = None,
+        acl: Sequence[Any] | None = None,
+        connection_policy: str = "standard",
+    ) -> None:
+        self._core = _Semaphore(
+            client,
+            path,
+            max_leases,
+            node_data=node_data,
+            acl=acl,
+            connection_policy=connection_policy,
+        )
+        self.client = client
+
+    @property
+    def path(self) -> str:
+        return self._core.path
+
+    @property
+    def max_leases(self) -> int:
+        return self._core.max_leases
+
+    async def acquire(self, timeout: float | None = None) -> Lease | None:
+        """One lease within ``timeout`` seconds (None: wait forever), or None on timeout."""
+        leases = await self.acquire_many(1, timeout)
+        return leases[0] if leases is not None else None
+
+    async def acquire_many(self, qty: int, timeout: float | None = None) -> list[Lease] | None:
+        """``qty`` leases under one deadline; None on timeout. On timeout, error or
+        cancellation every lease taken so far is returned first."""
+        nodes = await run_async(self.client, self._core.acquire_steps(qty, timeout))
+        if nodes is None:
+            return None
+        return [Lease(self.client, node, self._core.connection_policy) for node in nodes]
+
+    async def return_lease(self, lease: Lease) -> None:
+        await lease.close()
+
+    async def return_all(self, leases: Iterable[Lease]) -> None:
+        for lease in leases:
+            await lease.close()
+
+    async def participant_nodes(self) -> list[str]:
+        """Names of the lease nodes (holders, and at most one waiter), oldest first."""
+        return await run_async(self.client, self._core.participant_steps())
+
+    def __repr__(self) -> str:
+        return f"aio.InterProcessSemaphoreV2({self.path!r}, {self.max_leases})"
+
+
+class InterProcessSemaphoreMutex(AsyncLockContext):
+    """The asyncio form of :class:`pycurator.InterProcessSemaphoreMutex`: not re-entrant, and
+    any task may release it."""
+
+    def __init__(
+        self,
+        client: KazooClient,
+        path: str,
+        *,
+        node_data: bytes | None = None,
+        acl: Sequence[Any] | None = None,
+        connection_policy: str = "standard",
+    ) -> None:
+        self._semaphore = InterProcessSemaphoreV2(
+            client, path, 1, node_data=node_data, acl=acl, connection_policy=connection_policy
+        )
+        self._lease: Lease | None = None
+        self.lost_event = asyncio.Event()
+        self.lost_event.set()  # not held yet
+        self._notice: LossNotice | None = None
+        self._callbacks: list[Callable[[Any, str], Any]] = []
+
+    @property
+    def path(self) -> str:
+        return self._semaphore.path
+
+    def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
+        """Run ``callback(lock, reason)`` on the loop when a hold stops being held."""
+        self._callbacks.append(callback)
+        if self._notice is not None:
+            self._notice.add(callback)
+
+    @property
+    def lease(self) -> Lease | None:
+        """The lease behind the current hold, or None."""
+        return self._lease
+
+    async def acquire(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds (None: forever) for the lock; False on timeout."""
+        semaphore = self._semaphore
+        nodes = await run_async(semaphore.client, semaphore._core.acquire_steps(1, timeout))
+        if nodes is None:
+            return False
+        if self._notice is None:
+            self._notice = loop_notice(semaphore.client, self.lost_event)
+            for callback in self._callbacks:
+                self._notice.add(callback)
+        self.lost_event.clear()
+        policy = semaphore._core.connection_policy
+        self._lease = Lease(semaphore.client, nodes[0], policy, self._notice, subject=self)
+        return True
+
+    async def release(self) -> None:
+        """Release the lock, from any task; :class:`LockNotOwnedError` if it is not held."""
+        lease, self._lease = self._lease, None
+        if lease is None:
+            raise LockNotOwnedError(self.path, f"Not acquired: {self.path}")
+        await lease.close()
+        self.lost_event.set()
+
+    def is_acquired_in_this_process(self) -> bool:
+        return self._lease is not None
+
+    async def is_held(self) -> bool:
+        lease = self._lease
+        return lease is not None and await lease.is_held()
+
+    async def check(self) -> None:
+        lease = self._lease
+        if lease is None:
+            raise LockLostError(self.path, "not acquired")
+        await lease.check()
+
+    @property
+    def fencing_token(self) -> int:
+        lease = self._lease
+        if lease is None:
+            raise LockLostError(self.path, "not acquired")
+        return lease.fencing_token
+
+    async def participant_nodes(self) -> list[str]:
+        return await self._semaphore.participant_nodes()
+
+    def __repr__(self) -> str:
+        return f"aio.InterProcessSemaphoreMutex({self.path!r})"
