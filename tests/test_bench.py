@@ -64,7 +64,10 @@ def test_cycles_cover_every_contender_and_count_the_acquire_in_round_trips(resul
     assert delayed["added_ms_each_way"] == 1
     assert set(delayed["table"]) == {"pycurator", "curator"}
     for row in delayed["table"].values():
-        assert min(counts(row)) >= 0
+        # the net figure is a difference of two medians: a tiny run on a loaded machine may
+        # make it negative, so only its type is checked
+        measured = {k: v for k, v in row.items() if k != "acquire_net_round_trips"}
+        assert min(counts(measured)) >= 0
         assert row["acquire_round_trips"] > 0
         assert isinstance(row["acquire_net_round_trips"], float)
 
