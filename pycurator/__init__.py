@@ -12,6 +12,7 @@ from ._errors import (
     PyCuratorError,
 )
 from ._leader import CloseMode, LeaderLatch, LeaderLatchListener, Participant
+from ._monitor import ConnectionPolicy
 from ._multilock import InterProcessMultiLock
 from ._mutex import InterProcessMutex
 from ._revocation import attempt_revoke
@@ -24,6 +25,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CloseMode",
+    "ConnectionPolicy",
     "InterProcessMultiLock",
     "InterProcessMutex",
     "InterProcessReadWriteLock",

@@ -358,7 +358,7 @@ class LeaderLatch:
         *,
         close_mode: CloseMode = CloseMode.SILENT,
         acl: Sequence[Any] | None = None,
-        connection_policy: str = "standard",
+        connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         validate_path(path)
         check_client_type(client)

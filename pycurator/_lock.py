@@ -70,7 +70,9 @@ class ReentrantLock(LockContext):
     and every :meth:`on_lost` callback runs.
     """
 
-    def __init__(self, engine: LockEngine, *, connection_policy: str = "standard") -> None:
+    def __init__(
+        self, engine: LockEngine, *, connection_policy: ConnectionPolicy = "standard"
+    ) -> None:
         self._engine = engine
         self._policy: ConnectionPolicy = check_policy(connection_policy)
         self._holds = ReentrantHolds(

@@ -11,6 +11,7 @@ from . import _wire
 from ._drivers import StandardDriver
 from ._engine import LockEngine, check_client, check_data
 from ._lock import ReentrantLock
+from ._monitor import ConnectionPolicy
 from ._paths import validate_path
 
 
@@ -29,7 +30,7 @@ class InterProcessMutex(ReentrantLock):
         *,
         node_data: bytes | None = None,
         acl: Sequence[Any] | None = None,
-        connection_policy: str = "standard",
+        connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         validate_path(path)
         check_client_type(client)

@@ -13,6 +13,7 @@ from . import _wire
 from ._drivers import Decision, ReadDriver, write_driver
 from ._engine import LockEngine, check_data
 from ._lock import ReentrantLock
+from ._monitor import ConnectionPolicy
 from ._mutex import check_client_type
 from ._paths import validate_path
 
@@ -20,7 +21,7 @@ from ._paths import validate_path
 class _Side(ReentrantLock):
     """One side of the read/write lock: the mutex surface, with participants of its own kind."""
 
-    def __init__(self, engine: LockEngine, *, connection_policy: str) -> None:
+    def __init__(self, engine: LockEngine, *, connection_policy: ConnectionPolicy) -> None:
         super().__init__(engine, connection_policy=connection_policy)
 
     def participant_nodes(self) -> list[str]:
@@ -103,7 +104,7 @@ class InterProcessReadWriteLock:
         node_data: bytes | None = None,
         *,
         acl: Sequence[Any] | None = None,
-        connection_policy: str = "standard",
+        connection_policy: ConnectionPolicy = "standard",
         lock_data: bytes | None = None,
     ) -> None:
         if lock_data is not None:

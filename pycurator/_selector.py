@@ -117,7 +117,7 @@ class LeaderSelector:
         *,
         auto_requeue: bool = False,
         acl: Sequence[Any] | None = None,
-        connection_policy: str = "standard",
+        connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         validate_path(path)
         check_client_type(client)

@@ -155,7 +155,7 @@ class InterProcessSemaphoreV2:
         *,
         node_data: bytes | None = None,
         acl: Sequence[Any] | None = None,
-        connection_policy: str = "standard",
+        connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         validate_path(path)
         check_client_type(client)
@@ -331,7 +331,7 @@ class InterProcessSemaphoreMutex(LockContext):
         *,
         node_data: bytes | None = None,
         acl: Sequence[Any] | None = None,
-        connection_policy: str = "standard",
+        connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         self._semaphore = InterProcessSemaphoreV2(
             client, path, 1, node_data=node_data, acl=acl, connection_policy=connection_policy

@@ -101,7 +101,7 @@ def test_a_lock_under_an_ephemeral_node_is_refused(zk: KazooClient, zk_path: str
         ),
         (lambda zk: InterProcessMutex(zk, "/a").acquire(bad("1")), "timeout must be a number"),
         (lambda zk: InterProcessMutex(object(), "/a"), "must be a kazoo KazooClient"),
-        (lambda zk: InterProcessMutex(zk, "/a", connection_policy="x"), "connection_policy"),
+        (lambda zk: InterProcessMutex(zk, "/a", connection_policy="x"), "connection_policy"),  # type: ignore[arg-type]
     ],
 )
 def test_wrong_types_are_type_errors_naming_the_argument(

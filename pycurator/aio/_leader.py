@@ -13,6 +13,7 @@ from .._deadline import Deadline
 from .._engine import check_timeout
 from .._leader import CloseMode, Participant
 from .._leader import LeaderLatch as _Latch
+from .._monitor import ConnectionPolicy
 from ._runner import LoopSignal, loop_spawner
 
 #: How often a waiting task looks at a latch's error and state besides being woken.
@@ -42,7 +43,7 @@ class LeaderLatch:
         *,
         close_mode: CloseMode = CloseMode.SILENT,
         acl: Sequence[Any] | None = None,
-        connection_policy: str = "standard",
+        connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         self._latch = _Latch(
             client,

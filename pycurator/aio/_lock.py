@@ -89,7 +89,9 @@ class AsyncReentrantLock(AsyncLockContext):
     :meth:`on_lost` callbacks (run on the loop).
     """
 
-    def __init__(self, engine: LockEngine, *, connection_policy: str = "standard") -> None:
+    def __init__(
+        self, engine: LockEngine, *, connection_policy: ConnectionPolicy = "standard"
+    ) -> None:
         self._engine = engine
         self._policy: ConnectionPolicy = check_policy(connection_policy)
         self._holds = ReentrantHolds(engine.client, engine.base_path, current_task, "task")
@@ -224,7 +226,7 @@ class InterProcessMutex(AsyncReentrantLock):
         *,
         node_data: bytes | None = None,
         acl: Sequence[Any] | None = None,
-        connection_policy: str = "standard",
+        connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         validate_path(path)
         check_client_type(client)
@@ -262,7 +264,7 @@ class InterProcessReadWriteLock:
         node_data: bytes | None = None,
         *,
         acl: Sequence[Any] | None = None,
-        connection_policy: str = "standard",
+        connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         validate_path(path)
         check_client_type(client)

@@ -19,6 +19,7 @@ from kazoo.client import KazooClient, TransactionRequest
 
 from .._errors import LockLostError
 from .._leader import Participant
+from .._monitor import ConnectionPolicy
 from .._selector import LeaderSelector as _Selector
 from .._selector import Leadership as _Leadership
 from ._runner import run_async
@@ -83,7 +84,7 @@ class LeaderSelector:
         *,
         auto_requeue: bool = False,
         acl: Sequence[Any] | None = None,
-        connection_policy: str = "standard",
+        connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         if not callable(lead):
             raise TypeError(f"lead must be callable, not {type(lead).__name__}")

@@ -121,7 +121,7 @@ class InterProcessSemaphoreV2:
         *,
         node_data: bytes | None = None,
         acl: Sequence[Any] | None = None,
-        connection_policy: str = "standard",
+        connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         self._core = _Semaphore(
             client,
@@ -180,7 +180,7 @@ class InterProcessSemaphoreMutex(AsyncLockContext):
         *,
         node_data: bytes | None = None,
         acl: Sequence[Any] | None = None,
-        connection_policy: str = "standard",
+        connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         self._semaphore = InterProcessSemaphoreV2(
             client, path, 1, node_data=node_data, acl=acl, connection_policy=connection_policy
