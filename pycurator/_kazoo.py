@@ -61,4 +61,24 @@ def call(client: KazooClient, request: Any, result: Any) -> None:
     client._call(request, result)
 
 
-__all__ = ["CHECKED_VERSION", "call", "discard_watcher", "is_stopped", "watchers"]
+def observe_calls(client: KazooClient, observe: Callable[[Any], None]) -> Callable[[], None]:
+    """Have ``observe(request)`` see every request ``client`` queues from now on (tests count
+    round trips with it); returns the function that puts the client back as it was.
+
+    Replaces ``KazooClient._call`` (see :func:`call`) on this instance only (kazoo 2.11.0).
+    """
+    original = client._call
+
+    def observed(request: Any, async_object: Any) -> Any:
+        observe(request)
+        return original(request, async_object)
+
+    client._call = observed
+
+    def restore() -> None:
+        client._call = original
+
+    return restore
+
+
+__all__ = ["CHECKED_VERSION", "call", "discard_watcher", "is_stopped", "observe_calls", "watchers"]

@@ -10,6 +10,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
+from pycurator import _kazoo
 from pycurator.testing import (
     SOON,
     STEADY_RECONNECT,
@@ -65,18 +66,14 @@ def delete_when_empty(client: KazooClient, path: str, timeout: float = SOON) -> 
 
 class RequestCounter:
     """Counts the requests a real kazoo client sends, in all and by type (``GetChildren``,
-    ``Exists``...), by wrapping its send queue entry point (kazoo 2.x's ``_call``)."""
+    ``Exists``...), as they are queued on its connection."""
 
     def __init__(self, client: KazooClient) -> None:
         self.counts: Counter[str] = Counter()
-        self._client = client
-        self._original = client._call
+        self._restore = _kazoo.observe_calls(client, self._saw)
 
-        def counting_call(request: Any, async_object: Any) -> Any:
-            self.counts[type(request).__name__] += 1
-            return self._original(request, async_object)
-
-        client._call = counting_call
+    def _saw(self, request: Any) -> None:
+        self.counts[type(request).__name__] += 1
 
     @property
     def count(self) -> int:
@@ -86,7 +83,7 @@ class RequestCounter:
         return sum(self.counts.values())
 
     def close(self) -> None:
-        self._client._call = self._original
+        self._restore()
 
 
 class Worker(threading.Thread):

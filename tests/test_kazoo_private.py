@@ -67,3 +67,13 @@ def test_call_sends_a_request_kazoo_does_not_know(zk: KazooClient, zk_path: str)
     _kazoo.call(zk, RemoveWatches(zk_path), result)
     with pytest.raises(NoWatcherError):
         result.get(timeout=20)
+
+
+def test_observe_calls_sees_each_request_until_restored(zk: KazooClient, zk_path: str) -> None:
+    seen: list[str] = []
+    restore = _kazoo.observe_calls(zk, lambda request: seen.append(type(request).__name__))
+    zk.exists(zk_path)
+    zk.get_children("/")
+    restore()
+    zk.exists(zk_path)
+    assert seen == ["Exists", "GetChildren"]
