@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError, NoNodeError
@@ -37,6 +36,14 @@ from ._engine import (
 from ._errors import LockLostError
 from ._monitor import ConnectionPolicy, HoldMonitor, HoldState, check_policy
 from ._mutex import check_client_type
+from ._participants import (
+    CloseMode,
+    LeaderLatchListener,
+    Participant,
+    id_bytes,
+    leader_of,
+    read_participants,
+)
 from ._paths import validate_path
 
 log = logging.getLogger("pycurator")
@@ -46,60 +53,6 @@ log = logging.getLogger("pycurator")
 STEP_WAIT = 10.0
 #: Seconds between tries of a step that failed with an error no reconnect fixes (NoAuth...).
 ERROR_RETRY_DELAY = 1.0
-
-
-@dataclass(frozen=True)
-class Participant:
-    """One participant of an election: its id (the node's data) and whether it leads."""
-
-    id: str
-    is_leader: bool
-
-
-class CloseMode(enum.Enum):
-    """What :meth:`LeaderLatch.close` tells the listeners: nothing (``SILENT``, Curator's
-    default) or ``not_leader()`` when the latch was leading (``NOTIFY_LEADER``)."""
-
-    SILENT = "silent"
-    NOTIFY_LEADER = "notify_leader"
-
-
-class LeaderLatchListener(Protocol):
-    """Told of each change of leadership, in order, on a worker thread."""
-
-    def is_leader(self) -> None:
-        """We lead now."""
-
-    def not_leader(self) -> None:
-        """We no longer lead."""
-
-
-def id_bytes(participant_id: str) -> bytes:
-    """A participant id as node data (UTF-8); TypeError or ValueError for an unusable id."""
-    if not isinstance(participant_id, str):
-        raise TypeError(f"id must be a str, not {type(participant_id).__name__}")
-    try:
-        return participant_id.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"id cannot be written as UTF-8: {exc.reason}") from None
-
-
-def read_participants(client: KazooClient, nodes: Iterable[str]) -> list[Participant]:
-    """Curator's ``LeaderSelector.getParticipants``: each node's data as its id, in queue order;
-    nodes gone while reading are skipped and the first one still there leads."""
-    participants: list[Participant] = []
-    for path in nodes:
-        try:
-            data, _ = client.get(path)
-        except NoNodeError:
-            continue
-        participants.append(Participant((data or b"").decode("utf-8", "replace"), not participants))
-    return participants
-
-
-def leader_of(participants: Sequence[Participant]) -> Participant:
-    """The leader among ``participants``, or Curator's dummy ``Participant("", False)``."""
-    return participants[0] if participants else Participant("", False)
 
 
 class _State(enum.Enum):
