@@ -5,63 +5,23 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.exceptions import ConnectionClosedError, NoWatcherError
+from kazoo.exceptions import ConnectionClosedError
 
 from pycurator import InterProcessMutex as ThreadedMutex
 from pycurator import LockLostError, LockNotOwnedError, LockTimeout, _kazoo, aio
-from pycurator._requests import WATCHER_TYPE_CHILDREN, RemoveWatches, prefixed, send
+from pycurator._requests import prefixed
 from pycurator.testing import (
     ClientFactory,
     expire_kazoo_session,
-    four_letter_word,
-    paths_by_session,
-    split_hosts,
 )
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
+from .aio_support import has_child_watch, run, until, watched_paths
 from .support import SOON, Worker, children, eventually
-
-T = TypeVar("T")
-
-
-def run(coroutine: Awaitable[T]) -> T:
-    """Run a test's coroutine on a fresh loop, failing it after a generous bound."""
-
-    async def bounded() -> T:
-        return await asyncio.wait_for(coroutine, 4 * SOON)
-
-    return asyncio.run(bounded())
-
-
-def has_child_watch(client: KazooClient, path: str) -> bool:
-    """Whether the server holds a child watch of ``client``'s session on ``path`` (``wchc``
-    shows data watches only): asks it to remove one, which fails when there is none."""
-    try:
-        send(client, RemoveWatches(prefixed(client, path), WATCHER_TYPE_CHILDREN))
-    except NoWatcherError:
-        return False
-    return True
-
-
-def watched_paths(client: KazooClient) -> list[str]:
-    """The paths the server holds watches on for ``client``'s session (``wchc``)."""
-    session = f"0x{client.client_id[0]:x}"
-    host, port = split_hosts(",".join(f"{h}:{p}" for h, p in client.hosts))[0]
-    return paths_by_session(four_letter_word(host, port, "wchc")).get(session, [])
-
-
-async def until(predicate: Callable[[], bool], what: str) -> None:
-    """Poll ``predicate`` on the loop until true; fail after SOON seconds."""
-    end = asyncio.get_running_loop().time() + SOON
-    while not predicate():
-        if asyncio.get_running_loop().time() > end:
-            raise AssertionError(f"not true within {SOON}s: {what}")
-        await asyncio.sleep(0.02)
 
 
 def test_a_mutex_is_held_in_async_with_and_released_after(zk: KazooClient, zk_path: str) -> None:
@@ -430,28 +390,6 @@ def test_a_multi_lock_takes_all_or_none(zk_client_factory: ClientFactory, zk_pat
     run(main())
 
 
-def test_a_latch_leads_and_hands_over_when_closed(
-    zk_client_factory: ClientFactory, zk_path: str
-) -> None:
-    a, b = zk_client_factory(), zk_client_factory()
-
-    async def main() -> None:
-        first, second = aio.LeaderLatch(a, zk_path, "a"), aio.LeaderLatch(b, zk_path, "b")
-        await first.start()
-        assert await first.wait(SOON)
-        await second.start()
-        assert await second.wait(0.3) is False
-        assert (await second.leader()).id == "a"
-        await first.close()
-        assert await second.wait(SOON)
-        assert first.has_leadership() is False
-        await second.close()
-        with pytest.raises(RuntimeError):
-            await second.wait(0)
-
-    run(main())
-
-
 def test_a_lost_session_sets_the_lost_event_and_runs_callbacks_on_the_loop(
     zk: KazooClient, zk_path: str
 ) -> None:
@@ -475,49 +413,6 @@ def test_a_lost_session_sets_the_lost_event_and_runs_callbacks_on_the_loop(
         await lock.release()
 
     run(main())
-
-
-def test_a_selector_runs_lead_on_the_loop_and_cancels_it_when_the_term_ends(
-    zk_client_factory: ClientFactory, zk_path: str
-) -> None:
-    a, b = zk_client_factory(), zk_client_factory()
-
-    async def main() -> None:
-        terms: list[str] = []
-        cancelled: list[str] = []
-        leading = {"a": asyncio.Event(), "b": asyncio.Event()}
-        loop_thread = threading.get_ident()
-
-        def lead_as(name: str) -> Callable[[aio.Leadership], Awaitable[None]]:
-            async def lead(leadership: aio.Leadership) -> None:
-                assert threading.get_ident() == loop_thread
-                assert await leadership.is_held() and leadership.fencing_token > 0
-                terms.append(name)
-                leading[name].set()
-                try:
-                    await asyncio.Event().wait()  # lead until interrupted
-                except asyncio.CancelledError:
-                    cancelled.append(name)
-                    raise
-
-            return lead
-
-        first = aio.LeaderSelector(a, zk_path, lead_as("a"), "a")
-        second = aio.LeaderSelector(b, zk_path, lead_as("b"), "b")
-        await first.start()
-        await asyncio.wait_for(leading["a"].wait(), SOON)
-        await second.start()
-        await until(lambda: len(children(a, zk_path)) == 2, "the second selector queued")
-        assert (await second.leader()).id == "a" and not second.has_leadership()
-        first.interrupt_leadership()
-        await asyncio.wait_for(leading["b"].wait(), SOON)
-        assert terms == ["a", "b"] and cancelled == ["a"]
-        await second.close()
-        await until(lambda: cancelled == ["a", "b"], "the second lead cancelled on close")
-        await first.close()
-
-    run(main())
-    eventually(lambda: children(a, zk_path) == [], what="every selector node gone")
 
 
 def test_the_recipes_run_from_anyio_on_its_asyncio_backend(zk: KazooClient, zk_path: str) -> None:

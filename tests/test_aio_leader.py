@@ -1,0 +1,80 @@
+"""pycurator.aio's leader recipes against a real ZooKeeper server."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from pycurator import aio
+from pycurator.testing import ClientFactory
+
+from .aio_support import run, until
+from .support import SOON, children, eventually
+
+
+def test_a_latch_leads_and_hands_over_when_closed(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    a, b = zk_client_factory(), zk_client_factory()
+
+    async def main() -> None:
+        first, second = aio.LeaderLatch(a, zk_path, "a"), aio.LeaderLatch(b, zk_path, "b")
+        await first.start()
+        assert await first.wait(SOON)
+        await second.start()
+        assert await second.wait(0.3) is False
+        assert (await second.leader()).id == "a"
+        await first.close()
+        assert await second.wait(SOON)
+        assert first.has_leadership() is False
+        await second.close()
+        with pytest.raises(RuntimeError):
+            await second.wait(0)
+
+    run(main())
+
+
+def test_a_selector_runs_lead_on_the_loop_and_cancels_it_when_the_term_ends(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    a, b = zk_client_factory(), zk_client_factory()
+
+    async def main() -> None:
+        terms: list[str] = []
+        cancelled: list[str] = []
+        leading = {"a": asyncio.Event(), "b": asyncio.Event()}
+        loop_thread = threading.get_ident()
+
+        def lead_as(name: str) -> Callable[[aio.Leadership], Awaitable[None]]:
+            async def lead(leadership: aio.Leadership) -> None:
+                assert threading.get_ident() == loop_thread
+                assert await leadership.is_held() and leadership.fencing_token > 0
+                terms.append(name)
+                leading[name].set()
+                try:
+                    await asyncio.Event().wait()  # lead until interrupted
+                except asyncio.CancelledError:
+                    cancelled.append(name)
+                    raise
+
+            return lead
+
+        first = aio.LeaderSelector(a, zk_path, lead_as("a"), "a")
+        second = aio.LeaderSelector(b, zk_path, lead_as("b"), "b")
+        await first.start()
+        await asyncio.wait_for(leading["a"].wait(), SOON)
+        await second.start()
+        await until(lambda: len(children(a, zk_path)) == 2, "the second selector queued")
+        assert (await second.leader()).id == "a" and not second.has_leadership()
+        first.interrupt_leadership()
+        await asyncio.wait_for(leading["b"].wait(), SOON)
+        assert terms == ["a", "b"] and cancelled == ["a"]
+        await second.close()
+        await until(lambda: cancelled == ["a", "b"], "the second lead cancelled on close")
+        await first.close()
+
+    run(main())
+    eventually(lambda: children(a, zk_path) == [], what="every selector node gone")
