@@ -219,9 +219,8 @@ def _herd(results: dict[str, Any]) -> list[str]:
     return ["### Herd", "", *_table(header, rows)]
 
 
-def _throughput(results: dict[str, Any]) -> list[str]:
-    throughput = results["throughput"]
-    languages = {"python": "Python (pycurator)", "java": "Java (Curator)"}
+def _throughput_rows(throughput: dict[str, Any], python: str) -> list[list[str]]:
+    languages = {"python": python, "java": "Java (Curator)"}
     rows = []
     semaphore = throughput["semaphore"]
     for language, row in semaphore["by_language"].items():
@@ -247,6 +246,14 @@ def _throughput(results: dict[str, Any]) -> list[str]:
                 str(row["timeouts"]),
             ]
         )
+    return rows
+
+
+def _throughput(results: dict[str, Any]) -> list[str]:
+    throughput = results["throughput"]
+    rows = _throughput_rows(throughput, "Python (pycurator)")
+    if "fast" in throughput:
+        rows += _throughput_rows(throughput["fast"], "Python (pycurator, fast handler)")
     header = [
         f"recipe ({throughput['threads_per_language']} threads per language,"
         f" {throughput['seconds']:g} s)",

@@ -135,11 +135,13 @@ def test_each_waiting_pycurator_contender_holds_exactly_one_watch(results: Any) 
     assert min(counts(table["curator"])) >= 0
 
 
-def test_throughput_is_counted_by_language_for_both_recipes(results: Any) -> None:
-    for recipe in ("semaphore", "rwlock"):
-        by_language = results["throughput"][recipe]["by_language"]
-        assert set(by_language) == {"python", "java"}
-        assert all(min(counts(row)) >= 0 for row in by_language.values())
+def test_throughput_is_counted_by_language_for_both_recipes_and_handlers(results: Any) -> None:
+    for section in (results["throughput"], results["throughput"]["fast"]):
+        for recipe in ("semaphore", "rwlock"):
+            by_language = section[recipe]["by_language"]
+            assert set(by_language) == {"python", "java"}
+            assert all(min(counts(row)) >= 0 for row in by_language.values())
+    assert "fast handler" in report.report(results)
 
 
 def test_a_timed_out_pycurator_acquire_leaves_no_watch_and_the_others_are_counted(
