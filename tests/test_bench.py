@@ -72,7 +72,8 @@ def test_cycles_cover_every_contender_and_count_the_acquire_in_round_trips(resul
     assert delayed["added_ms_each_way"] == 1
     assert set(delayed["table"]) == {"pycurator", "curator"}
     for row in delayed["table"].values():
-        assert min(counts(row)) >= 0
+        # net round trips subtract the loopback acquire: below zero in a noisy run of 3 cycles
+        assert min(counts({k: v for k, v in row.items() if k != "acquire_net_round_trips"})) >= 0
         assert row["acquire_round_trips"] > 0
         assert isinstance(row["acquire_net_round_trips"], float)
 
