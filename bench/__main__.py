@@ -13,7 +13,8 @@ Sections (``--sections``, all by default):
   one shared client, a client per thread, and (pycurator) 5 processes;
 - ``leaks``: watches left on the server by an acquire that timed out;
 - ``soak`` (only when named): mixed recipes for ``--seconds``, sampling RSS, threads, kazoo's
-  registries and the server's watches; its JSON goes to ``docs/soak.json`` when it runs alone.
+  registries and the server's watches; when it runs alone its JSON goes to ``docs/soak.json``
+  and its table to the page's soak region.
 
 pycurator is measured on kazoo's default handler and, where a section says ``pycurator-fast``,
 on ``pycurator.handlers.FastThreadingHandler``.
@@ -176,9 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             draw(results, args.chart)
             print(f"chart drawn to {args.chart}")
-        page = args.page.read_text() if args.page.exists() and not soak_alone else ""
-        if report.BEGIN in page and report.END in page:
-            args.page.write_text(report.replace_region(page, report.report(results)))
+        page = args.page.read_text() if args.page.exists() else ""
+        begin, end = report.markers(results)
+        if begin in page and end in page:
+            args.page.write_text(report.replace_region(page, report.report(results), begin, end))
             print(f"tables written to {args.page}")
     finally:
         if server is not None:

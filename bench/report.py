@@ -16,6 +16,9 @@ from typing import Any
 
 BEGIN = "<!-- bench-report: begin (python -m bench.report --write) -->"
 END = "<!-- bench-report: end -->"
+#: The soak's own region, filled from ``docs/soak.json`` (``--sections soak`` alone).
+SOAK_BEGIN = "<!-- bench-soak: begin (python -m bench.report docs/soak.json --write) -->"
+SOAK_END = "<!-- bench-soak: end -->"
 NAMES = {
     "pycurator": "pycurator",
     "pycurator-fast": "pycurator, fast handler",
@@ -373,10 +376,16 @@ def report(results: dict[str, Any]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def replace_region(page: str, tables: str) -> str:
+def replace_region(page: str, tables: str, begin: str = BEGIN, end: str = END) -> str:
     """``page`` with what stands between the markers replaced by ``tables``."""
-    start, end = page.index(BEGIN) + len(BEGIN), page.index(END)
-    return page[:start] + "\n\n" + tables + "\n" + page[end:]
+    start, stop = page.index(begin) + len(begin), page.index(end)
+    return page[:start] + "\n\n" + tables + "\n" + page[stop:]
+
+
+def markers(results: dict[str, Any]) -> tuple[str, str]:
+    """The region a result file's tables go to: the soak's when it holds the soak alone."""
+    sections = set(results) & set(SECTIONS)
+    return (SOAK_BEGIN, SOAK_END) if sections == {"soak"} else (BEGIN, END)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -384,11 +393,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("json", type=Path)
     parser.add_argument("--write", type=Path, help="a page with the two markers to update")
     args = parser.parse_args(argv)
-    tables = report(json.loads(args.json.read_text()))
+    results = json.loads(args.json.read_text())
+    tables = report(results)
     if args.write is None:
         sys.stdout.write(tables)
     else:
-        args.write.write_text(replace_region(args.write.read_text(), tables))
+        args.write.write_text(replace_region(args.write.read_text(), tables, *markers(results)))
     return 0
 
 

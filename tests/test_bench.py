@@ -55,6 +55,31 @@ def test_the_published_tables_are_those_of_the_published_json() -> None:
     assert report.replace_region(page, report.report(published)) == page
 
 
+def test_the_published_soak_table_is_that_of_the_published_soak_json() -> None:
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    page = (docs / "benchmarks.md").read_text()
+    assert report.SOAK_BEGIN in page and report.SOAK_END in page
+    if (docs / "soak.json").exists():
+        soak = json.loads((docs / "soak.json").read_text())
+        assert report.markers(soak) == (report.SOAK_BEGIN, report.SOAK_END)
+        tables = report.report(soak)
+        assert report.replace_region(page, tables, *report.markers(soak)) == page
+
+
+def test_a_soak_alone_goes_to_its_own_json_and_region(
+    zk_server: ZooKeeperTarget, tmp_path: Path
+) -> None:
+    page = tmp_path / "page.md"
+    regions = f"{report.BEGIN}\nmain\n{report.END}\n{report.SOAK_BEGIN}\n{report.SOAK_END}\n"
+    page.write_text(regions)
+    argv = ["--hosts", zk_server.hosts, "--sections", "soak", "--seconds", "1"]
+    assert main([*argv, "--json", str(tmp_path / "s.json"), "--page", str(page)]) == 0
+    soak = json.loads((tmp_path / "s.json").read_text())
+    assert set(soak) == {"command", "machine", "soak"}
+    written = page.read_text()
+    assert "main" in written and "### Soak" in written.split(report.SOAK_BEGIN)[1]
+
+
 def test_a_tiny_run_reports_every_section_and_the_machine(results: Any) -> None:
     assert set(SECTIONS) <= set(results)
     assert set(DEFAULT_SECTIONS) == set(SECTIONS) - {"soak"}
