@@ -9,8 +9,16 @@ Sections (``--sections``, all by default):
 - ``handoff``: release-to-acquire latency within and across languages;
 - ``herd``: watches per waiting contender and waiters woken per release;
 - ``throughput``: a semaphore and a read/write lock shared by Java and Python threads;
+- ``contended``: each side alone, 5 threads on a mutex, a read/write lock and a semaphore, with
+  one shared client, a client per thread, and (pycurator) 5 processes;
 - ``leaks``: watches left on the server by an acquire that timed out;
-- ``aio``: the asyncio API's uncontended cycle and hand-off against the threaded API and Curator.
+- ``aio``: the asyncio API's uncontended cycle and hand-off against the threaded API and Curator;
+- ``soak`` (only when named): mixed recipes for ``--seconds``, sampling RSS, threads, kazoo's
+  registries and the server's watches; when it runs alone its JSON goes to ``docs/soak.json``
+  and its table to the page's soak region.
+
+pycurator is measured on kazoo's default handler and, where a section says ``pycurator-fast``,
+on ``pycurator.handlers.FastThreadingHandler``.
 
 Results go to a JSON file with the machine, the versions and the command, and a chart of them
 to a PNG (``python -m bench.chart`` redraws it from the JSON alone), and the tables to
@@ -30,10 +38,12 @@ from pathlib import Path
 
 from pycurator.testing import ZooKeeperServer, four_letter_word, split_hosts
 
-from . import aio, cycle, drain, handoff, herd, leaks, report, throughput
+from . import aio, contended, cycle, drain, handoff, herd, leaks, report, soak, throughput
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("cycle", "drain", "handoff", "herd", "throughput", "leaks", "aio")
+SECTIONS = ("cycle", "drain", "handoff", "herd", "throughput", "contended", "leaks", "aio", "soak")
+#: What runs when ``--sections`` is not given: all but the soak.
+DEFAULT_SECTIONS = tuple(name for name in SECTIONS if name != "soak")
 
 
 def machine(hosts: str) -> dict[str, object]:
@@ -66,8 +76,17 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--hosts", help="an existing server (default: an embedded one, standalone)")
-    p.add_argument("--sections", type=sections, default=list(SECTIONS), help="comma-separated")
-    p.add_argument("--json", type=Path, default=ROOT / "docs" / "benchmarks.json")
+    p.add_argument(
+        "--sections",
+        type=sections,
+        default=list(DEFAULT_SECTIONS),
+        help="comma-separated (default: all but soak)",
+    )
+    p.add_argument(
+        "--json",
+        type=Path,
+        help="default docs/benchmarks.json, or docs/soak.json (no chart, no page) for soak alone",
+    )
     p.add_argument("--chart", type=Path, default=ROOT / "docs" / "benchmarks.png")
     p.add_argument("--no-chart", action="store_true", help="write the JSON only")
     p.add_argument(
@@ -81,6 +100,9 @@ def parser() -> argparse.ArgumentParser:
     cycles.add_argument("--warmup", type=int, default=50, help="unmeasured cycles first")
     cycles.add_argument("--rounds", type=int, default=2, help="alternating rounds per contender")
     cycles.add_argument(
+        "--cycle-repeats", type=int, default=5, help="loopback measurements, each reported"
+    )
+    cycles.add_argument(
         "--latency-ms",
         type=float,
         nargs="+",
@@ -90,10 +112,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--drain", type=int, nargs="+", default=[10, 100, 500], help="queue lengths to drain"
     )
-    p.add_argument("--handoffs", type=int, default=50, help="hand-offs per language pair")
+    p.add_argument("--handoffs", type=int, default=50, help="hand-offs per pair and round")
+    p.add_argument("--handoff-rounds", type=int, default=3, help="alternating rounds of pairs")
     p.add_argument("--herd", type=int, default=10, help="waiters behind one holder")
     p.add_argument("--throughput-s", type=float, default=5.0, help="seconds per recipe")
     p.add_argument("--throughput-threads", type=int, default=5, help="threads per language")
+    busy = p.add_argument_group("contended")
+    busy.add_argument("--contended-s", type=float, default=5.0, help="measured seconds a block")
+    busy.add_argument("--contended-warmup", type=float, default=2.0, help="unmeasured seconds")
+    busy.add_argument("--contended-threads", type=int, default=5, help="threads (or processes)")
+    busy.add_argument("--contended-rounds", type=int, default=3, help="alternating rounds")
+    soaking = p.add_argument_group("soak")
+    soaking.add_argument("--seconds", type=float, default=60.0, help="how long the soak runs")
+    soaking.add_argument("--soak-interval", type=float, help="between samples (default: 1/10)")
     return p
 
 
@@ -110,14 +141,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             warmup=args.warmup,
             rounds=args.rounds,
             latencies_ms=args.latency_ms,
+            repeats=args.cycle_repeats,
         ),
         "drain": lambda: drain.run(hosts, args.drain),
-        "handoff": lambda: handoff.run(hosts, args.handoffs),
+        "handoff": lambda: handoff.run(hosts, args.handoffs, args.handoff_rounds),
         "herd": lambda: herd.run(hosts, args.herd),
         "throughput": lambda: throughput.run(hosts, args.throughput_s, args.throughput_threads),
+        "contended": lambda: contended.run(
+            hosts,
+            args.contended_s,
+            args.contended_threads,
+            args.contended_rounds,
+            args.contended_warmup,
+        ),
         "leaks": lambda: leaks.run(hosts),
         "aio": lambda: aio.run(hosts, args.cycles, args.warmup, args.handoffs),
+        "soak": lambda: soak.run(hosts, args.seconds, args.soak_interval),
     }
+    soak_alone = args.sections == ["soak"]
+    if args.json is None:
+        args.json = ROOT / "docs" / ("soak.json" if soak_alone else "benchmarks.json")
     try:
         host = machine(hosts)
         results: dict[str, object] = {
@@ -131,14 +174,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")
         print(f"\nresults written to {args.json}")
-        if not args.no_chart:
+        if not args.no_chart and not soak_alone:
             from .chart import draw
 
             draw(results, args.chart)
             print(f"chart drawn to {args.chart}")
         page = args.page.read_text() if args.page.exists() else ""
-        if report.BEGIN in page and report.END in page:
-            args.page.write_text(report.replace_region(page, report.report(results)))
+        begin, end = report.markers(results)
+        if begin in page and end in page:
+            args.page.write_text(report.replace_region(page, report.report(results), begin, end))
             print(f"tables written to {args.page}")
     finally:
         if server is not None:

@@ -1,9 +1,10 @@
 """The benchmark's chart, drawn from its JSON: ``python -m bench.chart [JSON [PNG]]``.
 
-Six panels: cycle medians by contender (loopback and each added latency), the acquire alone in
+Eight panels: cycle medians by contender (loopback and each added latency), the acquire alone in
 round trips, the drain's requests and bytes per hand-off against the queue length, hand-off
-latency by language pair, and mixed-language throughput. A section missing from the JSON
-leaves its panel saying so.
+latency by language pair, mixed-language throughput, contended throughput as ratios to
+Curator's, and the repeated loopback cycle's ratios. A section missing from the JSON leaves
+its panel saying so.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 ROOT = Path(__file__).resolve().parents[1]
 COLORS = {
     "pycurator": "#1f77b4",
+    "pycurator-fast": "#17becf",
     "curator": "#d62728",
     "kazoo-lock": "#7f7f7f",
     "raw-floor": "#bcbd22",
@@ -164,6 +166,43 @@ def _throughput(ax: Axes, results: Results) -> None:
     ax.set_title(f"Mixed Java and Python, {section['threads_per_language']} threads each")
 
 
+def _contended(ax: Axes, results: Results) -> None:
+    table = results["contended"]["table"]
+    labels = [f"{recipe}\n{mode}" for recipe, modes in table.items() for mode in modes]
+    sides = ("pycurator", "pycurator-fast")
+    _bars(
+        ax,
+        labels,
+        {
+            side: [
+                modes[mode].get(side, {}).get("ratio_to_curator", 0.0)
+                for modes in table.values()
+                for mode in modes
+            ]
+            for side in sides
+        },
+        "{:.2f}",
+    )
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.tick_params(axis="x", labelsize=6)
+    ax.set_ylabel("operations per second / Curator's")
+    ax.set_title(f"Contended, {results['contended']['threads']} threads, each side alone")
+
+
+def _repeats(ax: Axes, results: Results) -> None:
+    repeats = results["cycle"]["loopback_repeats"]
+    kinds = [kind for kind in repeats[0]["ratio_to_curator"] if kind != "curator"]
+    _bars(
+        ax,
+        [f"run {i + 1}" for i in range(len(repeats))],
+        {kind: [r["ratio_to_curator"][kind] for r in repeats] for kind in kinds},
+        "{:.2f}",
+    )
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.set_ylabel("cycle median / Curator's")
+    ax.set_title("Uncontended loopback cycle, repeated")
+
+
 PANELS: Sequence[Callable[[Axes, Results], None]] = (
     _cycles,
     _round_trips,
@@ -171,12 +210,14 @@ PANELS: Sequence[Callable[[Axes, Results], None]] = (
     _drain("bytes_out_per_hand_off", "bytes out per hand-off", log=True),
     _handoff,
     _throughput,
+    _contended,
+    _repeats,
 )
 
 
 def draw(results: Results, png: Path) -> None:
     """Draw the chart of ``results`` (the benchmark's JSON) to ``png``."""
-    figure, axes = plt.subplots(2, 3, figsize=(16, 9))
+    figure, axes = plt.subplots(2, 4, figsize=(21, 9))
     for ax, panel in zip(axes.flat, PANELS, strict=True):
         try:
             panel(ax, results)

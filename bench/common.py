@@ -140,8 +140,10 @@ class Clients:
         self._kazoo: list[KazooClient] = []
         self._curator: list[Any] = []
 
-    def kazoo(self) -> KazooClient:
-        client = KazooClient(hosts=self.hosts, timeout=SESSION_TIMEOUT_S)
+    def kazoo(self, handler: Any = None) -> KazooClient:
+        """A started kazoo client, on ``handler`` if given (else kazoo's default)."""
+        extra = {} if handler is None else {"handler": handler}
+        client = KazooClient(hosts=self.hosts, timeout=SESSION_TIMEOUT_S, **extra)
         client.start(timeout=SOON)
         self._kazoo.append(client)
         return client
@@ -249,6 +251,8 @@ def unique_path(name: str) -> str:
 
 #: The two implementations the contention sections compare.
 LANGUAGES = ("pycurator", "curator")
+#: pycurator on :class:`pycurator.handlers.FastThreadingHandler`, where a section reports it.
+FAST = "pycurator-fast"
 
 #: A pycurator or a Java Curator ``InterProcessMutex``: both are held by the thread that
 #: acquired them, and both take ``acquire(timeout) -> bool`` and ``release()``.
@@ -256,11 +260,20 @@ Mutex = InterProcessMutex | JavaMutex
 
 
 def new_mutex(language: str, client: Any, path: str) -> Mutex:
-    """A mutex of ``language`` (one of :data:`LANGUAGES`) on ``client``, a kazoo client for
-    pycurator and a Curator client for Curator."""
-    return InterProcessMutex(client, path) if language == "pycurator" else JavaMutex(client, path)
+    """A mutex of ``language`` (one of :data:`LANGUAGES`, or :data:`FAST`) on ``client``, a
+    kazoo client for pycurator and a Curator client for Curator."""
+    if language == "curator":
+        return JavaMutex(client, path)
+    return InterProcessMutex(client, path)
 
 
 def new_client(clients: Clients, language: str) -> Any:
-    """A kazoo client for pycurator, a Curator client for Curator."""
-    return clients.kazoo() if language == "pycurator" else clients.curator()
+    """A kazoo client for pycurator (on the fast handler for :data:`FAST`), a Curator client
+    for Curator."""
+    if language == "curator":
+        return clients.curator()
+    if language == FAST:
+        from pycurator.handlers import FastThreadingHandler
+
+        return clients.kazoo(FastThreadingHandler())
+    return clients.kazoo()

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from kazoo.client import KazooClient
 
-KINDS = ("pycurator", "curator", "kazoo-lock", "raw-floor")
+KINDS = ("pycurator", "pycurator-fast", "curator", "kazoo-lock", "raw-floor")
 #: Not a lock: one bare request (getData) as the "acquire", to measure what a round trip costs.
 ROUND_TRIP = "round-trip"
 
@@ -23,9 +23,14 @@ Step = Callable[[], None]
 
 
 def _kazoo_steps(kind: str, hosts: str, path: str) -> tuple[Step, Step, Step]:
-    client = KazooClient(hosts=hosts)
+    if kind == "pycurator-fast":  # pycurator on its opt-in handler
+        from pycurator.handlers import FastThreadingHandler
+
+        client = KazooClient(hosts=hosts, handler=FastThreadingHandler())
+    else:
+        client = KazooClient(hosts=hosts)
     client.start(timeout=30)
-    if kind == "pycurator":
+    if kind.startswith("pycurator"):
         from pycurator import InterProcessMutex
 
         lock = InterProcessMutex(client, path)

@@ -80,10 +80,17 @@ def run(
     warmup: int,
     rounds: int,
     latencies_ms: Sequence[float],
+    repeats: int = 1,
 ) -> dict[str, object]:
-    """The section's results: ``loopback`` and one entry of ``latency`` per added latency."""
-    loopback = measure(hosts, KINDS, cycles, warmup, rounds)
-    print_table("uncontended acquire+release, loopback", loopback)
+    """The section's results: ``loopback`` (the first of ``repeats`` loopback measurements, each
+    ratio and client CPU per cycle of every one in ``loopback_repeats``) and one entry of
+    ``latency`` per added latency."""
+    repeated = []
+    for repeat in range(max(1, repeats)):
+        table = measure(hosts, KINDS, cycles, warmup, rounds)
+        print_table(f"uncontended acquire+release, loopback ({repeat + 1} of {repeats})", table)
+        repeated.append(table)
+    loopback = repeated[0]
     bare = measure(hosts, (ROUND_TRIP,), cycles, warmup, 1)[ROUND_TRIP]["acquire_median_ms"]
     delayed = []
     for latency_ms in [ms for ms in latencies_ms if ms > 0]:
@@ -121,6 +128,13 @@ def run(
         "cycles": cycles,
         "rounds": rounds,
         "loopback": {"table": loopback, "ratio_to_curator": ratios(loopback)},
+        "loopback_repeats": [
+            {
+                "ratio_to_curator": ratios(table),
+                "cpu_ms_per_cycle": {kind: row["cpu_ms_per_cycle"] for kind, row in table.items()},
+            }
+            for table in repeated
+        ],
         "latency": delayed,
     }
 

@@ -1,18 +1,27 @@
 """Hand-off latency: from the holder's release to the next waiter holding, within and across
-languages.
+languages, and for pycurator on the fast handler.
 
-Both sides live in this process, one client each: the holder takes ``time.monotonic_ns()`` just
-before it calls release, the waiter just after its acquire returns (for Curator, after the
-Java call returns to Python). One clock, so the difference is the hand-off.
+Each pair runs in a process of its own (``python -m bench.handoff FIRST THEN HOSTS COUNT``, the
+JVM loaded only when Curator takes part; the first :data:`WARMUP` hand-offs are not counted), in
+rounds whose order of pairs alternates; medians
+and p99 are over the samples of all rounds. Within the process holder and waiter have a client
+each: the holder takes ``time.monotonic_ns()`` just before it calls release, the waiter just
+after its acquire returns (for Curator, after the Java call returns to Python). One clock, so
+the difference is the hand-off.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from .common import (
-    LANGUAGES,
+    FAST,
     SOON,
     Clients,
     Mutex,
@@ -27,7 +36,18 @@ from .common import (
     wait_for_children,
 )
 
-PAIRS = [(first, then) for first in LANGUAGES for then in LANGUAGES]
+ROOT = Path(__file__).resolve().parents[1]
+#: Hand-offs each process makes first and does not count (Java's JIT compiles Curator then).
+WARMUP = 5
+PAIRS = [
+    ("pycurator", "pycurator"),
+    (FAST, FAST),
+    ("pycurator", "curator"),
+    (FAST, "curator"),
+    ("curator", "pycurator"),
+    ("curator", FAST),
+    ("curator", "curator"),
+]
 
 
 def _wait_then_release(waiter: Mutex, held: list[int]) -> None:
@@ -62,14 +82,48 @@ def hand_offs(hosts: str, server: Server, first: str, then: str, count: int) -> 
     return samples
 
 
-def run(hosts: str, count: int) -> dict[str, object]:
-    """Median and p99 by ``first->then`` pair."""
-    server = Server(hosts)
-    table = {}
-    print("\nhand-off: holder releases -> next waiter holds")
-    print(f"{'holder -> waiter':<22} {'median ms':>10} {'p99 ms':>9}")
-    for first, then in PAIRS:
-        row = summarize(hand_offs(hosts, server, first, then, count))
-        table[f"{first}->{then}"] = row
-        print(f"{first + ' -> ' + then:<22} {row['median_ms']:>10.3f} {row['p99_ms']:>9.3f}")
-    return {"hand_offs": count, "table": table}
+def _in_process(hosts: str, first: str, then: str, count: int) -> list[int]:
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.handoff", first, then, hosts, str(count)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    samples: list[int] = json.loads(out.stdout.strip().splitlines()[-1])
+    return samples
+
+
+def run(hosts: str, count: int, rounds: int = 1) -> dict[str, object]:
+    """Median and p99 by ``first->then`` pair over ``rounds`` alternating rounds of ``count``
+    hand-offs, and pycurator's (on each handler) as ratios to Curator's."""
+    samples: dict[str, list[int]] = {f"{first}->{then}": [] for first, then in PAIRS}
+    round_medians: dict[str, list[float]] = {key: [] for key in samples}
+    for round_ in range(rounds):
+        for first, then in PAIRS if round_ % 2 == 0 else list(reversed(PAIRS)):
+            taken = _in_process(hosts, first, then, count)
+            samples[f"{first}->{then}"] += taken
+            round_medians[f"{first}->{then}"].append(statistics.median(taken) / 1e6)
+    table: dict[str, dict[str, object]] = {}
+    stats = {key: summarize(taken) for key, taken in samples.items()}
+    print(f"\nhand-off: holder releases -> next waiter holds ({rounds} rounds of {count})")
+    print(f"{'holder -> waiter':<34} {'median ms':>10} {'p99 ms':>9}")
+    for key, stat in stats.items():
+        row: dict[str, object] = dict(stat)
+        row["round_medians_ms"] = round_medians[key]
+        table[key] = row
+        print(f"{key.replace('->', ' -> '):<34} {stat['median_ms']:>10.3f} {stat['p99_ms']:>9.3f}")
+    base = stats["curator->curator"]
+    ratios = {
+        side: {
+            stat: stats[f"{side}->{side}"][stat] / base[stat] for stat in ("median_ms", "p99_ms")
+        }
+        for side in ("pycurator", FAST)
+    }
+    return {"hand_offs": count, "rounds": rounds, "table": table, "ratio_to_curator": ratios}
+
+
+if __name__ == "__main__":
+    first_, then_, hosts_, count_ = sys.argv[1:]
+    taken_ = hand_offs(hosts_, Server(hosts_), first_, then_, WARMUP + int(count_))
+    print(json.dumps(taken_[WARMUP:]))

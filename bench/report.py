@@ -16,13 +16,21 @@ from typing import Any
 
 BEGIN = "<!-- bench-report: begin (python -m bench.report --write) -->"
 END = "<!-- bench-report: end -->"
+#: The soak's own region, filled from ``docs/soak.json`` (``--sections soak`` alone).
+SOAK_BEGIN = "<!-- bench-soak: begin (python -m bench.report docs/soak.json --write) -->"
+SOAK_END = "<!-- bench-soak: end -->"
 NAMES = {
     "pycurator": "pycurator",
+    "pycurator-fast": "pycurator, fast handler",
     "curator": "Java Curator",
     "kazoo-lock": "kazoo `Lock`",
     "raw-floor": "raw floor (3 requests, unpipelined)",
 }
-PAIRS = {"pycurator": "pycurator", "curator": "Java Curator"}
+PAIRS = {
+    "pycurator": "pycurator",
+    "pycurator-fast": "pycurator (fast handler)",
+    "curator": "Java Curator",
+}
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -64,6 +72,26 @@ def _cycle(results: dict[str, Any]) -> list[str]:
             for kind, row in loopback["table"].items()
         ],
     )
+    repeats = cycle.get("loopback_repeats", [])
+    if len(repeats) > 1:
+        kinds = [kind for kind in repeats[0]["ratio_to_curator"] if kind != "curator"]
+        lines += ["", f"Loopback, the whole measurement repeated {len(repeats)} times:", ""]
+        lines += _table(
+            [
+                "contender",
+                *(f"run {i + 1}: / Curator's (CPU ms)" for i in range(len(repeats))),
+            ],
+            [
+                [
+                    NAMES.get(kind, kind),
+                    *(
+                        f"{r['ratio_to_curator'][kind]:.2f} ({r['cpu_ms_per_cycle'][kind]:.2f})"
+                        for r in repeats
+                    ),
+                ]
+                for kind in [*kinds, "curator"]
+            ],
+        )
     rows = []
     for delayed in cycle.get("latency", []):
         for kind, row in delayed["table"].items():
@@ -154,8 +182,22 @@ def _handoff(results: dict[str, Any]) -> list[str]:
                 _ms(row["p99_ms"]),
             ]
         )
-    header = [f"holder → waiter ({handoff['hand_offs']} hand-offs each)", "median ms", "p99 ms"]
-    return ["### Hand-off latency", "", *_table(header, rows)]
+    each = f"{handoff['hand_offs']} hand-offs each"
+    if "rounds" in handoff:
+        each = f"{handoff['rounds']} rounds of {handoff['hand_offs']}"
+    header = [f"holder → waiter ({each})", "median ms", "p99 ms"]
+    lines = ["### Hand-off latency", "", *_table(header, rows)]
+    ratios = handoff.get("ratio_to_curator")
+    if ratios:
+        lines += ["", "Within one language, as a ratio to Curator → Curator:", ""]
+        lines += _table(
+            ["holder → waiter", "median / Curator's", "p99 / Curator's"],
+            [
+                [f"{PAIRS[side]} → {PAIRS[side]}", _ms(row["median_ms"]), _ms(row["p99_ms"])]
+                for side, row in ratios.items()
+            ],
+        )
+    return lines
 
 
 def _herd(results: dict[str, Any]) -> list[str]:
@@ -180,9 +222,8 @@ def _herd(results: dict[str, Any]) -> list[str]:
     return ["### Herd", "", *_table(header, rows)]
 
 
-def _throughput(results: dict[str, Any]) -> list[str]:
-    throughput = results["throughput"]
-    languages = {"python": "Python (pycurator)", "java": "Java (Curator)"}
+def _throughput_rows(throughput: dict[str, Any], python: str) -> list[list[str]]:
+    languages = {"python": python, "java": "Java (Curator)"}
     rows = []
     semaphore = throughput["semaphore"]
     for language, row in semaphore["by_language"].items():
@@ -208,6 +249,14 @@ def _throughput(results: dict[str, Any]) -> list[str]:
                 str(row["timeouts"]),
             ]
         )
+    return rows
+
+
+def _throughput(results: dict[str, Any]) -> list[str]:
+    throughput = results["throughput"]
+    rows = _throughput_rows(throughput, "Python (pycurator)")
+    if "fast" in throughput:
+        rows += _throughput_rows(throughput["fast"], "Python (pycurator, fast handler)")
     header = [
         f"recipe ({throughput['threads_per_language']} threads per language,"
         f" {throughput['seconds']:g} s)",
@@ -218,6 +267,81 @@ def _throughput(results: dict[str, Any]) -> list[str]:
         "timeouts",
     ]
     return ["### Mixed-language throughput", "", *_table(header, rows)]
+
+
+MODES = {
+    "shared": "one client shared by the threads",
+    "per-thread": "a client per thread",
+    "processes": "a process per thread (vs Curator's shared client)",
+}
+RECIPES = {
+    "rwlock": "InterProcessReadWriteLock, 90% reads",
+    "semaphore": "InterProcessSemaphoreV2",
+    "mutex": "InterProcessMutex",
+}
+
+
+def _contended(results: dict[str, Any]) -> list[str]:
+    section = results["contended"]
+    rows = []
+    for recipe, modes in section["table"].items():
+        title = RECIPES.get(recipe, recipe)
+        if recipe == "semaphore":
+            title += f", {section['max_leases']} leases"
+        for mode, sides in modes.items():
+            for side, row in sides.items():
+                rows.append(
+                    [
+                        title,
+                        MODES.get(mode, mode),
+                        NAMES.get(side, side),
+                        f"{row['ops_per_s']:.0f}",
+                        " / ".join(f"{x:.0f}" for x in row["ops_per_s_rounds"]),
+                        _ms(row["cpu_ms_per_op"]),
+                        str(row["timeouts"]),
+                        _ms(row["ratio_to_curator"]),
+                    ]
+                )
+    header = [
+        f"recipe ({section['threads']} threads, {section['seconds']:g} s blocks)",
+        "clients",
+        "contender",
+        "operations per second (median)",
+        "each round",
+        "client CPU ms per operation",
+        "timeouts",
+        "/ Curator's",
+    ]
+    return ["### Contended throughput, each side alone", "", *_table(header, rows)]
+
+
+def _soak(results: dict[str, Any]) -> list[str]:
+    section = results["soak"]
+    fields = [
+        ("rss_kb", "RSS kB"),
+        ("threads", "threads"),
+        ("state_listeners", "kazoo state listeners"),
+        ("data_watchers", "kazoo data watchers"),
+        ("child_watchers", "kazoo child watchers"),
+        ("server_watches", "server watches"),
+        ("server_znodes", "server znodes"),
+    ]
+    rows = [
+        [
+            f"{row['at_s']:.0f}",
+            *(_n(row[key]) for key, _ in fields),
+        ]
+        for row in section["samples"]
+    ]
+    header = ["at s", *(label for _, label in fields)]
+    return [
+        "### Soak",
+        "",
+        f"{section['seconds']:g} s: {section['operations']:,} operations,"
+        f" {section['timeouts']:,} timed-out acquires.",
+        "",
+        *_table(header, rows),
+    ]
 
 
 def _leaks(results: dict[str, Any]) -> list[str]:
@@ -240,7 +364,9 @@ SECTIONS = {
     "handoff": _handoff,
     "herd": _herd,
     "throughput": _throughput,
+    "contended": _contended,
     "leaks": _leaks,
+    "soak": _soak,
 }
 
 
@@ -250,10 +376,16 @@ def report(results: dict[str, Any]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def replace_region(page: str, tables: str) -> str:
+def replace_region(page: str, tables: str, begin: str = BEGIN, end: str = END) -> str:
     """``page`` with what stands between the markers replaced by ``tables``."""
-    start, end = page.index(BEGIN) + len(BEGIN), page.index(END)
-    return page[:start] + "\n\n" + tables + "\n" + page[end:]
+    start, stop = page.index(begin) + len(begin), page.index(end)
+    return page[:start] + "\n\n" + tables + "\n" + page[stop:]
+
+
+def markers(results: dict[str, Any]) -> tuple[str, str]:
+    """The region a result file's tables go to: the soak's when it holds the soak alone."""
+    sections = set(results) & set(SECTIONS)
+    return (SOAK_BEGIN, SOAK_END) if sections == {"soak"} else (BEGIN, END)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -261,11 +393,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("json", type=Path)
     parser.add_argument("--write", type=Path, help="a page with the two markers to update")
     args = parser.parse_args(argv)
-    tables = report(json.loads(args.json.read_text()))
+    results = json.loads(args.json.read_text())
+    tables = report(results)
     if args.write is None:
         sys.stdout.write(tables)
     else:
-        args.write.write_text(replace_region(args.write.read_text(), tables))
+        args.write.write_text(replace_region(args.write.read_text(), tables, *markers(results)))
     return 0
 
 

@@ -4,6 +4,8 @@
 
 Each thread has a client of its own; the Java threads are Python threads calling Curator's
 blocking methods through JPype, in this process. Operations per second are counted by language.
+The whole is run twice: with pycurator's clients on kazoo's handler, then (under ``fast``) on
+``pycurator.handlers.FastThreadingHandler``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pycurator import InterProcessReadWriteLock, InterProcessSemaphoreV2
+from pycurator.handlers import FastThreadingHandler
 from pycurator.testing import JavaReadWriteLock, JavaSemaphore
 
 from .common import SOON, Clients, Threads, unique_path
@@ -26,7 +29,11 @@ READ_SHARE = 0.9
 Operation = Callable[[], bool]
 
 
-def _semaphore_ops(clients: Clients, path: str, java: bool) -> Operation:
+def _kazoo(clients: Clients, fast: bool) -> Any:
+    return clients.kazoo(FastThreadingHandler() if fast else None)
+
+
+def _semaphore_ops(clients: Clients, path: str, java: bool, fast: bool = False) -> Operation:
     if java:
         semaphore = JavaSemaphore(clients.curator(), path, MAX_LEASES)
 
@@ -38,7 +45,7 @@ def _semaphore_ops(clients: Clients, path: str, java: bool) -> Operation:
             return True
 
         return java_op
-    pool = InterProcessSemaphoreV2(clients.kazoo(), path, MAX_LEASES)
+    pool = InterProcessSemaphoreV2(_kazoo(clients, fast), path, MAX_LEASES)
 
     def python_op() -> bool:
         lease = pool.acquire(timeout=SOON)
@@ -50,7 +57,9 @@ def _semaphore_ops(clients: Clients, path: str, java: bool) -> Operation:
     return python_op
 
 
-def _rwlock_ops(clients: Clients, path: str, java: bool, seed: int) -> tuple[Operation, Any]:
+def _rwlock_ops(
+    clients: Clients, path: str, java: bool, seed: int, fast: bool = False
+) -> tuple[Operation, Any]:
     """An operation that reads 90% of the time and writes otherwise, and its counts by side."""
     chance = random.Random(seed)
     counts = {"reads": 0, "writes": 0}
@@ -67,7 +76,7 @@ def _rwlock_ops(clients: Clients, path: str, java: bool, seed: int) -> tuple[Ope
             return True
 
         return java_op, counts
-    rw = InterProcessReadWriteLock(clients.kazoo(), path)
+    rw = InterProcessReadWriteLock(_kazoo(clients, fast), path)
     python_sides = {"reads": rw.read_lock(), "writes": rw.write_lock()}
 
     def python_op() -> bool:
@@ -115,17 +124,15 @@ def _race(operations: dict[str, list[Operation]], seconds: float) -> dict[str, d
     }
 
 
-def run(hosts: str, seconds: float, threads_per_language: int) -> dict[str, object]:
-    results: dict[str, object] = {
-        "seconds": seconds,
-        "threads_per_language": threads_per_language,
-    }
+def _both(hosts: str, seconds: float, threads_per_language: int, fast: bool) -> dict[str, Any]:
+    """Both recipes, Java and Python threads together, pycurator on one handler."""
+    results: dict[str, Any] = {}
     with Clients(hosts) as clients:
         path = unique_path("semaphore")
         semaphore = _race(
             {
                 language: [
-                    _semaphore_ops(clients, path, java=language == "java")
+                    _semaphore_ops(clients, path, java=language == "java", fast=fast)
                     for _ in range(threads_per_language)
                 ]
                 for language in ("python", "java")
@@ -139,7 +146,7 @@ def run(hosts: str, seconds: float, threads_per_language: int) -> dict[str, obje
         operations: dict[str, list[Operation]] = {"python": [], "java": []}
         for language in ("python", "java"):
             for i in range(threads_per_language):
-                op, side_counts = _rwlock_ops(clients, path, language == "java", seed=i)
+                op, side_counts = _rwlock_ops(clients, path, language == "java", i, fast)
                 operations[language].append(op)
                 counts[language].append(side_counts)
         rwlock = _race(operations, seconds)
@@ -147,12 +154,28 @@ def run(hosts: str, seconds: float, threads_per_language: int) -> dict[str, obje
         for kind in ("reads", "writes"):
             row[f"{kind}_per_s"] = sum(c[kind] for c in counts[language]) / seconds
     results["rwlock"] = {"read_share": READ_SHARE, "by_language": rwlock}
+    return results
+
+
+def run(hosts: str, seconds: float, threads_per_language: int) -> dict[str, object]:
+    results: dict[str, object] = {
+        "seconds": seconds,
+        "threads_per_language": threads_per_language,
+    }
+    default = _both(hosts, seconds, threads_per_language, fast=False)
+    fast = _both(hosts, seconds, threads_per_language, fast=True)
+    results.update(default)
+    results["fast"] = fast
     print(f"\nmixed Java and Python, {threads_per_language} threads each, {seconds:g} s")
-    print(f"{'recipe':<28} {'language':<8} {'ops/s':>8} {'timeouts':>9}")
-    for title, table in (
-        (f"semaphore ({MAX_LEASES} leases)", semaphore),
-        (f"read/write ({READ_SHARE:.0%} reads)", rwlock),
-    ):
-        for language, row in table.items():
-            print(f"{title:<28} {language:<8} {row['ops_per_s']:>8.1f} {row['timeouts']:>9.0f}")
+    print(f"{'recipe':<28} {'language':<8} {'handler':<8} {'ops/s':>8} {'timeouts':>9}")
+    for handler, both in (("kazoo", default), ("fast", fast)):
+        for title, key in (
+            (f"semaphore ({MAX_LEASES} leases)", "semaphore"),
+            (f"read/write ({READ_SHARE:.0%} reads)", "rwlock"),
+        ):
+            for language, row in both[key]["by_language"].items():
+                print(
+                    f"{title:<28} {language:<8} {handler:<8} {row['ops_per_s']:>8.1f}"
+                    f" {row['timeouts']:>9.0f}"
+                )
     return results

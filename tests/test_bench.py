@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bench import report
-from bench.__main__ import SECTIONS, main
+from bench.__main__ import DEFAULT_SECTIONS, SECTIONS, main
 from bench.chart import main as chart_main
 from bench.contender import KINDS
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
@@ -19,7 +19,10 @@ from pycurator.testing.pytest_plugin import ZooKeeperTarget
 TINY = [
     "--cycles", "3", "--warmup", "1", "--rounds", "1", "--latency-ms", "1",
     "--drain", "3", "--handoffs", "3", "--herd", "3", "--throughput-s", "1",
-    "--throughput-threads", "2",
+    "--throughput-threads", "2", "--cycle-repeats", "2", "--handoff-rounds", "1",
+    "--contended-s", "0.5", "--contended-warmup", "0.2", "--contended-threads", "2",
+    "--contended-rounds", "1", "--seconds", "2", "--soak-interval", "0.5",
+    "--sections", ",".join(SECTIONS),
 ]  # fmt: skip
 
 
@@ -52,14 +55,44 @@ def test_the_published_tables_are_those_of_the_published_json() -> None:
     assert report.replace_region(page, report.report(published)) == page
 
 
+def test_the_published_soak_table_is_that_of_the_published_soak_json() -> None:
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    page = (docs / "benchmarks.md").read_text()
+    assert report.SOAK_BEGIN in page and report.SOAK_END in page
+    if (docs / "soak.json").exists():
+        soak = json.loads((docs / "soak.json").read_text())
+        assert report.markers(soak) == (report.SOAK_BEGIN, report.SOAK_END)
+        tables = report.report(soak)
+        assert report.replace_region(page, tables, *report.markers(soak)) == page
+
+
+def test_a_soak_alone_goes_to_its_own_json_and_region(
+    zk_server: ZooKeeperTarget, tmp_path: Path
+) -> None:
+    page = tmp_path / "page.md"
+    regions = f"{report.BEGIN}\nmain\n{report.END}\n{report.SOAK_BEGIN}\n{report.SOAK_END}\n"
+    page.write_text(regions)
+    argv = ["--hosts", zk_server.hosts, "--sections", "soak", "--seconds", "1"]
+    assert main([*argv, "--json", str(tmp_path / "s.json"), "--page", str(page)]) == 0
+    soak = json.loads((tmp_path / "s.json").read_text())
+    assert set(soak) == {"command", "machine", "soak"}
+    written = page.read_text()
+    assert "main" in written and "### Soak" in written.split(report.SOAK_BEGIN)[1]
+
+
 def test_a_tiny_run_reports_every_section_and_the_machine(results: Any) -> None:
     assert set(SECTIONS) <= set(results)
+    assert set(DEFAULT_SECTIONS) == set(SECTIONS) - {"soak"}
     assert results["machine"]["zookeeper"].startswith("Zookeeper version: 3.8")
 
 
 def test_cycles_cover_every_contender_and_count_the_acquire_in_round_trips(results: Any) -> None:
     section = results["cycle"]
     assert set(section["loopback"]["table"]) == set(KINDS)
+    assert "pycurator-fast" in KINDS
+    assert len(section["loopback_repeats"]) == 2
+    for repeat in section["loopback_repeats"]:
+        assert set(repeat["ratio_to_curator"]) == set(repeat["cpu_ms_per_cycle"]) == set(KINDS)
     (delayed,) = section["latency"]
     assert delayed["added_ms_each_way"] == 1
     assert set(delayed["table"]) == {"pycurator", "curator"}
@@ -81,15 +114,46 @@ def test_drain_hand_offs_are_counted_by_the_server_for_both_languages(results: A
         assert row["requests_per_hand_off"] > 0
 
 
-def test_hand_offs_are_timed_for_all_four_language_pairs(results: Any) -> None:
+def test_hand_offs_are_timed_for_every_pair_and_as_ratios_on_both_handlers(results: Any) -> None:
     table = results["handoff"]["table"]
     assert set(table) == {
         "pycurator->pycurator",
+        "pycurator-fast->pycurator-fast",
         "pycurator->curator",
+        "pycurator-fast->curator",
         "curator->pycurator",
+        "curator->pycurator-fast",
         "curator->curator",
     }
     assert all(min(counts(row)) >= 0 for row in table.values())
+    assert all(len(row["round_medians_ms"]) == 1 for row in table.values())
+    ratios = results["handoff"]["ratio_to_curator"]
+    assert set(ratios) == {"pycurator", "pycurator-fast"}
+    assert all(min(counts(row)) > 0 for row in ratios.values())
+
+
+def test_contended_throughput_covers_each_recipe_mode_and_side(results: Any) -> None:
+    table = results["contended"]["table"]
+    assert set(table) == {"rwlock", "semaphore", "mutex"}
+    for modes in table.values():
+        assert set(modes) == {"shared", "per-thread", "processes"}
+        assert set(modes["shared"]) == {"pycurator", "pycurator-fast", "curator"}
+        assert set(modes["processes"]) == {"pycurator", "pycurator-fast"}
+        for sides in modes.values():
+            for row in sides.values():
+                assert row["ops_per_s"] > 0 and row["timeouts"] == 0
+                assert row["ratio_to_curator"] > 0 and len(row["ops_per_s_rounds"]) == 1
+    assert 0 < table["rwlock"]["shared"]["pycurator"]["read_share"] < 1
+
+
+def test_the_soak_samples_and_leaves_kazoo_s_registries_empty_once_stopped(results: Any) -> None:
+    soak = results["soak"]
+    assert len(soak["samples"]) >= 3
+    assert soak["operations"] > 0 and soak["timeouts"] > 0
+    for row in soak["samples"]:
+        assert row["rss_kb"] > 0 and row["threads"] > 0
+    after = soak["after_stop"]
+    assert after["state_listeners"] == after["data_watchers"] == after["child_watchers"] == 0
 
 
 def test_each_waiting_pycurator_contender_holds_exactly_one_watch(results: Any) -> None:
@@ -99,11 +163,13 @@ def test_each_waiting_pycurator_contender_holds_exactly_one_watch(results: Any) 
     assert min(counts(table["curator"])) >= 0
 
 
-def test_throughput_is_counted_by_language_for_both_recipes(results: Any) -> None:
-    for recipe in ("semaphore", "rwlock"):
-        by_language = results["throughput"][recipe]["by_language"]
-        assert set(by_language) == {"python", "java"}
-        assert all(min(counts(row)) >= 0 for row in by_language.values())
+def test_throughput_is_counted_by_language_for_both_recipes_and_handlers(results: Any) -> None:
+    for section in (results["throughput"], results["throughput"]["fast"]):
+        for recipe in ("semaphore", "rwlock"):
+            by_language = section[recipe]["by_language"]
+            assert set(by_language) == {"python", "java"}
+            assert all(min(counts(row)) >= 0 for row in by_language.values())
+    assert "fast handler" in report.report(results)
 
 
 def test_a_timed_out_pycurator_acquire_leaves_no_watch_and_the_others_are_counted(

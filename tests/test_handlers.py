@@ -1,4 +1,5 @@
-"""Every recipe under each of kazoo's handlers: threading, gevent and eventlet, unpatched.
+"""Every recipe under each of kazoo's handlers (threading, gevent and eventlet, unpatched) and
+under pycurator's opt-in ``FastThreadingHandler``.
 
 Nothing is monkey-patched: the units of concurrency (threads, greenlets, green threads) are
 made with the handler's own ``spawn`` and waited on with its own events, as an application
@@ -28,12 +29,13 @@ from pycurator import (
     LockReleaseError,
     _monitor,
 )
+from pycurator._handlers import is_green
 from pycurator.testing import ClientFactory, expire_kazoo_session
 
 from .support import SOON
 from .test_performance import watched_paths
 
-HANDLERS = ("threading", "gevent", "eventlet")
+HANDLERS = ("threading", "fast", "gevent", "eventlet")
 
 
 def make_handler(name: str) -> Any:
@@ -47,6 +49,10 @@ def make_handler(name: str) -> Any:
             warnings.simplefilter("ignore")
             from kazoo.handlers.eventlet import SequentialEventletHandler
         return SequentialEventletHandler()
+    if name == "fast":
+        from pycurator.handlers import FastThreadingHandler
+
+        return FastThreadingHandler()
     from kazoo.handlers.threading import SequentialThreadingHandler
 
     return SequentialThreadingHandler()
@@ -278,5 +284,5 @@ def test_the_deferred_node_watch_is_set_under_the_handler(
     with lock:
         env.eventually(lambda: watched_paths(env.client) == [lock.lock_path], "deferred watch")
     assert callers
-    if env.name != "threading":  # a green handler's client is only driven from its own thread
+    if is_green(env.handler):  # a green handler's client is only driven from its own thread
         assert set(callers) == {threading.current_thread()}

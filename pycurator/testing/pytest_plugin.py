@@ -28,6 +28,9 @@ HOSTS_ENV = "PYCURATOR_TEST_ZK_HOSTS"
 #: The command line's default ensemble, which the tests never use.
 CLI_HOSTS_ENV = "PYCURATOR_ZK_HOSTS"
 TEST_ROOT = "/pycurator-tests"
+#: ``fast``: the fixtures' clients run on :class:`pycurator.handlers.FastThreadingHandler`
+#: (unset or ``threading``: kazoo's default handler).
+HANDLER_ENV = "PYCURATOR_TEST_HANDLER"
 
 Backend = Literal["ensemble", "docker", "local"]
 
@@ -130,6 +133,18 @@ def zk_path(request: pytest.FixtureRequest) -> str:
     return f"{TEST_ROOT}/{name}-{uuid.uuid4().hex[:8]}"
 
 
+def handler_from_env() -> Any:
+    """The handler :data:`HANDLER_ENV` names for the fixtures' clients, or None for kazoo's."""
+    name = os.environ.get(HANDLER_ENV, "").strip()
+    if name in ("", "threading"):
+        return None
+    if name == "fast":
+        from ..handlers import FastThreadingHandler
+
+        return FastThreadingHandler()
+    raise pytest.UsageError(f"{HANDLER_ENV} must be 'threading' or 'fast', not {name!r}")
+
+
 @pytest.fixture
 def zk_client_factory(zk_server: ZooKeeperTarget) -> Iterator[ClientFactory]:
     """Makes started kazoo clients on the test server; all are stopped and closed afterwards."""
@@ -138,6 +153,8 @@ def zk_client_factory(zk_server: ZooKeeperTarget) -> Iterator[ClientFactory]:
     def make(**kwargs: Any) -> KazooClient:
         kwargs.setdefault("hosts", zk_server.hosts)
         kwargs.setdefault("timeout", 10.0)
+        if "handler" not in kwargs and (handler := handler_from_env()) is not None:
+            kwargs["handler"] = handler
         client = KazooClient(**kwargs)
         clients.append(client)
         client.start(timeout=30)

@@ -1,0 +1,338 @@
+"""Contended throughput, each side alone: 5 threads (by default) hammer one path with a mutex, a
+read/write lock (90% reads) or a semaphore of 2 leases, for a fixed time, and the operations per
+second are compared with Java Curator's on the same server.
+
+Each block runs in a process of its own (``python -m bench.contended``), one side at a time, in
+an order that alternates from round to round; the figures are medians over rounds. Modes:
+
+- ``shared``: one client shared by the threads (the usual way in both languages);
+- ``per-thread``: a client per thread;
+- ``processes``: pycurator only, one thread and one client in each of 5 processes, compared with
+  Curator's ``shared`` block (5 Java threads on one client).
+
+Every thread has a lock object of its own. pycurator runs on kazoo's default handler and on
+:class:`pycurator.handlers.FastThreadingHandler` (side ``pycurator-fast``). Curator's threads
+are Python threads blocked in Curator's calls through JPype (the GIL is released meanwhile).
+
+As a worker: ``python -m bench.contended SIDE RECIPE MODE HOSTS SECONDS THREADS PATH WARMUP``
+sets up its
+clients and locks, prints ``ready``, runs once a line arrives on stdin, then prints its counts as
+one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from .common import BENCH_ROOT, SESSION_TIMEOUT_S, SOON
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPES = ("rwlock", "semaphore", "mutex")
+#: pycurator on kazoo's handler, pycurator on the fast handler, Java Curator.
+SIDES = ("pycurator", "pycurator-fast", "curator")
+MODES = ("shared", "per-thread", "processes")
+READ_SHARE = 0.9
+MAX_LEASES = 2
+
+#: One operation: True when done, False when it timed out; ``kind`` counts reads and writes.
+Operation = Callable[[dict[str, int]], bool]
+
+
+def _kazoo_client(hosts: str, fast: bool) -> Any:
+    from kazoo.client import KazooClient
+
+    kwargs: dict[str, Any] = {}
+    if fast:
+        from pycurator.handlers import FastThreadingHandler
+
+        kwargs["handler"] = FastThreadingHandler()
+    client = KazooClient(hosts=hosts, timeout=SESSION_TIMEOUT_S, **kwargs)
+    client.start(timeout=SOON)
+    return client
+
+
+def _operation(side: str, recipe: str, client: Any, path: str, seed: int) -> Operation:
+    """One thread's operation on ``path``, with a lock object of its own."""
+    chance = random.Random(seed)
+    if side == "curator":
+        from pycurator.testing import JavaMutex, JavaReadWriteLock, JavaSemaphore
+
+        make_mutex: Any = JavaMutex
+        make_rw: Any = JavaReadWriteLock
+        make_semaphore: Any = JavaSemaphore
+    else:
+        from pycurator import InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2
+
+        make_mutex, make_rw, make_semaphore = (
+            InterProcessMutex,
+            InterProcessReadWriteLock,
+            InterProcessSemaphoreV2,
+        )
+    if recipe == "semaphore":
+        semaphore = make_semaphore(client, path, MAX_LEASES)
+
+        def lease_op(counts: dict[str, int]) -> bool:
+            lease = semaphore.acquire(SOON)
+            if lease is None:
+                return False
+            lease.close()
+            return True
+
+        return lease_op
+    if recipe == "mutex":
+        mutex = make_mutex(client, path)
+
+        def mutex_op(counts: dict[str, int]) -> bool:
+            if not mutex.acquire(SOON):
+                return False
+            mutex.release()
+            return True
+
+        return mutex_op
+    rw = make_rw(client, path)
+    sides = {"reads": rw.read_lock(), "writes": rw.write_lock()}
+
+    def rw_op(counts: dict[str, int]) -> bool:
+        kind = "reads" if chance.random() < READ_SHARE else "writes"
+        if not sides[kind].acquire(SOON):
+            return False
+        sides[kind].release()
+        counts[kind] += 1
+        return True
+
+    return rw_op
+
+
+def work(
+    side: str,
+    recipe: str,
+    mode: str,
+    hosts: str,
+    seconds: float,
+    threads: int,
+    go: Callable[[], None],
+    path: str | None = None,
+    warmup: float = 0.0,
+) -> dict[str, float]:
+    """Set up ``threads`` threads, call ``go`` (which returns when it is time), run them for
+    ``warmup`` seconds unmeasured (Java's JIT compiles Curator meanwhile) and then ``seconds``;
+    their counts and the process's CPU time in the measured part."""
+    path = path or f"{BENCH_ROOT}/contended-{recipe}-{uuid.uuid4().hex[:8]}"
+    if side == "curator":
+        from pycurator.testing import new_curator
+
+        def new_client() -> Any:
+            return new_curator(hosts, session_timeout_ms=int(SESSION_TIMEOUT_S * 1000))
+
+        def close(client: Any) -> None:
+            client.close()
+    else:
+
+        def new_client() -> Any:
+            return _kazoo_client(hosts, side == "pycurator-fast")
+
+        def close(client: Any) -> None:
+            client.stop()
+            client.close()
+
+    shared = new_client() if mode == "shared" else None
+    clients = [shared] if shared is not None else [new_client() for _ in range(threads)]
+    ops = [_operation(side, recipe, shared or clients[i], path, seed=i) for i in range(threads)]
+    counts = [{"done": 0, "timeouts": 0, "reads": 0, "writes": 0} for _ in range(threads)]
+    measured, end = [0.0], [0.0]
+    start = threading.Barrier(threads + 1)
+
+    def loop(op: Operation, mine: dict[str, int]) -> None:
+        start.wait(SOON)
+        spare = {"done": 0, "timeouts": 0, "reads": 0, "writes": 0}
+        while (now := time.monotonic()) < end[0]:
+            into = mine if now >= measured[0] else spare
+            if op(into):
+                into["done"] += 1
+            else:
+                into["timeouts"] += 1
+
+    workers = [
+        threading.Thread(target=loop, args=(op, mine), daemon=True)
+        for op, mine in zip(ops, counts, strict=True)
+    ]
+    for worker in workers:
+        worker.start()
+    go()
+    measured[0] = time.monotonic() + warmup
+    end[0] = measured[0] + seconds
+    start.wait(SOON)
+    time.sleep(max(0.0, measured[0] - time.monotonic()))  # the timed part starts then
+    cpu = time.process_time()
+    for worker in workers:
+        worker.join(seconds + 2 * SOON)
+    cpu = time.process_time() - cpu
+    for client in clients:
+        close(client)
+    done = sum(c["done"] for c in counts)
+    return {
+        "operations": done,
+        "ops_per_s": done / seconds,
+        "timeouts": sum(c["timeouts"] for c in counts),
+        "reads": sum(c["reads"] for c in counts),
+        "writes": sum(c["writes"] for c in counts),
+        "cpu_ms_per_op": cpu * 1e3 / done if done else 0.0,
+    }
+
+
+def _spawn(
+    side: str,
+    recipe: str,
+    mode: str,
+    hosts: str,
+    seconds: float,
+    threads: int,
+    path: str,
+    warmup: float,
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bench.contended",
+            side,
+            recipe,
+            mode,
+            hosts,
+            f"{seconds}",
+            f"{threads}",
+            path,
+            f"{warmup}",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+def _await_ready(out: IO[str] | None) -> None:
+    assert out is not None
+    line = out.readline()
+    if line.strip() != "ready":
+        raise RuntimeError(f"a contended worker did not start: {line!r}")
+
+
+def block(
+    side: str, recipe: str, mode: str, hosts: str, seconds: float, threads: int, warmup: float
+) -> dict[str, float]:
+    """One block in processes of its own: one process, or ``threads`` processes of one thread
+    each for ``processes``; their counts summed."""
+    path = f"{BENCH_ROOT}/contended-{recipe}-{uuid.uuid4().hex[:8]}"
+    if mode == "processes":
+        procs = [
+            _spawn(side, recipe, "single", hosts, seconds, 1, path, warmup) for _ in range(threads)
+        ]
+    else:
+        procs = [_spawn(side, recipe, mode, hosts, seconds, threads, path, warmup)]
+    try:
+        for proc in procs:
+            _await_ready(proc.stdout)
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        results = []
+        for proc in procs:
+            out, _ = proc.communicate(timeout=seconds + 4 * SOON)
+            if proc.returncode != 0:
+                raise RuntimeError(f"a contended worker failed ({proc.returncode})")
+            results.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    total = {
+        key: sum(r[key] for r in results) for key in ("operations", "timeouts", "reads", "writes")
+    }
+    total["ops_per_s"] = total["operations"] / seconds
+    total["cpu_ms_per_op"] = statistics.median(r["cpu_ms_per_op"] for r in results)
+    return total
+
+
+def summarize_rounds(results: list[dict[str, float]]) -> dict[str, Any]:
+    """A side's row over its rounds: medians, each round's rate, timeouts and the read share."""
+    operations = sum(r["operations"] for r in results)
+    return {
+        "ops_per_s": statistics.median(r["ops_per_s"] for r in results),
+        "ops_per_s_rounds": [r["ops_per_s"] for r in results],
+        "cpu_ms_per_op": statistics.median(r["cpu_ms_per_op"] for r in results),
+        "timeouts": sum(r["timeouts"] for r in results),
+        "read_share": sum(r["reads"] for r in results) / max(1.0, operations),
+    }
+
+
+def run(hosts: str, seconds: float, threads: int, rounds: int, warmup: float) -> dict[str, object]:
+    """Medians over ``rounds`` of every side in every mode, and their ratios to Curator's rate in
+    the same mode (``processes``: to Curator's ``shared``)."""
+    from .common import first_server
+
+    hosts = first_server(hosts)
+    samples: dict[tuple[str, str, str], list[dict[str, float]]] = {}
+    for round_ in range(rounds):
+        for recipe in RECIPES:
+            for mode in MODES:
+                sides = [s for s in SIDES if not (mode == "processes" and s == "curator")]
+                if round_ % 2:
+                    sides.reverse()
+                for side in sides:
+                    result = block(side, recipe, mode, hosts, seconds, threads, warmup)
+                    samples.setdefault((recipe, mode, side), []).append(result)
+    table: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for (recipe, mode, side), results in samples.items():
+        table.setdefault(recipe, {}).setdefault(mode, {})[side] = summarize_rounds(results)
+    print(f"\ncontended, {threads} threads, {seconds:g} s blocks, medians of {rounds} rounds")
+    print(
+        f"{'recipe':<10} {'mode':<11} {'side':<15} {'ops/s':>8} {'cpu ms/op':>10} {'/ Curator':>10}"
+    )
+    for recipe, modes in table.items():
+        for mode, by_side in modes.items():
+            base = modes["shared" if mode == "processes" else mode]["curator"]["ops_per_s"]
+            for side, row in by_side.items():
+                row["ratio_to_curator"] = row["ops_per_s"] / base if base else 0.0
+                print(
+                    f"{recipe:<10} {mode:<11} {side:<15} {row['ops_per_s']:>8.1f}"
+                    f" {row['cpu_ms_per_op']:>10.3f} {row['ratio_to_curator']:>10.2f}"
+                )
+    return {
+        "seconds": seconds,
+        "threads": threads,
+        "rounds": rounds,
+        "warmup_s": warmup,
+        "max_leases": MAX_LEASES,
+        "read_share": READ_SHARE,
+        "table": table,
+    }
+
+
+def _main(argv: list[str]) -> None:
+    side, recipe, mode, hosts, seconds, threads, path, warmup = argv
+    if side not in SIDES or recipe not in RECIPES or mode not in ("shared", "per-thread", "single"):
+        raise SystemExit(f"unknown side, recipe or mode: {side} {recipe} {mode}")
+
+    def go() -> None:
+        print("ready", flush=True)
+        sys.stdin.readline()
+
+    result = work(side, recipe, mode, hosts, float(seconds), int(threads), go, path, float(warmup))
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])
