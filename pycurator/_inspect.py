@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NoAuthError, NoNodeError
 
 from . import _wire
 from ._drivers import ReadDriver, StandardDriver, write_driver
@@ -185,7 +185,9 @@ def classify_semaphore(locks: Sequence[Entry], leases: Sequence[Entry]) -> list[
 def _read_entries(client: KazooClient, path: str, prefix: str = "") -> list[Entry] | None:
     """The children of ``path`` with data and stat, or None when ``path`` does not exist.
 
-    The reads are pipelined; a child deleted between the listing and its read is left out.
+    The reads are pipelined; a child deleted between the listing and its read is left out. A
+    child whose ACL refuses us its data is kept with empty data: its stat (which ``exists``
+    gives whatever the ACL) still tells its session and age.
     """
     try:
         names = client.get_children(path)
@@ -198,6 +200,11 @@ def _read_entries(client: KazooClient, path: str, prefix: str = "") -> list[Entr
             data, stat = reply.get()
         except NoNodeError:
             continue
+        except NoAuthError:
+            stat = client.exists(_wire.join_path(path, name))
+            if stat is None:
+                continue
+            data = b""
         entries.append(Entry(prefix + name, stat.ephemeralOwner, data or b"", stat.ctime))
     return entries
 

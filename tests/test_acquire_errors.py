@@ -38,7 +38,11 @@ def test_an_error_after_the_create_deletes_the_node_and_reaches_the_caller_uncha
     path = f"{zk_path}/lock"
     parents = recipe.node_parents(path)
     admin = zk_client_factory(auth_data=AUTH)
-    admin.create(parents[unreadable], acl=NO_READ, makepath=True)
+    unreadable_path = parents[unreadable]
+    # only that node is unreadable: kazoo's makepath would give its parents (the suite's shared
+    # root included, when it was just reaped) the same ACL
+    admin.ensure_path(unreadable_path.rsplit("/", 1)[0])
+    admin.create(unreadable_path, acl=NO_READ)
     lock = recipe.make(zk_client_factory(), path)
 
     with pytest.raises(NoAuthError):

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+from kazoo.security import make_digest_acl
 
 from pycurator import InterProcessMutex, InterProcessSemaphoreV2
 from pycurator.cli import EXIT_REFUSED
@@ -76,6 +78,25 @@ def test_inspect_calls_no_persistent_child_a_holder(
     assert view["layout"] == "not-a-lock"
     assert view["participants"] == []
     assert sorted(view["ignored"]) == sorted(["counter", f"{PROTECTED}lock-{SEQ}", "config"])
+
+
+def test_inspect_reads_past_a_child_whose_acl_refuses_its_data(
+    zk_server: ZooKeeperTarget, zk: KazooClient, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    """A node only its owner may read (next to a lock, or anywhere under ``/``) is listed as
+    ignored, not an error that hides the lock."""
+    owner = zk_client_factory(auth_data=[("digest", "owner:secret")])
+    zk.ensure_path(zk_path)  # not by makepath, which would give zk_path the owner's ACL too
+    owner.create(f"{zk_path}/private", b"x", acl=[make_digest_acl("owner", "secret", all=True)])
+    with pytest.raises(NoAuthError):
+        zk.get(f"{zk_path}/private")
+    with InterProcessMutex(zk, zk_path) as lock:
+        view = inspect_json(zk_server.hosts, zk_path)
+        assert view["layout"] == "mutex"
+        assert [(p["node"], p["state"]) for p in view["participants"]] == [
+            (lock.lock_path, "holder")
+        ]
+        assert view["ignored"] == ["private"]
 
 
 def test_inspect_of_a_lock_ignores_what_is_not_a_lock_node(
