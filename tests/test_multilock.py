@@ -100,14 +100,20 @@ def test_opposite_orders_resolve_by_timeout_without_leaving_nodes(
         assert first.acquire()  # each side holds its first lock before the other tries
         try:
             barrier.wait()
-            return lock.acquire(timeout=1.0)
+            acquired = lock.acquire(timeout=1.0)
+            if acquired:
+                lock.release()
+            return acquired
         finally:
             first.release()
 
     forward, backward = Worker(lambda: contend(a, b)), Worker(lambda: contend(b, a))
     forward.start()
     backward.start()
-    assert (forward.outcome(), backward.outcome()) == (False, False)
+    outcomes = (forward.outcome(), backward.outcome())
+    # the deadlock ends by a timeout; the side that times out first releases its first lock,
+    # and on a loaded machine the other may still be inside its own second and get both
+    assert False in outcomes, outcomes
     assert children(observer, a) == children(observer, b) == []
 
 
