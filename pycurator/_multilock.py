@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kazoo.client import KazooClient
 
@@ -37,6 +37,40 @@ class _Followed(Protocol):
     def check(self) -> None: ...
 
 
+M = TypeVar("M")
+
+
+def member_locks(
+    client_or_locks: Any,
+    paths: Sequence[str] | None,
+    make: Callable[[KazooClient, str], M],
+    kind: type,
+    not_kind: str,
+) -> list[M]:
+    """The members of a multi-lock, from ``(client, paths)`` (one ``make(client, path)`` each,
+    in order) or from a sequence of locks that are instances of ``kind``; every argument is
+    checked before any lock is made (``not_kind`` starts the message for a wrong member)."""
+    if paths is not None:
+        check_client_type(client_or_locks)
+        if isinstance(paths, str) or not isinstance(paths, Sequence):
+            raise TypeError(f"paths must be a sequence of paths, not {paths!r}")
+        for path in paths:
+            validate_path(path)
+        locks = [make(client_or_locks, path) for path in paths]
+    else:
+        if isinstance(client_or_locks, KazooClient):
+            raise TypeError("InterProcessMultiLock(client, paths) needs the paths")
+        if not isinstance(client_or_locks, Sequence):
+            raise TypeError(f"locks must be a sequence of locks, not {client_or_locks!r}")
+        locks = list(client_or_locks)
+        for lock in locks:
+            if not isinstance(lock, kind):
+                raise TypeError(f"{not_kind}: {lock!r}")
+    if not locks:
+        raise ValueError("a multi-lock needs at least one lock")
+    return locks
+
+
 class InterProcessMultiLock(LockContext):
     """Several locks taken as one: all of them, or none.
 
@@ -55,25 +89,9 @@ class InterProcessMultiLock(LockContext):
     def __init__(
         self, client_or_locks: KazooClient | Sequence[Lock], paths: Sequence[str] | None = None
     ) -> None:
-        if paths is not None:
-            check_client_type(client_or_locks)
-            if isinstance(paths, str) or not isinstance(paths, Sequence):
-                raise TypeError(f"paths must be a sequence of paths, not {paths!r}")
-            for path in paths:
-                validate_path(path)
-            locks: list[Lock] = [InterProcessMutex(client_or_locks, path) for path in paths]
-        else:
-            if isinstance(client_or_locks, KazooClient):
-                raise TypeError("InterProcessMultiLock(client, paths) needs the paths")
-            if not isinstance(client_or_locks, Sequence):
-                raise TypeError(f"locks must be a sequence of locks, not {client_or_locks!r}")
-            locks = list(client_or_locks)
-            for lock in locks:
-                if not isinstance(lock, Lock):
-                    raise TypeError(f"not a lock: {lock!r}")
-        if not locks:
-            raise ValueError("a multi-lock needs at least one lock")
-        self._locks = locks
+        self._locks: list[Lock] = member_locks(
+            client_or_locks, paths, InterProcessMutex, Lock, "not a lock"
+        )
 
     @property
     def path(self) -> str:

@@ -25,6 +25,7 @@ from .._engine import (
 from .._errors import LockLostError, LockReleaseError, LockTimeout
 from .._hold import FollowedNode, LossNotice, ReentrantHolds
 from .._monitor import ConnectionPolicy, check_policy
+from .._multilock import member_locks
 from .._mutex import check_client_type
 from .._paths import validate_path
 from .._rwlock import _ReadSideDriver
@@ -313,25 +314,9 @@ class InterProcessMultiLock(AsyncLockContext):
     def __init__(
         self, client_or_locks: KazooClient | Sequence[AsyncLock], paths: Sequence[str] | None = None
     ) -> None:
-        if paths is not None:
-            check_client_type(client_or_locks)
-            if isinstance(paths, str) or not isinstance(paths, Sequence):
-                raise TypeError(f"paths must be a sequence of paths, not {paths!r}")
-            for path in paths:
-                validate_path(path)
-            locks: list[AsyncLock] = [InterProcessMutex(client_or_locks, p) for p in paths]
-        else:
-            if isinstance(client_or_locks, KazooClient):
-                raise TypeError("InterProcessMultiLock(client, paths) needs the paths")
-            if not isinstance(client_or_locks, Sequence):
-                raise TypeError(f"locks must be a sequence of locks, not {client_or_locks!r}")
-            locks = list(client_or_locks)
-            for lock in locks:
-                if not isinstance(lock, AsyncLock):
-                    raise TypeError(f"not an asyncio lock: {lock!r}")
-        if not locks:
-            raise ValueError("a multi-lock needs at least one lock")
-        self._locks = locks
+        self._locks: list[AsyncLock] = member_locks(
+            client_or_locks, paths, InterProcessMutex, AsyncLock, "not an asyncio lock"
+        )
 
     @property
     def path(self) -> str:
