@@ -32,13 +32,20 @@ class InterProcessMutex(ReentrantLock):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        validate_path(path)
-        check_client_type(client)
-        check_data(node_data)
         super().__init__(
-            LockEngine(client, path, StandardDriver(_wire.LOCK_NAME), data=node_data, acl=acl),
-            connection_policy=connection_policy,
+            mutex_engine(client, path, node_data, acl), connection_policy=connection_policy
         )
+
+
+def mutex_engine(
+    client: KazooClient, path: str, node_data: bytes | None, acl: Sequence[Any] | None
+) -> LockEngine:
+    """The engine of a mutex on ``path`` (Curator's ``lock-`` nodes, the standard driver),
+    after checking every argument: shared by the threaded and the asyncio mutex."""
+    validate_path(path)
+    check_client_type(client)
+    check_data(node_data)
+    return LockEngine(client, path, StandardDriver(_wire.LOCK_NAME), data=node_data, acl=acl)
 
 
 def check_client_type(client: KazooClient) -> None:

@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from kazoo.client import KazooClient, TransactionRequest
 
 from .. import _wire
-from .._drivers import ReadDriver, StandardDriver, write_driver
+from .._drivers import ReadDriver, write_driver
 from .._engine import (
     Deadline,
     HeldNode,
@@ -26,7 +26,7 @@ from .._errors import LockLostError, LockReleaseError, LockTimeout
 from .._hold import FollowedNode, LossNotice, ReentrantHolds
 from .._monitor import ConnectionPolicy, check_policy
 from .._multilock import member_locks
-from .._mutex import check_client_type
+from .._mutex import check_client_type, mutex_engine
 from .._paths import validate_path
 from .._rwlock import _ReadSideDriver
 from ._runner import loop_notice, loop_spawner, run_async
@@ -229,12 +229,8 @@ class InterProcessMutex(AsyncReentrantLock):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        validate_path(path)
-        check_client_type(client)
-        check_data(node_data)
         super().__init__(
-            LockEngine(client, path, StandardDriver(_wire.LOCK_NAME), data=node_data, acl=acl),
-            connection_policy=connection_policy,
+            mutex_engine(client, path, node_data, acl), connection_policy=connection_policy
         )
 
 
