@@ -54,6 +54,7 @@ from ._calls import (
 from ._deadline import Deadline, DeadlineExpired, wait_result
 from ._drivers import Driver, NodeVanishedError
 from ._steps import Await, NewSignal, Steps, WaitSignal, run
+from .handlers import runs_inline
 
 log = logging.getLogger("pycurator")
 
@@ -206,13 +207,8 @@ class LockEngine:
                     found = yield from self._find_protected(prefix, deadline)
                     if found is not None:
                         return found, None
-                create = client.create_async(
-                    node_path,
-                    data,
-                    acl,
-                    ephemeral=True,
-                    sequence=sequence is None,
-                    include_data=True,
+                create = _requests.create_node_async(
+                    client, node_path, data, acl, ephemeral=True, sequence=sequence is None
                 )
                 listing = client.get_children_async(self.base_path)
                 try:
@@ -227,7 +223,7 @@ class LockEngine:
                     # answer came): undo what the create made, now or when it lands
                     create.rawlink(functools.partial(self._undo_late_create, prefix))
                     raise
-                node = HeldNode(created, stat.czxid, stat.ephemeralOwner)
+                node = HeldNode(client.unchroot(created), stat.czxid, stat.ephemeralOwner)
                 try:
                     children: list[str] | None = yield Await(listing, deadline)
                 except (*RETRYABLE, DeadlineExpired):
@@ -255,7 +251,7 @@ class LockEngine:
         except Exception:
             return  # nothing was made, or it went with its session
         else:
-            delete_guaranteed_later(self.client, created)
+            delete_guaranteed_later(self.client, self.client.unchroot(created))
 
     def _find_protected(self, prefix: str, deadline: Deadline) -> Steps[HeldNode | None]:
         """Our node from an earlier create whose reply was lost, if the server made it.
@@ -325,6 +321,7 @@ class LockEngine:
         seen: list[WatchedEvent] = []
         state_changed = False
 
+        @runs_inline
         def on_event(event: WatchedEvent) -> None:
             seen.append(event)
             wake.set()

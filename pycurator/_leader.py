@@ -45,6 +45,7 @@ from ._participants import (
     read_participants,
 )
 from ._paths import validate_path
+from .handlers import runs_inline
 
 log = logging.getLogger("pycurator")
 
@@ -197,6 +198,7 @@ class _Candidate:
             self._wake.set()
         return False
 
+    @runs_inline
     def _on_watch(self, event: WatchedEvent) -> None:
         self._watch_spent = True
         self._wake.set()

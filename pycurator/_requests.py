@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
-from kazoo.protocol.serialization import read_string, write_buffer, write_string
+from kazoo.protocol.serialization import Create2, read_string, write_buffer, write_string
 from kazoo.protocol.states import ZnodeStat
 from kazoo.security import OPEN_ACL_UNSAFE
 
@@ -85,6 +85,29 @@ class RemoveWatches:
     @classmethod
     def deserialize(cls, data: bytes, offset: int) -> None:
         return None
+
+
+def create_node_async(
+    client: KazooClient,
+    path: str,
+    data: bytes,
+    acl: Sequence[Any] | None,
+    *,
+    ephemeral: bool,
+    sequence: bool,
+) -> Any:
+    """kazoo's ``create_async(path, data, acl, ephemeral, sequence, include_data=True)`` without
+    its completion step: the answer, ``(server path, stat)``, is set on the returned async
+    result by the connection thread itself, where kazoo's would go through its completion
+    worker first (a thread hand-off per create). The path is the server's, chroot included
+    (``client.unchroot`` gives the client's); errors are kazoo's (NoNodeError when a parent is
+    missing: no parent is made). No ``acl`` (or an empty one) is kazoo's default, open to all."""
+    flags = (1 if ephemeral else 0) | (2 if sequence else 0)
+    result = client.handler.async_result()
+    _kazoo.call(
+        client, Create2(prefixed(client, path), data, list(acl or OPEN_ACL_UNSAFE), flags), result
+    )
+    return result
 
 
 def send_steps(client: KazooClient, request: Any, deadline: Deadline | None = None) -> Steps[Any]:

@@ -37,6 +37,7 @@ from ._monitor import ConnectionPolicy, check_policy
 from ._mutex import check_client_type
 from ._paths import validate_path
 from ._steps import Await, NewSignal, Steps, WaitSignal, run
+from .handlers import runs_inline
 
 LostCallback = Callable[[Any, str], None]
 
@@ -249,6 +250,7 @@ class InterProcessSemaphoreV2:
         watched = False
         held = False
 
+        @runs_inline
         def on_change(event: WatchedEvent) -> None:
             wake.set()
 

@@ -4,9 +4,14 @@ kazoo's connection thread calls its handler's ``select`` about four times per re
 wait, the reply's length and body, the write), and ``SequentialThreadingHandler`` builds, fills
 and closes a new ``selectors.DefaultSelector`` (an epoll instance: four system calls) on every
 call. ``FastThreadingHandler`` keeps one ``select.poll`` object per calling thread and per set of
-descriptors, so a call is a single ``poll`` system call; its callback and completion workers take
-their work from ``queue.SimpleQueue`` instead of ``queue.Queue``. Everything else (two worker
-threads run callbacks in order, events, locks, ``AsyncResult``, ``spawn``) is kazoo's own.
+descriptors, so a call is a single ``poll`` system call at most; it reads the server's socket
+in blocks (the replies and notifications that arrived together are then taken apart without
+another system call or ``select``), sends without asking first whether the socket can take it
+(it waits only when the kernel says it cannot), and runs pycurator's own watchers (which only
+record an event and wake a waiter) on the connection thread rather than handing them to the
+callback worker. Its callback and completion workers take their work from
+``queue.SimpleQueue`` instead of ``queue.Queue``. Everything else (two worker threads run other
+callbacks in order, events, locks, ``AsyncResult``, ``spawn``) is kazoo's own.
 
 It is an extension point kazoo offers (``KazooClient(handler=...)``), not a patch: other clients
 in the process keep kazoo's handler::
@@ -16,21 +21,28 @@ in the process keep kazoo's handler::
 
     zk = KazooClient(hosts="zk1:2181", handler=FastThreadingHandler())
 
-One handler per client, as with kazoo's handlers. POSIX only (``select.poll``).
+One handler per client, as with kazoo's handlers. POSIX only (``select.poll``). A TLS connection
+(``use_ssl``) is not read in blocks (kazoo's SSL socket buffers already).
 """
 
 from __future__ import annotations
 
+import logging
 import queue
 import select
+import socket
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
 
 __all__ = ["FastThreadingHandler"]
+
+log = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: Pollers a thread keeps at most; kazoo's connection thread uses three descriptor sets, and a
 #: reconnect brings new descriptors, after which the old pollers are dropped.
@@ -39,6 +51,19 @@ _MAX_POLLERS = 8
 #: hang-up or an error wakes both a reader and a writer (who then see it in recv or send).
 _NOT_READ = ~select.POLLOUT
 _NOT_WRITE = ~select.POLLIN
+#: The most one read takes from a socket kazoo reads in pieces.
+_READ_BLOCK = 65536
+#: The attribute that marks a watcher as safe to run on the connection thread.
+_INLINE = "_pycurator_runs_inline"
+
+
+def runs_inline(watcher: F) -> F:
+    """Mark ``watcher`` (a kazoo watch callback) as one that only records its event and wakes a
+    waiter: it never blocks, sends no request and takes no lock held across a request.
+    :class:`FastThreadingHandler` then runs it on the connection thread as the notification is
+    read; other handlers run it as usual. Returns ``watcher``."""
+    setattr(watcher, _INLINE, True)
+    return watcher
 
 
 class _WorkQueue(queue.SimpleQueue):  # type: ignore[type-arg]
@@ -48,16 +73,106 @@ class _WorkQueue(queue.SimpleQueue):  # type: ignore[type-arg]
         """Nothing to count: nobody joins these queues."""
 
 
+class _BufferedSocket:
+    """A socket kazoo reads in small pieces (a reply's length, then its body; a byte per queued
+    request from its wake-up pair), read here in blocks of up to :data:`_READ_BLOCK` bytes.
+
+    ``pending()`` (which kazoo asks before it would ``select`` for a read) is what is buffered,
+    or 1 when the handler's ``select`` saw the socket readable and nothing was read since; the
+    handler's ``select`` reports such a socket readable without a system call. ``send`` sends
+    at once and waits (as kazoo's ``select`` would have) only when the kernel cannot take the
+    data. Everything else is the socket's own.
+    """
+
+    __slots__ = ("_buffer", "_offset", "_sock", "readable", "write_wait")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._buffer = b""
+        self._offset = 0
+        #: the last ``select`` saw data (or a hang-up) that nobody has read yet
+        self.readable = False
+        #: the timeout of the last ``select`` that reported this socket writable without asking
+        self.write_wait: float | None = None
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def pending(self) -> int:
+        """Bytes a ``recv`` returns without waiting (at least 1 if it would not wait)."""
+        return len(self._buffer) - self._offset or int(self.readable)
+
+    def recv(self, size: int) -> bytes:
+        """Up to ``size`` bytes, from the buffer if it has any, else from one read of the
+        socket (whose rest is kept); ``b""`` at the end of the stream."""
+        available = len(self._buffer) - self._offset
+        if available:
+            start = self._offset
+            end = start + min(size, available)
+            if end == len(self._buffer):
+                chunk = self._buffer[start:] if start else self._buffer
+                self._buffer, self._offset = b"", 0
+            else:
+                chunk = self._buffer[start:end]
+                self._offset = end
+            return chunk
+        self.readable = False
+        data = self._sock.recv(max(size, _READ_BLOCK))
+        if len(data) <= size:
+            return data
+        self._buffer, self._offset = data, size
+        return data[:size]
+
+    def send(self, data: Any) -> int:
+        """Send what the kernel takes of ``data``; when it takes nothing, wait until it can, at
+        most the last ``select``'s timeout (``TimeoutError`` then)."""
+        try:
+            return self._sock.send(data)
+        except BlockingIOError:
+            pass
+        poller = select.poll()
+        poller.register(self._sock.fileno(), select.POLLOUT)
+        wait_ms = None if self.write_wait is None else self.write_wait * 1000.0
+        if not poller.poll(wait_ms):
+            raise TimeoutError("socket time-out during write")
+        return self._sock.send(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
 class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
-    """kazoo's ``SequentialThreadingHandler`` with a reused poller in ``select`` and lighter work
-    queues; a drop-in for ``KazooClient(handler=...)`` with the same contract (callbacks run in
-    order on two worker threads, ``select`` returns the ready objects it was given)."""
+    """kazoo's ``SequentialThreadingHandler`` with a reused poller in ``select``, sockets read in
+    blocks, inline pycurator watchers and lighter work queues; a drop-in for
+    ``KazooClient(handler=...)`` with the same contract (other callbacks run in order on two
+    worker threads, ``select`` returns the ready objects it was given)."""
 
     queue_impl = _WorkQueue
 
     def __init__(self) -> None:
         super().__init__()
         self._pollers = threading.local()
+
+    def create_connection(self, *args: Any, **kwargs: Any) -> Any:
+        """kazoo's connection, read in blocks unless it is a TLS one."""
+        sock = super().create_connection(*args, **kwargs)
+        return sock if kwargs.get("use_ssl") else _BufferedSocket(sock)
+
+    def create_socket_pair(self) -> tuple[Any, Any]:
+        """kazoo's wake-up pair, its reading end (the first) read in blocks."""
+        reader, writer = super().create_socket_pair()
+        return _BufferedSocket(reader), writer
+
+    def dispatch_callback(self, callback: Any) -> None:
+        """Run a watcher marked with :func:`runs_inline` now, on the calling (connection)
+        thread; queue anything else for the callback worker, as kazoo's handler does."""
+        if getattr(callback.func, _INLINE, False):
+            try:
+                callback.func(*callback.args)
+            except Exception:
+                log.exception("a watcher failed")
+            return
+        super().dispatch_callback(callback)
 
     def select(
         self,
@@ -76,6 +191,13 @@ class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
             if timeout < 0:
                 raise ValueError("timeout must be non-negative")
             wait_ms = timeout * 1000.0  # poll rounds a fraction of a millisecond up
+        if not wlist:
+            known = [obj for obj in rlist if obj.__class__ is _BufferedSocket and obj.pending()]
+            if known:
+                return known, [], []
+        elif not rlist and len(wlist) == 1 and wlist[0].__class__ is _BufferedSocket:
+            wlist[0].write_wait = timeout
+            return [], [wlist[0]], []
         read_fds = [_fd(obj) for obj in rlist]
         write_fds = [_fd(obj) for obj in wlist]
         key = (*read_fds, -1, *write_fds)
@@ -92,7 +214,10 @@ class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
             if events & select.POLLNVAL:
                 raise ValueError("Invalid event mask or fd")
             if events & _NOT_READ and fd in read_fds:
-                readable.append(rlist[read_fds.index(fd)])
+                obj = rlist[read_fds.index(fd)]
+                if obj.__class__ is _BufferedSocket:
+                    obj.readable = True
+                readable.append(obj)
             if events & _NOT_WRITE and fd in write_fds:
                 writable.append(wlist[write_fds.index(fd)])
         return readable, writable, []
