@@ -1,5 +1,7 @@
-"""``FastThreadingHandler``: kazoo's ``select`` contract with a reused poller, a client that
-reconnects on it, and the ``PYCURATOR_TEST_HANDLER`` switch of the test fixtures.
+"""``FastThreadingHandler``: kazoo's ``select`` contract with a reused poller, sockets read in
+blocks and written without a prior poll, watchers marked with ``runs_inline`` run on the
+connection thread, a client that reconnects on it, and the ``PYCURATOR_TEST_HANDLER`` switch of
+the test fixtures.
 
 The recipes themselves run under it in ``tests/test_handlers.py`` (and the latch and selector
 modules), and the whole suite runs on it with ``PYCURATOR_TEST_HANDLER=fast``.
@@ -7,23 +9,30 @@ modules), and the whole suite runs on it with ``PYCURATOR_TEST_HANDLER=fast``.
 
 from __future__ import annotations
 
+import logging
 import os
+import select
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import SequentialThreadingHandler
-from kazoo.protocol.states import KazooState
+from kazoo.protocol.states import KazooState, WatchedEvent
 
 from pycurator import InterProcessMutex
-from pycurator.handlers import FastThreadingHandler
+from pycurator.handlers import FastThreadingHandler, runs_inline
 from pycurator.testing import ClientFactory, FaultProxy
 from pycurator.testing.pytest_plugin import HANDLER_ENV, ZooKeeperTarget, handler_from_env
 
-from .support import SOON, Worker
+from .support import SOON, Worker, children, eventually
 
 #: kazoo's handler and ours must answer ``select`` alike.
 HANDLER_TYPES = (SequentialThreadingHandler, FastThreadingHandler)
@@ -164,3 +173,285 @@ def test_the_suite_handler_switch_is_documented() -> None:
     docs = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "benchmarks.md")
     with open(docs) as page:
         assert HANDLER_ENV in page.read()
+
+
+# Sockets read in blocks: kazoo's wake-up pair (its reading end) and its server connection.
+
+
+@pytest.fixture
+def wake_pair() -> Iterator[tuple[FastThreadingHandler, Any, socket.socket]]:
+    """The fast handler with kazoo's wake-up pair made by it: (handler, reading end, writer)."""
+    handler = FastThreadingHandler()
+    reader, writer = handler.create_socket_pair()
+    yield handler, reader, writer
+    reader.close()
+    writer.close()
+
+
+def kernel_readable(sock: Any) -> bool:
+    """Whether the kernel itself has data (or a hang-up) for ``sock``, asked past the handler."""
+    return bool(select.select([sock.fileno()], [], [], 0)[0])
+
+
+def test_frames_that_arrived_together_are_taken_apart_from_one_read(
+    wake_pair: tuple[FastThreadingHandler, Any, socket.socket],
+) -> None:
+    handler, reader, writer = wake_pair
+    writer.sendall(b"\0\0\0\3abc\0\0\0\2de")
+    assert handler.select([reader], [], [], SOON) == ([reader], [], [])
+    assert reader.recv(4) == b"\0\0\0\3"
+    assert reader.pending() == 9  # the rest came with the same read
+    assert not kernel_readable(reader)
+    writer.close()  # what follows can only come from the buffer
+    assert reader.recv(3) == b"abc"
+    assert reader.recv(4) == b"\0\0\0\2"
+    assert reader.recv(100) == b"de"  # no more than is buffered, without touching the socket
+    assert reader.pending() == 0
+    assert reader.recv(100) == b""  # then the end of the stream
+
+
+def test_pending_is_what_is_buffered_or_one_when_select_saw_data(
+    wake_pair: tuple[FastThreadingHandler, Any, socket.socket],
+) -> None:
+    handler, reader, writer = wake_pair
+    assert reader.pending() == 0
+    writer.sendall(b"xyz")
+    assert reader.pending() == 0  # pending() does not ask the kernel
+    assert handler.select([reader], [], [], SOON) == ([reader], [], [])
+    assert reader.pending() == 1
+    assert reader.recv(1) == b"x"
+    assert reader.pending() == 2
+    assert reader.recv(2) == b"yz"
+    assert reader.pending() == 0
+    assert handler.select([reader], [], [], 0) == ([], [], [])
+    # data the select saw is read by a recv on an empty buffer
+    writer.sendall(b"late")
+    assert handler.select([reader], [], [], SOON) == ([reader], [], [])
+    assert reader.recv(100) == b"late"
+    assert reader.pending() == 0
+
+
+def test_select_reports_a_buffered_socket_readable_without_asking_the_kernel(
+    wake_pair: tuple[FastThreadingHandler, Any, socket.socket],
+) -> None:
+    handler, reader, writer = wake_pair
+    writer.sendall(b"ab")
+    assert handler.select([reader], [], [], SOON) == ([reader], [], [])
+    assert reader.recv(1) == b"a"
+    assert not kernel_readable(reader)
+    assert handler.select([reader], [], [], 0) == ([reader], [], [])
+    assert handler.select([reader], [], [], None) == ([reader], [], [])  # would block otherwise
+    assert reader.recv(1) == b"b"
+    assert handler.select([reader], [], [], 0) == ([], [], [])
+
+
+def test_a_hang_up_reads_as_the_end_of_the_stream(
+    wake_pair: tuple[FastThreadingHandler, Any, socket.socket],
+) -> None:
+    handler, reader, writer = wake_pair
+    writer.close()
+    assert handler.select([reader], [], [], SOON) == ([reader], [], [])
+    assert reader.pending() == 1
+    assert reader.recv(4) == b""
+    assert reader.pending() == 0
+
+
+@pytest.fixture
+def tcp_pair() -> Iterator[tuple[FastThreadingHandler, Any, socket.socket]]:
+    """(handler, a connection the handler made as kazoo does, the server's end of it), with
+    small kernel buffers on both ends so that a few sends fill them."""
+    handler = FastThreadingHandler()
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock = handler.create_connection(server.getsockname(), timeout=SOON)
+        peer, _ = server.accept()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    sock.setblocking(False)
+    yield handler, sock, peer
+    sock.close()
+    peer.close()
+
+
+def test_a_write_select_does_not_poll_and_send_waits_only_when_the_kernel_is_full(
+    tcp_pair: tuple[FastThreadingHandler, Any, socket.socket],
+) -> None:
+    handler, sock, peer = tcp_pair
+    wait = 0.5
+    block = b"x" * 65536
+    took = 0.0
+    for _ in range(1000):  # the peer reads nothing: the buffers fill
+        assert handler.select([], [sock], [], wait) == ([], [sock], [])
+        started = time.monotonic()
+        try:
+            sock.send(block)
+        except TimeoutError:
+            took = time.monotonic() - started
+            break
+    else:
+        pytest.fail("the kernel never refused data")
+    assert wait * 0.9 <= took < SOON  # waited for the select's timeout, then gave up
+    assert not select.select([], [sock.fileno()], [], 0)[1]
+    assert handler.select([], [sock], [], 0) == ([], [sock], [])  # told writable all the same
+
+    def drain() -> int:
+        total = 0
+        while data := peer.recv(65536):
+            total += len(data)
+        return total
+
+    reading = Worker(drain)
+    reading.start()
+    assert handler.select([], [sock], [], SOON) == ([], [sock], [])
+    assert sock.send(b"y" * 1000) > 0
+    sock.shutdown(socket.SHUT_WR)
+    assert reading.outcome() > 0
+
+
+def test_a_tls_connection_is_not_wrapped(tmp_path: Path) -> None:
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    handler = FastThreadingHandler()
+    with socket.create_server(("127.0.0.1", 0)) as server:
+
+        def serve() -> None:
+            conn, _ = server.accept()
+            with context.wrap_socket(conn, server_side=True) as tls:
+                tls.sendall(b"hello")
+                tls.recv(1)
+
+        serving = Worker(serve)
+        serving.start()
+        sock = handler.create_connection(
+            server.getsockname(),
+            hostname="localhost",
+            timeout=SOON,
+            use_ssl=True,
+            verify_certs=False,
+        )
+        try:
+            assert isinstance(sock, ssl.SSLSocket)
+            assert sock.recv(5) == b"hello"
+        finally:
+            sock.close()
+        serving.outcome()
+
+
+# Watchers marked with runs_inline, on a real client.
+
+
+def thread_recorder(seen: list[threading.Thread], done: threading.Event) -> Callable[..., None]:
+    """A watcher that records the thread it runs on in ``seen`` and sets ``done``."""
+
+    def watcher(event: WatchedEvent) -> None:
+        seen.append(threading.current_thread())
+        done.set()
+
+    return watcher
+
+
+def test_a_marked_watcher_runs_on_the_connection_thread_under_the_fast_handler_only(
+    handler: Any, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    client = zk_client_factory(handler=handler)
+    client.ensure_path(zk_path)
+    path = f"{zk_path}/node"
+    inline: list[threading.Thread] = []
+    queued: list[threading.Thread] = []
+    inline_done, queued_done = threading.Event(), threading.Event()
+    assert client.exists(path, watch=runs_inline(thread_recorder(inline, inline_done))) is None
+    assert client.exists(path, watch=thread_recorder(queued, queued_done)) is None
+    client.create(path)
+    assert inline_done.wait(SOON) and queued_done.wait(SOON)
+    connection_thread = client._connection._connection_routine
+    assert queued[0] is not connection_thread
+    assert queued[0] in handler._workers  # kazoo's callback worker
+    if isinstance(handler, FastThreadingHandler):
+        assert inline[0] is connection_thread
+    else:
+        assert inline[0] is queued[0]
+
+
+def test_a_marked_watcher_that_raises_is_logged_and_the_client_goes_on(
+    zk_client_factory: ClientFactory, zk_path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = zk_client_factory(handler=FastThreadingHandler())
+    client.ensure_path(zk_path)
+    path = f"{zk_path}/node"
+
+    @runs_inline
+    def failing(event: WatchedEvent) -> None:
+        raise RuntimeError("watcher broke")
+
+    later: list[threading.Thread] = []
+    later_done = threading.Event()
+
+    def failures() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.name == "pycurator.handlers"]
+
+    with caplog.at_level(logging.ERROR, logger="pycurator.handlers"):
+        assert client.exists(path, watch=failing) is None
+        client.create(path, b"v")
+        eventually(lambda: bool(failures()), what="the failure logged")
+    [record] = failures()
+    assert record.exc_info is not None and isinstance(record.exc_info[1], RuntimeError)
+    assert client.get(path)[0] == b"v"
+    assert client.exists(path, watch=runs_inline(thread_recorder(later, later_done)))
+    client.delete(path)
+    assert later_done.wait(SOON)
+    assert later[0] is client._connection._connection_routine
+
+
+def test_a_reply_larger_than_a_read_block_keeps_the_connection(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    client = zk_client_factory(handler=FastThreadingHandler())
+    states: list[KazooState] = []
+    client.add_listener(states.append)
+    big = bytes(range(256)) * 3000  # 768,000 bytes: twelve read blocks
+    path = f"{zk_path}/big"
+    client.create(path, big, makepath=True)
+    try:
+        # several large replies and small ones behind each other in the socket
+        replies = [client.get_async(path) for _ in range(4)]
+        small = [client.exists_async(zk_path) for _ in range(20)]
+        assert all(reply.get(SOON)[0] == big for reply in replies)
+        assert all(answer.get(SOON) is not None for answer in small)
+        assert client.get(path)[0] == big
+    finally:
+        client.delete(path)
+    assert states == []
+
+
+def test_a_lock_in_a_chroot_reports_the_clients_paths(
+    handler: Any,
+    zk: KazooClient,
+    zk_server: ZooKeeperTarget,
+    zk_client_factory: ClientFactory,
+    zk_path: str,
+    zk_no_orphans: None,
+) -> None:
+    zk.ensure_path(zk_path)
+    client = zk_client_factory(hosts=zk_server.hosts + zk_path, handler=handler)
+    lock = InterProcessMutex(client, "/locks/one")
+    assert lock.acquire(SOON)
+    try:
+        held = lock.lock_path
+        assert held is not None and held.startswith("/locks/one/"), held
+        assert lock.participant_nodes() == [held]
+        assert client.exists(held) is not None
+        assert children(zk, f"{zk_path}/locks/one") == [held.rsplit("/", 1)[1]]
+        assert lock.is_held()
+    finally:
+        lock.release()
+    eventually(lambda: not children(zk, f"{zk_path}/locks/one"), what="our node deleted")
