@@ -9,6 +9,7 @@ modules), and the whole suite runs on it with ``PYCURATOR_TEST_HANDLER=fast``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -350,6 +351,30 @@ def test_a_tls_connection_is_not_wrapped(tmp_path: Path) -> None:
 # Watchers marked with runs_inline, on a real client.
 
 
+@contextlib.contextmanager
+def client_and_connection_thread(
+    zk_server: ZooKeeperTarget, handler: Any
+) -> Iterator[tuple[KazooClient, threading.Thread]]:
+    """A started client on ``handler`` and its connection thread: the thread kazoo calls its
+    state listeners on (here: CONNECTED, as it starts). Stopped and closed afterwards."""
+    client = KazooClient(hosts=zk_server.hosts, timeout=10.0, handler=handler)
+    connected: list[threading.Thread] = []
+
+    def listen(state: KazooState) -> None:
+        if state == KazooState.CONNECTED:
+            connected.append(threading.current_thread())
+
+    client.add_listener(listen)
+    client.start(timeout=SOON)
+    try:
+        assert connected, "no CONNECTED state seen"
+        client.remove_listener(listen)
+        yield client, connected[0]
+    finally:
+        client.stop()
+        client.close()
+
+
 def thread_recorder(seen: list[threading.Thread], done: threading.Event) -> Callable[..., None]:
     """A watcher that records the thread it runs on in ``seen`` and sets ``done``."""
 
@@ -361,55 +386,55 @@ def thread_recorder(seen: list[threading.Thread], done: threading.Event) -> Call
 
 
 def test_a_marked_watcher_runs_on_the_connection_thread_under_the_fast_handler_only(
-    handler: Any, zk_client_factory: ClientFactory, zk_path: str
+    handler: Any, zk_server: ZooKeeperTarget, zk_path: str
 ) -> None:
-    client = zk_client_factory(handler=handler)
-    client.ensure_path(zk_path)
-    path = f"{zk_path}/node"
-    inline: list[threading.Thread] = []
-    queued: list[threading.Thread] = []
-    inline_done, queued_done = threading.Event(), threading.Event()
-    assert client.exists(path, watch=runs_inline(thread_recorder(inline, inline_done))) is None
-    assert client.exists(path, watch=thread_recorder(queued, queued_done)) is None
-    client.create(path)
-    assert inline_done.wait(SOON) and queued_done.wait(SOON)
-    connection_thread = client._connection._connection_routine
-    assert queued[0] is not connection_thread
-    assert queued[0] in handler._workers  # kazoo's callback worker
-    if isinstance(handler, FastThreadingHandler):
-        assert inline[0] is connection_thread
-    else:
-        assert inline[0] is queued[0]
+    with client_and_connection_thread(zk_server, handler) as (client, connection_thread):
+        client.ensure_path(zk_path)
+        path = f"{zk_path}/node"
+        inline: list[threading.Thread] = []
+        queued: list[threading.Thread] = []
+        inline_done, queued_done = threading.Event(), threading.Event()
+        assert client.exists(path, watch=runs_inline(thread_recorder(inline, inline_done))) is None
+        assert client.exists(path, watch=thread_recorder(queued, queued_done)) is None
+        client.create(path)
+        assert inline_done.wait(SOON) and queued_done.wait(SOON)
+        assert queued[0] is not connection_thread  # kazoo's callback worker
+        assert queued[0] is not threading.current_thread()
+        if isinstance(handler, FastThreadingHandler):
+            assert inline[0] is connection_thread
+        else:
+            assert inline[0] is queued[0]
 
 
 def test_a_marked_watcher_that_raises_is_logged_and_the_client_goes_on(
-    zk_client_factory: ClientFactory, zk_path: str, caplog: pytest.LogCaptureFixture
+    zk_server: ZooKeeperTarget, zk_path: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    client = zk_client_factory(handler=FastThreadingHandler())
-    client.ensure_path(zk_path)
-    path = f"{zk_path}/node"
+    handler = FastThreadingHandler()
+    with client_and_connection_thread(zk_server, handler) as (client, connection_thread):
+        client.ensure_path(zk_path)
+        path = f"{zk_path}/node"
 
-    @runs_inline
-    def failing(event: WatchedEvent) -> None:
-        raise RuntimeError("watcher broke")
+        @runs_inline
+        def failing(event: WatchedEvent) -> None:
+            raise RuntimeError("watcher broke")
 
-    later: list[threading.Thread] = []
-    later_done = threading.Event()
+        later: list[threading.Thread] = []
+        later_done = threading.Event()
 
-    def failures() -> list[logging.LogRecord]:
-        return [r for r in caplog.records if r.name == "pycurator.handlers"]
+        def failures() -> list[logging.LogRecord]:
+            return [r for r in caplog.records if r.name == "pycurator.handlers"]
 
-    with caplog.at_level(logging.ERROR, logger="pycurator.handlers"):
-        assert client.exists(path, watch=failing) is None
-        client.create(path, b"v")
-        eventually(lambda: bool(failures()), what="the failure logged")
-    [record] = failures()
-    assert record.exc_info is not None and isinstance(record.exc_info[1], RuntimeError)
-    assert client.get(path)[0] == b"v"
-    assert client.exists(path, watch=runs_inline(thread_recorder(later, later_done)))
-    client.delete(path)
-    assert later_done.wait(SOON)
-    assert later[0] is client._connection._connection_routine
+        with caplog.at_level(logging.ERROR, logger="pycurator.handlers"):
+            assert client.exists(path, watch=failing) is None
+            client.create(path, b"v")
+            eventually(lambda: bool(failures()), what="the failure logged")
+        [record] = failures()
+        assert record.exc_info is not None and isinstance(record.exc_info[1], RuntimeError)
+        assert client.get(path)[0] == b"v"
+        assert client.exists(path, watch=runs_inline(thread_recorder(later, later_done)))
+        client.delete(path)
+        assert later_done.wait(SOON)
+        assert later[0] is connection_thread
 
 
 def test_a_reply_larger_than_a_read_block_keeps_the_connection(
