@@ -84,12 +84,15 @@ class _BufferedSocket:
     data. Everything else is the socket's own.
     """
 
-    __slots__ = ("_buffer", "_offset", "_sock", "readable", "write_wait")
+    __slots__ = ("_sock", "buffer", "fd", "offset", "readable", "write_wait")
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
-        self._buffer = b""
-        self._offset = 0
+        #: what was read and not yet taken, from ``offset`` on
+        self.buffer = b""
+        self.offset = 0
+        #: the descriptor, kept while the socket is open (-1 once closed through this object)
+        self.fd = sock.fileno()
         #: the last ``select`` saw data (or a hang-up) that nobody has read yet
         self.readable = False
         #: the timeout of the last ``select`` that reported this socket writable without asking
@@ -98,29 +101,33 @@ class _BufferedSocket:
     def fileno(self) -> int:
         return self._sock.fileno()
 
+    def close(self) -> None:
+        self.fd = -1
+        self._sock.close()
+
     def pending(self) -> int:
         """Bytes a ``recv`` returns without waiting (at least 1 if it would not wait)."""
-        return len(self._buffer) - self._offset or int(self.readable)
+        return len(self.buffer) - self.offset or int(self.readable)
 
     def recv(self, size: int) -> bytes:
         """Up to ``size`` bytes, from the buffer if it has any, else from one read of the
         socket (whose rest is kept); ``b""`` at the end of the stream."""
-        available = len(self._buffer) - self._offset
+        available = len(self.buffer) - self.offset
         if available:
-            start = self._offset
+            start = self.offset
             end = start + min(size, available)
-            if end == len(self._buffer):
-                chunk = self._buffer[start:] if start else self._buffer
-                self._buffer, self._offset = b"", 0
+            if end == len(self.buffer):
+                chunk = self.buffer[start:] if start else self.buffer
+                self.buffer, self.offset = b"", 0
             else:
-                chunk = self._buffer[start:end]
-                self._offset = end
+                chunk = self.buffer[start:end]
+                self.offset = end
             return chunk
         self.readable = False
         data = self._sock.recv(max(size, _READ_BLOCK))
         if len(data) <= size:
             return data
-        self._buffer, self._offset = data, size
+        self.buffer, self.offset = data, size
         return data[:size]
 
     def send(self, data: Any) -> int:
@@ -192,14 +199,24 @@ class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
                 raise ValueError("timeout must be non-negative")
             wait_ms = timeout * 1000.0  # poll rounds a fraction of a millisecond up
         if not wlist:
-            known = [obj for obj in rlist if obj.__class__ is _BufferedSocket and obj.pending()]
-            if known:
+            read_fds = []
+            known = None
+            for obj in rlist:
+                if obj.__class__ is _BufferedSocket:
+                    if obj.readable or obj.offset < len(obj.buffer):
+                        known = [obj] if known is None else [*known, obj]
+                    read_fds.append(obj.fd if obj.fd >= 0 else _fd(obj))
+                else:
+                    read_fds.append(_fd(obj))
+            if known is not None:
                 return known, [], []
+            write_fds = []
         elif not rlist and len(wlist) == 1 and wlist[0].__class__ is _BufferedSocket:
             wlist[0].write_wait = timeout
             return [], [wlist[0]], []
-        read_fds = [_fd(obj) for obj in rlist]
-        write_fds = [_fd(obj) for obj in wlist]
+        else:
+            read_fds = [_fd(obj) for obj in rlist]
+            write_fds = [_fd(obj) for obj in wlist]
         key = (*read_fds, -1, *write_fds)
         try:
             poller = self._pollers.cache[key]
