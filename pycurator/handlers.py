@@ -31,6 +31,7 @@ import logging
 import queue
 import select
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -163,7 +164,7 @@ class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
     def create_connection(self, *args: Any, **kwargs: Any) -> Any:
         """kazoo's connection, read in blocks unless it is a TLS one."""
         sock = super().create_connection(*args, **kwargs)
-        return sock if kwargs.get("use_ssl") else _BufferedSocket(sock)
+        return sock if isinstance(sock, ssl.SSLSocket) else _BufferedSocket(sock)
 
     def create_socket_pair(self) -> tuple[Any, Any]:
         """kazoo's wake-up pair, its reading end (the first) read in blocks."""
