@@ -33,21 +33,37 @@ def watchers(client: KazooClient, server_path: str, *, children: bool) -> set[An
     return set(registry.get(server_path, ()))
 
 
+def watched_paths(client: KazooClient, *, children: bool) -> set[str]:
+    """The server paths kazoo keeps a data (or child) watcher entry for, empty entries too
+    (``_data_watchers`` / ``_child_watchers``, as below)."""
+    registry = client._child_watchers if children else client._data_watchers
+    return set(registry)
+
+
 def discard_watcher(
     client: KazooClient, server_path: str, watcher: Callable[..., Any], *, children: bool
 ) -> bool:
     """Drop ``watcher`` from kazoo's registry of data (or child) watchers of ``server_path``
     (the path as the server names it, chroot included); whether other watchers remain there.
+    An entry left empty is removed, so giving up on many nodes does not grow the registry.
 
-    ``KazooClient._data_watchers`` / ``_child_watchers``: dicts from server path to a set of
-    watcher functions, consulted when the server's watch event arrives (kazoo 2.11.0).
+    ``KazooClient._data_watchers`` / ``_child_watchers``: defaultdicts from server path to a set
+    of watcher functions; the connection thread adds to a path's set when a watch request is
+    answered and pops the path when its event arrives (kazoo 2.11.0). A watcher it adds while
+    the entry is being removed is put back.
     """
     registry = client._child_watchers if children else client._data_watchers
     watchers = registry.get(server_path)
     if watchers is None:
         return False
     watchers.discard(watcher)
-    return bool(watchers)
+    if watchers:
+        return True
+    removed = registry.pop(server_path, None)  # one operation under the GIL
+    if removed:  # a watcher was registered meanwhile: keep it
+        registry[server_path].update(removed)
+        return True
+    return False
 
 
 def call(client: KazooClient, request: Any, result: Any) -> None:
@@ -81,4 +97,12 @@ def observe_calls(client: KazooClient, observe: Callable[[Any], None]) -> Callab
     return restore
 
 
-__all__ = ["CHECKED_VERSION", "call", "discard_watcher", "is_stopped", "observe_calls", "watchers"]
+__all__ = [
+    "CHECKED_VERSION",
+    "call",
+    "discard_watcher",
+    "is_stopped",
+    "observe_calls",
+    "watched_paths",
+    "watchers",
+]

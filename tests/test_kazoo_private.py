@@ -52,8 +52,10 @@ def test_watchers_are_registered_per_server_path_and_can_be_discarded(
         zk.get(zk_path, watch=seen.append)
     assert _kazoo.watchers(zk, zk_path, children=children) == {seen.append}
     assert _kazoo.watchers(zk, zk_path, children=not children) == set()
+    assert zk_path in _kazoo.watched_paths(zk, children=children)
     assert _kazoo.discard_watcher(zk, zk_path, seen.append, children=children) is False
     assert _kazoo.watchers(zk, zk_path, children=children) == set()
+    assert zk_path not in _kazoo.watched_paths(zk, children=children)
 
 
 def test_call_sends_a_request_kazoo_does_not_know(zk: KazooClient, zk_path: str) -> None:
