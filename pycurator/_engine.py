@@ -199,7 +199,6 @@ class LockEngine:
         name = prefix + self.driver.token + (sequence or "")
         node_path = _wire.join_path(self.base_path, name)
         data = b"" if self.on_revoke is not None else self.data
-        acl = self.acl or client.default_acl
         failures = 0
         while True:
             try:
@@ -208,7 +207,7 @@ class LockEngine:
                     if found is not None:
                         return found, None
                 create = _requests.create_node_async(
-                    client, node_path, data, acl, ephemeral=True, sequence=sequence is None
+                    client, node_path, data, self.acl, ephemeral=True, sequence=sequence is None
                 )
                 listing = client.get_children_async(self.base_path)
                 try:

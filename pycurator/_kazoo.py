@@ -26,17 +26,23 @@ def is_stopped(client: KazooClient) -> bool:
     return bool(client._stopped.is_set())
 
 
+def _registry(client: KazooClient, children: bool) -> Any:
+    """kazoo's registry of child (or data) watchers: ``_child_watchers`` / ``_data_watchers``,
+    defaultdicts from server path to a set of watcher functions (kazoo 2.11.0)."""
+    return client._child_watchers if children else client._data_watchers
+
+
 def watchers(client: KazooClient, server_path: str, *, children: bool) -> set[Any]:
     """A copy of the watcher functions kazoo has registered for data (or child) events of
     ``server_path`` (``_data_watchers`` / ``_child_watchers``, as below)."""
-    registry = client._child_watchers if children else client._data_watchers
+    registry = _registry(client, children)
     return set(registry.get(server_path, ()))
 
 
 def watched_paths(client: KazooClient, *, children: bool) -> set[str]:
     """The server paths kazoo keeps a data (or child) watcher entry for, empty entries too
     (``_data_watchers`` / ``_child_watchers``, as below)."""
-    registry = client._child_watchers if children else client._data_watchers
+    registry = _registry(client, children)
     return set(registry)
 
 
@@ -52,7 +58,7 @@ def discard_watcher(
     answered and pops the path when its event arrives (kazoo 2.11.0). A watcher it adds while
     the entry is being removed is put back.
     """
-    registry = client._child_watchers if children else client._data_watchers
+    registry = _registry(client, children)
     watchers = registry.get(server_path)
     if watchers is None:
         return False

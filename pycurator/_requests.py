@@ -101,11 +101,16 @@ def create_node_async(
     result by the connection thread itself, where kazoo's would go through its completion
     worker first (a thread hand-off per create). The path is the server's, chroot included
     (``client.unchroot`` gives the client's); errors are kazoo's (NoNodeError when a parent is
-    missing: no parent is made). No ``acl`` (or an empty one) is kazoo's default, open to all."""
+    missing: no parent is made). No ``acl`` (or an empty one) is the client's default ACL, or
+    open to all when it has none, as kazoo's ``create`` does."""
     flags = (1 if ephemeral else 0) | (2 if sequence else 0)
     result = client.handler.async_result()
     _kazoo.call(
-        client, Create2(prefixed(client, path), data, list(acl or OPEN_ACL_UNSAFE), flags), result
+        client,
+        Create2(
+            prefixed(client, path), data, list(acl or client.default_acl or OPEN_ACL_UNSAFE), flags
+        ),
+        result,
     )
     return result
 

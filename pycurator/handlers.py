@@ -204,7 +204,7 @@ class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
             known = None
             for obj in rlist:
                 if obj.__class__ is _BufferedSocket:
-                    if obj.readable or obj.offset < len(obj.buffer):
+                    if obj.readable or obj.offset < len(obj.buffer):  # pending(), inlined
                         known = [obj] if known is None else [*known, obj]
                     read_fds.append(obj.fd if obj.fd >= 0 else _fd(obj))
                 else:
