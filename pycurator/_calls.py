@@ -96,12 +96,16 @@ def wait_connected(client: KazooClient, deadline: Deadline) -> None:
     run(client, wait_connected_steps(client, deadline))
 
 
-def retrying_steps(client: KazooClient, send: Callable[[], Any], deadline: Deadline) -> Steps[Any]:
+def retrying_steps(
+    client: KazooClient, send: Callable[[], Any], deadline: Deadline, sent: Any = None
+) -> Steps[Any]:
     """Send a request (``send`` returns kazoo's async result) and wait for its answer within
-    ``deadline``, sending it again after connection loss once the client is connected."""
+    ``deadline``, sending it again after connection loss once the client is connected.
+    ``sent``: the async result of the same request, already sent, to wait for first."""
     while True:
+        result, sent = (send() if sent is None else sent), None
         try:
-            return (yield Await(send(), deadline))
+            return (yield Await(result, deadline))
         except RETRYABLE:
             yield from wait_connected_steps(client, deadline)
 

@@ -59,8 +59,9 @@ _INLINE = "_pycurator_runs_inline"
 
 
 def runs_inline(watcher: F) -> F:
-    """Mark ``watcher`` (a kazoo watch callback) as one that only records its event and wakes a
-    waiter: it never blocks, sends no request and takes no lock held across a request.
+    """Mark ``watcher`` (a kazoo watch callback) as one that only records its event, wakes a
+    waiter and perhaps sends a request it does not wait for: it never blocks and takes no lock
+    held across a request.
     :class:`FastThreadingHandler` then runs it on the connection thread as the notification is
     read; other handlers run it as usual. Returns ``watcher``."""
     setattr(watcher, _INLINE, True)

@@ -70,10 +70,14 @@ class RequestCounter:
 
     def __init__(self, client: KazooClient) -> None:
         self.counts: Counter[str] = Counter()
+        #: each request's type, and the thread that sent it, in order
+        self.senders: list[tuple[str, threading.Thread]] = []
         self._restore = _kazoo.observe_calls(client, self._saw)
 
     def _saw(self, request: Any) -> None:
-        self.counts[type(request).__name__] += 1
+        kind = type(request).__name__
+        self.counts[kind] += 1
+        self.senders.append((kind, threading.current_thread()))
 
     @property
     def count(self) -> int:

@@ -28,12 +28,12 @@ from kazoo.client import KazooClient
 from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.protocol.states import KazooState, WatchedEvent
 
-from pycurator import InterProcessMutex
+from pycurator import InterProcessMutex, InterProcessReadWriteLock
 from pycurator.handlers import FastThreadingHandler, runs_inline
 from pycurator.testing import ClientFactory, FaultProxy
 from pycurator.testing.pytest_plugin import HANDLER_ENV, ZooKeeperTarget, handler_from_env
 
-from .support import SOON, Worker, children, eventually
+from .support import SOON, RequestCounter, Worker, children, eventually
 
 #: kazoo's handler and ours must answer ``select`` alike.
 HANDLER_TYPES = (SequentialThreadingHandler, FastThreadingHandler)
@@ -435,6 +435,52 @@ def test_a_marked_watcher_that_raises_is_logged_and_the_client_goes_on(
         client.delete(path)
         assert later_done.wait(SOON)
         assert later[0] is connection_thread
+
+
+@pytest.mark.parametrize("recipe", ["mutex", "write lock"])
+def test_the_waiters_first_request_after_the_deletion_is_sent_by_the_thread_that_reads_it(
+    handler: Any,
+    recipe: str,
+    zk_server: ZooKeeperTarget,
+    zk_client_factory: ClientFactory,
+    zk_path: str,
+) -> None:
+    """The mutex waiter right behind the holder confirms its node (``exists``), the write
+    lock's waiter lists again: sent by its watcher, not by the waiting thread, and only once."""
+    path = f"{zk_path}/lock"
+
+    def lock_on(client: KazooClient) -> Any:
+        if recipe == "mutex":
+            return InterProcessMutex(client, path)
+        return InterProcessReadWriteLock(client, path).write_lock()
+
+    holder = lock_on(zk_client_factory())
+    assert holder.acquire(timeout=SOON)
+    with client_and_connection_thread(zk_server, handler) as (client, connection_thread):
+        waiter = lock_on(client)
+        counter = RequestCounter(client)
+        waiting: list[threading.Thread] = []
+
+        def wait() -> None:
+            waiting.append(threading.current_thread())
+            assert waiter.acquire(timeout=SOON)
+            waiter.release()
+
+        worker = Worker(wait)
+        try:
+            worker.start()
+            eventually(lambda: counter.counts["GetData"] == 1, what="the waiter watching")
+            holder.release()
+            worker.outcome()
+        finally:
+            counter.close()
+    after = counter.senders[[kind for kind, _ in counter.senders].index("GetData") + 1 :]
+    expected = "Exists" if recipe == "mutex" else "GetChildren"
+    assert [kind for kind, _ in after] == [expected, "Delete"]
+    [(_, sender), (_, releaser)] = after
+    assert releaser is waiting[0] and sender is not waiting[0]
+    if isinstance(handler, FastThreadingHandler):
+        assert sender is connection_thread
 
 
 def test_a_reply_larger_than_a_read_block_keeps_the_connection(

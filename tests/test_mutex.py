@@ -106,6 +106,39 @@ def test_waiter_gets_the_lock_when_the_holder_releases(
     worker.outcome()
 
 
+def test_a_waiter_whose_node_was_deleted_queues_again_when_the_holder_releases(
+    zk: KazooClient, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    path = f"{zk_path}/lock"
+    holder = InterProcessMutex(zk_client_factory(), path)
+    waiter_client = zk_client_factory()
+    waiter = InterProcessMutex(waiter_client, path)
+    assert holder.acquire()
+    counter = RequestCounter(waiter_client)
+
+    def hold() -> str | None:
+        assert waiter.acquire(timeout=SOON)
+        try:
+            assert waiter.participant_nodes() == [waiter.lock_path]
+            return waiter.lock_path
+        finally:
+            waiter.release()
+
+    worker = Worker(hold)
+    try:
+        worker.start()
+        eventually(lambda: counter.counts["GetData"] == 1, what="the waiter watching the holder")
+        [first] = [node for node in holder.participant_nodes() if node != holder.lock_path]
+        zk.delete(first)
+        holder.release()
+        held = worker.outcome()
+    finally:
+        counter.close()
+    # the deletion woke it; the exists that confirms its node found none: a new node held
+    assert held is not None and held != first
+    assert counter.counts["Exists"] == 1 and counter.counts["Create2"] == 2
+
+
 def test_reentry_counts_locally_and_sends_nothing(zk: KazooClient, zk_path: str) -> None:
     lock = InterProcessMutex(zk, f"{zk_path}/lock")
     assert lock.acquire()
