@@ -54,7 +54,7 @@ from ._calls import (
 from ._deadline import Deadline, DeadlineExpired, wait_result
 from ._drivers import Driver, NodeVanishedError
 from ._steps import Await, NewSignal, Steps, WaitSignal, run
-from .handlers import runs_inline
+from .handlers import link_inline, runs_inline
 
 log = logging.getLogger("pycurator")
 
@@ -327,7 +327,14 @@ class LockEngine:
         @runs_inline
         def on_event(event: WatchedEvent) -> None:
             send = ahead if event.type == EventType.DELETED else None
-            seen.append((event, send() if send is not None else None))
+            sent = send() if send is not None else None
+            seen.append((event, sent))
+            # wake the waiter once the answer is in, where that takes no extra hand-off
+            if sent is None or not link_inline(sent, on_answer):
+                wake.set()
+
+        @runs_inline
+        def on_answer(_: Any) -> None:
             wake.set()
 
         def on_state(state: str) -> bool:

@@ -9,9 +9,11 @@ in blocks (the replies and notifications that arrived together are then taken ap
 another system call or ``select``), sends without asking first whether the socket can take it
 (it waits only when the kernel says it cannot), and runs pycurator's own watchers (which only
 record an event and wake a waiter) on the connection thread rather than handing them to the
-callback worker. Its callback and completion workers take their work from
-``queue.SimpleQueue`` instead of ``queue.Queue``. Everything else (two worker threads run other
-callbacks in order, events, locks, ``AsyncResult``, ``spawn``) is kazoo's own.
+callback worker; likewise a callback pycurator links to a request's answer
+(:func:`link_inline`) runs on the thread that reads the answer. Its callback and completion
+workers take their work from ``queue.SimpleQueue`` instead of ``queue.Queue``. Everything else
+(two worker threads run other callbacks in order, events, locks, ``spawn``, ``AsyncResult``
+otherwise) is kazoo's own.
 
 It is an extension point kazoo offers (``KazooClient(handler=...)``), not a patch: other clients
 in the process keep kazoo's handler::
@@ -36,10 +38,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from kazoo.handlers.threading import SequentialThreadingHandler
+from kazoo.handlers.threading import AsyncResult, SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
 
-__all__ = ["FastThreadingHandler"]
+__all__ = ["FastThreadingHandler", "link_inline", "runs_inline"]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,49 @@ def runs_inline(watcher: F) -> F:
     read; other handlers run it as usual. Returns ``watcher``."""
     setattr(watcher, _INLINE, True)
     return watcher
+
+
+def link_inline(result: Any, callback: Callable[[Any], None]) -> bool:
+    """Have ``callback(result)`` run on the thread that answers ``result`` (an async result
+    of a client on :class:`FastThreadingHandler`), or at once if it is answered already; it
+    must keep the :func:`runs_inline` contract, and a result takes one such callback. False,
+    and nothing arranged, for a result of any other handler (whose linked callbacks a worker
+    thread runs, a hand-off later)."""
+    if not isinstance(result, _InlineLinkedResult):
+        return False
+    result.link_inline(callback)
+    return True
+
+
+class _InlineLinkedResult(AsyncResult):  # type: ignore[misc]
+    """kazoo's ``AsyncResult``, and a callback run by the thread that sets it (see
+    :func:`link_inline`)."""
+
+    _inline: Callable[[Any], None] | None = None
+
+    def link_inline(self, callback: Callable[[Any], None]) -> None:
+        self._inline = callback
+        if self.ready():
+            self._run_inline()
+
+    def set(self, value: Any = None) -> None:
+        super().set(value)
+        if self._inline is not None:
+            self._run_inline()
+
+    def set_exception(self, exception: BaseException) -> None:
+        super().set_exception(exception)
+        if self._inline is not None:
+            self._run_inline()
+
+    def _run_inline(self) -> None:
+        # taken out in one step, so it runs once whichever thread sees the answer first
+        callback = self.__dict__.pop("_inline", None)
+        if callback is not None:
+            try:
+                callback(self)
+            except Exception:
+                log.exception("a callback failed")
 
 
 class _WorkQueue(queue.SimpleQueue):  # type: ignore[type-arg]
@@ -171,6 +216,10 @@ class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
         """kazoo's wake-up pair, its reading end (the first) read in blocks."""
         reader, writer = super().create_socket_pair()
         return _BufferedSocket(reader), writer
+
+    def async_result(self) -> Any:
+        """kazoo's ``AsyncResult``, which also takes :func:`link_inline` callbacks."""
+        return _InlineLinkedResult(self)
 
     def dispatch_callback(self, callback: Any) -> None:
         """Run a watcher marked with :func:`runs_inline` now, on the calling (connection)

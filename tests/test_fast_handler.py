@@ -25,11 +25,12 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.protocol.states import KazooState, WatchedEvent
 
 from pycurator import InterProcessMutex, InterProcessReadWriteLock
-from pycurator.handlers import FastThreadingHandler, runs_inline
+from pycurator.handlers import FastThreadingHandler, link_inline, runs_inline
 from pycurator.testing import ClientFactory, FaultProxy
 from pycurator.testing.pytest_plugin import HANDLER_ENV, ZooKeeperTarget, handler_from_env
 
@@ -435,6 +436,55 @@ def test_a_marked_watcher_that_raises_is_logged_and_the_client_goes_on(
         client.delete(path)
         assert later_done.wait(SOON)
         assert later[0] is connection_thread
+
+
+def test_a_callback_linked_inline_runs_where_the_answer_is_read_and_once(
+    handler: Any, zk_server: ZooKeeperTarget, zk_path: str
+) -> None:
+    with client_and_connection_thread(zk_server, handler) as (client, connection_thread):
+        client.ensure_path(zk_path)
+        ran: list[tuple[threading.Thread, Any]] = []
+        done = threading.Event()
+
+        def callback(result: Any) -> None:
+            ran.append((threading.current_thread(), result))
+            done.set()
+
+        fast = isinstance(handler, FastThreadingHandler)
+        pending = client.get_async(f"{zk_path}/missing")  # answered with NoNodeError
+        assert link_inline(pending, callback) is fast
+        if not fast:
+            pending.wait(SOON)
+            assert not done.wait(0.2) and ran == []  # nothing was arranged
+            return
+        assert done.wait(SOON)
+        [(thread, result)] = ran
+        assert thread is connection_thread and result is pending
+        assert isinstance(pending.exception, NoNodeError)
+        # answered already: at once, on the caller's thread
+        answered = client.exists_async(zk_path)
+        answered.wait(SOON)
+        assert link_inline(answered, callback) is True
+        assert ran[1] == (threading.current_thread(), answered)
+
+
+def test_a_callback_linked_inline_that_raises_is_logged(
+    zk_server: ZooKeeperTarget, zk_path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with client_and_connection_thread(zk_server, FastThreadingHandler()) as (client, _):
+
+        def failing(result: Any) -> None:
+            raise RuntimeError("callback broke")
+
+        with caplog.at_level(logging.ERROR, logger="pycurator.handlers"):
+            result = client.exists_async("/")
+            link_inline(result, failing)
+            assert result.get(SOON) is not None
+            eventually(
+                lambda: any(r.name == "pycurator.handlers" for r in caplog.records),
+                what="the failure logged",
+            )
+        assert client.exists("/") is not None
 
 
 @pytest.mark.parametrize("recipe", ["mutex", "write lock"])
