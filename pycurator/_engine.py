@@ -327,7 +327,10 @@ class LockEngine:
         @runs_inline
         def on_event(event: WatchedEvent) -> None:
             send = ahead if event.type == EventType.DELETED else None
-            sent = send() if send is not None else None
+            sent = None
+            if send is not None:
+                with contextlib.suppress(Exception):  # then the loop sends it, and sees why
+                    sent = send()
             seen.append((event, sent))
             # wake the waiter once the answer is in, where that takes no extra hand-off
             if sent is None or not link_inline(sent, on_answer):
