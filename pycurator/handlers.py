@@ -29,6 +29,7 @@ One handler per client, as with kazoo's handlers. POSIX only (``select.poll``). 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import select
@@ -62,8 +63,8 @@ _INLINE = "_pycurator_runs_inline"
 
 def runs_inline(watcher: F) -> F:
     """Mark ``watcher`` (a kazoo watch callback) as one that only records its event, wakes a
-    waiter and perhaps sends a request it does not wait for: it never blocks and takes no lock
-    held across a request.
+    waiter and perhaps queues a request it does not wait for (queuing never waits on
+    :class:`FastThreadingHandler`): it never blocks and takes no lock held across a request.
     :class:`FastThreadingHandler` then runs it on the connection thread as the notification is
     read; other handlers run it as usual. Returns ``watcher``."""
     setattr(watcher, _INLINE, True)
@@ -131,7 +132,7 @@ class _BufferedSocket:
     data. Everything else is the socket's own.
     """
 
-    __slots__ = ("_sock", "buffer", "fd", "offset", "readable", "write_wait")
+    __slots__ = ("_owing", "_sock", "buffer", "fd", "offset", "owed", "readable", "write_wait")
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
@@ -144,6 +145,9 @@ class _BufferedSocket:
         self.readable = False
         #: the timeout of the last ``select`` that reported this socket writable without asking
         self.write_wait: float | None = None
+        #: wake-up bytes the writing end of the pair could not send, read as if sent
+        self.owed = 0
+        self._owing = threading.Lock()
 
     def fileno(self) -> int:
         return self._sock.fileno()
@@ -154,11 +158,22 @@ class _BufferedSocket:
 
     def pending(self) -> int:
         """Bytes a ``recv`` returns without waiting (at least 1 if it would not wait)."""
-        return len(self.buffer) - self.offset or int(self.readable)
+        return len(self.buffer) - self.offset or self.owed or int(self.readable)
+
+    def owe(self, count: int) -> None:
+        """Count ``count`` zero bytes the writing end of a pair could not send."""
+        with self._owing:
+            self.owed += count
 
     def recv(self, size: int) -> bytes:
-        """Up to ``size`` bytes, from the buffer if it has any, else from one read of the
-        socket (whose rest is kept); ``b""`` at the end of the stream."""
+        """Up to ``size`` bytes, from the buffer if it has any (or the bytes owed), else from
+        one read of the socket (whose rest is kept); ``b""`` at the end of the stream."""
+        if self.owed:
+            with self._owing:
+                taken = min(size, self.owed)
+                self.owed -= taken
+            if taken:
+                return b"\0" * taken
         available = len(self.buffer) - self.offset
         if available:
             start = self.offset
@@ -195,6 +210,40 @@ class _BufferedSocket:
         return getattr(self._sock, name)
 
 
+class _WakeWriter:
+    """The writing end of kazoo's wake-up pair (a byte per queued request), which never waits.
+
+    The pair's kernel buffer holds a few hundred one-byte writes; when it is full (hundreds of
+    requests queued at once), a byte is counted on the reading end instead (see
+    :meth:`_BufferedSocket.owe`), so no thread waits to queue a request: not the connection
+    thread (whose inline callbacks may queue one, and which alone empties the pair), nor
+    kazoo's ``stop()``. Everything else is the socket's own.
+    """
+
+    __slots__ = ("_reader", "_sock")
+
+    def __init__(self, sock: socket.socket, reader: _BufferedSocket) -> None:
+        sock.setblocking(False)
+        self._sock = sock
+        self._reader = reader
+
+    def send(self, data: Any) -> int:
+        try:
+            return self._sock.send(data)
+        except BlockingIOError:
+            pass
+        self._reader.owe(len(data))
+        # one more byte, if there is room now: the reader, asleep once it emptied the pair,
+        # wakes for it and then sees what is owed (kazoo reads a byte too many as a no-op);
+        # if there is no room, the reader has bytes to wake for anyway
+        with contextlib.suppress(BlockingIOError):
+            self._sock.send(b"\0")
+        return len(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
 class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
     """kazoo's ``SequentialThreadingHandler`` with a reused poller in ``select``, sockets read in
     blocks, inline pycurator watchers and lighter work queues; a drop-in for
@@ -213,9 +262,11 @@ class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
         return sock if isinstance(sock, ssl.SSLSocket) else _BufferedSocket(sock)
 
     def create_socket_pair(self) -> tuple[Any, Any]:
-        """kazoo's wake-up pair, its reading end (the first) read in blocks."""
+        """kazoo's wake-up pair: its reading end (the first) read in blocks, its writing end
+        never waiting (:class:`_WakeWriter`)."""
         reader, writer = super().create_socket_pair()
-        return _BufferedSocket(reader), writer
+        buffered = _BufferedSocket(reader)
+        return buffered, _WakeWriter(writer, buffered)
 
     def async_result(self) -> Any:
         """kazoo's ``AsyncResult``, which also takes :func:`link_inline` callbacks."""
@@ -254,7 +305,7 @@ class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
             known = None
             for obj in rlist:
                 if obj.__class__ is _BufferedSocket:
-                    if obj.readable or obj.offset < len(obj.buffer):  # pending(), inlined
+                    if obj.readable or obj.offset < len(obj.buffer) or obj.owed:  # pending()
                         known = [obj] if known is None else [*known, obj]
                     read_fds.append(obj.fd if obj.fd >= 0 else _fd(obj))
                 else:
