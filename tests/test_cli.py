@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionClosedError
 
 from pycurator import InterProcessMutex
 from pycurator.cli import (
@@ -19,6 +20,7 @@ from pycurator.cli import (
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
 )
+from pycurator.cli._common import Interrupted, Interrupter
 from pycurator.testing import ClientFactory, free_port
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
@@ -379,3 +381,17 @@ def test_hosts_come_from_the_environment_when_not_given(
 def test_the_command_and_the_demo_module_load_no_jvm() -> None:
     code = "import sys, pycurator, pycurator.cli, pycurator.demo; sys.exit('jpype' in sys.modules)"
     assert subprocess.run(python_command(code), timeout=SOON).returncode == 0
+
+
+def test_a_signal_that_kazoo_turned_into_a_closed_connection_is_still_the_signal() -> None:
+    """kazoo's request path ends in a bare ``except`` around the byte that wakes its connection
+    thread: a SIGTERM landing there reaches the CLI as ConnectionClosedError on the request,
+    which then means the signal (exit 128 + signal, or a clean end of ``inspect --watch``) and
+    not a lost connection."""
+    interrupt = Interrupter()
+    closed = ConnectionClosedError("Connection has been closed")
+    assert interrupt.signal_of(closed) is None  # no signal came: a real loss
+    with pytest.raises(Interrupted):
+        interrupt(signal.SIGTERM, None)
+    assert interrupt.signal_of(closed) == signal.SIGTERM
+    assert interrupt.signal_of(Interrupted(signal.SIGHUP)) == signal.SIGHUP

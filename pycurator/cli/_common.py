@@ -64,6 +64,29 @@ class Interrupted(BaseException):
         self.signum = signum
 
 
+class Interrupter:
+    """A SIGTERM and SIGHUP handler that raises :class:`Interrupted` and remembers the signal.
+
+    kazoo's request path ends in a bare ``except`` (around the byte that wakes its connection
+    thread) that turns anything raised there, our :class:`Interrupted` included, into a
+    ``ConnectionClosedError`` on the request; :meth:`signal_of` tells such an error apart from
+    a real loss of the connection."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        self.signum = signum
+        raise Interrupted(signum)
+
+    def signal_of(self, error: BaseException) -> int | None:
+        """The signal that ended a wait with ``error``: an :class:`Interrupted`'s, or the one
+        received before any other error; None if no signal came."""
+        if isinstance(error, Interrupted):
+            return error.signum
+        return self.signum
+
+
 def hosts_of(args: argparse.Namespace) -> str:
     """``--hosts``, else ``$PYCURATOR_ZK_HOSTS``, else the local default."""
     hosts: str = args.hosts or os.environ.get(HOSTS_ENV, "").strip() or DEFAULT_HOSTS

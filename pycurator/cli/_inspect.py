@@ -8,11 +8,10 @@ import json
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from types import FrameType
 from typing import Any, TextIO
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import KazooException, NoNodeError
 
 from .. import _wire
 from .._errors import NotALockNodeError
@@ -24,6 +23,7 @@ from ._common import (
     EXIT_USAGE,
     CliError,
     Interrupted,
+    Interrupter,
     checked_path,
     connected,
     signals,
@@ -261,15 +261,16 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
     with connected(args) as client:
         if args.watch:
             stop = threading.Event()
-
-            def interrupt(signum: int, frame: FrameType | None) -> None:
-                raise Interrupted(signum)
-
+            interrupt = Interrupter()
             try:
                 with signals(interrupt):
                     watch(client, path, out, args.json, args.interval, stop)
             except (Interrupted, KeyboardInterrupt):
                 stop.set()
+            except KazooException as exc:
+                if interrupt.signal_of(exc) is None:
+                    raise
+                stop.set()  # the signal, turned into a closed connection inside kazoo
             return 0
         now_ms = int(time.time() * 1000)
         if args.tree:

@@ -17,6 +17,7 @@ from types import FrameType
 from typing import TextIO
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
 
 from .._errors import LockLostError
 from .._lock import ReentrantLock
@@ -32,6 +33,7 @@ from ._common import (
     EXIT_USAGE,
     CliError,
     Interrupted,
+    Interrupter,
     checked_path,
     connected,
     hosts_of,
@@ -186,9 +188,7 @@ def _run_while_held(
     waits, a terminal shows a progress line on ``err`` (not with ``--quiet``).
     """
 
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise Interrupted(signum)
-
+    interrupt = Interrupter()
     started, timeout = time.monotonic(), args.timeout
     before_stop: list[Callable[[], None]] = []
     progress = Progress(err, args.path, not args.quiet and err.isatty())
@@ -204,6 +204,11 @@ def _run_while_held(
                 return 128 + exc.signum
             except KeyboardInterrupt:
                 return 128 + signal.SIGINT
+            except KazooException as exc:
+                signum = interrupt.signal_of(exc)
+                if signum is None:
+                    raise
+                return 128 + signum  # turned into a closed connection inside kazoo
             finally:
                 progress.stop()
             if holding is None:
