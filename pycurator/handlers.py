@@ -10,7 +10,8 @@ another system call or ``select``), sends without asking first whether the socke
 (it waits only when the kernel says it cannot), and runs pycurator's own watchers (which only
 record an event and wake a waiter) on the connection thread rather than handing them to the
 callback worker; likewise a callback pycurator links to a request's answer
-(:func:`link_inline`) runs on the thread that reads the answer. Its callback and completion
+(:func:`link_inline`) runs on the thread that reads the answer, and queuing a request never
+waits on kazoo's wake-up pair (see :class:`_WakeWriter`). Its callback and completion
 workers take their work from ``queue.SimpleQueue`` instead of ``queue.Queue``. Everything else
 (two worker threads run other callbacks in order, events, locks, ``spawn``, ``AsyncResult``
 otherwise) is kazoo's own.
