@@ -247,31 +247,28 @@ def test_select_reports_a_buffered_socket_readable_without_asking_the_kernel(
     assert handler.select([reader], [], [], 0) == ([], [], [])
 
 
-def test_the_wake_up_pair_never_makes_a_writer_wait_and_loses_no_byte() -> None:
-    handler = FastThreadingHandler()
-    reader, writer = handler.create_socket_pair()
-    try:
-        sent = threading.Event()
+def test_the_wake_up_pair_never_makes_a_writer_wait_and_loses_no_byte(
+    wake_pair: tuple[FastThreadingHandler, Any, socket.socket],
+) -> None:
+    handler, reader, writer = wake_pair
+    sent = threading.Event()
 
-        def burst() -> None:  # far more than the kernel buffer of the pair holds
-            for _ in range(20_000):
-                writer.send(b"\0")
-            sent.set()
+    def burst() -> None:  # far more than the kernel buffer of the pair holds
+        for _ in range(20_000):
+            writer.send(b"\0")
+        sent.set()
 
-        threading.Thread(target=burst, daemon=True).start()
-        assert sent.wait(SOON), "a writer waited on the full pair"
-        received = 0
-        while handler.select([reader], [], [], 0)[0]:
-            chunk = reader.recv(1)
-            assert chunk == b"\0"
-            received += 1
-        # each byte the kernel refused is owed, and may bring one real byte more to wake the
-        # reader (kazoo reads a byte with no request behind it as a no-op)
-        assert 20_000 <= received <= 40_000
-        assert reader.pending() == 0
-    finally:
-        reader.close()
-        writer.close()
+    threading.Thread(target=burst, daemon=True).start()
+    assert sent.wait(SOON), "a writer waited on the full pair"
+    received = 0
+    while handler.select([reader], [], [], 0)[0]:
+        chunk = reader.recv(1)
+        assert chunk == b"\0"
+        received += 1
+    # each byte the kernel refused is owed, and may bring one real byte more to wake the
+    # reader (kazoo reads a byte with no request behind it as a no-op)
+    assert 20_000 <= received <= 40_000
+    assert reader.pending() == 0
 
 
 def test_a_hang_up_reads_as_the_end_of_the_stream(

@@ -265,12 +265,12 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
             try:
                 with signals(interrupt):
                     watch(client, path, out, args.json, args.interval, stop)
-            except (Interrupted, KeyboardInterrupt):
+            except KeyboardInterrupt:
                 stop.set()
-            except KazooException as exc:
+            except (Interrupted, KazooException) as exc:
                 if interrupt.signal_of(exc) is None:
                     raise
-                stop.set()  # the signal, turned into a closed connection inside kazoo
+                stop.set()
             return 0
         now_ms = int(time.time() * 1000)
         if args.tree:

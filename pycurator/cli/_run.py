@@ -200,15 +200,13 @@ def _run_while_held(
             progress.follow(client)
             try:
                 holding = acquire(client, before_stop)
-            except Interrupted as exc:
-                return 128 + exc.signum
             except KeyboardInterrupt:
                 return 128 + signal.SIGINT
-            except KazooException as exc:
+            except (Interrupted, KazooException) as exc:
                 signum = interrupt.signal_of(exc)
                 if signum is None:
                     raise
-                return 128 + signum  # turned into a closed connection inside kazoo
+                return 128 + signum
             finally:
                 progress.stop()
             if holding is None:
