@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -28,6 +27,7 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import KazooState, WatchedEvent
 
 from . import _kazoo, _requests
+from ._background import call_later
 from ._deadline import Deadline, DeadlineExpired
 from ._steps import Await, NewSignal, Steps, WaitSignal, run
 
@@ -39,43 +39,19 @@ RETRYABLE = (ConnectionLoss, OperationTimeoutError, SessionExpiredError)
 #: the server's answer while the client is connected, in seconds. A client that is not
 #: connected does not wait at all. Either way an unconfirmed delete goes on in the background.
 DELETE_WAIT = 2.0
-
-
-def check_timeout(timeout: float | None) -> float | None:
-    """Validate a user's timeout in seconds: None, or a finite number >= 0."""
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
-    if math.isnan(timeout) or timeout < 0:
-        raise ValueError(f"timeout must be >= 0 seconds or None, not {timeout!r}")
-    return float(timeout)
-
-
-def check_data(data: bytes | None, name: str = "node_data") -> None:
-    """Raise TypeError naming ``name`` unless ``data`` is None or bytes."""
-    if data is not None and not isinstance(data, (bytes, bytearray)):
-        raise TypeError(f"{name} must be bytes, not {type(data).__name__}")
-
-
-def check_client(client: KazooClient) -> None:
-    """Raise a clear error for a client that cannot send requests."""
-    if not isinstance(client, KazooClient):
-        raise TypeError(f"client must be a kazoo KazooClient, not {type(client).__name__}")
-    if _kazoo.is_stopped(client):
-        raise ConnectionClosedError("the kazoo client is not started, or has been stopped")
+#: Seconds between the late answer of a watch request nobody waits for and dropping its watch.
+LATE_WATCH_DELAY = 0.05
 
 
 def wait_connected_steps(client: KazooClient, deadline: Deadline) -> Steps[None]:
-    """Wait until ``client`` is connected; raise when the deadline passes or it is stopped."""
+    """Wait until ``client`` is connected; raise DeadlineExpired when the deadline passes, and
+    ConnectionClosedError when the client is stopped (at once: stopping it is a state change)."""
     if client.connected:
         return
     event = yield NewSignal()
 
     def listener(state: str) -> bool:
-        if state == KazooState.CONNECTED:
-            event.set()
-            return True
+        event.set()
         return False
 
     client.add_listener(listener)
@@ -86,7 +62,10 @@ def wait_connected_steps(client: KazooClient, deadline: Deadline) -> Steps[None]
             remaining = deadline.remaining()
             if remaining is not None and remaining <= 0:
                 raise DeadlineExpired()
-            yield WaitSignal(event, 0.5 if remaining is None else min(0.5, remaining))
+            event.clear()
+            if client.connected or _kazoo.is_stopped(client):
+                continue  # changed before the listener could hear it
+            yield WaitSignal(event, remaining)
     finally:
         client.remove_listener(listener)
 
@@ -113,6 +92,81 @@ def retrying_steps(
 def retrying(client: KazooClient, send: Callable[[], Any], deadline: Deadline) -> Any:
     """:func:`retrying_steps`, blocking."""
     return run(client, retrying_steps(client, send, deadline))
+
+
+def read_steps(
+    client: KazooClient, send: Callable[[], Any], deadline: Deadline | None = None
+) -> Steps[Any]:
+    """The answer to one read-only request, riding through a reconnect (see
+    :func:`read_all_steps`); the server's error (``NoNodeError``...) is raised."""
+    ((value, error),) = yield from read_all_steps(client, [send], deadline)
+    if error is not None:
+        raise error
+    return value
+
+
+def read_all_steps(
+    client: KazooClient, sends: Sequence[Callable[[], Any]], deadline: Deadline | None = None
+) -> Steps[list[tuple[Any, BaseException | None]]]:
+    """The answers to read-only requests sent together, each as ``(value, None)`` or ``(None,
+    error)`` for a server's error (``NoNodeError``...), riding through a reconnect.
+
+    Each ``send()`` sends its request and returns kazoo's async result. They are sent once the
+    client is connected, and those unanswered are sent again after a connection loss or a
+    session expiry met while waiting (kazoo drops a request queued while disconnected when the
+    session then expires: its answer never comes). ``deadline`` defaults to the client's
+    session timeout from now; ``ConnectionLoss`` is raised once it passes without every
+    answer, and ``ConnectionClosedError`` once the client is stopped.
+    """
+    deadline = Deadline(_kazoo.session_timeout(client)) if deadline is None else deadline
+    outcomes: list[tuple[Any, BaseException | None] | None] = [None] * len(sends)
+    wake = yield NewSignal()
+    lock = threading.Lock()
+    unanswered = [0]
+
+    def on_state(state: str) -> bool:
+        wake.set()
+        return False
+
+    def answered(_: Any) -> None:
+        with lock:
+            unanswered[0] -= 1
+            last = unanswered[0] == 0
+        if last:
+            wake.set()
+
+    client.add_listener(on_state)
+    try:
+        while True:
+            pending = [index for index, outcome in enumerate(outcomes) if outcome is None]
+            if not pending:
+                return [outcome for outcome in outcomes if outcome is not None]
+            try:
+                yield from wait_connected_steps(client, deadline)
+            except DeadlineExpired:
+                raise ConnectionLoss("not connected to ZooKeeper in time") from None
+            wake.clear()
+            unanswered[0] = len(pending)
+            results = [(index, sends[index]()) for index in pending]
+            for _, result in results:
+                result.rawlink(answered)
+            try:
+                woken = yield WaitSignal(wake, deadline.remaining())
+            finally:
+                for _, result in results:
+                    result.unlink(answered)
+            for index, result in results:
+                if result.ready():
+                    try:
+                        outcomes[index] = (result.get_nowait(), None)
+                    except RETRYABLE:
+                        pass  # sent again once connected
+                    except Exception as exc:
+                        outcomes[index] = (None, exc)
+            if not woken:
+                raise ConnectionLoss("no answer from ZooKeeper in time")
+    finally:
+        client.remove_listener(on_state)
 
 
 def watch_steps(
@@ -163,10 +217,12 @@ def _forget_late_watch(
     result: Any,
 ) -> None:
     """A watch request we stopped waiting for has been answered: if it set the watch, drop it
-    (after kazoo has registered it, which follows the answer)."""
+    (a moment later: kazoo's connection thread registers the watcher right after it answers)."""
     if result.successful():
-        client.handler.spawn(
-            functools.partial(forget_watch, client, path, watcher, children=children)
+        call_later(
+            client.handler,
+            LATE_WATCH_DELAY,
+            functools.partial(forget_watch, client, path, watcher, children=children),
         )
 
 
@@ -264,7 +320,7 @@ class _PendingDeletes:
         except (ConnectionLoss, OperationTimeoutError):
             client = self._client()
             if client is not None and client.connected:
-                client.handler.spawn(self._again, path)
+                self._again(path)
             return  # otherwise the next CONNECTED sends it again
         except (NoNodeError, SessionExpiredError, ConnectionClosedError):
             pass
@@ -276,8 +332,7 @@ class _PendingDeletes:
     def _again(self, path: str) -> None:
         client = self._client()
         if client is not None:
-            client.handler.sleep_func(0.1)
-            self._send(path)
+            call_later(client.handler, 0.1, lambda: self._send(path))
 
     def __contains__(self, path: str) -> bool:
         with self._lock:
@@ -299,13 +354,11 @@ def _pending_deletes(client: KazooClient) -> _PendingDeletes:
 __all__ = [
     "DELETE_WAIT",
     "RETRYABLE",
-    "check_client",
-    "check_data",
-    "check_timeout",
     "delete_guaranteed",
     "delete_guaranteed_later",
     "delete_guaranteed_steps",
     "forget_watch",
+    "read_steps",
     "retrying",
     "retrying_steps",
     "wait_connected",

@@ -23,10 +23,13 @@ class NodeVanishedError(LookupError):
 
 @dataclass(frozen=True)
 class Decision:
-    """``holds``: we hold it. Otherwise ``watch`` names the child to wait on."""
+    """``holds``: we hold it. Otherwise ``watch`` names the child to wait on, and
+    ``then_holds`` says whether its deletion alone gives us the lock (nodes that sort before
+    ours can only go away), so that a waiter need not keep the listing to decide again."""
 
     holds: bool
     watch: str | None = None
+    then_holds: bool = False
 
 
 class Driver(Protocol):
@@ -88,7 +91,7 @@ class StandardDriver:
         index = _index_of(children, ours)
         if index < self.max_leases:
             return Decision(True)
-        return Decision(False, children[index - self.max_leases])
+        return Decision(False, children[index - self.max_leases], index == self.max_leases)
 
 
 #: Sort order of the read/write lock: strip ``__READ__``, then ``__WRIT__``.
@@ -116,10 +119,62 @@ class ReadDriver:
 
     def decide(self, children: Sequence[str], ours: str) -> Decision:
         first_write: str | None = None
+        writes = 0
         for child in children:
             if _wire.WRITE_LOCK_NAME in child:
-                if first_write is None:
-                    first_write = child
+                first_write = first_write or child
+                writes += 1
             elif child.startswith(ours):
-                return Decision(first_write is None, first_write)
+                return Decision(first_write is None, first_write, writes == 1)
         raise NodeVanishedError(ours)
+
+
+@dataclass(frozen=True)
+class ReadSideDriver:
+    """The read side as one acquire sees it: :class:`ReadDriver`'s rule, except for the holder
+    of the write lock, whose write node is ``write_node``: it holds the read lock at once, with
+    a node that takes the write node's sequence and is not sequential (CURATOR-621, Curator
+    5.5), so it sorts beside the write node and a queued writer stays behind the reader."""
+
+    write_node: str | None = None
+    rules: ReadDriver = ReadDriver()
+    token: str = _wire.READ_LOCK_NAME
+    relist_before_holding: bool = False
+
+    def node_sequence(self) -> str | None:
+        if self.write_node is None:
+            return None
+        return _wire.sort_key(_wire.node_name(self.write_node), _wire.WRITE_LOCK_NAME)
+
+    def sort(self, children: Sequence[str]) -> list[str]:
+        return self.rules.sort(children)
+
+    def decide(self, children: Sequence[str], ours: str) -> Decision:
+        if self.write_node is not None:
+            return Decision(True)
+        return self.rules.decide(children, ours)
+
+
+def after_wake(
+    decision: Decision, deleted: bool, state_changed: bool, relist_before_holding: bool
+) -> Decision | None:
+    """What a waiter that made ``decision`` knows once woken: the lock, still to be confirmed
+    (the watched node is deleted and ``then_holds``), the same decision (an event that changed
+    nothing: watch again), or nothing (None: list the children again). A connection state
+    change always lists again: our node may have gone with the session."""
+    if state_changed:
+        return None
+    if not deleted:
+        return decision
+    if decision.then_holds and not relist_before_holding:
+        return Decision(True)
+    return None
+
+
+def asks_first(decision: Decision, relist_before_holding: bool) -> str:
+    """The request a waiter sends first once the node it watches is deleted: ``exists`` (to
+    confirm that our node is still there, when that deletion gives us the lock) or
+    ``children`` (the listing :func:`after_wake` asks for)."""
+    if decision.then_holds and not relist_before_holding:
+        return "exists"
+    return "children"

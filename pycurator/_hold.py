@@ -15,16 +15,19 @@ from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
 
+from ._background import SerialQueue
+from ._checks import ConnectionPolicy
 from ._engine import HeldNode
 from ._errors import LockLostError, LockNotOwnedError
-from ._monitor import ConnectionPolicy, HoldMonitor, HoldState
+from ._monitor import HoldMonitor, HoldState
 from ._steps import Steps
 
 
 class LossNotice:
     """A recipe's notice of lost holds: ``lost_event`` (any object with ``set()`` and
     ``clear()``, by default a handler event) and callbacks ``callback(subject, reason)``, each
-    run through ``spawn`` (by default a kazoo worker)."""
+    run through ``spawn`` (by default in order on the handler's worker pool, see
+    :class:`~pycurator._background.SerialQueue`)."""
 
     def __init__(
         self,
@@ -33,7 +36,7 @@ class LossNotice:
         spawn: Callable[..., Any] | None = None,
     ) -> None:
         self.lost_event = client.handler.event_object() if event is None else event
-        self._spawn = client.handler.spawn if spawn is None else spawn
+        self._spawn = SerialQueue(client.handler).post if spawn is None else spawn
         self._callbacks: list[Callable[[Any, str], None]] = []
 
     def add(self, callback: Callable[[Any, str], None]) -> None:
@@ -62,10 +65,11 @@ class FollowedNode:
         node: HeldNode,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
+        kind: str = "lock",
     ) -> None:
         self.client = client
         self.node = node
-        self.monitor = HoldMonitor(client, node.path, policy, on_change, node.session_id)
+        self.monitor = HoldMonitor(client, node.path, policy, on_change, node.session_id, kind)
 
     @property
     def path(self) -> str:
@@ -119,7 +123,12 @@ class _Entry:
 
 class ReentrantHolds:
     """A re-entrant lock's holds, one per unit (whatever ``unit()`` returns: a thread, a
-    greenlet, an asyncio task); re-entry only counts."""
+    greenlet, an asyncio task); re-entry only counts. Each method acts for ``unit`` when given,
+    else for the calling unit.
+
+    With ``finished`` (whether a unit has ended), a hold whose unit has ended may be released
+    by any unit: it is then nobody's, and must not stay held for want of an owner.
+    """
 
     def __init__(
         self,
@@ -127,34 +136,39 @@ class ReentrantHolds:
         path: str,
         unit: Callable[[], Hashable],
         unit_name: str = "thread",
+        finished: Callable[[Hashable], bool] | None = None,
     ) -> None:
         self._path = path
-        self._unit = unit
+        self.unit = unit
         self._unit_name = unit_name
+        self._finished = finished
         self._entries: dict[Hashable, _Entry] = {}
         self._guard = client.handler.lock_object()
 
-    def enter(self) -> bool:
-        """Count one more hold if the calling unit holds already; whether it did."""
+    def enter(self, unit: Hashable | None = None) -> bool:
+        """Count one more hold if the unit holds already; whether it did."""
         with self._guard:
-            entry = self._entries.get(self._unit())
+            entry = self._entries.get(self.unit() if unit is None else unit)
             if entry is None:
                 return False
             entry.count += 1
             return True
 
-    def add(self, hold: FollowedNode) -> None:
-        """The calling unit now holds ``hold``."""
+    def add(self, hold: FollowedNode, unit: Hashable | None = None) -> None:
+        """The unit now holds ``hold``."""
         with self._guard:
-            self._entries[self._unit()] = _Entry(hold)
+            self._entries[self.unit() if unit is None else unit] = _Entry(hold)
 
-    def leave(self) -> FollowedNode | None:
-        """Count one hold of the calling unit off; its node once the last is gone, else None.
+    def leave(self, unit: Hashable | None = None) -> FollowedNode | None:
+        """Count one hold of the unit off; its node once the last is gone, else None.
 
-        Raises :class:`LockNotOwnedError` when the calling unit does not hold the lock.
+        Raises :class:`LockNotOwnedError` when the unit does not hold the lock (and no hold
+        of a finished unit is left to release).
         """
-        unit = self._unit()
+        unit = self.unit() if unit is None else unit
         with self._guard:
+            if unit not in self._entries and self._finished is not None:
+                unit = next((u for u in self._entries if self._finished(u)), unit)
             entry = self._entries.get(unit)
             if entry is None:
                 raise LockNotOwnedError(self._path)
@@ -165,15 +179,15 @@ class ReentrantHolds:
         entry.hold.close()
         return entry.hold
 
-    def current(self) -> FollowedNode | None:
-        """The calling unit's hold, or None."""
+    def current(self, unit: Hashable | None = None) -> FollowedNode | None:
+        """The unit's hold, or None."""
         with self._guard:
-            entry = self._entries.get(self._unit())
+            entry = self._entries.get(self.unit() if unit is None else unit)
             return entry.hold if entry is not None else None
 
-    def required(self) -> FollowedNode:
-        """The calling unit's hold; :class:`LockLostError` if it holds none."""
-        hold = self.current()
+    def required(self, unit: Hashable | None = None) -> FollowedNode:
+        """The unit's hold; :class:`LockLostError` if it holds none."""
+        hold = self.current(unit)
         if hold is None:
             raise LockLostError(self._path, f"not acquired by this {self._unit_name}")
         return hold
@@ -183,10 +197,10 @@ class ReentrantHolds:
         with self._guard:
             return bool(self._entries)
 
-    def owned(self) -> bool:
-        """Whether the calling unit holds."""
+    def owned(self, unit: Hashable | None = None) -> bool:
+        """Whether the unit holds."""
         with self._guard:
-            return self._unit() in self._entries
+            return (self.unit() if unit is None else unit) in self._entries
 
 
 __all__ = ["FollowedNode", "LossNotice", "ReentrantHolds"]

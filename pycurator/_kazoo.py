@@ -26,6 +26,14 @@ def is_stopped(client: KazooClient) -> bool:
     return bool(client._stopped.is_set())
 
 
+def session_timeout(client: KazooClient) -> float:
+    """The session timeout ``client`` asks the server for, in seconds.
+
+    ``KazooClient._session_timeout``: the ``timeout`` argument in milliseconds (kazoo 2.11.0).
+    """
+    return float(client._session_timeout) / 1000.0
+
+
 def _registry(client: KazooClient, children: bool) -> Any:
     """kazoo's registry of child (or data) watchers: ``_child_watchers`` / ``_data_watchers``,
     defaultdicts from server path to a set of watcher functions (kazoo 2.11.0)."""
@@ -109,6 +117,7 @@ __all__ = [
     "discard_watcher",
     "is_stopped",
     "observe_calls",
+    "session_timeout",
     "watched_paths",
     "watchers",
 ]

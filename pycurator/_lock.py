@@ -12,11 +12,12 @@ from typing import TypeVar
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from ._engine import HeldNode, LockEngine, check_timeout
+from ._checks import ConnectionPolicy, check_policy, check_timeout
+from ._drivers import Driver
+from ._engine import HeldNode, LockEngine
 from ._errors import LockLostError, LockTimeout
 from ._handlers import unit_getter
 from ._hold import FollowedNode, LossNotice, ReentrantHolds
-from ._monitor import ConnectionPolicy, check_policy
 
 L = TypeVar("L", bound="ReentrantLock")
 C = TypeVar("C", bound="LockContext")
@@ -106,11 +107,15 @@ class ReentrantLock(LockContext):
         timeout = check_timeout(timeout)
         if self._holds.enter():
             return True
-        node = self._engine.acquire(timeout)
+        node = self._engine.acquire(timeout, self._acquire_driver())
         if node is None:
             return False
         self._held(node)
         return True
+
+    def _acquire_driver(self) -> Driver | None:
+        """The driver of the calling thread's acquire, if not the engine's."""
+        return None
 
     def _held(self, node: HeldNode) -> None:
         self.lost_event.clear()

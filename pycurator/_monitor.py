@@ -13,6 +13,10 @@ Connection states reach the monitor at once (a connection listener). The watch t
 node's deletion by someone else costs a request and an event, which would make a short hold half
 again as dear on loopback; so it is set once a hold has lasted :data:`WATCH_DELAY`, or at once
 when the holder asks (:meth:`HoldMonitor.confirm`, behind ``is_held()`` and ``check()``).
+
+No monitor has a thread of its own: after a reconnect, one worker of the handler's pool sends
+the check of every suspended hold in turn (requests, not threads), and the answers decide on
+kazoo's completion thread. A loss is logged (WARNING) with the node and the reason.
 """
 
 from __future__ import annotations
@@ -26,30 +30,23 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
+from . import _kazoo
+from ._background import SerialQueue
+from ._checks import CONNECTION_POLICIES, ConnectionPolicy, check_policy
 from ._deadline import Deadline, DeadlineExpired
 from ._steps import Await, Steps, run
 
 log = logging.getLogger("pycurator")
 
-ConnectionPolicy = Literal["standard", "session"]
-CONNECTION_POLICIES: tuple[ConnectionPolicy, ...] = ("standard", "session")
 
-
-def check_policy(policy: str) -> ConnectionPolicy:
-    """Validate a connection policy name."""
-    if policy == "standard":
-        return "standard"
-    if policy == "session":
-        return "session"
-    raise ValueError(f"connection_policy must be 'standard' or 'session', not {policy!r}")
-
-
+#: The reason a hold is lost when its client is stopped.
+CLIENT_STOPPED = "client stopped"
 #: How long a hold lasts before its node's deletion watch is set without being asked for.
 WATCH_DELAY = 0.05
 #: The longest :meth:`HoldMonitor.confirm` (``is_held()``, ``check()``) waits for the server.
@@ -73,7 +70,7 @@ class HoldMonitor:
     so a session that ended before the monitor started is seen too. The monitor listens to the
     connection at once and watches the node from :data:`WATCH_DELAY` into the hold, or from the
     first :meth:`confirm`; :meth:`close` removes the listener, and the watch is spent when the
-    node is deleted.
+    node is deleted. ``kind`` names what is held in the log ("lock", "lease", "leadership").
     """
 
     def __init__(
@@ -83,10 +80,12 @@ class HoldMonitor:
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
         session_id: int,
+        kind: str = "lock",
     ) -> None:
         self.client = client
         self.node = node
         self.policy = policy
+        self.kind = kind
         self.state = HoldState.HELD
         self.reason = ""
         self._on_change = on_change
@@ -154,10 +153,22 @@ class HoldMonitor:
             self.client.remove_listener(self._on_connection)
         if not was_held and state is not HoldState.HELD:
             return
+        self._log(state, reason)
         try:
             self._on_change(state, reason)
         except Exception:
             log.exception("lock state callback failed for %s", self.node)
+
+    def _log(self, state: HoldState, reason: str) -> None:
+        extra = {"path": self.node.rsplit("/", 1)[0] or "/", "node": self.node, "reason": reason}
+        if state is HoldState.HELD:
+            log.info("%s %s is ours again: %s", self.kind, self.node, reason, extra=extra)
+        elif state is HoldState.LOST and reason == CLIENT_STOPPED:  # the user's own doing
+            log.info("%s %s lost: %s", self.kind, self.node, reason, extra=extra)
+        elif state is HoldState.LOST:
+            log.warning("%s %s lost: %s", self.kind, self.node, reason, extra=extra)
+        else:
+            log.warning("%s %s not known to be ours: %s", self.kind, self.node, reason, extra=extra)
 
     def _on_check(self, result: object) -> None:
         try:
@@ -179,20 +190,29 @@ class HoldMonitor:
 
     def _on_connection(self, state: str) -> bool:
         if state == KazooState.LOST:
-            self._move(HoldState.LOST, "session expired")
+            stopped = _kazoo.is_stopped(self.client)
+            self._move(HoldState.LOST, CLIENT_STOPPED if stopped else "session expired")
         elif state == KazooState.SUSPENDED:
             if self.policy == "standard":
                 self._move(HoldState.SUSPENDED, "connection suspended")
-        elif state == KazooState.CONNECTED and self.state is HoldState.SUSPENDED:
-            self.client.handler.spawn(self._verify)
-        elif state == KazooState.CONNECTED and not self._watching:
-            self.client.handler.spawn(self._watch)
+        elif self.state is HoldState.SUSPENDED or not self._watching:
+            # not from kazoo's connection thread, which must not send (it alone empties the
+            # pipe that wakes it): one worker sends the requests of every hold in turn
+            _reconnect_queue(self.client.handler).post(self._after_reconnect)
         return False
 
-    def _verify(self) -> None:
-        """After a reconnect: ours again only if the node exists and this session made it."""
+    def _after_reconnect(self) -> None:
+        """After a reconnect: a suspended hold is ours again only if its node exists and this
+        session made it; a hold not yet watched gets its watch. Sends, does not wait."""
+        if self.state is HoldState.SUSPENDED:
+            result = self.client.exists_async(self.node, watch=self._on_node_event)
+            result.rawlink(self._verified)
+        else:
+            self._watch()
+
+    def _verified(self, result: Any) -> None:
         try:
-            stat = self.client.exists(self.node, watch=self._on_node_event)
+            stat = result.get_nowait()
         except KazooException:
             return  # disconnected again: the next CONNECTED verifies
         current = self.client.client_id[0] if self.client.client_id else None
@@ -201,6 +221,18 @@ class HoldMonitor:
             self._move(HoldState.LOST, "lock node not ours after reconnect")
         else:
             self._move(HoldState.HELD, "reconnected in the same session")
+
+
+_RECONNECT_QUEUES: weakref.WeakKeyDictionary[Any, SerialQueue] = weakref.WeakKeyDictionary()
+
+
+def _reconnect_queue(handler: Any) -> SerialQueue:
+    """The queue on which a handler's monitors send their requests after a reconnect."""
+    with _DEFERRED_LOCK:
+        queue = _RECONNECT_QUEUES.get(handler)
+        if queue is None:
+            queue = _RECONNECT_QUEUES[handler] = SerialQueue(handler)
+        return queue
 
 
 class _DeferredWatches:
@@ -273,7 +305,19 @@ def _deferred_watches(handler: Any) -> _DeferredWatches:
 def _forked() -> None:
     global _DEFERRED_LOCK
     _DEFERRED.clear()  # no worker survives a fork
+    _RECONNECT_QUEUES.clear()
     _DEFERRED_LOCK = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forked)
+
+
+__all__ = [
+    "CONFIRM_WAIT",
+    "CONNECTION_POLICIES",
+    "WATCH_DELAY",
+    "ConnectionPolicy",
+    "HoldMonitor",
+    "HoldState",
+    "check_policy",
+]

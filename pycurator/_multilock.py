@@ -8,10 +8,11 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kazoo.client import KazooClient
 
-from ._engine import Deadline, check_timeout
+from ._checks import check_client_type, check_timeout
+from ._deadline import Deadline
 from ._errors import LockLostError, LockReleaseError
 from ._lock import LockContext
-from ._mutex import InterProcessMutex, check_client_type
+from ._mutex import InterProcessMutex
 from ._paths import validate_path
 
 log = logging.getLogger("pycurator")

@@ -8,10 +8,10 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from . import _wire
+from ._checks import ConnectionPolicy, check_client_type, check_data
 from ._drivers import StandardDriver
-from ._engine import LockEngine, check_client, check_data
+from ._engine import LockEngine
 from ._lock import ReentrantLock
-from ._monitor import ConnectionPolicy
 from ._paths import validate_path
 
 
@@ -48,10 +48,4 @@ def mutex_engine(
     return LockEngine(client, path, StandardDriver(_wire.LOCK_NAME), data=node_data, acl=acl)
 
 
-def check_client_type(client: KazooClient) -> None:
-    """Raise TypeError for anything but a kazoo client (started or not)."""
-    if not isinstance(client, KazooClient):
-        raise TypeError(f"client must be a kazoo KazooClient, not {type(client).__name__}")
-
-
-__all__ = ["InterProcessMutex", "check_client"]
+__all__ = ["InterProcessMutex", "mutex_engine"]

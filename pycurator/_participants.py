@@ -4,12 +4,18 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+
+from . import _kazoo, _wire
+from ._calls import read_all_steps
+from ._deadline import Deadline
+from ._engine import LockEngine
+from ._steps import Steps
 
 
 @dataclass(frozen=True)
@@ -48,16 +54,26 @@ def id_bytes(participant_id: str) -> bytes:
         raise ValueError(f"id cannot be written as UTF-8: {exc.reason}") from None
 
 
-def read_participants(client: KazooClient, nodes: Iterable[str]) -> list[Participant]:
-    """Curator's ``LeaderSelector.getParticipants``: each node's data as its id, in queue order;
-    nodes gone while reading are skipped and the first one still there leads."""
+def participants_steps(engine: LockEngine) -> Steps[list[Participant]]:
+    """Curator's ``LeaderSelector.getParticipants`` on ``engine``'s path: each node's data as
+    its id, in queue order; nodes gone while reading are skipped and the first one still there
+    leads. Reads that ride through a reconnect, within the client's session timeout (see
+    :func:`~pycurator._calls.read_all_steps`)."""
+    client = engine.client
+    deadline = Deadline(_kazoo.session_timeout(client))
+    names = yield from engine.sorted_children_steps(deadline)
+    paths = _wire.full_paths(engine.base_path, names)
+    outcomes = yield from read_all_steps(
+        client, [functools.partial(client.get_async, path) for path in paths], deadline
+    )
     participants: list[Participant] = []
-    for path in nodes:
-        try:
-            data, _ = client.get(path)
-        except NoNodeError:
+    for answer, error in outcomes:
+        if isinstance(error, NoNodeError):
             continue
-        participants.append(Participant((data or b"").decode("utf-8", "replace"), not participants))
+        if error is not None:
+            raise error
+        data = answer[0] or b""
+        participants.append(Participant(data.decode("utf-8", "replace"), not participants))
     return participants
 
 
@@ -72,5 +88,5 @@ __all__ = [
     "Participant",
     "id_bytes",
     "leader_of",
-    "read_participants",
+    "participants_steps",
 ]

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from kazoo.client import KazooClient
 
 from . import _wire
-from ._drivers import Decision, ReadDriver, write_driver
-from ._engine import LockEngine, check_data
+from ._checks import ConnectionPolicy, check_client_type, check_data
+from ._drivers import Driver, ReadSideDriver, write_driver
+from ._engine import LockEngine
 from ._lock import ReentrantLock
-from ._monitor import ConnectionPolicy
-from ._mutex import check_client_type
 from ._paths import validate_path
 
 
@@ -37,43 +35,14 @@ class WriteLock(_Side):
 class ReadLock(_Side):
     """The read side: shared by readers while no writer holds the lock or queues ahead."""
 
+    def __init__(
+        self, engine: LockEngine, write: WriteLock, *, connection_policy: ConnectionPolicy
+    ) -> None:
+        super().__init__(engine, connection_policy=connection_policy)
+        self._write = write
 
-class WriteSide(Protocol):
-    """What the read side asks of the write side (threaded or asyncio)."""
-
-    @property
-    def lock_path(self) -> str | None: ...
-
-    def is_owned_by_current_thread(self) -> bool: ...
-
-
-@dataclass(frozen=True)
-class _ReadSideDriver:
-    """Curator's read predicate, plus the holder of the write lock reading at once.
-
-    The write holder's read node takes the write node's sequence and is not sequential
-    (CURATOR-621, Curator 5.5), so it sorts beside the write node and a queued writer stays
-    behind the downgraded reader.
-    """
-
-    write: WriteSide
-    rules: ReadDriver = field(default_factory=ReadDriver)
-    token: str = _wire.READ_LOCK_NAME
-    relist_before_holding: bool = False
-
-    def node_sequence(self) -> str | None:
-        write_node = self.write.lock_path
-        if write_node is None:
-            return None
-        return _wire.sort_key(_wire.node_name(write_node), _wire.WRITE_LOCK_NAME)
-
-    def sort(self, children: Sequence[str]) -> list[str]:
-        return self.rules.sort(children)
-
-    def decide(self, children: Sequence[str], ours: str) -> Decision:
-        if self.write.is_owned_by_current_thread():
-            return Decision(True)
-        return self.rules.decide(children, ours)
+    def _acquire_driver(self) -> Driver:
+        return ReadSideDriver(self._write.lock_path)
 
 
 class InterProcessReadWriteLock:
@@ -125,7 +94,8 @@ class InterProcessReadWriteLock:
             connection_policy=connection_policy,
         )
         self._read = ReadLock(
-            LockEngine(client, path, _ReadSideDriver(self._write), data=lock_data, acl=acl),
+            LockEngine(client, path, ReadSideDriver(), data=lock_data, acl=acl),
+            self._write,
             connection_policy=connection_policy,
         )
 

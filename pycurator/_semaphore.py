@@ -13,30 +13,26 @@ from types import TracebackType
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import ConnectionClosedError, NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
-from . import _wire
-from ._drivers import StandardDriver
-from ._engine import (
-    Deadline,
-    DeadlineExpired,
-    HeldNode,
-    LockEngine,
-    check_data,
-    check_timeout,
+from . import _kazoo, _wire
+from ._calls import (
     delete_guaranteed,
     delete_guaranteed_steps,
     forget_watch,
+    read_steps,
     watch_steps,
 )
+from ._checks import ConnectionPolicy, check_client_type, check_data, check_policy, check_timeout
+from ._deadline import Deadline, DeadlineExpired
+from ._drivers import StandardDriver
+from ._engine import HeldNode, LockEngine
 from ._errors import LockLostError, LockNotOwnedError
 from ._hold import FollowedNode, LossNotice
 from ._lock import LockContext
-from ._monitor import ConnectionPolicy, check_policy
-from ._mutex import check_client_type
 from ._paths import validate_path
-from ._steps import Await, NewSignal, Steps, WaitSignal, run
+from ._steps import NewSignal, Steps, WaitSignal, run
 from .handlers import runs_inline
 
 LostCallback = Callable[[Any, str], None]
@@ -88,9 +84,9 @@ class Lease:
         return self._hold.fencing_token
 
     def data(self) -> bytes:
-        """The lease node's data, read from ZooKeeper."""
-        data, _ = self._client.get(self._hold.path)
-        return bytes(data)
+        """The lease node's data, read from ZooKeeper (riding through a reconnect, as every
+        read-only query)."""
+        return run(self._client, lease_data_steps(self._client, self._hold.path))
 
     def is_held(self) -> bool:
         """True while the lease node is known to be ours (and the lease not returned)."""
@@ -134,6 +130,12 @@ class Lease:
 
     def __repr__(self) -> str:
         return f"Lease({self._hold.path!r})"
+
+
+def lease_data_steps(client: KazooClient, path: str) -> Steps[bytes]:
+    """A lease node's data (a read that rides through a reconnect)."""
+    data, _ = yield from read_steps(client, lambda: client.get_async(path))
+    return bytes(data)
 
 
 class _Retry(Exception):
@@ -254,8 +256,15 @@ class InterProcessSemaphoreV2:
         def on_change(event: WatchedEvent) -> None:
             wake.set()
 
+        def on_state(state: str) -> bool:
+            wake.set()  # a stopped client ends the wait; a new session lists again
+            return False
+
+        client.add_listener(on_state)
         try:
             while True:
+                if _kazoo.is_stopped(client):
+                    raise ConnectionClosedError("the kazoo client has been stopped")
                 if children is None:
                     wake.clear()
                     children = yield from self._watch_leases(on_change, deadline.for_requests())
@@ -275,6 +284,7 @@ class InterProcessSemaphoreV2:
         except DeadlineExpired:
             return None
         finally:
+            client.remove_listener(on_state)
             if watched:
                 forget_watch(client, self._leases_path, on_change, children=True)
             if not held:
@@ -305,10 +315,11 @@ class InterProcessSemaphoreV2:
         return run(self.client, self.participant_steps())
 
     def participant_steps(self) -> Steps[list[str]]:
-        """:meth:`participant_nodes`, as steps."""
+        """:meth:`participant_nodes`, as steps (a read that rides through a reconnect)."""
+        client = self.client
         try:
-            children: list[str] = yield Await(
-                self.client.get_children_async(self._leases_path), Deadline(None)
+            children: list[str] = yield from read_steps(
+                client, lambda: client.get_children_async(self._leases_path)
             )
         except NoNodeError:
             return []

@@ -10,21 +10,34 @@ to wait for:
 - :class:`WaitSignal`: the flag being set, for at most a number of seconds (True when set).
 
 A runner performs each step and sends its value (or throws its error) back in, as h11 and
-httpcore keep HTTP's rules free of I/O. :func:`run` blocks the calling thread through the
-client's handler (so it serves kazoo's threading, gevent and eventlet handlers alike);
-:mod:`pycurator.aio` awaits the same steps on an event loop. An error thrown into a generator
-(a timeout, an interruption, a cancelled task) runs its clean-up, which may yield more steps.
+httpcore keep HTTP's rules free of I/O. Three runners drive the same generators:
+
+- :func:`run` blocks the calling thread through the client's handler (so it serves kazoo's
+  threading, gevent and eventlet handlers alike);
+- :func:`start` drives them from kazoo's callbacks and a shared timer, with no unit of their
+  own (an election that waits or leads costs a node and a watch, not a thread);
+- :mod:`pycurator.aio` awaits them on an event loop.
+
+An error thrown into a generator (a timeout, an interruption, a cancelled task) runs its
+clean-up, which may yield more steps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import functools
+import logging
+import threading
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from kazoo.client import KazooClient
+from kazoo.protocol.states import Callback
 
-from ._deadline import Deadline, wait_result
+from ._background import Timer, call_later
+from ._deadline import Deadline, DeadlineExpired, wait_result
+
+log = logging.getLogger("pycurator")
 
 T = TypeVar("T")
 
@@ -86,4 +99,232 @@ def run(client: KazooClient, steps: Steps[T]) -> T:
             error = exc
 
 
-__all__ = ["Await", "NewSignal", "Signal", "Step", "Steps", "WaitSignal", "run"]
+class Cancelled(BaseException):
+    """Thrown into steps whose :class:`Task` is cancelled: their clean-up runs, then it ends
+    them (a BaseException, so that no ``except Exception`` swallows it)."""
+
+
+def _outcome(result: Any) -> tuple[Any, BaseException | None]:
+    """The value of a ready kazoo async result, or its error."""
+    try:
+        return result.get_nowait(), None
+    except BaseException as exc:
+        return None, exc
+
+
+class _Suspension:
+    """One wait of a :class:`Task`: what ends it early (a timer) or late (a linked callback)."""
+
+    __slots__ = ("timer", "token", "unlink")
+
+    def __init__(self, token: int) -> None:
+        self.token = token
+        self.timer: Timer | None = None
+        self.unlink: Callable[[], None] | None = None
+
+
+class TaskSignal:
+    """A :class:`Signal` of a :class:`Task`: setting it resumes the task that waits on it
+    (through the handler's callback worker, never on the setter's thread)."""
+
+    def __init__(self, task: Task) -> None:
+        self._task = task
+        self._flag = False
+        self._waiter: int | None = None  # the token of the task's suspension waiting on us
+
+    def set(self) -> None:
+        with self._task.lock:
+            if self._flag:
+                return
+            self._flag = True
+            token, self._waiter = self._waiter, None
+        if token is not None:
+            self._task.dispatch(token, True, None)
+
+    def clear(self) -> None:
+        self._flag = False
+
+    def is_set(self) -> bool:
+        return self._flag
+
+
+class Task:
+    """Steps driven by kazoo's callbacks: each answer, signal or timeout resumes the generator
+    on the thread that brings it (a set signal or a timeout through the handler's callback
+    worker, so never kazoo's connection thread, which must not send). Steps never block, so
+    a task costs no unit of its own while it waits.
+
+    :attr:`done` (a handler event) is set when the generator has ended; :attr:`value` or
+    :attr:`error` says how. ``on_done(task)`` runs then, on the thread that ended it.
+    """
+
+    def __init__(
+        self,
+        client: KazooClient,
+        steps: Steps[Any],
+        on_done: Callable[[Task], None] | None = None,
+    ) -> None:
+        self._handler = client.handler
+        self._steps = steps
+        self._on_done = on_done
+        self.lock = threading.Lock()  # held for bookkeeping only, never across a step
+        self._token = 0
+        self._waiting: _Suspension | None = None
+        self._cancel_pending = False  # cancelled while running: throw at the next wait
+        self.done = client.handler.event_object()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        """Run the steps up to their first wait, on the calling thread."""
+        self._drive(None, None)
+
+    def cancel(self) -> None:
+        """Throw :class:`Cancelled` into the steps at their current wait (on the calling
+        thread), or at their next one if another thread is running them now. As asyncio's
+        cancellation, it is thrown once: the waits of the clean-up it starts are waited for."""
+        with self.lock:
+            if self.done.is_set():
+                return
+            waiting, self._waiting = self._waiting, None
+            if waiting is None:
+                self._cancel_pending = True
+                return
+        self._drop(waiting)
+        self._drive(None, Cancelled())
+
+    def dispatch(self, token: int, value: Any, error: BaseException | None) -> None:
+        """Resume the wait ``token`` on the handler's callback worker (at once when the handler
+        is stopped, as kazoo then calls its own callbacks)."""
+        if self._handler.running:
+            self._handler.dispatch_callback(Callback("watch", self._resume, (token, value, error)))
+        else:
+            self._resume(token, value, error)
+
+    def _resume(self, token: int, value: Any, error: BaseException | None) -> None:
+        with self.lock:
+            waiting = self._waiting
+            if waiting is None or waiting.token != token:
+                return  # a wait already resumed by whatever came first
+            self._waiting = None
+        self._drop(waiting)
+        self._drive(value, error)
+
+    @staticmethod
+    def _drop(waiting: _Suspension) -> None:
+        """Undo what would have ended a wait that is over: its timer, its linked callback."""
+        if waiting.timer is not None:
+            waiting.timer.cancel()
+        if waiting.unlink is not None:
+            waiting.unlink()
+
+    def _suspend(self, signal: TaskSignal | None = None) -> _Suspension | bool | None:
+        """A new wait (on ``signal``, if given), or None when the task is being cancelled
+        (then throw instead), or True when ``signal`` is set already."""
+        with self.lock:
+            if self._cancel_pending:
+                self._cancel_pending = False
+                return None
+            if signal is not None and signal.is_set():
+                return True
+            self._token += 1
+            waiting = self._waiting = _Suspension(self._token)
+            if signal is not None:
+                signal._waiter = waiting.token
+            return waiting
+
+    def _drive(self, value: Any, error: BaseException | None) -> None:
+        steps = self._steps
+        while True:
+            try:
+                step = steps.throw(error) if error is not None else steps.send(value)
+            except StopIteration as stop:
+                self._finish(stop.value, None)
+                return
+            except BaseException as exc:
+                self._finish(None, exc)
+                return
+            value, error = None, None
+            if isinstance(step, NewSignal):
+                value = TaskSignal(self)
+                continue
+            if isinstance(step, Await):
+                if step.result.ready():
+                    value, error = _outcome(step.result)
+                    continue
+                waiting = self._suspend()
+            else:
+                signal = step.signal
+                assert isinstance(signal, TaskSignal)
+                if step.timeout == 0 and not signal.is_set():
+                    value = False
+                    continue
+                waiting = self._suspend(signal)
+            if waiting is None:
+                error = Cancelled()
+                continue
+            if waiting is True:
+                value = True
+                continue
+            assert isinstance(waiting, _Suspension)
+            if isinstance(step, Await):
+                self._await(waiting, step)
+            elif step.timeout is not None:
+                waiting.timer = call_later(
+                    self._handler,
+                    step.timeout,
+                    functools.partial(self.dispatch, waiting.token, False, None),
+                )
+            return
+
+    def _await(self, waiting: _Suspension, step: Await) -> None:
+        token = waiting.token
+        remaining = step.deadline.remaining()
+        if remaining is not None:
+            waiting.timer = call_later(
+                self._handler,
+                remaining,
+                functools.partial(self.dispatch, token, None, DeadlineExpired()),
+            )
+        result = step.result
+
+        def answered(_: Any) -> None:
+            self._resume(token, *_outcome(result))
+
+        result.rawlink(answered)
+        waiting.unlink = lambda: result.unlink(answered)
+
+    def _finish(self, value: Any, error: BaseException | None) -> None:
+        if error is not None and not isinstance(error, Cancelled):
+            log.error("background steps failed", exc_info=error)
+        self.value, self.error = value, error
+        self.done.set()
+        if self._on_done is not None:
+            try:
+                self._on_done(self)
+            except Exception:
+                log.exception("a background task's completion callback failed")
+
+
+def start(
+    client: KazooClient, steps: Steps[Any], on_done: Callable[[Task], None] | None = None
+) -> Task:
+    """Drive ``steps`` from kazoo's callbacks (see :class:`Task`), started at once."""
+    task = Task(client, steps, on_done)
+    task.start()
+    return task
+
+
+__all__ = [
+    "Await",
+    "Cancelled",
+    "NewSignal",
+    "Signal",
+    "Step",
+    "Steps",
+    "Task",
+    "TaskSignal",
+    "WaitSignal",
+    "run",
+    "start",
+]

@@ -89,13 +89,16 @@ def test_the_mutex_is_reentrant_per_task_and_exclusive_between_tasks(
         owned = lock.is_owned_by_current_task()
         return owned, await lock.acquire(0.2)
 
+    async def release_elsewhere() -> None:
+        await lock.release()
+
     async def main() -> None:
         assert await lock.acquire()
         assert await lock.acquire(0)  # re-entry: no request
         assert len(children(zk, zk_path)) == 1
         assert await asyncio.create_task(other_task()) == (False, False)
         with pytest.raises(LockNotOwnedError):
-            await asyncio.create_task(lock.release())
+            await asyncio.create_task(release_elsewhere())
         await lock.release()
         assert lock.is_owned_by_current_task()
         await lock.release()
@@ -114,7 +117,11 @@ def test_a_waiting_task_gets_the_lock_when_the_holder_releases(
     async def main() -> None:
         first, second = aio.InterProcessMutex(a, zk_path), aio.InterProcessMutex(b, zk_path)
         assert await first.acquire()
-        waiter = asyncio.create_task(second.acquire(SOON))
+
+        async def wait_in_a_task() -> bool:
+            return await second.acquire(SOON)
+
+        waiter = asyncio.create_task(wait_in_a_task())
         await until(lambda: len(children(a, zk_path)) == 2, "the waiter queued")
         assert not waiter.done()
         await first.release()
@@ -194,9 +201,12 @@ def test_500_waiting_tasks_add_no_threads_and_leave_nothing_when_cancelled(
     assert holder.is_held()  # its node's watch is set now, not by a worker later
     lock = aio.InterProcessMutex(waiter_client, zk_path)
 
+    async def waiter() -> bool:  # its own task calls acquire: each waiter owns its attempt
+        return await lock.acquire()
+
     async def main() -> None:
         threads = threading.active_count()
-        tasks = [asyncio.create_task(lock.acquire()) for _ in range(500)]
+        tasks = [asyncio.create_task(waiter()) for _ in range(500)]
         await until(lambda: len(children(holder_client, zk_path)) == 501, "500 waiters queued")
         await until(lambda: len(watched_paths(waiter_client)) == 500, "500 watches set")
         assert threading.active_count() <= threads

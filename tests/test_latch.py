@@ -11,9 +11,9 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoChildrenForEphemeralsError
 
-from pycurator import CloseMode, LeaderLatch, LockLostError, Participant, _leader
+from pycurator import CloseMode, LeaderLatch, LockLostError, Participant, _election
+from pycurator._calls import DELETE_WAIT
 from pycurator._drivers import StandardDriver
-from pycurator._engine import DELETE_WAIT
 from pycurator._wire import LATCH_NAME, protected_id, sort_children
 from pycurator.testing import (
     ClientFactory,
@@ -373,7 +373,7 @@ def test_a_non_client_is_a_type_error() -> None:
 def test_a_latch_under_an_ephemeral_node_raises_the_servers_error_from_wait(
     zk: KazooClient, zk_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_leader, "ERROR_RETRY_DELAY", 0.05)
+    monkeypatch.setattr(_election, "ERROR_RETRY_DELAY", 0.05)
     zk.create(zk_path, ephemeral=True, makepath=True)
     latch = LeaderLatch(zk, f"{zk_path}/election", "a")
     latch.start()

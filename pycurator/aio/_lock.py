@@ -1,11 +1,20 @@
 """The asyncio mutex, read/write lock and multi-lock: the threaded recipes' engine and hold
-bookkeeping, awaited instead of blocked on, owned per asyncio task."""
+bookkeeping, awaited instead of blocked on, owned per asyncio task.
+
+A hold belongs to the task that *calls* ``acquire()``: the call, not the await, names the
+owner. So ``await asyncio.wait_for(lock.acquire(), 5)`` (which, before Python 3.12, awaits the
+call in a task of its own), ``async with asyncio.timeout(5): await lock.acquire()``, anyio's
+``with fail_after(5): await lock.acquire()`` and a plain ``await`` all leave the awaiting task
+the owner, able to release, on every Python version. A hold whose owner task has ended (it
+returned or failed without releasing) is nobody's: a WARNING is logged, and any task may
+release it.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Hashable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Hashable, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -13,22 +22,22 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from kazoo.client import KazooClient, TransactionRequest
 
 from .. import _wire
-from .._drivers import ReadDriver, write_driver
-from .._engine import (
-    Deadline,
-    HeldNode,
-    LockEngine,
+from .._calls import delete_guaranteed_steps
+from .._checks import (
+    ConnectionPolicy,
+    check_client_type,
     check_data,
+    check_policy,
     check_timeout,
-    delete_guaranteed_steps,
 )
+from .._deadline import Deadline
+from .._drivers import Driver, ReadSideDriver, write_driver
+from .._engine import HeldNode, LockEngine
 from .._errors import LockLostError, LockReleaseError, LockTimeout
 from .._hold import FollowedNode, LossNotice, ReentrantHolds
-from .._monitor import ConnectionPolicy, check_policy
 from .._multilock import member_locks
-from .._mutex import check_client_type, mutex_engine
+from .._mutex import mutex_engine
 from .._paths import validate_path
-from .._rwlock import _ReadSideDriver
 from ._runner import loop_notice, loop_spawner, run_async
 
 log = logging.getLogger("pycurator")
@@ -37,11 +46,24 @@ C = TypeVar("C", bound="AsyncLockContext")
 
 
 def current_task() -> Hashable:
-    """The calling asyncio task: the unit an asyncio lock's holds follow."""
+    """The running asyncio task: the unit an asyncio lock's holds follow."""
     task = asyncio.current_task()
     if task is None:
         raise RuntimeError("pycurator.aio locks are used from an asyncio task")
     return task
+
+
+def calling_task() -> asyncio.Task[Any] | None:
+    """The task making this call, or None outside any task (then the task that runs the
+    returned coroutine is the owner)."""
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running loop
+        return None
+
+
+def _finished(unit: Hashable) -> bool:
+    return isinstance(unit, asyncio.Future) and unit.done()
 
 
 class AsyncLockContext:
@@ -52,10 +74,10 @@ class AsyncLockContext:
     def path(self) -> str:
         raise NotImplementedError
 
-    async def acquire(self, timeout: float | None = None) -> bool:
+    def acquire(self, timeout: float | None = None) -> Coroutine[Any, Any, bool]:
         raise NotImplementedError
 
-    async def release(self) -> None:
+    def release(self) -> Coroutine[Any, Any, None]:
         raise NotImplementedError
 
     @asynccontextmanager
@@ -84,10 +106,12 @@ class AsyncLockContext:
 class AsyncReentrantLock(AsyncLockContext):
     """A lock held per asyncio task and per lock object; re-entry only counts.
 
-    A task cancelled while it waits in :meth:`acquire` leaves no node and no watch behind, and
-    the cancellation propagates. A held lock follows its node as the threaded lock does:
-    ``await is_held()``, ``await check()``, :attr:`lost_event` (an :class:`asyncio.Event`) and
-    :meth:`on_lost` callbacks (run on the loop).
+    A hold belongs to the task that calls :meth:`acquire` (see the module's doc: the idioms
+    ``asyncio.wait_for``, ``asyncio.timeout`` and anyio's ``fail_after`` keep the caller the
+    owner). A task cancelled while it waits in :meth:`acquire` leaves no node and no watch
+    behind, and the cancellation propagates. A held lock follows its node as the threaded lock
+    does: ``await is_held()``, ``await check()``, :attr:`lost_event` (an :class:`asyncio.Event`)
+    and :meth:`on_lost` callbacks (run on the loop).
     """
 
     def __init__(
@@ -95,7 +119,10 @@ class AsyncReentrantLock(AsyncLockContext):
     ) -> None:
         self._engine = engine
         self._policy: ConnectionPolicy = check_policy(connection_policy)
-        self._holds = ReentrantHolds(engine.client, engine.base_path, current_task, "task")
+        self._holds = ReentrantHolds(
+            engine.client, engine.base_path, current_task, "task", finished=_finished
+        )
+        self._acquiring: dict[Hashable, asyncio.Future[None]] = {}
         self.lost_event = asyncio.Event()
         self._notice: LossNotice | None = None
         self._callbacks: list[Callable[[Any, str], Any]] = []
@@ -107,28 +134,54 @@ class AsyncReentrantLock(AsyncLockContext):
 
     @property
     def client(self) -> KazooClient:
+        """The kazoo client this lock uses."""
         return self._engine.client
 
     @property
     def connection_policy(self) -> ConnectionPolicy:
+        """``standard`` (a suspended connection counts as lost) or ``session`` (only expiry)."""
         return self._policy
 
-    async def acquire(self, timeout: float | None = None) -> bool:
-        """Wait up to ``timeout`` seconds (None: forever; 0: one try) for the lock.
+    def acquire(self, timeout: float | None = None) -> Coroutine[Any, Any, bool]:
+        """Wait up to ``timeout`` seconds (None, or a huge one: forever; 0: one try) for the
+        lock, for the calling task: ``await lock.acquire(...)``.
 
         True when held (again, if this task already held it), False on timeout; no node and
-        no watch are left behind on timeout, error or cancellation.
+        no watch are left behind on timeout, error or cancellation. A bad timeout raises here,
+        at the call.
         """
-        timeout = check_timeout(timeout)
-        if self._holds.enter():
-            return True
-        node = await run_async(self._engine.client, self._engine.acquire_steps(timeout))
-        if node is None:
-            return False
-        self._held(node)
-        return True
+        return self._acquire(calling_task(), check_timeout(timeout))
 
-    def _held(self, node: HeldNode) -> None:
+    async def _acquire(self, owner: Hashable | None, timeout: float | None) -> bool:
+        owner = owner or current_task()
+        deadline = Deadline(timeout)
+        while not self._holds.enter(owner):
+            earlier = self._acquiring.get(owner)
+            if earlier is None:
+                break
+            # the owner's other acquire is on its way (asyncio.gather, say): re-enter after it
+            await asyncio.wait({earlier}, timeout=deadline.remaining())
+            if not earlier.done():
+                return False
+        else:
+            return True
+        done = self._acquiring[owner] = asyncio.get_running_loop().create_future()
+        try:
+            steps = self._engine.acquire_steps(deadline.remaining(), self._acquire_driver(owner))
+            node = await run_async(self._engine.client, steps)
+            if node is None:
+                return False
+            self._held(node, owner)
+            return True
+        finally:
+            del self._acquiring[owner]
+            done.set_result(None)
+
+    def _acquire_driver(self, owner: Hashable) -> Driver | None:
+        """The driver of ``owner``'s acquire, if not the engine's."""
+        return None
+
+    def _held(self, node: HeldNode, owner: Hashable) -> None:
         if self._notice is None:
             self._notice = loop_notice(self._engine.client, self.lost_event)
             for callback in self._callbacks:
@@ -141,19 +194,41 @@ class AsyncReentrantLock(AsyncLockContext):
                 node,
                 self._policy,
                 lambda state, reason: notice.changed(self, state, reason),
-            )
+            ),
+            owner,
         )
+        if isinstance(owner, asyncio.Task):
+            owner.add_done_callback(self._owner_ended)
 
-    async def release(self) -> None:
-        """Release one hold of the calling task; the last one deletes our node (waiting at
-        most :data:`~pycurator._engine.DELETE_WAIT`, then in the background).
-
-        Raises :class:`LockNotOwnedError` when the calling task does not hold the lock.
-        """
-        hold = self._holds.leave()
+    def _owner_ended(self, task: asyncio.Task[Any]) -> None:
+        hold = self._holds.current(task)
         if hold is not None:
-            client = self._engine.client
-            await run_async(client, delete_guaranteed_steps(client, hold.path))
+            log.warning(
+                "task %s ended holding %s: any task may release it now",
+                task.get_name(),
+                hold.path,
+                extra={"path": self.path, "node": hold.path},
+            )
+
+    def release(self) -> Coroutine[Any, Any, None]:
+        """Release one hold of the calling task: ``await lock.release()``; the last one
+        deletes our node (waiting at most :data:`~pycurator._calls.DELETE_WAIT`, then in the
+        background).
+
+        Raises :class:`LockNotOwnedError` when the calling task does not hold the lock (a hold
+        whose owner task has ended may be released by any task).
+        """
+        return self._release(calling_task())
+
+    async def _release(self, owner: Hashable | None) -> None:
+        owner = owner or current_task()
+        hold = self._holds.leave(owner)
+        if hold is None:
+            return
+        if isinstance(owner, asyncio.Task):
+            owner.remove_done_callback(self._owner_ended)
+        client = self._engine.client
+        await run_async(client, delete_guaranteed_steps(client, hold.path))
 
     def is_acquired_in_this_process(self) -> bool:
         """True if any task holds this lock object."""
@@ -161,7 +236,8 @@ class AsyncReentrantLock(AsyncLockContext):
 
     def is_owned_by_current_task(self) -> bool:
         """True if the calling task holds this lock object."""
-        return self._holds.owned()
+        task = calling_task()
+        return task is not None and self._holds.owned(task)
 
     is_owned_by_current_thread = is_owned_by_current_task
 
@@ -201,7 +277,8 @@ class AsyncReentrantLock(AsyncLockContext):
         return self._holds.required().guarded_transaction()
 
     async def participant_nodes(self) -> list[str]:
-        """Full paths of every node queued on the lock path, holder first (any language)."""
+        """Full paths of every node queued on the lock path, holder first (any language);
+        rides through a reconnect, as every read-only query."""
         children = await run_async(self._engine.client, self._engine.sorted_children_steps())
         return _wire.full_paths(self._engine.base_path, children)
 
@@ -249,6 +326,16 @@ class WriteLock(_Side):
 class ReadLock(_Side):
     """The read side: shared by readers while no writer holds the lock or queues ahead."""
 
+    def __init__(
+        self, engine: LockEngine, write: WriteLock, *, connection_policy: ConnectionPolicy
+    ) -> None:
+        super().__init__(engine, connection_policy=connection_policy)
+        self._write = write
+
+    def _acquire_driver(self, owner: Hashable) -> Driver:
+        hold = self._write._holds.current(owner)
+        return ReadSideDriver(hold.path if hold is not None else None)
+
 
 class InterProcessReadWriteLock:
     """The asyncio form of :class:`pycurator.InterProcessReadWriteLock` (per task: the task
@@ -270,14 +357,15 @@ class InterProcessReadWriteLock:
             LockEngine(client, path, write_driver(), data=node_data, acl=acl),
             connection_policy=connection_policy,
         )
-        read_driver = _ReadSideDriver(self._write, ReadDriver())
         self._read = ReadLock(
-            LockEngine(client, path, read_driver, data=node_data, acl=acl),
+            LockEngine(client, path, ReadSideDriver(), data=node_data, acl=acl),
+            self._write,
             connection_policy=connection_policy,
         )
 
     @property
     def path(self) -> str:
+        """The lock path, as given."""
         return self._write.path
 
     def read_lock(self) -> ReadLock:
@@ -296,16 +384,30 @@ class InterProcessReadWriteLock:
 class AsyncLock(Protocol):
     """What an asyncio multi-lock needs of a member."""
 
-    async def acquire(self, timeout: float | None = None) -> bool: ...
+    def acquire(self, timeout: float | None = None) -> Coroutine[Any, Any, bool]: ...
 
-    async def release(self) -> None: ...
+    def release(self) -> Coroutine[Any, Any, None]: ...
 
     def is_acquired_in_this_process(self) -> bool: ...
 
 
+def _member_acquire(lock: AsyncLock, owner: Hashable, timeout: float | None) -> Any:
+    """A member's acquire, for ``owner`` (pycurator's task-owned locks), else as it comes."""
+    if isinstance(lock, AsyncReentrantLock):
+        return lock._acquire(owner, timeout)
+    return lock.acquire(timeout)
+
+
+def _member_release(lock: AsyncLock, owner: Hashable) -> Any:
+    if isinstance(lock, AsyncReentrantLock):
+        return lock._release(owner)
+    return lock.release()
+
+
 class InterProcessMultiLock(AsyncLockContext):
     """The asyncio form of :class:`pycurator.InterProcessMultiLock`: all the locks or none,
-    taken in order under one deadline, released in reverse order (every failure reported)."""
+    taken in order under one deadline, released in reverse order (every failure reported).
+    Its members' holds belong to the task that calls :meth:`acquire`, as a lock's do."""
 
     def __init__(
         self, client_or_locks: KazooClient | Sequence[AsyncLock], paths: Sequence[str] | None = None
@@ -316,38 +418,51 @@ class InterProcessMultiLock(AsyncLockContext):
 
     @property
     def path(self) -> str:
+        """The member locks, for messages: their paths where they have one."""
         return ", ".join(getattr(lock, "path", repr(lock)) for lock in self._locks)
 
     @property
     def locks(self) -> list[AsyncLock]:
+        """The member locks, in acquisition order."""
         return list(self._locks)
 
-    async def acquire(self, timeout: float | None = None) -> bool:
-        """Take every lock in order within ``timeout`` seconds; False (none held) on timeout."""
-        deadline = Deadline(check_timeout(timeout))
+    def acquire(self, timeout: float | None = None) -> Coroutine[Any, Any, bool]:
+        """Take every lock in order within ``timeout`` seconds (None: wait forever), for the
+        calling task: True when all are held; False on timeout, with every lock taken so far
+        released. An error from a member is raised after the same release."""
+        return self._acquire(calling_task(), check_timeout(timeout))
+
+    async def _acquire(self, owner: Hashable | None, timeout: float | None) -> bool:
+        owner = owner or current_task()
+        deadline = Deadline(timeout)
         taken: list[AsyncLock] = []
         try:
             for lock in self._locks:
-                if not await lock.acquire(deadline.remaining()):
+                if not await _member_acquire(lock, owner, deadline.remaining()):
                     break
                 taken.append(lock)
             else:
                 return True
         except BaseException:
-            await self._release_all(taken, quietly=True)
+            await self._release_all(taken, owner, quietly=True)
             raise
-        await self._release_all(taken, quietly=False)
+        await self._release_all(taken, owner, quietly=False)
         return False
 
-    async def release(self) -> None:
+    def release(self) -> Coroutine[Any, Any, None]:
         """Release every lock in reverse order; :class:`LockReleaseError` with every failure."""
-        await self._release_all(self._locks, quietly=False)
+        return self._release(calling_task())
 
-    async def _release_all(self, locks: Sequence[AsyncLock], *, quietly: bool) -> None:
+    async def _release(self, owner: Hashable | None) -> None:
+        await self._release_all(self._locks, owner or current_task(), quietly=False)
+
+    async def _release_all(
+        self, locks: Sequence[AsyncLock], owner: Hashable, *, quietly: bool
+    ) -> None:
         failures: list[Exception] = []
         for lock in reversed(locks):
             try:
-                await lock.release()
+                await _member_release(lock, owner)
             except Exception as exc:
                 failures.append(exc)
         if not failures:
@@ -359,6 +474,7 @@ class InterProcessMultiLock(AsyncLockContext):
         raise LockReleaseError(f"could not release {len(failures)} of {len(locks)} locks", failures)
 
     def is_acquired_in_this_process(self) -> bool:
+        """True only when every member lock is held in this process."""
         return all(lock.is_acquired_in_this_process() for lock in self._locks)
 
     async def is_held(self) -> bool:
@@ -378,6 +494,14 @@ class InterProcessMultiLock(AsyncLockContext):
                 await check()
             elif not lock.is_acquired_in_this_process():
                 raise LockLostError(repr(lock), "not acquired")
+
+    def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
+        """Run ``callback(member, reason)`` on the loop when any member that reports losses
+        loses its hold."""
+        for lock in self._locks:
+            register = getattr(lock, "on_lost", None)
+            if register is not None:
+                register(callback)
 
     def __repr__(self) -> str:
         return f"aio.InterProcessMultiLock({self._locks!r})"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -22,6 +23,8 @@ from .._hold import LossNotice
 from .._steps import Await, NewSignal, Steps
 
 T = TypeVar("T")
+
+log = logging.getLogger("pycurator")
 
 
 def _settle(future: asyncio.Future[None]) -> None:
@@ -140,20 +143,34 @@ class LoopEvent:
 _TASKS: set[asyncio.Task[Any]] = set()  # callbacks' tasks, kept until they end
 
 
+def _call_back(callback: Callable[..., Any], *args: Any) -> None:
+    """Run a user's callback on the loop: an awaitable it returns runs as a task; an error is
+    logged (in either), never raised into pycurator's own work."""
+    try:
+        outcome = callback(*args)
+    except Exception:
+        log.exception("a pycurator callback failed: %r", callback)
+        return
+    if inspect.isawaitable(outcome):
+        task = asyncio.ensure_future(outcome)
+        _TASKS.add(task)
+        task.add_done_callback(_callback_done)
+
+
+def _callback_done(task: asyncio.Task[Any]) -> None:
+    _TASKS.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.error("a pycurator callback failed", exc_info=task.exception())
+
+
 def loop_spawner() -> Callable[..., None]:
     """A ``spawn(callback, *args)`` that runs ``callback(*args)`` on the running loop from any
-    thread; an awaitable it returns runs as a task."""
+    thread (later, in the order spawned); an awaitable it returns runs as a task."""
     loop = asyncio.get_running_loop()
 
-    def call(callback: Callable[..., Any], *args: Any) -> None:
-        outcome = callback(*args)
-        if inspect.isawaitable(outcome):
-            task = asyncio.ensure_future(outcome)
-            _TASKS.add(task)
-            task.add_done_callback(_TASKS.discard)
-
     def spawn(callback: Callable[..., Any], *args: Any) -> None:
-        _call_on(loop, call, callback, *args)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody listens any more
+            loop.call_soon_threadsafe(_call_back, callback, *args)
 
     return spawn
 
@@ -168,6 +185,24 @@ def _committed(transaction: Any) -> Steps[list[Any]]:
     return results
 
 
+async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:
+    """Whether ``event`` was set within ``timeout`` seconds (None: no limit)."""
+    if event.is_set():
+        return True
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({waiter}, timeout=timeout)
+    finally:
+        waiter.cancel()
+    return event.is_set()
+
+
+def log_failure(task: asyncio.Task[Any]) -> None:
+    """A done callback: log the error a background task of pycurator's ended with."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("pycurator's background task failed", exc_info=task.exception())
+
+
 async def commit(transaction: Any) -> list[Any]:
     """Commit a kazoo transaction (a ``guarded_transaction()``, say) without blocking the loop;
     its results, as ``transaction.commit()`` returns them."""
@@ -175,4 +210,13 @@ async def commit(transaction: Any) -> list[Any]:
     return results
 
 
-__all__ = ["LoopEvent", "LoopSignal", "commit", "loop_notice", "loop_spawner", "run_async"]
+__all__ = [
+    "LoopEvent",
+    "LoopSignal",
+    "commit",
+    "log_failure",
+    "loop_notice",
+    "loop_spawner",
+    "run_async",
+    "wait_event",
+]

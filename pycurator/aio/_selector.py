@@ -1,185 +1,234 @@
-"""The asyncio leader selector: the threaded :class:`pycurator.LeaderSelector`'s election, with
-``lead`` a coroutine run on the event loop.
+"""The asyncio leader selector: each term's election steps (:mod:`pycurator._election`) run as
+a task on the event loop, and ``lead`` as another; no thread, no executor, no polling.
 
-While a selector leads, one worker of the client's handler follows its term (as the threaded
-selector's does) and the ``lead`` coroutine runs as a task on the loop. When the term ends
-(leadership lost, :meth:`LeaderSelector.interrupt_leadership`, or the selector closed), the
-task is cancelled: unlike a thread, a coroutine can be interrupted, at its next ``await``.
+When a term ends (leadership lost, :meth:`LeaderSelector.interrupt_leadership`, or the selector
+closed), the ``lead`` task is cancelled: unlike a thread, a coroutine can be interrupted, at its
+next ``await``. The node is deleted once ``lead`` has ended, as Curator releases its mutex once
+``takeLeadership`` returns.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from kazoo.client import KazooClient, TransactionRequest
+from kazoo.client import KazooClient
 
-from .._errors import LockLostError
-from .._leader import Participant
-from .._monitor import ConnectionPolicy
-from .._selector import LeaderSelector as _Selector
-from .._selector import Leadership as _Leadership
-from ._runner import run_async
+from .._checks import ConnectionPolicy
+from .._election import Election
+from .._engine import HeldNode
+from .._leader import Lifecycle
+from .._monitor import CLIENT_STOPPED, HoldMonitor
+from .._participants import Participant, leader_of, participants_steps
+from .._selector import LeadershipBase, SelectorBase
+from ._runner import log_failure, run_async
 
 log = logging.getLogger("pycurator")
 
-#: How often the term's worker looks for the end of the term or of ``lead``.
-_POLL = 0.05
 
-
-class Leadership:
+class Leadership(LeadershipBase):
     """One term of leadership, as ``lead`` receives it: :attr:`lost_event` (an
     :class:`asyncio.Event`) is set when the term ends, and ``lead`` is cancelled then."""
 
-    def __init__(self, term: _Leadership) -> None:
-        self._term = term
+    def __init__(self, path: str, node: HeldNode, monitor: HoldMonitor) -> None:
+        super().__init__(path, node, monitor)
         self.lost_event = asyncio.Event()
-
-    @property
-    def path(self) -> str:
-        return self._term.path
-
-    @property
-    def node_path(self) -> str:
-        return self._term.node_path
-
-    @property
-    def fencing_token(self) -> int:
-        """Our node's creation zxid: it grows with every new leader of this path."""
-        return self._term.fencing_token
 
     async def is_held(self) -> bool:
         """True while the term lasts and our node is known to be ours now."""
-        if self._term.lost_event.is_set():
+        if self.lost_event.is_set():
             return False
-        return await run_async(self._term._monitor.client, self._term._monitor.confirm_steps())
+        return await run_async(self._monitor.client, self._monitor.confirm_steps())
 
     async def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`."""
         if not await self.is_held():
-            raise LockLostError(self.path, self._term.reason or self._term._monitor.reason)
+            raise self._lost()
 
-    def guarded_transaction(self) -> TransactionRequest:
-        """A kazoo transaction that also checks that our node exists (``aio.commit`` it)."""
-        return self._term.guarded_transaction()
-
-    def __repr__(self) -> str:
-        return f"aio.Leadership({self.node_path!r}, token={self.fencing_token})"
+    def _end(self, reason: str) -> None:
+        if not self.lost_event.is_set():
+            self.reason = reason
+            self.lost_event.set()
 
 
-class LeaderSelector:
+class _Term:
+    """One turn in the queue: its election's task, and while it leads, ``lead``'s task."""
+
+    def __init__(self) -> None:
+        self.election: Election | None = None
+        self.task: asyncio.Task[str] | None = None
+        self.leadership: Leadership | None = None
+        self.lead_task: asyncio.Task[None] | None = None
+
+    @property
+    def leading(self) -> bool:
+        return self.lead_task is not None and not self.lead_task.done()
+
+    def deposed(self, reason: str) -> None:
+        if self.leadership is not None:
+            self.leadership._end(reason)
+        if self.lead_task is not None:
+            self.lead_task.cancel()
+
+    def end(self, reason: str) -> None:
+        """End the term: a leader's ``lead`` is cancelled (the node goes once it has ended), a
+        queued term leaves the queue now."""
+        if self.leading:
+            self.deposed(reason)
+            return
+        if self.election is not None:
+            self.election.stop(reason)
+        if self.task is not None:
+            self.task.cancel()
+
+
+class LeaderSelector(SelectorBase):
     """The asyncio form of :class:`pycurator.LeaderSelector`: the same nodes and queue as
-    Curator's ``LeaderSelector``; ``await lead(leadership)`` runs while leading, and returning
-    gives leadership up (with ``auto_requeue`` the selector queues again)."""
+    Curator's ``LeaderSelector``; ``await lead(leadership)`` runs as a task while leading, and
+    returning gives leadership up (with ``auto_requeue`` the selector queues again).
+
+    ``lead`` is a coroutine function (or any callable returning an awaitable); a failure of
+    ``lead``, an exception or a result that cannot be awaited, is logged and ends the term.
+    """
 
     def __init__(
         self,
         client: KazooClient,
         path: str,
         lead: Callable[[Leadership], Awaitable[None]],
-        id: str = "",
+        id: str = "",  # Curator's name for it
         *,
         auto_requeue: bool = False,
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        if not callable(lead):
-            raise TypeError(f"lead must be callable, not {type(lead).__name__}")
-        self._lead = lead
+        super().__init__(client, path, lead, id, auto_requeue, acl, connection_policy)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._selector = _Selector(
-            client,
-            path,
-            self._follow_term,
-            id,
-            auto_requeue=auto_requeue,
-            acl=acl,
-            connection_policy=connection_policy,
-        )
-
-    @property
-    def path(self) -> str:
-        return self._selector.path
-
-    @property
-    def id(self) -> str:
-        return self._selector.id
+        self._term: _Term | None = None
 
     @property
     def our_path(self) -> str | None:
-        return self._selector.our_path
-
-    @property
-    def auto_requeue(self) -> bool:
-        return self._selector.auto_requeue
+        """Our node's full path in the current term, or None."""
+        term = self._term
+        node = term.election.node if term is not None and term.election is not None else None
+        return node.path if node is not None else None
 
     def has_leadership(self) -> bool:
         """True while ``lead`` runs and its term has not ended."""
-        return self._selector.has_leadership()
+        term = self._term
+        return (
+            term is not None
+            and term.leading
+            and term.leadership is not None
+            and not term.leadership.lost_event.is_set()
+        )
 
     async def start(self) -> None:
         """Queue for leadership, ``lead`` to run on the running loop; RuntimeError when
         started before."""
+        self._start()
         self._loop = asyncio.get_running_loop()
-        self._selector.start()
+        self._queue()
 
     def requeue(self) -> bool:
-        """Queue again: True if queued, False when already queued or leading."""
-        return self._selector.requeue()
+        """Queue again: True if queued, False when already queued or leading.
+
+        Raises RuntimeError when not started or closed."""
+        self._check_started("close() has already been called, or not started")
+        return self._queue()
 
     def interrupt_leadership(self) -> None:
-        """End the current term: ``lead`` is cancelled."""
-        self._selector.interrupt_leadership()
+        """End the current term: ``lead`` is cancelled, and the node goes once it has ended."""
+        term = self._term
+        if term is not None and term.leading:
+            term.deposed("leadership interrupted")
 
-    async def close(self) -> None:
-        """Leave the election: a waiting node is deleted, a leader's ``lead`` is cancelled and
-        its node deleted once it has ended."""
-        await asyncio.get_running_loop().run_in_executor(None, self._selector.close)
+    async def close(self, timeout: float | None = None) -> bool:
+        """Leave the election, and wait until the node is gone: a queued node is deleted now; a
+        leader's ``lead`` is cancelled and its node deleted once it has ended. So
+        ``await close()`` then ``client.stop()`` never lets the next leader start while ``lead``
+        still runs.
+
+        Waits up to ``timeout`` seconds (None: as long as ``lead`` takes to end) and returns
+        True once done (the delete handed to the background when the server cannot be
+        reached), False when the timeout passed first. Awaited from inside ``lead``, it ends
+        the term and returns False at once (``lead`` is cancelled at its next ``await``).
+
+        Raises RuntimeError when not started or already closed.
+        """
+        self._close()
+        term = self._term
+        if term is None:
+            return True
+        term.end("selector closed")
+        if term.lead_task is not None and term.lead_task is asyncio.current_task():
+            return False
+        tasks = {task for task in (term.lead_task, term.task) if task is not None}
+        if not tasks:
+            return True
+        _, pending = await asyncio.wait(tasks, timeout=timeout)
+        return not pending
 
     async def participants(self) -> list[Participant]:
-        return await asyncio.get_running_loop().run_in_executor(None, self._selector.participants)
+        """Every participant in queue order, the leader first (read as the threaded
+        selector reads them, riding through a reconnect)."""
+        return await run_async(self.client, participants_steps(self._engine))
 
     async def leader(self) -> Participant:
-        return await asyncio.get_running_loop().run_in_executor(None, self._selector.leader)
+        """The current leader, or ``Participant("", False)`` when there is none."""
+        return leader_of(await self.participants())
 
-    def _follow_term(self, term: _Leadership) -> None:
-        """The threaded selector's ``lead``, on its worker: run the coroutine on the loop until
-        it returns or the term ends (then cancel it and wait for it to end)."""
+    # -- terms --------------------------------------------------------------------------------
+
+    def _queue(self) -> bool:
         loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        ended = threading.Event()
-        leadership = Leadership(term)
+        if self._term is not None or self._state is not Lifecycle.STARTED or loop is None:
+            return False
+        term = self._term = _Term()
+        term.election = self._election(
+            lambda node, monitor: self._elected(term, node, monitor), term.deposed
+        )
+        term.task = loop.create_task(run_async(self.client, term.election.steps()))
+        term.task.add_done_callback(log_failure)
+        term.task.add_done_callback(lambda task: self._over(term, task))
+        return True
 
-        async def run_lead() -> None:
-            try:
-                lead = asyncio.ensure_future(self._lead(leadership))
-                lost = asyncio.ensure_future(leadership.lost_event.wait())
-                await asyncio.wait({lead, lost}, return_when=asyncio.FIRST_COMPLETED)
-                lost.cancel()
-                if not lead.done():
-                    lead.cancel()  # the term ended: interrupt lead at its next await
-                await asyncio.wait({lead})
-                if not lead.cancelled() and lead.exception() is not None:
-                    log.error(
-                        "lead() of the leader selector on %s failed",
-                        self.path,
-                        exc_info=lead.exception(),
-                    )
-            finally:
-                ended.set()
+    def _elected(self, term: _Term, node: HeldNode, monitor: HoldMonitor) -> None:
+        """Our node leads (called by the term's steps, on the loop): run ``lead``."""
+        if self._term is not term or self._state is not Lifecycle.STARTED or self._loop is None:
+            return  # closed meanwhile: the steps end and delete the node
+        term.leadership = Leadership(self.path, node, monitor)
+        term.lead_task = self._loop.create_task(self._run_lead(term, term.leadership))
 
-        asyncio.run_coroutine_threadsafe(run_lead(), loop)
-        told = False
-        while not ended.wait(_POLL):
-            if loop.is_closed():
-                return
-            if term.lost_event.is_set() and not told:
-                told = True
-                loop.call_soon_threadsafe(leadership.lost_event.set)
+    async def _run_lead(self, term: _Term, leadership: Leadership) -> None:
+        try:
+            outcome = self._lead(leadership)
+            if not inspect.isawaitable(outcome):
+                raise TypeError(
+                    "lead must return an awaitable (be an async def function), not"
+                    f" {type(outcome).__name__}"
+                )
+            await outcome
+        except asyncio.CancelledError:
+            if not leadership.lost_event.is_set():
+                raise  # not the term's end (the loop shutting down, say): let it through
+        except Exception:
+            log.exception("lead() of the leader selector on %s failed", self.path)
+        finally:
+            leadership._end("leadership given up")
+            if term.election is not None:
+                term.election.stop("leadership given up")  # the steps end: the node goes
+
+    def _over(self, term: _Term, task: asyncio.Task[str]) -> None:
+        """A term's steps have ended (its node deleted): queue again if asked to."""
+        if self._term is term:
+            self._term = None
+        ended_by = None if task.cancelled() or task.exception() else task.result()
+        if self.auto_requeue and ended_by not in (None, CLIENT_STOPPED):
+            self._queue()
 
 
 __all__ = ["LeaderSelector", "Leadership"]

@@ -11,13 +11,13 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from .. import _wire
-from .._deadline import Deadline
-from .._engine import HeldNode, delete_guaranteed_steps
+from .._calls import delete_guaranteed_steps
+from .._checks import ConnectionPolicy
+from .._engine import HeldNode
 from .._errors import LockLostError, LockNotOwnedError
 from .._hold import FollowedNode, LossNotice
-from .._monitor import ConnectionPolicy
 from .._semaphore import InterProcessSemaphoreV2 as _Semaphore
-from .._steps import Await
+from .._semaphore import lease_data_steps
 from ._lock import AsyncLockContext
 from ._runner import loop_notice, run_async
 
@@ -63,9 +63,8 @@ class Lease:
         return self._hold.fencing_token
 
     async def data(self) -> bytes:
-        """The lease node's data, read from ZooKeeper."""
-        data, _ = await run_async(self._client, _read(self._client, self._hold.path))
-        return bytes(data)
+        """The lease node's data, read from ZooKeeper (riding through a reconnect)."""
+        return await run_async(self._client, lease_data_steps(self._client, self._hold.path))
 
     async def is_held(self) -> bool:
         """True while the lease node is known to be ours (and the lease not returned)."""
@@ -106,10 +105,6 @@ class Lease:
         return f"aio.Lease({self._hold.path!r})"
 
 
-def _read(client: KazooClient, path: str) -> Any:
-    return (yield Await(client.get_async(path), Deadline(None)))
-
-
 class InterProcessSemaphoreV2:
     """The asyncio form of :class:`pycurator.InterProcessSemaphoreV2`."""
 
@@ -140,6 +135,11 @@ class InterProcessSemaphoreV2:
     @property
     def max_leases(self) -> int:
         return self._core.max_leases
+
+    @property
+    def connection_policy(self) -> ConnectionPolicy:
+        """What counts as a lost lease (see the threaded semaphore's)."""
+        return self._core.connection_policy
 
     async def acquire(self, timeout: float | None = None) -> Lease | None:
         """One lease within ``timeout`` seconds (None: wait forever), or None on timeout."""

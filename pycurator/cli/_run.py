@@ -261,7 +261,8 @@ def _run_holding(
 
 def cmd_elect(args: argparse.Namespace, err: TextIO) -> int:
     """Run a command while this process leads a LeaderLatch; see ``pycurator elect --help``."""
-    from .._leader import LeaderLatch, id_bytes
+    from .._leader import LeaderLatch
+    from .._participants import id_bytes
 
     args.path = checked_path(args.path)
     try:

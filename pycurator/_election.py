@@ -1,0 +1,297 @@
+"""One participant of a leader election, written once as steps (:mod:`pycurator._steps`).
+
+Curator's ``LeaderLatch`` loop, which each ``LeaderSelector`` term runs too (a selector's node is
+a mutex node, and its queue works the same way): make a protected ephemeral-sequential node,
+list the children, and lead when our node is first and the client's current session made it
+(CURATOR-696), or watch the node right in front of ours. A deleted predecessor, a reconnect
+(CURATOR-644/645/724) or a loss lists the children again; our node found gone (or another
+session's) is deleted and replaced. Leadership follows the leader's node as a lock hold does
+(:class:`~pycurator._monitor.HoldMonitor`): it ends when the node is deleted, the session ends,
+or (``standard`` policy) the connection is suspended.
+
+The steps run on either runner: kazoo's callbacks for the threaded recipes (so a participant
+costs a node and a watch, never a thread), or a task on the event loop for :mod:`pycurator.aio`.
+They tell the recipe what happens through callbacks called from the steps (keep them short,
+never block), and delete our node on the way out, however they end.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from kazoo.exceptions import ConnectionClosedError, NoNodeError
+from kazoo.protocol.states import KazooState, WatchedEvent
+
+from . import _kazoo, _wire
+from ._calls import (
+    RETRYABLE,
+    delete_guaranteed_later,
+    delete_guaranteed_steps,
+    forget_watch,
+    watch_steps,
+)
+from ._checks import ConnectionPolicy
+from ._deadline import Deadline, DeadlineExpired
+from ._engine import HeldNode, LockEngine
+from ._monitor import CLIENT_STOPPED, HoldMonitor, HoldState
+from ._steps import NewSignal, Signal, Steps, WaitSignal
+from .handlers import runs_inline
+
+log = logging.getLogger("pycurator")
+
+#: The longest one step (create, list, watch) waits for the server before it starts over.
+STEP_WAIT = 10.0
+#: Seconds before a step that failed for want of a connection is tried again.
+RETRY_DELAY = 0.1
+#: Seconds between tries of a step that failed with an error no reconnect fixes (NoAuth...).
+ERROR_RETRY_DELAY = 1.0
+
+
+class Election:
+    """One participant's node, from its creation to its deletion.
+
+    ``on_elected(node, monitor)`` hears of leadership (our node, and the monitor that follows
+    it), ``on_deposed(reason)`` of its end, and ``on_trouble(error)`` of an error that keeps
+    the steps from succeeding (NoAuth, an ephemeral parent...; None once a step succeeds); the
+    steps call them. ``on_news()`` runs on kazoo's threads at once whenever the connection or
+    the leader's node changes (the monitor's view of leadership may have changed before the
+    steps run): it must only wake whoever waits.
+
+    With ``one_term`` (a selector's term), a participant leads once: after its leadership
+    ends it keeps its node, and leads no more, until :meth:`stop` (as Curator releases a
+    selector's mutex only once ``takeLeadership`` returns). With ``queue_ends_on_error``, a
+    participant that does not lead yet leaves the election when the connection enters an error
+    state of its policy (``standard``: suspended or lost; ``session``: lost), as Curator's
+    selector ends a queued attempt then.
+    """
+
+    def __init__(
+        self,
+        engine: LockEngine,
+        policy: ConnectionPolicy,
+        on_elected: Callable[[HeldNode, HoldMonitor], None],
+        on_deposed: Callable[[str], None],
+        on_trouble: Callable[[Exception | None], None] | None = None,
+        on_news: Callable[[], None] | None = None,
+        *,
+        one_term: bool = False,
+        queue_ends_on_error: bool = False,
+    ) -> None:
+        self.engine = engine
+        self.client = engine.client
+        self.policy = policy
+        self._on_elected = on_elected
+        self._on_deposed = on_deposed
+        self._on_trouble = on_trouble
+        self._on_news = on_news
+        self._one_term = one_term
+        self._queue_ends_on_error = queue_ends_on_error
+        #: Our node, while there is one.
+        self.node: HeldNode | None = None
+        #: Follows our node while we lead.
+        self.leading: HoldMonitor | None = None
+        #: The error that keeps the last step from succeeding, if any.
+        self.error: Exception | None = None
+        self.termed = False  # led once
+        self._stop: str | None = None  # why the steps should end
+        self._wake: Signal | None = None
+        self._watched: str | None = None  # the predecessor we watch
+        self._watch_spent = False  # its watch has fired (kazoo has dropped it)
+
+    @property
+    def is_leading(self) -> bool:
+        """Whether we lead now (as last heard; no request)."""
+        monitor = self.leading
+        return monitor is not None and monitor.held
+
+    def stop(self, reason: str) -> None:
+        """Ask the steps to end (from any thread); they stop leading and delete our node on the
+        way out. A runner's cancellation ends them at once, with the same clean-up."""
+        if self._stop is None:
+            self._stop = reason
+        wake = self._wake
+        if wake is not None:
+            wake.set()
+
+    def steps(self) -> Steps[str]:
+        """Take part until stopped, or until the client is stopped or (``queue_ends_on_error``)
+        the queue is left; why it ended."""
+        client = self.client
+        self._wake = wake = yield NewSignal()
+        if self._stop is not None:
+            return self._stop
+        client.add_listener(self._on_state)
+        try:
+            reason = yield from self._take_part(wake)
+        except GeneratorExit:  # dropped unfinished: no more steps can be made
+            self._leave_later()
+            raise
+        except BaseException:  # cancelled (or a bug): the clean-up runs first
+            yield from self._leave(self._stop or "election ended")
+            raise
+        yield from self._leave(reason)
+        return reason
+
+    def _take_part(self, wake: Signal) -> Steps[str]:
+        client = self.client
+        while True:
+            wake.clear()
+            if self._stop is not None:
+                return self._stop
+            monitor = self.leading
+            if monitor is not None and not monitor.held:
+                self._depose(monitor.reason)
+            if _kazoo.is_stopped(client):
+                return CLIENT_STOPPED
+            if (self._one_term and self.termed) or not client.connected:
+                # a spent term waits to be stopped; the next CONNECTED wakes the others
+                yield WaitSignal(wake, None)
+                continue
+            try:
+                yield from self._step(wake)
+                if self.error is not None:
+                    self._trouble(None)
+            except ConnectionClosedError:
+                return CLIENT_STOPPED
+            except (*RETRYABLE, DeadlineExpired, NoNodeError):
+                # NoNode: a parent container was reaped while we made our node; make it again
+                yield WaitSignal(wake, RETRY_DELAY)
+                continue
+            except Exception as exc:
+                log.exception("leader election on %s failed; trying again", self.engine.base_path)
+                self._trouble(exc)
+                yield WaitSignal(wake, ERROR_RETRY_DELAY)
+                continue
+            yield WaitSignal(wake, None)
+
+    def _step(self, wake: Signal) -> Steps[None]:
+        """Create our node if there is none, list the children, and lead or watch."""
+        client, engine = self.client, self.engine
+        deadline = Deadline(STEP_WAIT)
+        children: list[str] | None = None
+        node = self.node
+        if node is None:
+            node, children = yield from engine.create_node_steps(deadline)
+            self.node = node
+            if self._stop is not None:
+                return  # stopped while the create was on its way: the clean-up deletes it
+        if children is None:
+            children = yield from engine.children_steps(deadline)  # none: the path is gone
+        ordered = engine.driver.sort(children)
+        ours = _wire.node_name(node.path)
+        if ours not in ordered or not engine.is_current_session(node):
+            self._reset(node, "election node gone")
+            wake.set()
+            return
+        decision = engine.driver.decide(ordered, ours)
+        if decision.holds:
+            self._unwatch()
+            if self.leading is None:
+                self._elect(node)
+            return
+        self._depose("another participant leads")
+        assert decision.watch is not None
+        watched = _wire.join_path(engine.base_path, decision.watch)
+        if watched != self._watched:
+            self._unwatch()
+            self._watched = watched
+        self._watch_spent = False
+        try:
+            yield from watch_steps(client, watched, self._on_watch, deadline)
+        except NoNodeError:
+            wake.set()  # gone before we could watch it: list again
+
+    def _elect(self, node: HeldNode) -> None:
+        monitor = HoldMonitor(
+            self.client, node.path, self.policy, self._hold_changed, node.session_id, "leadership"
+        )
+        if not monitor.held:  # the connection went meanwhile: its state change wakes us
+            monitor.close()
+            return
+        self.leading = monitor
+        self.termed = True
+        self._on_elected(node, monitor)
+
+    def _depose(self, reason: str) -> None:
+        monitor, self.leading = self.leading, None
+        if monitor is None:
+            return
+        if monitor.held and self._stop is None:  # a loss its monitor did not see (and log)
+            log.warning(
+                "leadership %s lost: %s",
+                monitor.node,
+                reason,
+                extra={"path": self.engine.base_path, "node": monitor.node, "reason": reason},
+            )
+        monitor.close()
+        self._on_deposed(reason)
+
+    def _trouble(self, error: Exception | None) -> None:
+        self.error = error
+        if self._on_trouble is not None:
+            self._on_trouble(error)
+
+    def _reset(self, node: HeldNode, reason: str) -> None:
+        """Our node is gone or not this session's: stop leading, delete it, make a new one."""
+        self._depose(reason)
+        if self.node is node:
+            self.node = None
+        self._unwatch()
+        delete_guaranteed_later(self.client, node.path)
+
+    def _leave(self, reason: str) -> Steps[None]:
+        """Stop leading, stop listening and watching, and delete our node."""
+        node = self._quit(reason)
+        if node is not None:
+            yield from delete_guaranteed_steps(self.client, node.path)
+
+    def _leave_later(self) -> None:
+        node = self._quit(self._stop or "election ended")
+        if node is not None:
+            delete_guaranteed_later(self.client, node.path)
+
+    def _quit(self, reason: str) -> HeldNode | None:
+        if self._stop is None:
+            self._stop = reason
+        self.client.remove_listener(self._on_state)
+        self._depose(reason)
+        self._unwatch()
+        node, self.node = self.node, None
+        return node
+
+    def _unwatch(self) -> None:
+        watched, self._watched = self._watched, None
+        if watched is not None and not self._watch_spent:
+            forget_watch(self.client, watched, self._on_watch)
+
+    # -- news from kazoo's threads: note it and wake the steps -------------------------------
+
+    def _on_state(self, state: str) -> bool:
+        if self._queue_ends_on_error and self.leading is None and self._stop is None:
+            if state == KazooState.LOST:
+                self._stop = "session expired"
+            elif state == KazooState.SUSPENDED and self.policy == "standard":
+                self._stop = "connection suspended"
+        self._wake_up()
+        return False
+
+    def _hold_changed(self, state: HoldState, reason: str) -> None:
+        self._wake_up()  # a loss deposes us; a reconnect lists the children again
+
+    @runs_inline
+    def _on_watch(self, event: WatchedEvent) -> None:
+        self._watch_spent = True
+        wake = self._wake
+        if wake is not None:
+            wake.set()
+
+    def _wake_up(self) -> None:
+        wake = self._wake
+        if wake is not None:
+            wake.set()
+        if self._on_news is not None:
+            self._on_news()
+
+
+__all__ = ["STEP_WAIT", "Election"]
