@@ -1,0 +1,142 @@
+"""A queued (not leading) selector through connection trouble follows Curator's rules: under the
+``standard`` policy a suspended connection ends the queued attempt, under ``session`` only the
+session's end does; the selector then leads only if requeued (or with ``auto_requeue``)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from pycurator import LeaderSelector, Leadership
+from pycurator.testing import ClientFactory, FaultProxy, expire_kazoo_session
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
+
+from .support import SOON, STEADY_RECONNECT, children, eventually
+
+pytestmark = pytest.mark.usefixtures("zk_no_orphans")
+
+
+class Turn:
+    """A ``lead`` that leads until told to give up."""
+
+    def __init__(self) -> None:
+        self.led = threading.Event()
+        self.give_up = threading.Event()
+
+    def __call__(self, leadership: Leadership) -> None:
+        self.led.set()
+        while not self.give_up.is_set() and not leadership.lost_event.is_set():
+            self.give_up.wait(0.05)
+
+
+@pytest.fixture
+def front(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:
+    with FaultProxy(zk_server.hosts.split(",")[0]) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def selectors() -> Iterator[list[LeaderSelector]]:
+    made: list[LeaderSelector] = []
+    yield made
+    for selector in made:
+        try:
+            selector.close(SOON)
+        except RuntimeError:
+            pass
+
+
+def queue_behind_a_leader(
+    zk_client_factory: ClientFactory,
+    front: FaultProxy,
+    path: str,
+    selectors: list[LeaderSelector],
+    **options: object,
+) -> tuple[Turn, LeaderSelector, Turn]:
+    """A leader on a direct connection, and a selector queued behind it through ``front``."""
+    leader_turn, queued_turn = Turn(), Turn()
+    leader = LeaderSelector(zk_client_factory(), path, leader_turn, "leader")
+    client = zk_client_factory(hosts=front.hosts, timeout=30.0, connection_retry=STEADY_RECONNECT)
+    queued = LeaderSelector(client, path, queued_turn, "queued", **options)  # type: ignore[arg-type]
+    selectors += [leader, queued]
+    leader.start()
+    assert leader_turn.led.wait(SOON)
+    queued.start()
+    eventually(lambda: len(children(client, path)) == 2, what="queued behind the leader")
+    eventually(lambda: queued.our_path is not None, what="the queued selector knows its node")
+    return leader_turn, queued, queued_turn
+
+
+def test_a_connection_blip_ends_a_queued_attempt_under_the_standard_policy(
+    zk_client_factory: ClientFactory,
+    front: FaultProxy,
+    zk_path: str,
+    selectors: list[LeaderSelector],
+) -> None:
+    path = f"{zk_path}/leader"
+    leader_turn, queued, queued_turn = queue_behind_a_leader(
+        zk_client_factory, front, path, selectors
+    )
+    observer = zk_client_factory()
+    front.drop_connections()
+    eventually(lambda: len(children(observer, path)) == 1, what="the queued node deleted")
+    leader_turn.give_up.set()
+    eventually(lambda: children(observer, path) == [], what="the leader's term over")
+    assert not queued_turn.led.wait(0.5)  # out of the queue: it does not lead
+    assert queued.requeue() is True
+    assert queued_turn.led.wait(SOON)
+
+
+def test_a_connection_blip_keeps_a_queued_attempt_under_the_session_policy(
+    zk_client_factory: ClientFactory,
+    front: FaultProxy,
+    zk_path: str,
+    selectors: list[LeaderSelector],
+) -> None:
+    path = f"{zk_path}/leader"
+    leader_turn, queued, queued_turn = queue_behind_a_leader(
+        zk_client_factory, front, path, selectors, connection_policy="session"
+    )
+    node = queued.our_path
+    front.drop_connections()
+    leader_turn.give_up.set()
+    assert queued_turn.led.wait(SOON)
+    assert queued.our_path == node  # the same place in the queue
+    assert queued.requeue() is False  # already leading
+
+
+def test_a_session_expiry_ends_a_queued_attempt_under_the_session_policy(
+    zk_client_factory: ClientFactory,
+    front: FaultProxy,
+    zk_path: str,
+    selectors: list[LeaderSelector],
+) -> None:
+    path = f"{zk_path}/leader"
+    leader_turn, queued, queued_turn = queue_behind_a_leader(
+        zk_client_factory, front, path, selectors, connection_policy="session"
+    )
+    expire_kazoo_session(queued.client)
+    leader_turn.give_up.set()
+    assert not queued_turn.led.wait(1.0)
+    assert queued.requeue() is True
+    assert queued_turn.led.wait(SOON)
+
+
+def test_auto_requeue_queues_again_after_the_blip_ended_the_attempt(
+    zk_client_factory: ClientFactory,
+    front: FaultProxy,
+    zk_path: str,
+    selectors: list[LeaderSelector],
+) -> None:
+    path = f"{zk_path}/leader"
+    leader_turn, queued, queued_turn = queue_behind_a_leader(
+        zk_client_factory, front, path, selectors, auto_requeue=True
+    )
+    node = queued.our_path
+    front.drop_connections()
+    eventually(lambda: queued.our_path not in (None, node), what="queued again with a new node")
+    leader_turn.give_up.set()
+    assert queued_turn.led.wait(SOON)
+    assert queued.requeue() is False
