@@ -4,6 +4,7 @@ session's end does; the selector then leads only if requeued (or with ``auto_req
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 
@@ -42,10 +43,8 @@ def selectors() -> Iterator[list[LeaderSelector]]:
     made: list[LeaderSelector] = []
     yield made
     for selector in made:
-        try:
+        with contextlib.suppress(RuntimeError):  # closed by the test
             selector.close(SOON)
-        except RuntimeError:
-            pass
 
 
 def queue_behind_a_leader(

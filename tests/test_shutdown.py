@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -71,10 +72,8 @@ def selectors() -> Iterator[list[Any]]:
     made: list[Any] = []
     yield made
     for selector in made:
-        try:
+        with contextlib.suppress(RuntimeError):  # closed by the test
             selector.close(SOON)
-        except RuntimeError:
-            pass  # closed by the test
 
 
 @orphan_free
@@ -291,12 +290,13 @@ def test_an_asyncio_wait_ends_with_connection_closed_when_its_client_is_stopped(
             wait: Any = latch.wait()
         else:
             _wait_for(kind, waiting, holding, zk_path)  # holds on the path
-            recipe: Any = {
+            makers: dict[str, Callable[[], Any]] = {
                 "mutex": lambda: aio.InterProcessMutex(waiting, zk_path),
                 "read lock": lambda: aio.InterProcessReadWriteLock(waiting, zk_path).read_lock(),
                 "semaphore": lambda: aio.InterProcessSemaphoreV2(waiting, zk_path, 1),
                 "semaphore mutex": lambda: aio.InterProcessSemaphoreMutex(waiting, zk_path),
-            }[kind]()
+            }
+            recipe = makers[kind]()
             wait = recipe.acquire()
         task = asyncio.ensure_future(wait)
         while _queued(holding, zk_path) < 2:
