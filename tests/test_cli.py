@@ -338,13 +338,19 @@ def test_revoke_writes_curators_message_to_the_node(
         assert zk.get(lock.lock_path)[0] == b"__REVOKE__"
 
 
-def test_revoke_of_a_lock_path_rather_than_a_node_is_refused(
+def test_revoke_of_a_lock_path_rather_than_a_node_points_to_inspect(
     zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str
 ) -> None:
-    with InterProcessMutex(zk, zk_path):
+    lock = InterProcessMutex(zk, zk_path)
+    with lock:
         result = run_cli("revoke", "--hosts", zk_server.hosts, zk_path)
-    assert result.returncode == 1
-    assert "is not a lock node" in one_error_line(result.stderr)
+        assert result.returncode == 1
+        assert one_error_line(result.stderr) == (
+            f"pycurator: error: refused: {zk_path} is a lock's path, not one of its nodes; "
+            f"'pycurator inspect {zk_path}' lists them"
+        )
+        assert lock.lock_path is not None
+        assert zk.get(lock.lock_path)[0] != b"__REVOKE__"
 
 
 @pytest.mark.parametrize(
