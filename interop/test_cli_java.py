@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -23,12 +26,13 @@ from pycurator.testing import (
     session_of,
 )
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
-from tests.cli_support import python_command, run_cli, start_cli
+from tests.cli_support import ends_within, python_command, run_cli, start_cli
 from tests.support import SOON, Worker, children, eventually
 
 from .conftest import CuratorFactory, java_class
 
 READY_THEN_SLEEP = "import time; print('ready', flush=True); time.sleep(60)"
+PID_THEN_SLEEP = "import os, time; print(os.getpid(), flush=True); time.sleep(60)"
 
 
 class JavaHolder(threading.Thread):
@@ -162,6 +166,36 @@ def test_java_is_excluded_while_the_lock_command_runs(
     finally:
         if process.poll() is None:
             process.kill()
+        process.communicate(timeout=SOON)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="no parent-death signal")
+def test_a_killed_lock_commands_command_dies_with_it_before_java_takes_the_lock(
+    zk_server: ZooKeeperTarget, curator: Any, zk: KazooClient, zk_path: str
+) -> None:
+    options = ["--hosts", zk_server.hosts, "--session-timeout", "2"]
+    process = start_cli("lock", *options, zk_path, "--", *python_command(PID_THEN_SLEEP))
+    java_holder: JavaHolder | None = None
+    pid = None
+    try:
+        assert process.stdout is not None
+        reader = Worker(process.stdout.readline)
+        reader.start()
+        pid = int(reader.outcome(SOON))
+        java_holder = JavaHolder(java_class("InterProcessMutex")(curator, zk_path))
+        java_holder.start()
+        eventually(lambda: len(children(zk, zk_path)) == 2, what="Java queued")
+        process.kill()  # as the OOM killer would: no chance to stop its command
+        assert ends_within(pid, 1.0), "the command outlived its lock process"
+        assert not java_holder.acquired.is_set()  # Java waits for the session's end
+        assert java_holder.acquired.wait(3 * SOON)
+    finally:
+        if java_holder is not None:
+            java_holder.release()
+        if process.poll() is None:
+            process.kill()
+        if pid is not None and not ends_within(pid, 0):
+            os.kill(pid, signal.SIGKILL)  # a command left running keeps the pipe open
         process.communicate(timeout=SOON)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 
@@ -45,3 +46,17 @@ def start_cli(*args: str) -> subprocess.Popen[str]:
 def python_command(code: str) -> list[str]:
     """A command line that runs ``code`` with this interpreter."""
     return [sys.executable, "-c", code]
+
+
+def ends_within(pid: int, seconds: float) -> bool:
+    """Whether the process ``pid``, a child of ours or not, has ended or ends within ``seconds``:
+    its pidfd becomes readable once it has exited, reaped or not (Linux)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([fd], [], [], seconds)
+        return bool(readable)
+    finally:
+        os.close(fd)

@@ -6,6 +6,7 @@ import json
 import re
 import signal
 import subprocess
+import sys
 
 import pytest
 from kazoo.client import KazooClient
@@ -337,13 +338,19 @@ def test_revoke_writes_curators_message_to_the_node(
         assert zk.get(lock.lock_path)[0] == b"__REVOKE__"
 
 
-def test_revoke_of_a_lock_path_rather_than_a_node_is_refused(
+def test_revoke_of_a_lock_path_rather_than_a_node_points_to_inspect(
     zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str
 ) -> None:
-    with InterProcessMutex(zk, zk_path):
+    lock = InterProcessMutex(zk, zk_path)
+    with lock:
         result = run_cli("revoke", "--hosts", zk_server.hosts, zk_path)
-    assert result.returncode == 1
-    assert "is not a lock node" in one_error_line(result.stderr)
+        assert result.returncode == 1
+        assert one_error_line(result.stderr) == (
+            f"pycurator: error: refused: {zk_path} is a lock's path, not one of its nodes; "
+            f"'pycurator inspect {zk_path}' lists them"
+        )
+        assert lock.lock_path is not None
+        assert zk.get(lock.lock_path)[0] != b"__REVOKE__"
 
 
 @pytest.mark.parametrize(
@@ -395,3 +402,37 @@ def test_a_signal_that_kazoo_turned_into_a_closed_connection_is_still_the_signal
         interrupt(signal.SIGTERM, None)
     assert interrupt.signal_of(closed) == signal.SIGTERM
     assert interrupt.signal_of(Interrupted(signal.SIGHUP)) == signal.SIGHUP
+
+
+#: Makes the parent-death hook in this process, then runs it in a child (whose parent made it)
+#: and in a grandchild (whose parent did not: as a command whose ``pycurator`` died before the
+#: hook ran, adopted by another process); prints how each ended.
+HOOK_IN_CHILD_AND_GRANDCHILD = """
+import os
+from pycurator.cli._guard import dies_with_this_process
+hook = dies_with_this_process()
+assert hook is not None
+
+def run_hook_in_a_child():
+    child = os.fork()
+    if child == 0:
+        hook()
+        os._exit(0)
+    _, status = os.waitpid(child, 0)
+    return os.WTERMSIG(status) if os.WIFSIGNALED(status) else -os.WEXITSTATUS(status)
+
+print(run_hook_in_a_child(), flush=True)
+if os.fork() == 0:
+    print(run_hook_in_a_child(), flush=True)
+    os._exit(0)
+os.wait()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="no parent-death signal")
+def test_a_command_whose_guard_died_before_it_started_kills_itself() -> None:
+    result = subprocess.run(
+        python_command(HOOK_IN_CHILD_AND_GRANDCHILD), capture_output=True, text=True, timeout=SOON
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", str(int(signal.SIGKILL))]

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,8 +22,10 @@ from pycurator.cli import EXIT_LOCK_LOST, EXIT_TIMEOUT, EXIT_USAGE
 from pycurator.testing import ClientFactory, ZooKeeperServer, free_port
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
-from .cli_support import python_command, run_cli, start_cli
+from .cli_support import ends_within, python_command, run_cli, start_cli
 from .support import SOON, children, eventually
+
+LINUX = sys.platform.startswith("linux")
 
 #: However slow the machine, ``elect`` exits this soon after what ends it.
 EXIT_BOUND = 20.0
@@ -85,7 +88,7 @@ class Run:
         Path(f"{self.stop_base}-{participant_id}").write_text(str(status))
 
     def kill_all(self) -> None:
-        """Kill the commands still running (a SIGKILLed ``elect`` leaves its command behind)."""
+        """Kill the commands still running (after a test that failed half-way)."""
         for start in self.starts():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(start.pid, signal.SIGKILL)
@@ -151,12 +154,13 @@ def test_two_elect_processes_take_turns_and_the_command_gets_the_election(
     eventually(lambda: children(zk, path) == [], what="both latch nodes deleted")
 
 
-def test_a_killed_leader_hands_over_once_its_session_ends(
+@pytest.mark.skipif(not LINUX, reason="no parent-death signal outside Linux")
+def test_a_killed_leaders_command_dies_with_it_before_the_next_leader_starts(
     zk_server: ZooKeeperTarget,
     zk: KazooClient,
     zk_path: str,
     processes: list[subprocess.Popen[str]],
-    run: Run,  # after processes: the orphaned command is killed before their pipes are read
+    run: Run,  # after processes: a command left running is killed before their pipes are read
 ) -> None:
     path = f"{zk_path}/election"
     short = ("--session-timeout", "2")
@@ -167,10 +171,13 @@ def test_a_killed_leader_hands_over_once_its_session_ends(
     processes.append(second)
     eventually(lambda: len(children(zk, path)) == 2, what="the second process queued")
 
-    first.kill()  # its command lives on, orphaned: only the session's end hands over
+    first.kill()  # as the OOM killer would: no chance to stop its command
+    assert ends_within(run.starts()[0].pid, 1.0), "the command outlived its elect process"
+    assert len(run.starts()) == 1  # the next leader waits for the first session's end
     first.wait(SOON)
     eventually(lambda: len(run.starts()) == 2, what="the second process leads")
     assert run.starts()[1].id == "b"
+    assert [f[:2] for f in run.lines()] == [["start", "a"], ["start", "b"]]
     assert children(zk, path) == [Path(run.starts()[1].node).name]
     run.stop("b")
     second.communicate(timeout=SOON)

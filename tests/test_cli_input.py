@@ -98,6 +98,55 @@ def test_a_bad_count_is_one_usage_line_naming_the_option(
     assert f"argument {option}: must be a whole number" in parse_error(args, capsys)
 
 
+def test_the_global_options_may_come_before_the_command(
+    zk_server: ZooKeeperTarget, zk_path: str
+) -> None:
+    result = run_cli("--hosts", zk_server.hosts, "--connect-timeout", "5", "inspect", zk_path)
+    assert result.returncode == 0, result.stderr
+    assert f"{zk_path}: no such node" in result.stdout
+
+
+def test_a_global_option_after_the_command_wins_over_the_same_before_it(
+    zk_server: ZooKeeperTarget, zk_path: str
+) -> None:
+    unreachable = f"127.0.0.1:{free_port()}"
+    result = run_cli("--hosts", unreachable, "inspect", "--hosts", zk_server.hosts, zk_path)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_meaningless_number_before_the_command_is_one_usage_line_naming_the_option(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    line = parse_error(["--session-timeout", "nan", "inspect", "/locks/x"], capsys)
+    assert "argument --session-timeout: must be a finite number > 0, not 'nan'" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "advice"),
+    [
+        (["lock", "/locks/x", "echo", "hi"], "pycurator lock /locks/x -- echo hi"),
+        (
+            ["elect", "/e", "--id", "a", "sh", "-c", "exit 3"],
+            "pycurator elect /e --id a -- sh -c 'exit 3'",
+        ),
+        (["lock", "/locks/x", "ls", "-q"], "pycurator lock [OPTIONS] PATH -- CMD [ARGS...]"),
+    ],
+)
+def test_a_command_to_run_without_the_separator_is_a_usage_line_showing_where_it_goes(
+    args: list[str], advice: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = parse_error(args, capsys)
+    assert line.startswith(f"pycurator {args[0]}: error: unrecognized arguments: ")
+    assert line.endswith(f"; put -- before the command to run: {advice}")
+
+
+def test_an_extra_argument_to_inspect_is_a_usage_line_without_the_separator_advice(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    line = parse_error(["inspect", "/locks/x", "extra"], capsys)
+    assert line == "pycurator inspect: error: unrecognized arguments: extra"
+
+
 @pytest.fixture
 def not_runnable(tmp_path: Path) -> dict[str, str]:
     """Commands that exist but cannot be run, by what is wrong with them."""

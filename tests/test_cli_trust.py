@@ -51,6 +51,20 @@ def test_revoke_refuses_zookeepers_quota_node(zk_server: ZooKeeperTarget, zk: Ka
     assert zk.get("/zookeeper/quota")[0] == before
 
 
+def test_revoke_of_a_semaphores_path_points_to_inspect(
+    zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str
+) -> None:
+    lease = InterProcessSemaphoreV2(zk, zk_path, 2).acquire(SOON)
+    assert lease is not None
+    with lease:
+        result = run_cli("revoke", "--hosts", zk_server.hosts, zk_path)
+    assert result.returncode == EXIT_REFUSED
+    assert (
+        f"{zk_path} is a semaphore's path, not one of its nodes; 'pycurator inspect {zk_path}'"
+        in (one_error_line(result.stderr))
+    )
+
+
 def inspect_json(hosts: str, path: str) -> dict[str, Any]:
     result = run_cli("inspect", "--json", "--hosts", hosts, path)
     assert result.returncode == 0, result.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -122,28 +123,46 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
 
 # -- parsing ---------------------------------------------------------------------------------
 
+#: How the commands that run a command are called: their usage, and what a command line that
+#: forgot the ``--`` before the command is pointed to.
+RUN_USAGE = {
+    "lock": "pycurator lock [OPTIONS] PATH -- CMD [ARGS...]",
+    "elect": "pycurator elect [OPTIONS] PATH --id ID -- CMD [ARGS...]",
+}
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def _connection_options(parser: argparse.ArgumentParser) -> None:
+def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """The options every command takes, before its name or after it. Only the top-level parser
+    has defaults: a command's parser sets an option only where it is given (after the command's
+    name, it wins over the same option before it)."""
+
+    def default(value: object) -> object:
+        return value if top else argparse.SUPPRESS
+
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", default=default(False), help="log what kazoo does"
+    )
     parser.add_argument(
         "--hosts",
+        default=default(None),
         help=f"ZooKeeper connect string (default: ${HOSTS_ENV}, else {DEFAULT_HOSTS})",
     )
     parser.add_argument(
         "--connect-timeout",
         type=POSITIVE_SECONDS,
-        default=15.0,
+        default=default(15.0),
         metavar="S",
         help="seconds to wait for a connection (default: 15)",
     )
     parser.add_argument(
         "--session-timeout",
         type=POSITIVE_SECONDS,
-        default=10.0,
+        default=default(10.0),
         metavar="S",
         help="ZooKeeper session timeout in seconds (default: 10)",
     )
@@ -164,13 +183,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pycurator",
         description="Curator's ZooKeeper locks from the command line, shared with Java Curator.",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log what kazoo does")
     parser.add_argument("--version", action="version", version=f"pycurator {__version__}")
+    _global_options(parser, top=True)
     commands = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
 
     lock = commands.add_parser(
         "lock",
-        usage="pycurator lock [OPTIONS] PATH -- CMD [ARGS...]",
+        usage=RUN_USAGE["lock"],
         help="run a command while holding a lock",
         description=(
             "Run CMD while holding the lock on PATH (Java Curator's InterProcessMutex on the "
@@ -212,11 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _quiet_option(lock)
     lock.add_argument("--poll-interval", type=POSITIVE_SECONDS, default=0.1, help=argparse.SUPPRESS)
-    _connection_options(lock)
+    _global_options(lock, top=False)
 
     elect = commands.add_parser(
         "elect",
-        usage="pycurator elect [OPTIONS] PATH --id ID -- CMD [ARGS...]",
+        usage=RUN_USAGE["elect"],
         help="run a command while this process leads an election",
         description=(
             "Join the leader election on PATH (Curator's LeaderLatch, shared with Java's on the "
@@ -248,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     elect.add_argument(
         "--poll-interval", type=POSITIVE_SECONDS, default=0.1, help=argparse.SUPPRESS
     )
-    _connection_options(elect)
+    _global_options(elect, top=False)
 
     inspect = commands.add_parser(
         "inspect",
@@ -275,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     inspect.add_argument("--interval", type=POSITIVE_SECONDS, default=1.0, help=argparse.SUPPRESS)
-    _connection_options(inspect)
+    _global_options(inspect, top=False)
 
     revoke = commands.add_parser(
         "revoke",
@@ -283,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write Curator's __REVOKE__ message to NODE_PATH (see inspect for nodes).",
     )
     revoke.add_argument("node", metavar="NODE_PATH")
-    _connection_options(revoke)
+    _global_options(revoke, top=False)
 
     demo = commands.add_parser(
         "demo",
@@ -310,7 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip the lock, to show the lost updates it prevents (exits 1)",
     )
-    _connection_options(demo)
+    _global_options(demo, top=False)
     return parser
 
 
@@ -322,8 +341,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in argv:
         split = argv.index("--")
         argv, command = argv[:split], argv[split + 1 :]
-    args = parser.parse_args(argv)
-    if command and args.command_name not in ("lock", "elect"):
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        message = f"unrecognized arguments: {' '.join(unknown)}"
+        if args.command_name in RUN_USAGE and not command:
+            message += f"; put -- before the command to run: {_separated(args, argv, unknown)}"
+        parser.exit(EXIT_USAGE, f"pycurator {args.command_name}: error: {message}\n")
+    if command and args.command_name not in RUN_USAGE:
         parser.error(f"{args.command_name} takes no command after --")
     args.command = command
     logging.basicConfig(
@@ -353,6 +377,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"ZooKeeper refused: {type(exc).__name__} {exc}", EXIT_ERROR)
     except KeyboardInterrupt:
         return 128 + signal.SIGINT
+
+
+def _separated(args: argparse.Namespace, argv: list[str], unknown: list[str]) -> str:
+    """The command line with ``--`` before the ``unknown`` arguments if they end it (they are
+    then the command to run), else the usage."""
+    if argv[len(argv) - len(unknown) :] == unknown:
+        return shlex.join(["pycurator", *argv[: len(argv) - len(unknown)], "--", *unknown])
+    return RUN_USAGE[args.command_name]
 
 
 def _fail(message: str, status: int) -> int:

@@ -289,6 +289,24 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+#: The locks whose path may be given to ``revoke`` by mistake for one of their nodes.
+_REVOCABLE_LAYOUTS = {"mutex": "lock", "read-write": "read/write lock", "semaphore": "semaphore"}
+
+
+def _refusal(client: KazooClient, node: str, reason: str) -> str:
+    """Why ``revoke`` refused ``node``; for a lock's path, where its nodes are listed."""
+    try:
+        layout = inspect_lock(client, node).layout
+    except KazooException:  # the refusal stands; only the hint is lost
+        layout = NOT_A_LOCK
+    if layout in _REVOCABLE_LAYOUTS:
+        return (
+            f"refused: {node} is a {_REVOCABLE_LAYOUTS[layout]}'s path, not one of its nodes; "
+            f"'pycurator inspect {node}' lists them"
+        )
+    return f"refused: {node} is not a lock node: {reason}"
+
+
 def cmd_revoke(args: argparse.Namespace, out: TextIO) -> int:
     """Write Curator's revocation message to a lock node (:func:`pycurator.attempt_revoke`,
     which refuses any other node)."""
@@ -299,8 +317,6 @@ def cmd_revoke(args: argparse.Namespace, out: TextIO) -> int:
         try:
             attempt_revoke(client, node)
         except NotALockNodeError as exc:
-            raise CliError(
-                f"refused: {node} is not a lock node: {exc.reason}", EXIT_REFUSED
-            ) from exc
+            raise CliError(_refusal(client, node, exc.reason), EXIT_REFUSED) from exc
     out.write(f"asked the holder of {node} to release (only a revocable holder reacts)\n")
     return 0

@@ -39,6 +39,7 @@ from ._common import (
     hosts_of,
     signals,
 )
+from ._guard import dies_with_this_process
 from ._progress import Progress
 
 #: What ``lock`` puts in the command's environment.
@@ -233,9 +234,12 @@ def _run_holding(
     env = dict(os.environ)
     env.update(variables)
     try:
-        child = subprocess.Popen(command, env=env)
+        # the kernel kills the command if this process dies before it could stop it (Linux)
+        child = subprocess.Popen(command, env=env, preexec_fn=dies_with_this_process())
     except OSError as exc:
         raise CliError(f"cannot run {command[0]}: {exc.strerror}", EXIT_CANNOT_RUN) from exc
+    except subprocess.SubprocessError as exc:
+        raise CliError(f"cannot run {command[0]} guarded: {exc}", EXIT_CANNOT_RUN) from exc
 
     def forward(signum: int, frame: FrameType | None) -> None:
         with contextlib.suppress(ProcessLookupError):
