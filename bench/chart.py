@@ -1,10 +1,10 @@
 """The benchmark's chart, drawn from its JSON: ``python -m bench.chart [JSON [PNG]]``.
 
-Eight panels: cycle medians by contender (loopback and each added latency), the acquire alone in
+Nine panels: cycle medians by contender (loopback and each added latency), the acquire alone in
 round trips, the drain's requests and bytes per hand-off against the queue length, hand-off
 latency by language pair, mixed-language throughput, contended throughput as ratios to
-Curator's, and the repeated loopback cycle's ratios. A section missing from the JSON leaves
-its panel saying so.
+Curator's (through JPype, and against a Java program), and the repeated loopback cycle's
+ratios. A section missing from the JSON leaves its panel saying so.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 COLORS = {
     "pycurator": "#1f77b4",
     "pycurator-fast": "#17becf",
+    "pycurator-connect": "#2ca02c",
     "curator": "#d62728",
     "kazoo-lock": "#7f7f7f",
     "raw-floor": "#bcbd22",
@@ -189,6 +190,27 @@ def _contended(ax: Axes, results: Results) -> None:
     ax.set_title(f"Contended, {results['contended']['threads']} threads, each side alone")
 
 
+def _standalone(ax: Axes, results: Results) -> None:
+    table = results["standalone"]["table"]
+    labels = [f"{recipe}\n{mode}" for recipe, modes in table.items() for mode in modes]
+    sides = ("pycurator-connect", "pycurator", "pycurator-fast")
+    _bars(
+        ax,
+        labels,
+        {
+            side: [
+                modes[mode][side]["ratio_to_curator"] for modes in table.values() for mode in modes
+            ]
+            for side in sides
+        },
+        "{:.2f}",
+    )
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.tick_params(axis="x", labelsize=6)
+    ax.set_ylabel("operations per second / the Java program's")
+    ax.set_title(f"Contended, {results['standalone']['threads']} threads, each side a program")
+
+
 def _repeats(ax: Axes, results: Results) -> None:
     repeats = results["cycle"]["loopback_repeats"]
     kinds = [kind for kind in repeats[0]["ratio_to_curator"] if kind != "curator"]
@@ -211,13 +233,14 @@ PANELS: Sequence[Callable[[Axes, Results], None]] = (
     _handoff,
     _throughput,
     _contended,
+    _standalone,
     _repeats,
 )
 
 
 def draw(results: Results, png: Path) -> None:
     """Draw the chart of ``results`` (the benchmark's JSON) to ``png``."""
-    figure, axes = plt.subplots(2, 4, figsize=(21, 9))
+    figure, axes = plt.subplots(3, 3, figsize=(18, 13))
     for ax, panel in zip(axes.flat, PANELS, strict=True):
         try:
             panel(ax, results)

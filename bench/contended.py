@@ -48,11 +48,21 @@ MAX_LEASES = 2
 Operation = Callable[[dict[str, int]], bool]
 
 
-def _kazoo_client(hosts: str, fast: bool) -> Any:
+#: The Python sides a worker takes: pycurator on a ``KazooClient`` built by hand (kazoo's
+#: handler, or the fast one), or on :func:`pycurator.connect`'s client.
+PYTHON_SIDES = ("pycurator", "pycurator-fast", "pycurator-connect")
+
+
+def python_client(hosts: str, side: str) -> Any:
+    """A started client for a Python ``side`` (see :data:`PYTHON_SIDES`)."""
+    if side == "pycurator-connect":
+        from pycurator import connect
+
+        return connect(hosts, connect_timeout=SOON)  # its own 30 s session, as SESSION_TIMEOUT_S
     from kazoo.client import KazooClient
 
     kwargs: dict[str, Any] = {}
-    if fast:
+    if side == "pycurator-fast":
         from pycurator.handlers import FastThreadingHandler
 
         kwargs["handler"] = FastThreadingHandler()
@@ -139,7 +149,7 @@ def work(
     else:
 
         def new_client() -> Any:
-            return _kazoo_client(hosts, side == "pycurator-fast")
+            return python_client(hosts, side)
 
         def close(client: Any) -> None:
             client.stop()
@@ -190,7 +200,7 @@ def work(
     }
 
 
-def _spawn(
+def worker_command(
     side: str,
     recipe: str,
     mode: str,
@@ -199,26 +209,21 @@ def _spawn(
     threads: int,
     path: str,
     warmup: float,
-) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bench.contended",
-            side,
-            recipe,
-            mode,
-            hosts,
-            f"{seconds}",
-            f"{threads}",
-            path,
-            f"{warmup}",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
+) -> list[str]:
+    """The command line of a worker of this module for one block."""
+    return [
+        sys.executable,
+        "-m",
+        "bench.contended",
+        side,
+        recipe,
+        mode,
+        hosts,
+        f"{seconds}",
+        f"{threads}",
+        path,
+        f"{warmup}",
+    ]
 
 
 def _await_ready(out: IO[str] | None) -> None:
@@ -235,11 +240,25 @@ def block(
     each for ``processes``; their counts summed."""
     path = f"{BENCH_ROOT}/contended-{recipe}-{uuid.uuid4().hex[:8]}"
     if mode == "processes":
-        procs = [
-            _spawn(side, recipe, "single", hosts, seconds, 1, path, warmup) for _ in range(threads)
+        commands = [
+            worker_command(side, recipe, "single", hosts, seconds, 1, path, warmup)
+            for _ in range(threads)
         ]
     else:
-        procs = [_spawn(side, recipe, mode, hosts, seconds, threads, path, warmup)]
+        commands = [worker_command(side, recipe, mode, hosts, seconds, threads, path, warmup)]
+    return total(run_workers(commands, seconds), seconds)
+
+
+def run_workers(commands: list[list[str]], seconds: float) -> list[dict[str, Any]]:
+    """Start a worker process per command (each prints ``ready``, waits for a line, runs for
+    ``seconds`` measured and prints its counts as a JSON line), let them go together, and
+    return what each printed."""
+    procs = [
+        subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT
+        )
+        for command in commands
+    ]
     try:
         for proc in procs:
             _await_ready(proc.stdout)
@@ -258,12 +277,17 @@ def block(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    total = {
+    return results
+
+
+def total(results: list[dict[str, Any]], seconds: float) -> dict[str, float]:
+    """The workers' counts of one block summed (CPU per operation: the median of theirs)."""
+    summed: dict[str, float] = {
         key: sum(r[key] for r in results) for key in ("operations", "timeouts", "reads", "writes")
     }
-    total["ops_per_s"] = total["operations"] / seconds
-    total["cpu_ms_per_op"] = statistics.median(r["cpu_ms_per_op"] for r in results)
-    return total
+    summed["ops_per_s"] = summed["operations"] / seconds
+    summed["cpu_ms_per_op"] = statistics.median(r["cpu_ms_per_op"] for r in results)
+    return summed
 
 
 def summarize_rounds(results: list[dict[str, float]]) -> dict[str, Any]:
@@ -323,14 +347,18 @@ def run(hosts: str, seconds: float, threads: int, rounds: int, warmup: float) ->
 
 def _main(argv: list[str]) -> None:
     side, recipe, mode, hosts, seconds, threads, path, warmup = argv
-    if side not in SIDES or recipe not in RECIPES or mode not in ("shared", "per-thread", "single"):
+    known = (*SIDES, *PYTHON_SIDES)
+    if side not in known or recipe not in RECIPES or mode not in ("shared", "per-thread", "single"):
         raise SystemExit(f"unknown side, recipe or mode: {side} {recipe} {mode}")
 
     def go() -> None:
         print("ready", flush=True)
         sys.stdin.readline()
 
-    result = work(side, recipe, mode, hosts, float(seconds), int(threads), go, path, float(warmup))
+    result: dict[str, Any] = dict(
+        work(side, recipe, mode, hosts, float(seconds), int(threads), go, path, float(warmup))
+    )
+    result["jvm"] = "jpype" in sys.modules  # whether Java ran in this process
     print(json.dumps(result), flush=True)
 
 
