@@ -167,10 +167,10 @@ def _throughput(ax: Axes, results: Results) -> None:
     ax.set_title(f"Mixed Java and Python, {section['threads_per_language']} threads each")
 
 
-def _contended(ax: Axes, results: Results) -> None:
-    table = results["contended"]["table"]
+def _ratios(ax: Axes, section: Results, sides: Sequence[str], base: str, title: str) -> None:
+    """A contention section's ratios to ``base``, by recipe and mode, one bar per side."""
+    table = section["table"]
     labels = [f"{recipe}\n{mode}" for recipe, modes in table.items() for mode in modes]
-    sides = ("pycurator", "pycurator-fast")
     _bars(
         ax,
         labels,
@@ -186,29 +186,18 @@ def _contended(ax: Axes, results: Results) -> None:
     )
     ax.axhline(1.0, color="grey", linewidth=0.8)
     ax.tick_params(axis="x", labelsize=6)
-    ax.set_ylabel("operations per second / Curator's")
-    ax.set_title(f"Contended, {results['contended']['threads']} threads, each side alone")
+    ax.set_ylabel(f"operations per second / {base}")
+    ax.set_title(f"Contended, {section['threads']} threads, {title}")
+
+
+def _contended(ax: Axes, results: Results) -> None:
+    sides = ("pycurator", "pycurator-fast")
+    _ratios(ax, results["contended"], sides, "Curator's", "each side alone")
 
 
 def _standalone(ax: Axes, results: Results) -> None:
-    table = results["standalone"]["table"]
-    labels = [f"{recipe}\n{mode}" for recipe, modes in table.items() for mode in modes]
     sides = ("pycurator-connect", "pycurator", "pycurator-fast")
-    _bars(
-        ax,
-        labels,
-        {
-            side: [
-                modes[mode][side]["ratio_to_curator"] for modes in table.values() for mode in modes
-            ]
-            for side in sides
-        },
-        "{:.2f}",
-    )
-    ax.axhline(1.0, color="grey", linewidth=0.8)
-    ax.tick_params(axis="x", labelsize=6)
-    ax.set_ylabel("operations per second / the Java program's")
-    ax.set_title(f"Contended, {results['standalone']['threads']} threads, each side a program")
+    _ratios(ax, results["standalone"], sides, "the Java program's", "each side a program")
 
 
 def _repeats(ax: Axes, results: Results) -> None:

@@ -200,30 +200,18 @@ def work(
     }
 
 
-def worker_command(
-    side: str,
-    recipe: str,
-    mode: str,
-    hosts: str,
-    seconds: float,
-    threads: int,
-    path: str,
-    warmup: float,
+def worker_command(side: str, arguments: list[str]) -> list[str]:
+    """The command line of a worker of this module for one block (``arguments``: see
+    :func:`block_arguments`)."""
+    return [sys.executable, "-m", "bench.contended", side, *arguments]
+
+
+def block_arguments(
+    recipe: str, mode: str, hosts: str, seconds: float, threads: int, path: str, warmup: float
 ) -> list[str]:
-    """The command line of a worker of this module for one block."""
-    return [
-        sys.executable,
-        "-m",
-        "bench.contended",
-        side,
-        recipe,
-        mode,
-        hosts,
-        f"{seconds}",
-        f"{threads}",
-        path,
-        f"{warmup}",
-    ]
+    """A block's worker arguments after the side, as this module's and the Java program's
+    workers take them."""
+    return [recipe, mode, hosts, f"{seconds}", f"{threads}", path, f"{warmup}"]
 
 
 def _await_ready(out: IO[str] | None) -> None:
@@ -240,12 +228,11 @@ def block(
     each for ``processes``; their counts summed."""
     path = f"{BENCH_ROOT}/contended-{recipe}-{uuid.uuid4().hex[:8]}"
     if mode == "processes":
-        commands = [
-            worker_command(side, recipe, "single", hosts, seconds, 1, path, warmup)
-            for _ in range(threads)
-        ]
+        single = block_arguments(recipe, "single", hosts, seconds, 1, path, warmup)
+        commands = [worker_command(side, single) for _ in range(threads)]
     else:
-        commands = [worker_command(side, recipe, mode, hosts, seconds, threads, path, warmup)]
+        arguments = block_arguments(recipe, mode, hosts, seconds, threads, path, warmup)
+        commands = [worker_command(side, arguments)]
     return total(run_workers(commands, seconds), seconds)
 
 
@@ -302,6 +289,32 @@ def summarize_rounds(results: list[dict[str, float]]) -> dict[str, Any]:
     }
 
 
+Table = dict[str, dict[str, dict[str, dict[str, Any]]]]
+
+
+def ratio_table(
+    samples: dict[tuple[str, str, str], list[dict[str, float]]],
+    base_side: str,
+    base_mode: Callable[[str], str] = lambda mode: mode,
+) -> Table:
+    """Each ``(recipe, mode, side)``'s rounds summarized (:func:`summarize_rounds`), with its
+    median rate as a ratio to ``base_side``'s in ``base_mode(mode)``; printed as a table."""
+    table: Table = {}
+    for (recipe, mode, side), results in samples.items():
+        table.setdefault(recipe, {}).setdefault(mode, {})[side] = summarize_rounds(results)
+    print(f"{'recipe':<10} {'mode':<11} {'side':<18} {'ops/s':>8} {'cpu ms/op':>10} {'ratio':>6}")
+    for recipe, modes in table.items():
+        for mode, by_side in modes.items():
+            base = modes[base_mode(mode)][base_side]["ops_per_s"]
+            for side, row in by_side.items():
+                row["ratio_to_curator"] = row["ops_per_s"] / base if base else 0.0
+                print(
+                    f"{recipe:<10} {mode:<11} {side:<18} {row['ops_per_s']:>8.1f}"
+                    f" {row['cpu_ms_per_op']:>10.3f} {row['ratio_to_curator']:>6.2f}"
+                )
+    return table
+
+
 def run(hosts: str, seconds: float, threads: int, rounds: int, warmup: float) -> dict[str, object]:
     """Medians over ``rounds`` of every side in every mode, and their ratios to Curator's rate in
     the same mode (``processes``: to Curator's ``shared``)."""
@@ -318,22 +331,13 @@ def run(hosts: str, seconds: float, threads: int, rounds: int, warmup: float) ->
                 for side in sides:
                     result = block(side, recipe, mode, hosts, seconds, threads, warmup)
                     samples.setdefault((recipe, mode, side), []).append(result)
-    table: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
-    for (recipe, mode, side), results in samples.items():
-        table.setdefault(recipe, {}).setdefault(mode, {})[side] = summarize_rounds(results)
     print(f"\ncontended, {threads} threads, {seconds:g} s blocks, medians of {rounds} rounds")
-    print(
-        f"{'recipe':<10} {'mode':<11} {'side':<15} {'ops/s':>8} {'cpu ms/op':>10} {'/ Curator':>10}"
-    )
-    for recipe, modes in table.items():
-        for mode, by_side in modes.items():
-            base = modes["shared" if mode == "processes" else mode]["curator"]["ops_per_s"]
-            for side, row in by_side.items():
-                row["ratio_to_curator"] = row["ops_per_s"] / base if base else 0.0
-                print(
-                    f"{recipe:<10} {mode:<11} {side:<15} {row['ops_per_s']:>8.1f}"
-                    f" {row['cpu_ms_per_op']:>10.3f} {row['ratio_to_curator']:>10.2f}"
-                )
+    table = ratio_table(samples, "curator", lambda mode: "shared" if mode == "processes" else mode)
+    return {**settings(seconds, threads, rounds, warmup), "table": table}
+
+
+def settings(seconds: float, threads: int, rounds: int, warmup: float) -> dict[str, object]:
+    """What a contention section's results say of how it ran."""
     return {
         "seconds": seconds,
         "threads": threads,
@@ -341,7 +345,6 @@ def run(hosts: str, seconds: float, threads: int, rounds: int, warmup: float) ->
         "warmup_s": warmup,
         "max_leases": MAX_LEASES,
         "read_share": READ_SHARE,
-        "table": table,
     }
 
 

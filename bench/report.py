@@ -284,8 +284,9 @@ RECIPES = {
 }
 
 
-def _contended(results: dict[str, Any]) -> list[str]:
-    section = results["contended"]
+def _contention_table(section: dict[str, Any], names: dict[str, str], base: str) -> list[str]:
+    """The rows of a contention section (``contended``, ``standalone``): by recipe, mode and
+    side, each side's rate as a ratio to ``base``'s."""
     rows = []
     for recipe, modes in section["table"].items():
         title = RECIPES.get(recipe, recipe)
@@ -297,7 +298,7 @@ def _contended(results: dict[str, Any]) -> list[str]:
                     [
                         title,
                         MODES.get(mode, mode),
-                        NAMES.get(side, side),
+                        names.get(side, side),
                         f"{row['ops_per_s']:.0f}",
                         " / ".join(f"{x:.0f}" for x in row["ops_per_s_rounds"]),
                         _ms(row["cpu_ms_per_op"]),
@@ -313,12 +314,17 @@ def _contended(results: dict[str, Any]) -> list[str]:
         "each round",
         "client CPU ms per operation",
         "timeouts",
-        "/ Curator's",
+        f"/ {base}",
     ]
-    return ["### Contended throughput, each side alone", "", *_table(header, rows)]
+    return _table(header, rows)
 
 
-#: The standalone section's Python sides, as its table names them.
+def _contended(results: dict[str, Any]) -> list[str]:
+    table = _contention_table(results["contended"], NAMES, "Curator's")
+    return ["### Contended throughput, each side alone", "", *table]
+
+
+#: The standalone section's sides, as its table names them.
 STANDALONE = {
     "pycurator-connect": "pycurator, `connect()`'s client",
     "pycurator": "pycurator, a `KazooClient` (kazoo's handler)",
@@ -329,42 +335,13 @@ STANDALONE = {
 
 def _standalone(results: dict[str, Any]) -> list[str]:
     section = results["standalone"]
-    rows = []
-    for recipe, modes in section["table"].items():
-        title = RECIPES.get(recipe, recipe)
-        if recipe == "semaphore":
-            title += f", {section['max_leases']} leases"
-        for mode, sides in modes.items():
-            for side, row in sides.items():
-                rows.append(
-                    [
-                        title,
-                        MODES.get(mode, mode),
-                        STANDALONE.get(side, side),
-                        f"{row['ops_per_s']:.0f}",
-                        " / ".join(f"{x:.0f}" for x in row["ops_per_s_rounds"]),
-                        _ms(row["cpu_ms_per_op"]),
-                        str(row["timeouts"]),
-                        _ms(row["ratio_to_curator"]),
-                    ]
-                )
-    header = [
-        f"recipe ({section['threads']} threads, {section['seconds']:g} s blocks)",
-        "clients",
-        "contender",
-        "operations per second (median)",
-        "each round",
-        "client CPU ms per operation",
-        "timeouts",
-        "/ the Java program's",
-    ]
     return [
         "### Contended throughput, each side a program of its own",
         "",
         f"Java Curator {section.get('curator', '?')} on Java {section.get('java', '?')}, with no"
         " Python in its process; pycurator with no JVM in its.",
         "",
-        *_table(header, rows),
+        *_contention_table(section, STANDALONE, "the Java program's"),
     ]
 
 
@@ -373,10 +350,6 @@ def _standalone(results: dict[str, Any]) -> list[str]:
 CYCLE_TARGET = 0.8
 HANDOFF_TARGET = 1.0
 MET, NOT_MET = "met", "**not met**"
-
-
-def _at_most(value: float, target: float) -> str:
-    return MET if value <= target else NOT_MET
 
 
 def _targets(results: dict[str, Any]) -> list[str]:
@@ -416,7 +389,7 @@ def _targets(results: dict[str, Any]) -> list[str]:
                     f"hand-off {label}",
                     f"<= {HANDOFF_TARGET:g}",
                     _ms(handoff[stat]),
-                    _at_most(handoff[stat], HANDOFF_TARGET),
+                    MET if handoff[stat] <= HANDOFF_TARGET else NOT_MET,
                 ]
             )
     if not rows:

@@ -28,11 +28,11 @@ from typing import Any
 
 from .common import BENCH_ROOT, SESSION_TIMEOUT_S
 from .contended import (
-    MAX_LEASES,
-    READ_SHARE,
     RECIPES,
+    block_arguments,
+    ratio_table,
     run_workers,
-    summarize_rounds,
+    settings,
     total,
     worker_command,
 )
@@ -83,32 +83,11 @@ def compiled(classpath: str) -> Iterator[Path]:
         shutil.rmtree(build, ignore_errors=True)
 
 
-def java_command(
-    build: Path,
-    classpath: str,
-    recipe: str,
-    mode: str,
-    hosts: str,
-    seconds: float,
-    threads: int,
-    path: str,
-    warmup: float,
-) -> list[str]:
-    """The Java program's command line for one block (its arguments as the Python worker's)."""
-    return [
-        "java",
-        "-cp",
-        f"{build}:{classpath}",
-        "Contender",
-        recipe,
-        mode,
-        hosts,
-        f"{seconds}",
-        f"{threads}",
-        path,
-        f"{warmup}",
-        f"{int(SESSION_TIMEOUT_S * 1000)}",
-    ]
+def java_command(build: Path, classpath: str, arguments: list[str]) -> list[str]:
+    """The Java program's command line for one block (``arguments`` as the Python worker's,
+    then the session timeout)."""
+    session_ms = f"{int(SESSION_TIMEOUT_S * 1000)}"
+    return ["java", "-cp", f"{build}:{classpath}", "Contender", *arguments, session_ms]
 
 
 def run(hosts: str, seconds: float, threads: int, rounds: int, warmup: float) -> dict[str, object]:
@@ -127,37 +106,22 @@ def run(hosts: str, seconds: float, threads: int, rounds: int, warmup: float) ->
                     sides = list(SIDES if round_ % 2 == 0 else reversed(SIDES))
                     for side in sides:
                         path = f"{BENCH_ROOT}/standalone-{recipe}-{uuid.uuid4().hex[:8]}"
-                        args = (recipe, mode, hosts, seconds, threads, path, warmup)
+                        arguments = block_arguments(
+                            recipe, mode, hosts, seconds, threads, path, warmup
+                        )
                         if side == JAVA:
-                            command = java_command(build, classpath, *args)
+                            command = java_command(build, classpath, arguments)
                         else:
-                            command = worker_command(side, *args)
+                            command = worker_command(side, arguments)
                         (result,) = run_workers([command], seconds)
                         _check(side, result, versions)
                         samples.setdefault((recipe, mode, side), []).append(
                             total([result], seconds)
                         )
-    table: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
-    for (recipe, mode, side), results in samples.items():
-        table.setdefault(recipe, {}).setdefault(mode, {})[side] = summarize_rounds(results)
     print(f"\nstandalone, {threads} threads, {seconds:g} s blocks, medians of {rounds} rounds")
-    print(f"{'recipe':<10} {'mode':<11} {'side':<18} {'ops/s':>8} {'cpu ms/op':>10} {'/ Java':>7}")
-    for recipe, modes in table.items():
-        for mode, by_side in modes.items():
-            base = by_side[JAVA]["ops_per_s"]
-            for side, row in by_side.items():
-                row["ratio_to_curator"] = row["ops_per_s"] / base if base else 0.0
-                print(
-                    f"{recipe:<10} {mode:<11} {side:<18} {row['ops_per_s']:>8.1f}"
-                    f" {row['cpu_ms_per_op']:>10.3f} {row['ratio_to_curator']:>7.2f}"
-                )
+    table = ratio_table(samples, JAVA)
     return {
-        "seconds": seconds,
-        "threads": threads,
-        "rounds": rounds,
-        "warmup_s": warmup,
-        "max_leases": MAX_LEASES,
-        "read_share": READ_SHARE,
+        **settings(seconds, threads, rounds, warmup),
         "curator_classpath": classpath,
         **versions,
         "targets": TARGETS,

@@ -29,6 +29,22 @@ def assert_open_parents(zk: KazooClient, zk_path: str, chroot: str) -> None:
         assert list(zk.get_acls(path)[0]) == OPEN_ACL_UNSAFE, path
 
 
+def assert_one_lock(
+    python: InterProcessMutex, java: Any, zk: KazooClient, server_path: str
+) -> None:
+    """``python`` (on ``/locks/one`` in its chroot) and ``java`` (the same in its namespace)
+    exclude each other, on the node at ``server_path`` as the server names it."""
+    with python:
+        assert java_acquire(java, 0.3) is False
+        (name,) = children(zk, server_path)
+        assert python.lock_path == f"/locks/one/{name}"
+    assert java_acquire(java, SOON)
+    try:
+        assert python.acquire(timeout=0.3) is False
+    finally:
+        java.release()
+
+
 @pytest.mark.parametrize("first", ["java", "python"])
 def test_a_namespace_and_a_chroot_share_one_lock_whoever_makes_it(
     first: str,
@@ -57,15 +73,7 @@ def test_a_namespace_and_a_chroot_share_one_lock_whoever_makes_it(
         with python:
             assert_open_parents(zk, zk_path, chroot)
             assert java_acquire(java, 0.3) is False
-    with python:
-        assert java_acquire(java, 0.3) is False
-        (name,) = children(zk, f"{chroot}/locks/one")
-        assert python.lock_path == f"/locks/one/{name}"
-    assert java_acquire(java, SOON)
-    try:
-        assert python.acquire(timeout=0.3) is False
-    finally:
-        java.release()
+    assert_one_lock(python, java, zk, f"{chroot}/locks/one")
     # Both sides made containers, up to and including the namespace: the server reaps them all.
     eventually(lambda: zk.exists(zk_path) is None, what="namespace containers reaped")
 
@@ -94,15 +102,7 @@ def test_connect_s_namespace_is_curator_s_namespace(
         # and one lock: each side excludes the other
         python = InterProcessMutex(client, "/locks/one")
         java = java_class("InterProcessMutex")(java_side, "/locks/one")
-        with python:
-            assert java_acquire(java, 0.3) is False
-            (name,) = children(zk, f"/{namespace}/locks/one")
-            assert python.lock_path == f"/locks/one/{name}"
-        assert java_acquire(java, SOON)
-        try:
-            assert python.acquire(timeout=0.3) is False
-        finally:
-            java.release()
+        assert_one_lock(python, java, zk, f"/{namespace}/locks/one")
         client.delete("/from-python")
         client.delete("/from-java")
     finally:
