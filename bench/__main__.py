@@ -10,7 +10,11 @@ Sections (``--sections``, all by default):
 - ``herd``: watches per waiting contender and waiters woken per release;
 - ``throughput``: a semaphore and a read/write lock shared by Java and Python threads;
 - ``contended``: each side alone, 5 threads on a mutex, a read/write lock and a semaphore, with
-  one shared client, a client per thread, and (pycurator) 5 processes;
+  one shared client, a client per thread, and (pycurator) 5 processes; Curator through JPype;
+- ``standalone``: the same with each side a program of its own, as services run: a Java
+  program on Curator (compiled with ``javac`` against the Curator jars in use) against a Python
+  program on pycurator, on ``connect()``'s client and on ``KazooClient``s built by hand (it takes
+  the ``--contended-*`` options);
 - ``leaks``: watches left on the server by an acquire that timed out;
 - ``aio``: the asyncio API's uncontended cycle and hand-off against the threaded API and Curator;
 - ``soak`` (only when named): mixed recipes for ``--seconds``, sampling RSS, threads, kazoo's
@@ -18,7 +22,8 @@ Sections (``--sections``, all by default):
   and its table to the page's soak region.
 
 pycurator is measured on kazoo's default handler and, where a section says ``pycurator-fast``,
-on ``pycurator.handlers.FastThreadingHandler``.
+on ``pycurator.handlers.FastThreadingHandler``; ``pycurator-connect`` is the client
+``pycurator.connect()`` makes (the fast handler, and Curator's settings).
 
 Results go to a JSON file with the machine, the versions and the command, and a chart of them
 to a PNG (``python -m bench.chart`` redraws it from the JSON alone), and the tables to
@@ -38,10 +43,33 @@ from pathlib import Path
 
 from pycurator.testing import ZooKeeperServer, four_letter_word, split_hosts
 
-from . import aio, contended, cycle, drain, handoff, herd, leaks, report, soak, throughput
+from . import (
+    aio,
+    contended,
+    cycle,
+    drain,
+    handoff,
+    herd,
+    leaks,
+    report,
+    soak,
+    standalone,
+    throughput,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("cycle", "drain", "handoff", "herd", "throughput", "contended", "leaks", "aio", "soak")
+SECTIONS = (
+    "cycle",
+    "drain",
+    "handoff",
+    "herd",
+    "throughput",
+    "contended",
+    "standalone",
+    "leaks",
+    "aio",
+    "soak",
+)
 #: What runs when ``--sections`` is not given: all but the soak.
 DEFAULT_SECTIONS = tuple(name for name in SECTIONS if name != "soak")
 
@@ -117,7 +145,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--herd", type=int, default=10, help="waiters behind one holder")
     p.add_argument("--throughput-s", type=float, default=5.0, help="seconds per recipe")
     p.add_argument("--throughput-threads", type=int, default=5, help="threads per language")
-    busy = p.add_argument_group("contended")
+    busy = p.add_argument_group("contended and standalone")
     busy.add_argument("--contended-s", type=float, default=5.0, help="measured seconds a block")
     busy.add_argument("--contended-warmup", type=float, default=2.0, help="unmeasured seconds")
     busy.add_argument("--contended-threads", type=int, default=5, help="threads (or processes)")
@@ -148,6 +176,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "herd": lambda: herd.run(hosts, args.herd),
         "throughput": lambda: throughput.run(hosts, args.throughput_s, args.throughput_threads),
         "contended": lambda: contended.run(
+            hosts,
+            args.contended_s,
+            args.contended_threads,
+            args.contended_rounds,
+            args.contended_warmup,
+        ),
+        "standalone": lambda: standalone.run(
             hosts,
             args.contended_s,
             args.contended_threads,

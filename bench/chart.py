@@ -1,10 +1,10 @@
 """The benchmark's chart, drawn from its JSON: ``python -m bench.chart [JSON [PNG]]``.
 
-Eight panels: cycle medians by contender (loopback and each added latency), the acquire alone in
+Nine panels: cycle medians by contender (loopback and each added latency), the acquire alone in
 round trips, the drain's requests and bytes per hand-off against the queue length, hand-off
 latency by language pair, mixed-language throughput, contended throughput as ratios to
-Curator's, and the repeated loopback cycle's ratios. A section missing from the JSON leaves
-its panel saying so.
+Curator's (through JPype, and against a Java program), and the repeated loopback cycle's
+ratios. A section missing from the JSON leaves its panel saying so.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 COLORS = {
     "pycurator": "#1f77b4",
     "pycurator-fast": "#17becf",
+    "pycurator-connect": "#2ca02c",
     "curator": "#d62728",
     "kazoo-lock": "#7f7f7f",
     "raw-floor": "#bcbd22",
@@ -166,10 +167,10 @@ def _throughput(ax: Axes, results: Results) -> None:
     ax.set_title(f"Mixed Java and Python, {section['threads_per_language']} threads each")
 
 
-def _contended(ax: Axes, results: Results) -> None:
-    table = results["contended"]["table"]
+def _ratios(ax: Axes, section: Results, sides: Sequence[str], base: str, title: str) -> None:
+    """A contention section's ratios to ``base``, by recipe and mode, one bar per side."""
+    table = section["table"]
     labels = [f"{recipe}\n{mode}" for recipe, modes in table.items() for mode in modes]
-    sides = ("pycurator", "pycurator-fast")
     _bars(
         ax,
         labels,
@@ -185,8 +186,18 @@ def _contended(ax: Axes, results: Results) -> None:
     )
     ax.axhline(1.0, color="grey", linewidth=0.8)
     ax.tick_params(axis="x", labelsize=6)
-    ax.set_ylabel("operations per second / Curator's")
-    ax.set_title(f"Contended, {results['contended']['threads']} threads, each side alone")
+    ax.set_ylabel(f"operations per second / {base}")
+    ax.set_title(f"Contended, {section['threads']} threads, {title}")
+
+
+def _contended(ax: Axes, results: Results) -> None:
+    sides = ("pycurator", "pycurator-fast")
+    _ratios(ax, results["contended"], sides, "Curator's", "each side alone")
+
+
+def _standalone(ax: Axes, results: Results) -> None:
+    sides = ("pycurator-connect", "pycurator", "pycurator-fast")
+    _ratios(ax, results["standalone"], sides, "the Java program's", "each side a program")
 
 
 def _repeats(ax: Axes, results: Results) -> None:
@@ -211,13 +222,14 @@ PANELS: Sequence[Callable[[Axes, Results], None]] = (
     _handoff,
     _throughput,
     _contended,
+    _standalone,
     _repeats,
 )
 
 
 def draw(results: Results, png: Path) -> None:
     """Draw the chart of ``results`` (the benchmark's JSON) to ``png``."""
-    figure, axes = plt.subplots(2, 4, figsize=(21, 9))
+    figure, axes = plt.subplots(3, 3, figsize=(18, 13))
     for ax, panel in zip(axes.flat, PANELS, strict=True):
         try:
             panel(ax, results)

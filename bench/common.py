@@ -17,7 +17,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from pycurator import InterProcessMutex
+from pycurator import InterProcessMutex, connect
 from pycurator.testing import (
     JavaMutex,
     four_letter_word,
@@ -148,6 +148,12 @@ class Clients:
         self._kazoo.append(client)
         return client
 
+    def connect(self) -> KazooClient:
+        """A client as :func:`pycurator.connect` makes it, with its defaults."""
+        client = connect(self.hosts, connect_timeout=SOON)
+        self._kazoo.append(client)
+        return client
+
     def curator(self) -> Any:
         client = new_curator(self.hosts, session_timeout_ms=int(SESSION_TIMEOUT_S * 1000))
         self._curator.append(client)
@@ -253,6 +259,9 @@ def unique_path(name: str) -> str:
 LANGUAGES = ("pycurator", "curator")
 #: pycurator on :class:`pycurator.handlers.FastThreadingHandler`, where a section reports it.
 FAST = "pycurator-fast"
+#: pycurator on the client :func:`pycurator.connect` makes (its defaults), where a section
+#: reports it.
+CONNECT = "pycurator-connect"
 
 #: A pycurator or a Java Curator ``InterProcessMutex``: both are held by the thread that
 #: acquired them, and both take ``acquire(timeout) -> bool`` and ``release()``.
@@ -268,10 +277,12 @@ def new_mutex(language: str, client: Any, path: str) -> Mutex:
 
 
 def new_client(clients: Clients, language: str) -> Any:
-    """A kazoo client for pycurator (on the fast handler for :data:`FAST`), a Curator client
-    for Curator."""
+    """A kazoo client for pycurator (on the fast handler for :data:`FAST`, :func:`connect`'s
+    for :data:`CONNECT`), a Curator client for Curator."""
     if language == "curator":
         return clients.curator()
+    if language == CONNECT:
+        return clients.connect()
     if language == FAST:
         from pycurator.handlers import FastThreadingHandler
 

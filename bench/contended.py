@@ -48,11 +48,21 @@ MAX_LEASES = 2
 Operation = Callable[[dict[str, int]], bool]
 
 
-def _kazoo_client(hosts: str, fast: bool) -> Any:
+#: The Python sides a worker takes: pycurator on a ``KazooClient`` built by hand (kazoo's
+#: handler, or the fast one), or on :func:`pycurator.connect`'s client.
+PYTHON_SIDES = ("pycurator", "pycurator-fast", "pycurator-connect")
+
+
+def python_client(hosts: str, side: str) -> Any:
+    """A started client for a Python ``side`` (see :data:`PYTHON_SIDES`)."""
+    if side == "pycurator-connect":
+        from pycurator import connect
+
+        return connect(hosts, connect_timeout=SOON)  # its own 30 s session, as SESSION_TIMEOUT_S
     from kazoo.client import KazooClient
 
     kwargs: dict[str, Any] = {}
-    if fast:
+    if side == "pycurator-fast":
         from pycurator.handlers import FastThreadingHandler
 
         kwargs["handler"] = FastThreadingHandler()
@@ -139,7 +149,7 @@ def work(
     else:
 
         def new_client() -> Any:
-            return _kazoo_client(hosts, side == "pycurator-fast")
+            return python_client(hosts, side)
 
         def close(client: Any) -> None:
             client.stop()
@@ -190,35 +200,18 @@ def work(
     }
 
 
-def _spawn(
-    side: str,
-    recipe: str,
-    mode: str,
-    hosts: str,
-    seconds: float,
-    threads: int,
-    path: str,
-    warmup: float,
-) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bench.contended",
-            side,
-            recipe,
-            mode,
-            hosts,
-            f"{seconds}",
-            f"{threads}",
-            path,
-            f"{warmup}",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
+def worker_command(side: str, arguments: list[str]) -> list[str]:
+    """The command line of a worker of this module for one block (``arguments``: see
+    :func:`block_arguments`)."""
+    return [sys.executable, "-m", "bench.contended", side, *arguments]
+
+
+def block_arguments(
+    recipe: str, mode: str, hosts: str, seconds: float, threads: int, path: str, warmup: float
+) -> list[str]:
+    """A block's worker arguments after the side, as this module's and the Java program's
+    workers take them."""
+    return [recipe, mode, hosts, f"{seconds}", f"{threads}", path, f"{warmup}"]
 
 
 def _await_ready(out: IO[str] | None) -> None:
@@ -235,11 +228,24 @@ def block(
     each for ``processes``; their counts summed."""
     path = f"{BENCH_ROOT}/contended-{recipe}-{uuid.uuid4().hex[:8]}"
     if mode == "processes":
-        procs = [
-            _spawn(side, recipe, "single", hosts, seconds, 1, path, warmup) for _ in range(threads)
-        ]
+        single = block_arguments(recipe, "single", hosts, seconds, 1, path, warmup)
+        commands = [worker_command(side, single) for _ in range(threads)]
     else:
-        procs = [_spawn(side, recipe, mode, hosts, seconds, threads, path, warmup)]
+        arguments = block_arguments(recipe, mode, hosts, seconds, threads, path, warmup)
+        commands = [worker_command(side, arguments)]
+    return total(run_workers(commands, seconds), seconds)
+
+
+def run_workers(commands: list[list[str]], seconds: float) -> list[dict[str, Any]]:
+    """Start a worker process per command (each prints ``ready``, waits for a line, runs for
+    ``seconds`` measured and prints its counts as a JSON line), let them go together, and
+    return what each printed."""
+    procs = [
+        subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT
+        )
+        for command in commands
+    ]
     try:
         for proc in procs:
             _await_ready(proc.stdout)
@@ -258,12 +264,17 @@ def block(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    total = {
+    return results
+
+
+def total(results: list[dict[str, Any]], seconds: float) -> dict[str, float]:
+    """The workers' counts of one block summed (CPU per operation: the median of theirs)."""
+    summed: dict[str, float] = {
         key: sum(r[key] for r in results) for key in ("operations", "timeouts", "reads", "writes")
     }
-    total["ops_per_s"] = total["operations"] / seconds
-    total["cpu_ms_per_op"] = statistics.median(r["cpu_ms_per_op"] for r in results)
-    return total
+    summed["ops_per_s"] = summed["operations"] / seconds
+    summed["cpu_ms_per_op"] = statistics.median(r["cpu_ms_per_op"] for r in results)
+    return summed
 
 
 def summarize_rounds(results: list[dict[str, float]]) -> dict[str, Any]:
@@ -276,6 +287,32 @@ def summarize_rounds(results: list[dict[str, float]]) -> dict[str, Any]:
         "timeouts": sum(r["timeouts"] for r in results),
         "read_share": sum(r["reads"] for r in results) / max(1.0, operations),
     }
+
+
+Table = dict[str, dict[str, dict[str, dict[str, Any]]]]
+
+
+def ratio_table(
+    samples: dict[tuple[str, str, str], list[dict[str, float]]],
+    base_side: str,
+    base_mode: Callable[[str], str] = lambda mode: mode,
+) -> Table:
+    """Each ``(recipe, mode, side)``'s rounds summarized (:func:`summarize_rounds`), with its
+    median rate as a ratio to ``base_side``'s in ``base_mode(mode)``; printed as a table."""
+    table: Table = {}
+    for (recipe, mode, side), results in samples.items():
+        table.setdefault(recipe, {}).setdefault(mode, {})[side] = summarize_rounds(results)
+    print(f"{'recipe':<10} {'mode':<11} {'side':<18} {'ops/s':>8} {'cpu ms/op':>10} {'ratio':>6}")
+    for recipe, modes in table.items():
+        for mode, by_side in modes.items():
+            base = modes[base_mode(mode)][base_side]["ops_per_s"]
+            for side, row in by_side.items():
+                row["ratio_to_curator"] = row["ops_per_s"] / base if base else 0.0
+                print(
+                    f"{recipe:<10} {mode:<11} {side:<18} {row['ops_per_s']:>8.1f}"
+                    f" {row['cpu_ms_per_op']:>10.3f} {row['ratio_to_curator']:>6.2f}"
+                )
+    return table
 
 
 def run(hosts: str, seconds: float, threads: int, rounds: int, warmup: float) -> dict[str, object]:
@@ -294,22 +331,13 @@ def run(hosts: str, seconds: float, threads: int, rounds: int, warmup: float) ->
                 for side in sides:
                     result = block(side, recipe, mode, hosts, seconds, threads, warmup)
                     samples.setdefault((recipe, mode, side), []).append(result)
-    table: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
-    for (recipe, mode, side), results in samples.items():
-        table.setdefault(recipe, {}).setdefault(mode, {})[side] = summarize_rounds(results)
     print(f"\ncontended, {threads} threads, {seconds:g} s blocks, medians of {rounds} rounds")
-    print(
-        f"{'recipe':<10} {'mode':<11} {'side':<15} {'ops/s':>8} {'cpu ms/op':>10} {'/ Curator':>10}"
-    )
-    for recipe, modes in table.items():
-        for mode, by_side in modes.items():
-            base = modes["shared" if mode == "processes" else mode]["curator"]["ops_per_s"]
-            for side, row in by_side.items():
-                row["ratio_to_curator"] = row["ops_per_s"] / base if base else 0.0
-                print(
-                    f"{recipe:<10} {mode:<11} {side:<15} {row['ops_per_s']:>8.1f}"
-                    f" {row['cpu_ms_per_op']:>10.3f} {row['ratio_to_curator']:>10.2f}"
-                )
+    table = ratio_table(samples, "curator", lambda mode: "shared" if mode == "processes" else mode)
+    return {**settings(seconds, threads, rounds, warmup), "table": table}
+
+
+def settings(seconds: float, threads: int, rounds: int, warmup: float) -> dict[str, object]:
+    """What a contention section's results say of how it ran."""
     return {
         "seconds": seconds,
         "threads": threads,
@@ -317,20 +345,23 @@ def run(hosts: str, seconds: float, threads: int, rounds: int, warmup: float) ->
         "warmup_s": warmup,
         "max_leases": MAX_LEASES,
         "read_share": READ_SHARE,
-        "table": table,
     }
 
 
 def _main(argv: list[str]) -> None:
     side, recipe, mode, hosts, seconds, threads, path, warmup = argv
-    if side not in SIDES or recipe not in RECIPES or mode not in ("shared", "per-thread", "single"):
+    known = (*SIDES, *PYTHON_SIDES)
+    if side not in known or recipe not in RECIPES or mode not in ("shared", "per-thread", "single"):
         raise SystemExit(f"unknown side, recipe or mode: {side} {recipe} {mode}")
 
     def go() -> None:
         print("ready", flush=True)
         sys.stdin.readline()
 
-    result = work(side, recipe, mode, hosts, float(seconds), int(threads), go, path, float(warmup))
+    result: dict[str, Any] = dict(
+        work(side, recipe, mode, hosts, float(seconds), int(threads), go, path, float(warmup))
+    )
+    result["jvm"] = "jpype" in sys.modules  # whether Java ran in this process
     print(json.dumps(result), flush=True)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from kazoo.client import KazooClient
 
-KINDS = ("pycurator", "pycurator-fast", "curator", "kazoo-lock", "raw-floor")
+KINDS = ("pycurator", "pycurator-fast", "pycurator-connect", "curator", "kazoo-lock", "raw-floor")
 #: Not a lock: one bare request (getData) as the "acquire", to measure what a round trip costs.
 ROUND_TRIP = "round-trip"
 
@@ -23,13 +23,18 @@ Step = Callable[[], None]
 
 
 def _kazoo_steps(kind: str, hosts: str, path: str) -> tuple[Step, Step, Step]:
-    if kind == "pycurator-fast":  # pycurator on its opt-in handler
-        from pycurator.handlers import FastThreadingHandler
+    if kind == "pycurator-connect":  # the client pycurator.connect() makes, as users call it
+        from pycurator import connect
 
-        client = KazooClient(hosts=hosts, handler=FastThreadingHandler())
+        client = connect(hosts, connect_timeout=30)
     else:
-        client = KazooClient(hosts=hosts)
-    client.start(timeout=30)
+        if kind == "pycurator-fast":  # a client built by hand on pycurator's fast handler
+            from pycurator.handlers import FastThreadingHandler
+
+            client = KazooClient(hosts=hosts, handler=FastThreadingHandler())
+        else:
+            client = KazooClient(hosts=hosts)
+        client.start(timeout=30)
     if kind.startswith("pycurator"):
         from pycurator import InterProcessMutex
 

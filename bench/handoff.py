@@ -1,5 +1,5 @@
 """Hand-off latency: from the holder's release to the next waiter holding, within and across
-languages, and for pycurator on the fast handler.
+languages, and for pycurator on the fast handler and on :func:`pycurator.connect`'s client.
 
 Each pair runs in a process of its own (``python -m bench.handoff FIRST THEN HOSTS COUNT``, the
 JVM loaded only when Curator takes part; the first :data:`WARMUP` hand-offs are not counted), in
@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from .common import (
+    CONNECT,
     FAST,
     SOON,
     Clients,
@@ -42,6 +43,7 @@ WARMUP = 5
 PAIRS = [
     ("pycurator", "pycurator"),
     (FAST, FAST),
+    (CONNECT, CONNECT),
     ("pycurator", "curator"),
     (FAST, "curator"),
     ("curator", "pycurator"),
@@ -118,7 +120,7 @@ def run(hosts: str, count: int, rounds: int = 1) -> dict[str, object]:
         side: {
             stat: stats[f"{side}->{side}"][stat] / base[stat] for stat in ("median_ms", "p99_ms")
         }
-        for side in ("pycurator", FAST)
+        for side in ("pycurator", FAST, CONNECT)
     }
     return {"hand_offs": count, "rounds": rounds, "table": table, "ratio_to_curator": ratios}
 

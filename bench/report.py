@@ -22,13 +22,16 @@ SOAK_END = "<!-- bench-soak: end -->"
 NAMES = {
     "pycurator": "pycurator",
     "pycurator-fast": "pycurator, fast handler",
+    "pycurator-connect": "pycurator, `connect()`'s client",
     "curator": "Java Curator",
+    "curator-java": "Java Curator, a Java program",
     "kazoo-lock": "kazoo `Lock`",
     "raw-floor": "raw floor (3 requests, unpipelined)",
 }
 PAIRS = {
     "pycurator": "pycurator",
     "pycurator-fast": "pycurator (fast handler)",
+    "pycurator-connect": "pycurator (`connect()`'s client)",
     "curator": "Java Curator",
 }
 
@@ -281,8 +284,9 @@ RECIPES = {
 }
 
 
-def _contended(results: dict[str, Any]) -> list[str]:
-    section = results["contended"]
+def _contention_table(section: dict[str, Any], names: dict[str, str], base: str) -> list[str]:
+    """The rows of a contention section (``contended``, ``standalone``): by recipe, mode and
+    side, each side's rate as a ratio to ``base``'s."""
     rows = []
     for recipe, modes in section["table"].items():
         title = RECIPES.get(recipe, recipe)
@@ -294,7 +298,7 @@ def _contended(results: dict[str, Any]) -> list[str]:
                     [
                         title,
                         MODES.get(mode, mode),
-                        NAMES.get(side, side),
+                        names.get(side, side),
                         f"{row['ops_per_s']:.0f}",
                         " / ".join(f"{x:.0f}" for x in row["ops_per_s_rounds"]),
                         _ms(row["cpu_ms_per_op"]),
@@ -310,9 +314,88 @@ def _contended(results: dict[str, Any]) -> list[str]:
         "each round",
         "client CPU ms per operation",
         "timeouts",
-        "/ Curator's",
+        f"/ {base}",
     ]
-    return ["### Contended throughput, each side alone", "", *_table(header, rows)]
+    return _table(header, rows)
+
+
+def _contended(results: dict[str, Any]) -> list[str]:
+    table = _contention_table(results["contended"], NAMES, "Curator's")
+    return ["### Contended throughput, each side alone", "", *table]
+
+
+#: The standalone section's sides, as its table names them.
+STANDALONE = {
+    "pycurator-connect": "pycurator, `connect()`'s client",
+    "pycurator": "pycurator, a `KazooClient` (kazoo's handler)",
+    "pycurator-fast": "pycurator, a `KazooClient` on the fast handler",
+    "curator-java": "Java Curator, a Java program",
+}
+
+
+def _standalone(results: dict[str, Any]) -> list[str]:
+    section = results["standalone"]
+    return [
+        "### Contended throughput, each side a program of its own",
+        "",
+        f"Java Curator {section.get('curator', '?')} on Java {section.get('java', '?')}, with no"
+        " Python in its process; pycurator with no JVM in its.",
+        "",
+        *_contention_table(section, STANDALONE, "the Java program's"),
+    ]
+
+
+#: Targets for ``connect()``'s client: the uncontended loopback cycle at most this times
+#: Curator's in every repeat; the hand-off median and p99 at most this times Curator's.
+CYCLE_TARGET = 0.8
+HANDOFF_TARGET = 1.0
+MET, NOT_MET = "met", "**not met**"
+
+
+def _targets(results: dict[str, Any]) -> list[str]:
+    """The issue's targets for ``connect()``'s client, each figure against its own."""
+    rows: list[list[str]] = []
+    standalone = results.get("standalone", {})
+    targets = standalone.get("targets", {})
+    for recipe, modes in standalone.get("table", {}).items():
+        for mode, sides in modes.items():
+            if "pycurator-connect" in sides and mode in targets:
+                ratio = sides["pycurator-connect"]["ratio_to_curator"]
+                rows.append(
+                    [
+                        f"{RECIPES.get(recipe, recipe)}, {MODES.get(mode, mode)}",
+                        f">= {targets[mode]:g}",
+                        _ms(ratio),
+                        MET if ratio >= targets[mode] else NOT_MET,
+                    ]
+                )
+    repeats = results.get("cycle", {}).get("loopback_repeats", [])
+    if repeats and all("pycurator-connect" in r["ratio_to_curator"] for r in repeats):
+        loopback = [r["ratio_to_curator"]["pycurator-connect"] for r in repeats]
+        within = sum(r <= CYCLE_TARGET for r in loopback)
+        rows.append(
+            [
+                "uncontended loopback cycle, every repeat",
+                f"<= {CYCLE_TARGET:g} in {len(loopback)} of {len(loopback)}",
+                f"{' / '.join(_ms(r) for r in loopback)} ({within} of {len(loopback)})",
+                MET if within == len(loopback) else NOT_MET,
+            ]
+        )
+    handoff = results.get("handoff", {}).get("ratio_to_curator", {}).get("pycurator-connect")
+    if handoff:
+        for stat, label in (("median_ms", "median"), ("p99_ms", "p99")):
+            rows.append(
+                [
+                    f"hand-off {label}",
+                    f"<= {HANDOFF_TARGET:g}",
+                    _ms(handoff[stat]),
+                    MET if handoff[stat] <= HANDOFF_TARGET else NOT_MET,
+                ]
+            )
+    if not rows:
+        return []
+    header = ["`connect()`'s client", "target (x Curator's)", "measured", "verdict"]
+    return ["### Targets", "", *_table(header, rows)]
 
 
 def _soak(results: dict[str, Any]) -> list[str]:
@@ -365,14 +448,19 @@ SECTIONS = {
     "herd": _herd,
     "throughput": _throughput,
     "contended": _contended,
+    "standalone": _standalone,
     "leaks": _leaks,
     "soak": _soak,
 }
 
 
 def report(results: dict[str, Any]) -> str:
-    """The tables of every section the results have, in Markdown."""
+    """The tables of every section the results have, in Markdown, and the targets table when
+    the results have a figure for ``connect()``'s client."""
     parts = ["\n".join(draw(results)) for name, draw in SECTIONS.items() if name in results]
+    targets = _targets(results)
+    if targets:
+        parts.insert(0, "\n".join(targets))
     return "\n\n".join(parts) + "\n"
 
 

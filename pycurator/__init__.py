@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from . import aio as aio  # the asyncio forms of the recipes
+from ._connect import TLSOptions, connect
 from ._errors import (
+    ConnectTimeout,
     LockLostError,
     LockNotOwnedError,
     LockReleaseError,
@@ -25,6 +27,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CloseMode",
+    "ConnectTimeout",
     "ConnectionPolicy",
     "InterProcessMultiLock",
     "InterProcessMutex",
@@ -43,5 +46,7 @@ __all__ = [
     "NotALockNodeError",
     "Participant",
     "PyCuratorError",
+    "TLSOptions",
     "attempt_revoke",
+    "connect",
 ]

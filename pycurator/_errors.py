@@ -3,6 +3,7 @@
 ::
 
     PyCuratorError
+     ├── ConnectTimeout (also TimeoutError)      connect() could not connect in time
      ├── LockNotOwnedError (also RuntimeError)   release() of a lock this thread does not hold
      ├── LockTimeout (also TimeoutError)         a context manager's timeout ran out
      ├── LockLostError                           a held lock is no longer ours
@@ -34,6 +35,18 @@ class _Picklable(PyCuratorError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), tuple(getattr(self, name) for name in self._fields), self.__dict__
+
+
+class ConnectTimeout(_Picklable, TimeoutError):
+    """Raised by :func:`pycurator.connect` when no session was made (or its namespace was not
+    made) within the connect timeout; the client was stopped and closed."""
+
+    _fields = ("hosts", "timeout")
+
+    def __init__(self, hosts: str, timeout: float) -> None:
+        super().__init__(f"cannot connect to ZooKeeper at {hosts} within {timeout:g}s")
+        self.hosts = hosts
+        self.timeout = timeout
 
 
 class LockNotOwnedError(_Picklable, RuntimeError):

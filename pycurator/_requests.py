@@ -14,7 +14,13 @@ from typing import Any, ClassVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
-from kazoo.protocol.serialization import Create2, read_string, write_buffer, write_string
+from kazoo.protocol.serialization import (
+    Create2,
+    Exists,
+    read_string,
+    write_buffer,
+    write_string,
+)
 from kazoo.protocol.states import ZnodeStat
 from kazoo.security import OPEN_ACL_UNSAFE
 
@@ -198,6 +204,26 @@ def _ensure_parents_at(
         yield from _create_container_at(client, parent, parent_acl, deadline)
 
 
+def make_containers_steps(
+    client: KazooClient, server_path: str, below: int, deadline: Deadline | None = None
+) -> Steps[None]:
+    """Make ``server_path`` (as the server names it, chroot included) and its missing ancestors
+    longer than ``below`` characters, as Curator makes its namespace (``ZKPaths.mkdirs`` with
+    containers): ``exists`` from the node up to the first level that exists, so no right to
+    create above it is needed, then each missing level from there down as an empty CONTAINER
+    node with the client's default ACL (open to all when it has none). A level made meanwhile
+    by someone else is fine; any other error of the server is raised unchanged."""
+    levels = [server_path[:i] for i, c in enumerate(server_path) if c == "/" and i > below]
+    levels.append(server_path)
+    missing = 0
+    for level in reversed(levels):
+        if (yield from send_steps(client, Exists(level, None), deadline)) is not None:
+            break
+        missing += 1
+    for level in levels[len(levels) - missing :]:
+        yield from _create_container_at(client, level, None, deadline)
+
+
 def remove_watches(client: KazooClient, path: str, watcher_type: int = WATCHER_TYPE_DATA) -> None:
     """Ask the server to drop this session's data (or child) watches on ``path``, without
     waiting for the answer: a missing watch or a lost connection is fine (the watch dies with
@@ -216,6 +242,7 @@ __all__ = [
     "create_container",
     "ensure_container_parents",
     "ensure_container_parents_steps",
+    "make_containers_steps",
     "prefixed",
     "remove_watches",
     "send",

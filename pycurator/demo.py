@@ -23,8 +23,9 @@ from typing import Any, TextIO
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, NotEmptyError
-from kazoo.handlers.threading import KazooTimeoutError
 
+from ._connect import connect
+from ._errors import ConnectTimeout
 from ._mutex import InterProcessMutex
 
 DEMO_ROOT = "/pycurator-demo"
@@ -200,13 +201,11 @@ def _ensemble(options: DemoOptions, out: TextIO) -> Iterator[tuple[str, str]]:
 
 
 def _kazoo(hosts: str, timeout: float) -> KazooClient:
-    client = KazooClient(hosts=hosts, timeout=10.0)
+    """A client as users get one (:func:`pycurator.connect`); DemoError if none in time."""
     try:
-        client.start(timeout=timeout)
-    except KazooTimeoutError as exc:
-        client.close()
-        raise DemoError(f"cannot connect to ZooKeeper at {hosts} within {timeout:g}s") from exc
-    return client
+        return connect(hosts, connect_timeout=timeout)
+    except ConnectTimeout as exc:
+        raise DemoError(str(exc)) from exc
 
 
 def _start_java(hosts: str, count: int, timeout: float) -> tuple[list[Any], str]:

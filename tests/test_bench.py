@@ -119,6 +119,7 @@ def test_hand_offs_are_timed_for_every_pair_and_as_ratios_on_both_handlers(resul
     assert set(table) == {
         "pycurator->pycurator",
         "pycurator-fast->pycurator-fast",
+        "pycurator-connect->pycurator-connect",
         "pycurator->curator",
         "pycurator-fast->curator",
         "curator->pycurator",
@@ -128,7 +129,7 @@ def test_hand_offs_are_timed_for_every_pair_and_as_ratios_on_both_handlers(resul
     assert all(min(counts(row)) >= 0 for row in table.values())
     assert all(len(row["round_medians_ms"]) == 1 for row in table.values())
     ratios = results["handoff"]["ratio_to_curator"]
-    assert set(ratios) == {"pycurator", "pycurator-fast"}
+    assert set(ratios) == {"pycurator", "pycurator-fast", "pycurator-connect"}
     assert all(min(counts(row)) > 0 for row in ratios.values())
 
 
@@ -144,6 +145,63 @@ def test_contended_throughput_covers_each_recipe_mode_and_side(results: Any) -> 
                 assert row["ops_per_s"] > 0 and row["timeouts"] == 0
                 assert row["ratio_to_curator"] > 0 and len(row["ops_per_s_rounds"]) == 1
     assert 0 < table["rwlock"]["shared"]["pycurator"]["read_share"] < 1
+
+
+def test_standalone_programs_cover_each_recipe_mode_and_side_against_the_java_program(
+    results: Any,
+) -> None:
+    section = results["standalone"]
+    assert section["curator"].startswith("5.")  # the Java program's own Curator
+    assert section["targets"] == {"shared": 0.8, "per-thread": 0.6}
+    table = section["table"]
+    assert set(table) == {"rwlock", "semaphore", "mutex"}
+    for modes in table.values():
+        assert set(modes) == {"shared", "per-thread"}
+        for sides in modes.values():
+            assert set(sides) == {
+                "curator-java",
+                "pycurator-connect",
+                "pycurator",
+                "pycurator-fast",
+            }
+            assert sides["curator-java"]["ratio_to_curator"] == 1.0
+            for row in sides.values():
+                assert row["ops_per_s"] > 0 and row["timeouts"] == 0
+                assert row["cpu_ms_per_op"] > 0 and len(row["ops_per_s_rounds"]) == 1
+    assert 0 < table["rwlock"]["shared"]["curator-java"]["read_share"] < 1
+    tables = report.report(results)
+    assert "### Contended throughput, each side a program of its own" in tables
+    assert tables.startswith("### Targets")
+
+
+def test_the_targets_table_says_which_figures_meet_their_targets() -> None:
+    def sides(connect: float) -> dict[str, Any]:
+        return {"pycurator-connect": {"ratio_to_curator": connect}}
+
+    results = {
+        "standalone": {
+            "targets": {"shared": 0.8, "per-thread": 0.6},
+            "table": {"mutex": {"shared": sides(0.81), "per-thread": sides(0.59)}},
+        },
+        "cycle": {
+            "loopback_repeats": [
+                {"ratio_to_curator": {"pycurator-connect": ratio}} for ratio in (0.7, 0.8, 0.9)
+            ]
+        },
+        "handoff": {"ratio_to_curator": {"pycurator-connect": {"median_ms": 1.0, "p99_ms": 1.2}}},
+    }
+    rows = {
+        line.split(" | ")[0].lstrip("| "): line.split(" | ")[-1].rstrip(" |")
+        for line in report._targets(results)[4:]
+    }
+    assert rows == {
+        "InterProcessMutex, one client shared by the threads": "met",
+        "InterProcessMutex, a client per thread": "**not met**",
+        "uncontended loopback cycle, every repeat": "**not met**",  # 2 of 3
+        "hand-off median": "met",
+        "hand-off p99": "**not met**",
+    }
+    assert report._targets({"cycle": {"loopback_repeats": []}}) == []
 
 
 def test_the_soak_samples_and_leaves_kazoo_s_registries_empty_once_stopped(results: Any) -> None:

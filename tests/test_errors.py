@@ -8,6 +8,7 @@ import pickle
 import pytest
 
 from pycurator import (
+    ConnectTimeout,
     LockLostError,
     LockNotOwnedError,
     LockReleaseError,
@@ -17,6 +18,7 @@ from pycurator import (
 )
 
 ERRORS = [
+    ConnectTimeout("zk1:2181,zk2:2181/app", 15.0),
     LockTimeout("/locks/a", 2.5),
     LockLostError("/locks/a", "session expired"),
     LockNotOwnedError("/locks/a"),

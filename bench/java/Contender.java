@@ -1,0 +1,247 @@
+/*
+ * The Java side of the benchmark's "standalone" section: Curator's recipes contending on one
+ * path, in a Java program of its own (no Python, no JPype), as a Java service runs them.
+ *
+ * Usage: java -cp BUILD:CURATOR_CLASSPATH Contender RECIPE MODE HOSTS SECONDS THREADS PATH WARMUP
+ *        SESSION_MS
+ *   RECIPE  mutex | rwlock (90% reads) | semaphore (2 leases)
+ *   MODE    shared (one client for the threads) | per-thread (a client each)
+ * It connects, makes a lock object per thread, prints "ready", waits for a line on stdin, runs
+ * the threads for WARMUP seconds unmeasured (the JIT compiles Curator meanwhile) and then
+ * SECONDS measured ones, and prints its counts as one JSON line, as bench/contended.py's Python
+ * worker does.
+ */
+
+import java.io.BufferedReader;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Properties;
+import java.util.Random;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public final class Contender {
+    /** Same as bench/contended.py: the read share and the semaphore's leases. */
+    private static final double READ_SHARE = 0.9;
+
+    private static final int MAX_LEASES = 2;
+    /** An acquire that takes longer than this counts as a timeout (bench/common.py's SOON). */
+    private static final long ACQUIRE_WAIT_MS = 60_000;
+
+    /** One operation: true when done, false when it timed out. */
+    private interface Operation {
+        boolean run(Counts counts) throws Exception;
+    }
+
+    private static final class Counts {
+        long done;
+        long timeouts;
+        long reads;
+        long writes;
+    }
+
+    private Contender() {}
+
+    private static Operation operation(String recipe, CuratorFramework client, String path, int seed) {
+        switch (recipe) {
+            case "mutex": {
+                InterProcessMutex mutex = new InterProcessMutex(client, path);
+                return counts -> {
+                    if (!mutex.acquire(ACQUIRE_WAIT_MS, TimeUnit.MILLISECONDS)) {
+                        return false;
+                    }
+                    mutex.release();
+                    return true;
+                };
+            }
+            case "semaphore": {
+                InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, MAX_LEASES);
+                return counts -> {
+                    Lease lease = semaphore.acquire(ACQUIRE_WAIT_MS, TimeUnit.MILLISECONDS);
+                    if (lease == null) {
+                        return false;
+                    }
+                    lease.close();
+                    return true;
+                };
+            }
+            case "rwlock": {
+                InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, path);
+                Random chance = new Random(seed);
+                return counts -> {
+                    boolean read = chance.nextDouble() < READ_SHARE;
+                    InterProcessMutex side = read ? rw.readLock() : rw.writeLock();
+                    if (!side.acquire(ACQUIRE_WAIT_MS, TimeUnit.MILLISECONDS)) {
+                        return false;
+                    }
+                    side.release();
+                    if (read) {
+                        counts.reads++;
+                    } else {
+                        counts.writes++;
+                    }
+                    return true;
+                };
+            }
+            default:
+                throw new IllegalArgumentException("unknown recipe: " + recipe);
+        }
+    }
+
+    private static CuratorFramework connect(String hosts, int sessionMs) throws InterruptedException {
+        // as pycurator.testing.new_curator makes its clients for the JPype comparison
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(hosts)
+                .sessionTimeoutMs(sessionMs)
+                .connectionTimeoutMs(10_000)
+                .retryPolicy(new ExponentialBackoffRetry(100, 10))
+                .ensembleTracker(false)
+                .build();
+        client.start();
+        if (!client.blockUntilConnected(60, TimeUnit.SECONDS)) {
+            client.close();
+            throw new IllegalStateException("cannot connect to " + hosts);
+        }
+        return client;
+    }
+
+    /** The version of the Curator recipes on the classpath, or "unknown". */
+    private static String curatorVersion() {
+        String resource = "META-INF/maven/org.apache.curator/curator-recipes/pom.properties";
+        try (InputStream stream = InterProcessMutex.class.getClassLoader().getResourceAsStream(resource)) {
+            if (stream != null) {
+                Properties properties = new Properties();
+                properties.load(stream);
+                return properties.getProperty("version", "unknown");
+            }
+        } catch (java.io.IOException ignored) {
+            // the manifest below, then
+        }
+        String version = InterProcessMutex.class.getPackage().getImplementationVersion();
+        return version == null ? "unknown" : version;
+    }
+
+    private static long processCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+                .getProcessCpuTime();
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 8) {
+            System.err.println("usage: Contender RECIPE MODE HOSTS SECONDS THREADS PATH WARMUP SESSION_MS");
+            System.exit(2);
+        }
+        String recipe = args[0];
+        String mode = args[1];
+        String hosts = args[2];
+        double seconds = Double.parseDouble(args[3]);
+        int threads = Integer.parseInt(args[4]);
+        String path = args[5];
+        double warmup = Double.parseDouble(args[6]);
+        int sessionMs = Integer.parseInt(args[7]);
+        if (!mode.equals("shared") && !mode.equals("per-thread")) {
+            throw new IllegalArgumentException("unknown mode: " + mode);
+        }
+        List<CuratorFramework> clients = new ArrayList<>();
+        if (mode.equals("shared")) {
+            clients.add(connect(hosts, sessionMs));
+        } else {
+            for (int i = 0; i < threads; i++) {
+                clients.add(connect(hosts, sessionMs));
+            }
+        }
+        List<Operation> ops = new ArrayList<>();
+        List<Counts> counts = new ArrayList<>();
+        for (int i = 0; i < threads; i++) {
+            ops.add(operation(recipe, clients.get(mode.equals("shared") ? 0 : i), path, i));
+            counts.add(new Counts());
+        }
+        CyclicBarrier start = new CyclicBarrier(threads + 1);
+        long[] window = new long[2]; // measured from, until (System.nanoTime), set before start
+        List<Throwable> errors = new ArrayList<>();
+        List<Thread> workers = new ArrayList<>();
+        for (int i = 0; i < threads; i++) {
+            Operation op = ops.get(i);
+            Counts mine = counts.get(i);
+            Thread worker = new Thread(() -> {
+                Counts spare = new Counts();
+                try {
+                    start.await();
+                    long now;
+                    while ((now = System.nanoTime()) < window[1]) {
+                        Counts into = now >= window[0] ? mine : spare;
+                        if (op.run(into)) {
+                            into.done++;
+                        } else {
+                            into.timeouts++;
+                        }
+                    }
+                } catch (Throwable error) {
+                    synchronized (errors) {
+                        errors.add(error);
+                    }
+                }
+            });
+            worker.setDaemon(true);
+            workers.add(worker);
+            worker.start();
+        }
+        System.out.println("ready");
+        System.out.flush();
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+        window[0] = System.nanoTime() + (long) (warmup * 1e9);
+        window[1] = window[0] + (long) (seconds * 1e9);
+        start.await(); // publishes the window to the workers
+        long toStart = window[0] - System.nanoTime();
+        if (toStart > 0) {
+            TimeUnit.NANOSECONDS.sleep(toStart);
+        }
+        long cpu = processCpuNanos();
+        for (Thread worker : workers) {
+            worker.join((long) ((seconds + 120) * 1000));
+        }
+        cpu = processCpuNanos() - cpu;
+        for (CuratorFramework client : clients) {
+            client.close();
+        }
+        if (!errors.isEmpty()) {
+            errors.get(0).printStackTrace();
+            System.exit(1);
+        }
+        long done = 0;
+        long timeouts = 0;
+        long reads = 0;
+        long writes = 0;
+        for (Counts c : counts) {
+            done += c.done;
+            timeouts += c.timeouts;
+            reads += c.reads;
+            writes += c.writes;
+        }
+        System.out.println(String.format(
+                Locale.ROOT,
+                "{\"operations\": %d, \"ops_per_s\": %.6f, \"timeouts\": %d, \"reads\": %d, \"writes\": %d,"
+                        + " \"cpu_ms_per_op\": %.6f, \"curator\": \"%s\", \"java\": \"%s\"}",
+                done,
+                done / seconds,
+                timeouts,
+                reads,
+                writes,
+                done > 0 ? cpu / 1e6 / done : 0.0,
+                curatorVersion(),
+                System.getProperty("java.version")));
+        System.out.flush();
+    }
+}
