@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.handlers.threading import KazooTimeoutError
 
+from .._connect import connect
+from .._errors import ConnectTimeout
 from .._paths import validate_path
 
 #: A ZooKeeper error.
@@ -102,20 +103,15 @@ def connected(
     """A started client; ``connect_within`` shortens ``--connect-timeout``. On the way out the
     ``before_stop`` calls run, then the client stops, all within :data:`TEARDOWN_WAIT`."""
     hosts = hosts_of(args)
-    try:
-        client = KazooClient(hosts=hosts, timeout=args.session_timeout)
-    except ValueError as exc:
-        raise CliError(f"bad --hosts {hosts!r}: {exc}", EXIT_USAGE) from exc
     within = args.connect_timeout
     if connect_within is not None:
         within = min(within, connect_within)
     try:
-        client.start(timeout=within)
-    except KazooTimeoutError as exc:
-        teardown(client, [])
-        raise CliError(
-            f"cannot connect to ZooKeeper at {hosts} within {within:g}s", EXIT_UNAVAILABLE
-        ) from exc
+        client = connect(hosts, session_timeout=args.session_timeout, connect_timeout=within)
+    except ValueError as exc:
+        raise CliError(f"bad --hosts {hosts!r}: {exc}", EXIT_USAGE) from exc
+    except ConnectTimeout as exc:
+        raise CliError(str(exc), EXIT_UNAVAILABLE) from exc
     calls: list[Callable[[], None]] = [] if before_stop is None else before_stop
     try:
         yield client
