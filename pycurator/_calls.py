@@ -144,7 +144,9 @@ def read_all_steps(
             try:
                 yield from wait_connected_steps(client, deadline)
             except DeadlineExpired:
-                raise ConnectionLoss("not connected to ZooKeeper in time") from None
+                raise ConnectionLoss(
+                    f"not connected to ZooKeeper within {_within(deadline)}"
+                ) from None
             wake.clear()
             unanswered[0] = len(pending)
             results = [(index, sends[index]()) for index in pending]
@@ -164,9 +166,13 @@ def read_all_steps(
                     except Exception as exc:
                         outcomes[index] = (None, exc)
             if not woken:
-                raise ConnectionLoss("no answer from ZooKeeper in time")
+                raise ConnectionLoss(f"no answer from ZooKeeper within {_within(deadline)}")
     finally:
         client.remove_listener(on_state)
+
+
+def _within(deadline: Deadline) -> str:
+    return f"{deadline.timeout:g}s" if deadline.timeout is not None else "the time allowed"
 
 
 def watch_steps(

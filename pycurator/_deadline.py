@@ -32,6 +32,11 @@ class Deadline:
         self._start = time.monotonic()
         self._end = None if timeout is None else self._start + timeout
 
+    @property
+    def timeout(self) -> float | None:
+        """The seconds it was given (None: none)."""
+        return None if self._end is None else self._end - self._start
+
     def remaining(self) -> float | None:
         """Seconds left (never negative), or None for no deadline."""
         return None if self._end is None else max(0.0, self._end - time.monotonic())
