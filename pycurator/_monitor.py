@@ -151,24 +151,25 @@ class HoldMonitor:
             self.reason = reason
         if state is HoldState.LOST:
             self.client.remove_listener(self._on_connection)
+        self._log(state, reason)
         if not was_held and state is not HoldState.HELD:
             return
-        self._log(state, reason)
         try:
             self._on_change(state, reason)
         except Exception:
             log.exception("lock state callback failed for %s", self.node)
 
     def _log(self, state: HoldState, reason: str) -> None:
+        """A WARNING for a loss (a suspension counts as one under the ``standard`` policy, and
+        the session's end after it again), INFO for a hold that is ours again or lost by the
+        user's own ``client.stop()``."""
         extra = {"path": self.node.rsplit("/", 1)[0] or "/", "node": self.node, "reason": reason}
         if state is HoldState.HELD:
             log.info("%s %s is ours again: %s", self.kind, self.node, reason, extra=extra)
-        elif state is HoldState.LOST and reason == CLIENT_STOPPED:  # the user's own doing
+        elif reason == CLIENT_STOPPED:
             log.info("%s %s lost: %s", self.kind, self.node, reason, extra=extra)
-        elif state is HoldState.LOST:
-            log.warning("%s %s lost: %s", self.kind, self.node, reason, extra=extra)
         else:
-            log.warning("%s %s not known to be ours: %s", self.kind, self.node, reason, extra=extra)
+            log.warning("%s %s lost: %s", self.kind, self.node, reason, extra=extra)
 
     def _on_check(self, result: object) -> None:
         try:

@@ -142,23 +142,19 @@ class _Retry(Exception):
     """Our lease node vanished while we waited (the session expired): start again."""
 
 
-class InterProcessSemaphoreV2:
-    """A pool of ``max_leases`` leases shared with Java Curator's ``InterProcessSemaphoreV2``.
-
-    Waiters are served in arrival order through the internal mutex. Nothing checks that every
-    participant uses the same ``max_leases`` (Curator does not either). Lease nodes hold
-    ``node_data`` (by default the host address, as Curator writes it).
-    """
+class SemaphoreSteps:
+    """The semaphore's protocol, as steps (:mod:`pycurator._steps`): the threaded
+    :class:`InterProcessSemaphoreV2` runs them blocking, its asyncio form awaits them. It
+    checks the arguments, and holds the internal mutex's engine and the leases' engine."""
 
     def __init__(
         self,
         client: KazooClient,
         path: str,
         max_leases: int,
-        *,
-        node_data: bytes | None = None,
-        acl: Sequence[Any] | None = None,
-        connection_policy: ConnectionPolicy = "standard",
+        node_data: bytes | None,
+        acl: Sequence[Any] | None,
+        connection_policy: ConnectionPolicy,
     ) -> None:
         validate_path(path)
         check_client_type(client)
@@ -170,7 +166,7 @@ class InterProcessSemaphoreV2:
         self.client = client
         self.path = path
         self.max_leases = max_leases
-        self._policy = check_policy(connection_policy)
+        self.policy = check_policy(connection_policy)
         # Curator's internal InterProcessMutex; held only while one lease is being taken
         self._lock = LockEngine(
             client,
@@ -187,28 +183,9 @@ class InterProcessSemaphoreV2:
             acl=acl,
         )
 
-    @property
-    def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see :mod:`pycurator._monitor`)."""
-        return self._policy
-
-    def acquire(self, timeout: float | None = None) -> Lease | None:
-        """One lease within ``timeout`` seconds (None: wait forever), or None on timeout."""
-        leases = self.acquire_many(1, timeout)
-        return leases[0] if leases is not None else None
-
-    def acquire_many(self, qty: int, timeout: float | None = None) -> list[Lease] | None:
-        """``qty`` leases, taken one by one under one deadline for the whole call.
-
-        None on timeout; on timeout or error every lease taken so far is returned first.
-        """
-        nodes = run(self.client, self.acquire_steps(qty, timeout))
-        if nodes is None:
-            return None
-        return [Lease(self.client, node, self._policy) for node in nodes]
-
     def acquire_steps(self, qty: int, timeout: float | None) -> Steps[list[HeldNode] | None]:
-        """:meth:`acquire_many`, as steps: the lease nodes, or None on timeout."""
+        """``qty`` lease nodes under one deadline, or None on timeout; on timeout, error or
+        cancellation every lease taken so far is returned first."""
         if isinstance(qty, bool) or not isinstance(qty, int):
             raise TypeError(f"qty must be an int, not {qty!r}")
         if qty < 1:
@@ -301,6 +278,74 @@ class InterProcessSemaphoreV2:
             return []  # the parent went away with our node: our session expired
         return children
 
+    def participant_steps(self) -> Steps[list[str]]:
+        """Names of the lease nodes (holders, and at most one waiter), oldest first: a read
+        that rides through a reconnect."""
+        client = self.client
+        try:
+            children: list[str] = yield from read_steps(
+                client, lambda: client.get_children_async(self._leases_path)
+            )
+        except NoNodeError:
+            return []
+        return _wire.sort_children(children, _wire.LEASE_NAME)
+
+
+class InterProcessSemaphoreV2:
+    """A pool of ``max_leases`` leases shared with Java Curator's ``InterProcessSemaphoreV2``.
+
+    Waiters are served in arrival order through the internal mutex. Nothing checks that every
+    participant uses the same ``max_leases`` (Curator does not either). Lease nodes hold
+    ``node_data`` (by default the host address, as Curator writes it).
+    """
+
+    def __init__(
+        self,
+        client: KazooClient,
+        path: str,
+        max_leases: int,
+        *,
+        node_data: bytes | None = None,
+        acl: Sequence[Any] | None = None,
+        connection_policy: ConnectionPolicy = "standard",
+    ) -> None:
+        self._steps = SemaphoreSteps(client, path, max_leases, node_data, acl, connection_policy)
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client this semaphore uses."""
+        return self._steps.client
+
+    @property
+    def path(self) -> str:
+        """The semaphore's path, as given."""
+        return self._steps.path
+
+    @property
+    def max_leases(self) -> int:
+        """How many leases there are (as this participant counts them)."""
+        return self._steps.max_leases
+
+    @property
+    def connection_policy(self) -> ConnectionPolicy:
+        """What counts as a lost lease (see :mod:`pycurator._monitor`)."""
+        return self._steps.policy
+
+    def acquire(self, timeout: float | None = None) -> Lease | None:
+        """One lease within ``timeout`` seconds (None: wait forever), or None on timeout."""
+        leases = self.acquire_many(1, timeout)
+        return leases[0] if leases is not None else None
+
+    def acquire_many(self, qty: int, timeout: float | None = None) -> list[Lease] | None:
+        """``qty`` leases, taken one by one under one deadline for the whole call.
+
+        None on timeout; on timeout or error every lease taken so far is returned first.
+        """
+        nodes = run(self.client, self._steps.acquire_steps(qty, timeout))
+        if nodes is None:
+            return None
+        return [Lease(self.client, node, self.connection_policy) for node in nodes]
+
     def return_lease(self, lease: Lease) -> None:
         """Give a lease back (the same as ``lease.close()``)."""
         lease.close()
@@ -311,19 +356,9 @@ class InterProcessSemaphoreV2:
             lease.close()
 
     def participant_nodes(self) -> list[str]:
-        """Names of the lease nodes (holders, and at most one waiter), oldest first."""
-        return run(self.client, self.participant_steps())
-
-    def participant_steps(self) -> Steps[list[str]]:
-        """:meth:`participant_nodes`, as steps (a read that rides through a reconnect)."""
-        client = self.client
-        try:
-            children: list[str] = yield from read_steps(
-                client, lambda: client.get_children_async(self._leases_path)
-            )
-        except NoNodeError:
-            return []
-        return _wire.sort_children(children, _wire.LEASE_NAME)
+        """Names of the lease nodes (holders, and at most one waiter), oldest first; rides
+        through a reconnect, as every read-only query."""
+        return run(self.client, self._steps.participant_steps())
 
     def __repr__(self) -> str:
         return f"InterProcessSemaphoreV2({self.path!r}, {self.max_leases})"
@@ -346,9 +381,7 @@ class InterProcessSemaphoreMutex(LockContext):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._semaphore = InterProcessSemaphoreV2(
-            client, path, 1, node_data=node_data, acl=acl, connection_policy=connection_policy
-        )
+        self._steps = SemaphoreSteps(client, path, 1, node_data, acl, connection_policy)
         self._lease: Lease | None = None
         self._guard = client.handler.lock_object()
         self._notice = LossNotice(client)
@@ -363,18 +396,16 @@ class InterProcessSemaphoreMutex(LockContext):
     @property
     def path(self) -> str:
         """The semaphore's path, as given."""
-        return self._semaphore.path
+        return self._steps.path
 
     def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for the lock; False on timeout."""
-        semaphore = self._semaphore
-        nodes = run(semaphore.client, semaphore.acquire_steps(1, timeout))
+        steps = self._steps
+        nodes = run(steps.client, steps.acquire_steps(1, timeout))
         if nodes is None:
             return False
         self._notice.lost_event.clear()
-        lease = Lease(
-            semaphore.client, nodes[0], semaphore.connection_policy, self._notice, subject=self
-        )
+        lease = Lease(steps.client, nodes[0], steps.policy, self._notice, subject=self)
         with self._guard:
             self._lease = lease
         return True
@@ -423,7 +454,7 @@ class InterProcessSemaphoreMutex(LockContext):
 
     def participant_nodes(self) -> list[str]:
         """Names of the lease nodes: the holder, and at most one waiter about to wait."""
-        return self._semaphore.participant_nodes()
+        return run(self._steps.client, self._steps.participant_steps())
 
     def __repr__(self) -> str:
         return f"InterProcessSemaphoreMutex({self.path!r})"

@@ -16,8 +16,7 @@ from .._checks import ConnectionPolicy
 from .._engine import HeldNode
 from .._errors import LockLostError, LockNotOwnedError
 from .._hold import FollowedNode, LossNotice
-from .._semaphore import InterProcessSemaphoreV2 as _Semaphore
-from .._semaphore import lease_data_steps
+from .._semaphore import SemaphoreSteps, lease_data_steps
 from ._lock import AsyncLockContext
 from ._runner import loop_notice, run_async
 
@@ -51,10 +50,12 @@ class Lease:
 
     @property
     def path(self) -> str:
+        """The lease node's full path."""
         return self._hold.path
 
     @property
     def node_name(self) -> str:
+        """The lease node's name, as Curator's ``Lease.getNodeName()``."""
         return _wire.node_name(self._hold.path)
 
     @property
@@ -118,28 +119,27 @@ class InterProcessSemaphoreV2:
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._core = _Semaphore(
-            client,
-            path,
-            max_leases,
-            node_data=node_data,
-            acl=acl,
-            connection_policy=connection_policy,
-        )
-        self.client = client
+        self._steps = SemaphoreSteps(client, path, max_leases, node_data, acl, connection_policy)
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client this semaphore uses."""
+        return self._steps.client
 
     @property
     def path(self) -> str:
-        return self._core.path
+        """The semaphore's path, as given."""
+        return self._steps.path
 
     @property
     def max_leases(self) -> int:
-        return self._core.max_leases
+        """How many leases there are (as this participant counts them)."""
+        return self._steps.max_leases
 
     @property
     def connection_policy(self) -> ConnectionPolicy:
         """What counts as a lost lease (see the threaded semaphore's)."""
-        return self._core.connection_policy
+        return self._steps.policy
 
     async def acquire(self, timeout: float | None = None) -> Lease | None:
         """One lease within ``timeout`` seconds (None: wait forever), or None on timeout."""
@@ -149,21 +149,23 @@ class InterProcessSemaphoreV2:
     async def acquire_many(self, qty: int, timeout: float | None = None) -> list[Lease] | None:
         """``qty`` leases under one deadline; None on timeout. On timeout, error or
         cancellation every lease taken so far is returned first."""
-        nodes = await run_async(self.client, self._core.acquire_steps(qty, timeout))
+        nodes = await run_async(self.client, self._steps.acquire_steps(qty, timeout))
         if nodes is None:
             return None
-        return [Lease(self.client, node, self._core.connection_policy) for node in nodes]
+        return [Lease(self.client, node, self.connection_policy) for node in nodes]
 
     async def return_lease(self, lease: Lease) -> None:
+        """Give a lease back (the same as ``await lease.close()``)."""
         await lease.close()
 
     async def return_all(self, leases: Iterable[Lease]) -> None:
+        """Give every lease back."""
         for lease in leases:
             await lease.close()
 
     async def participant_nodes(self) -> list[str]:
         """Names of the lease nodes (holders, and at most one waiter), oldest first."""
-        return await run_async(self.client, self._core.participant_steps())
+        return await run_async(self.client, self._steps.participant_steps())
 
     def __repr__(self) -> str:
         return f"aio.InterProcessSemaphoreV2({self.path!r}, {self.max_leases})"
@@ -182,10 +184,10 @@ class InterProcessSemaphoreMutex(AsyncLockContext):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._semaphore = InterProcessSemaphoreV2(
-            client, path, 1, node_data=node_data, acl=acl, connection_policy=connection_policy
-        )
+        self._steps = SemaphoreSteps(client, path, 1, node_data, acl, connection_policy)
         self._lease: Lease | None = None
+        #: Set while the lock is not held by this object or its hold is not ours; clear
+        #: while held (an :class:`asyncio.Event`).
         self.lost_event = asyncio.Event()
         self.lost_event.set()  # not held yet
         self._notice: LossNotice | None = None
@@ -193,7 +195,8 @@ class InterProcessSemaphoreMutex(AsyncLockContext):
 
     @property
     def path(self) -> str:
-        return self._semaphore.path
+        """The semaphore's path, as given."""
+        return self._steps.path
 
     def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
         """Run ``callback(lock, reason)`` on the loop when a hold stops being held."""
@@ -208,17 +211,16 @@ class InterProcessSemaphoreMutex(AsyncLockContext):
 
     async def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for the lock; False on timeout."""
-        semaphore = self._semaphore
-        nodes = await run_async(semaphore.client, semaphore._core.acquire_steps(1, timeout))
+        steps = self._steps
+        nodes = await run_async(steps.client, steps.acquire_steps(1, timeout))
         if nodes is None:
             return False
         if self._notice is None:
-            self._notice = loop_notice(semaphore.client, self.lost_event)
+            self._notice = loop_notice(steps.client, self.lost_event)
             for callback in self._callbacks:
                 self._notice.add(callback)
         self.lost_event.clear()
-        policy = semaphore._core.connection_policy
-        self._lease = Lease(semaphore.client, nodes[0], policy, self._notice, subject=self)
+        self._lease = Lease(steps.client, nodes[0], steps.policy, self._notice, subject=self)
         return True
 
     async def release(self) -> None:
@@ -230,13 +232,16 @@ class InterProcessSemaphoreMutex(AsyncLockContext):
         self.lost_event.set()
 
     def is_acquired_in_this_process(self) -> bool:
+        """True while this object holds the lock (by local bookkeeping)."""
         return self._lease is not None
 
     async def is_held(self) -> bool:
+        """True while the lock is held and its lease node is known to be ours."""
         lease = self._lease
         return lease is not None and await lease.is_held()
 
     async def check(self) -> None:
+        """Raise :class:`LockLostError` unless :meth:`is_held`."""
         lease = self._lease
         if lease is None:
             raise LockLostError(self.path, "not acquired")
@@ -244,13 +249,15 @@ class InterProcessSemaphoreMutex(AsyncLockContext):
 
     @property
     def fencing_token(self) -> int:
+        """The czxid of the current hold's lease node; :class:`LockLostError` if not held."""
         lease = self._lease
         if lease is None:
             raise LockLostError(self.path, "not acquired")
         return lease.fencing_token
 
     async def participant_nodes(self) -> list[str]:
-        return await self._semaphore.participant_nodes()
+        """Names of the lease nodes: the holder, and at most one waiter about to wait."""
+        return await run_async(self._steps.client, self._steps.participant_steps())
 
     def __repr__(self) -> str:
         return f"aio.InterProcessSemaphoreMutex({self.path!r})"

@@ -1,0 +1,124 @@
+"""Every threaded recipe and its asyncio form have the same public surface (the same names,
+the same parameters), so the two cannot drift apart."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from pycurator import (
+    InterProcessMultiLock,
+    InterProcessMutex,
+    InterProcessReadWriteLock,
+    InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2,
+    LeaderLatch,
+    LeaderSelector,
+    Leadership,
+    Lease,
+    aio,
+)
+from pycurator._engine import HeldNode
+from pycurator._monitor import HoldMonitor
+
+#: Names only one side has, and why.
+ONLY_ASYNCIO = {"is_owned_by_current_task"}  # a task owns an asyncio hold; the alias of
+# the threaded name, is_owned_by_current_thread, stays for code written for both
+
+
+def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
+    """One object of each threaded recipe and of its asyncio form (nothing is sent)."""
+    node = HeldNode("/p/_c_00000000-0000-4000-8000-000000000000-lock-0000000000", 1, 0)
+    monitor = HoldMonitor.__new__(HoldMonitor)  # not following anything: only its surface
+    threaded_rw = InterProcessReadWriteLock(client, "/rw")
+    asyncio_rw = aio.InterProcessReadWriteLock(client, "/rw")
+    return {
+        "mutex": (InterProcessMutex(client, "/m"), aio.InterProcessMutex(client, "/m")),
+        "read/write lock": (threaded_rw, asyncio_rw),
+        "read lock": (threaded_rw.read_lock(), asyncio_rw.read_lock()),
+        "write lock": (threaded_rw.write_lock(), asyncio_rw.write_lock()),
+        "semaphore": (
+            InterProcessSemaphoreV2(client, "/s", 2),
+            aio.InterProcessSemaphoreV2(client, "/s", 2),
+        ),
+        "semaphore mutex": (
+            InterProcessSemaphoreMutex(client, "/sm"),
+            aio.InterProcessSemaphoreMutex(client, "/sm"),
+        ),
+        "lease": (Lease.__new__(Lease), aio.Lease.__new__(aio.Lease)),
+        "multi-lock": (
+            InterProcessMultiLock(client, ["/a", "/b"]),
+            aio.InterProcessMultiLock(client, ["/a", "/b"]),
+        ),
+        "latch": (LeaderLatch(client, "/l"), aio.LeaderLatch(client, "/l")),
+        "selector": (
+            LeaderSelector(client, "/sel", print),
+            aio.LeaderSelector(client, "/sel", print),  # type: ignore[arg-type]
+        ),
+        "leadership": (
+            Leadership("/sel", node, monitor, client.handler.event_object()),
+            aio.Leadership("/sel", node, monitor),
+        ),
+    }
+
+
+def public(thing: Any) -> set[str]:
+    names = {name for name in dir(type(thing)) if not name.startswith("_")}
+    names |= (
+        {name for name in vars(thing) if not name.startswith("_")}
+        if hasattr(thing, "__dict__")
+        else set()
+    )
+    return names
+
+
+KINDS = [
+    "mutex",
+    "read/write lock",
+    "read lock",
+    "write lock",
+    "semaphore",
+    "semaphore mutex",
+    "lease",
+    "multi-lock",
+    "latch",
+    "selector",
+    "leadership",
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_threaded_recipe_and_its_asyncio_form_have_the_same_names(kind: str) -> None:
+    client = KazooClient(hosts="127.0.0.1:1")  # never started
+    threaded, asynchronous = pairs(client)[kind]
+    assert public(threaded) - public(asynchronous) == set()
+    assert public(asynchronous) - public(threaded) <= ONLY_ASYNCIO
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_method_takes_the_same_parameters_in_both_forms(kind: str) -> None:
+    client = KazooClient(hosts="127.0.0.1:1")
+    threaded, asynchronous = pairs(client)[kind]
+    for name in sorted(public(threaded) & public(asynchronous)):
+        mine, theirs = getattr(type(threaded), name, None), getattr(type(asynchronous), name, None)
+        if not callable(mine) or not callable(theirs) or isinstance(mine, type):
+            continue
+        assert list(inspect.signature(mine).parameters) == list(
+            inspect.signature(theirs).parameters
+        ), f"{kind}.{name}"
+
+
+def test_every_public_method_of_a_recipe_has_a_docstring() -> None:
+    client = KazooClient(hosts="127.0.0.1:1")
+    missing = []
+    for kind, objects in pairs(client).items():
+        for thing in objects:
+            for name in public(thing):
+                member = getattr(type(thing), name, None)
+                documentable = callable(member) or isinstance(member, property)
+                if documentable and not inspect.getdoc(member):
+                    missing.append(f"{type(thing).__module__}.{kind}.{name}")
+    assert missing == []
