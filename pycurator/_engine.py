@@ -137,8 +137,10 @@ class LockEngine:
             except DeadlineExpired:
                 return None
             held = False
+            wait = self._wait(node.path, children, deadline, driver)
+            children = None  # the wait keeps no listing (O(1) state per waiter)
             try:
-                held = yield from self._wait(node.path, children, deadline, driver)
+                held = yield from wait
                 if held and not self.is_current_session(node):
                     raise NodeVanishedError(_wire.node_name(node.path))
             except NodeVanishedError:
@@ -292,6 +294,7 @@ class LockEngine:
         decision: Decision | None = None
         if children is not None:
             decision = driver.decide(driver.sort(children), ours)
+            children = None
             if decision.holds and self.on_revoke is None:
                 return True  # held on the listing that came with the create: nothing to set up
         watcher = _Watcher((yield NewSignal()))

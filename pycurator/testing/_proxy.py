@@ -11,6 +11,10 @@ import threading
 import time
 from types import TracebackType
 
+#: The name of every thread a :class:`FaultProxy` runs (so that a test counting the threads of
+#: the code under test can leave them out).
+THREAD_NAME = "pycurator-fault-proxy"
+
 
 class _Link:
     """One client connection and its server connection, pumped by one thread each way."""
@@ -22,7 +26,9 @@ class _Link:
         self.drop_replies = False
         self.closed = threading.Event()
         self.pumps = [
-            threading.Thread(target=self._pump, args=(source, target, upstream), daemon=True)
+            threading.Thread(
+                target=self._pump, args=(source, target, upstream), daemon=True, name=THREAD_NAME
+            )
             for source, target, upstream in ((client, server, True), (server, client, False))
         ]
 
@@ -103,7 +109,7 @@ class FaultProxy:
         self._listener.listen(64)
         self.port: int = self._listener.getsockname()[1]
         self._stopped = threading.Event()
-        self._acceptor = threading.Thread(target=self._accept, daemon=True)
+        self._acceptor = threading.Thread(target=self._accept, daemon=True, name=THREAD_NAME)
         self._acceptor.start()
         _OPEN.add(self)
 
@@ -118,7 +124,9 @@ class FaultProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            threading.Thread(target=self._connect, args=(client,), daemon=True).start()
+            threading.Thread(
+                target=self._connect, args=(client,), daemon=True, name=THREAD_NAME
+            ).start()
 
     def _connect(self, client: socket.socket) -> None:
         self._flowing.wait()  # in a blackhole, a new connection waits here, accepted

@@ -1,0 +1,224 @@
+"""A process holding 1,000 locks or leading 1,000 elections costs a constant number of threads,
+through a server bounce too; every hold is still held (or reported lost) after it, and nothing
+is left behind on the server. (Memory and times per item are measured by ``./dev bench
+--sections scale``, not here.)"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from pycurator import (
+    InterProcessMutex,
+    InterProcessReadWriteLock,
+    InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2,
+    LeaderLatch,
+    aio,
+)
+from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer
+from pycurator.testing._proxy import THREAD_NAME
+
+from .aio_support import run
+from .support import SOON, STEADY_RECONNECT, children, eventually, restart_behind
+
+N = 1000
+#: Threads the code under test may add, whatever N: kazoo's three per client, pycurator's
+#: timer, deferred-watch worker and pool of four, and room to spare.
+THREADS_ALLOWED = 12
+
+
+def threads() -> int:
+    """Threads of this process, the fault proxy's left out."""
+    return sum(1 for thread in threading.enumerate() if thread.name != THREAD_NAME)
+
+
+@contextmanager
+def peak_threads() -> Iterator[list[int]]:
+    """Samples the thread count every 5 ms while the block runs; yields ``[peak]``."""
+    peak = [threads()]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.005):
+            peak[0] = max(peak[0], threads() - 1)  # less this sampler
+
+    sampler = threading.Thread(target=sample, name=THREAD_NAME)  # not counted either
+    sampler.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        sampler.join()
+
+
+@pytest.fixture
+def bounced() -> Iterator[tuple[ZooKeeperServer, FaultProxy]]:
+    """A server of this test's own behind a proxy, to stop and start again."""
+    with ZooKeeperServer() as server, FaultProxy(server.hosts) as proxy:
+        yield server, proxy
+
+
+def hold_many(client: KazooClient) -> list[tuple[str, Any, Callable[[], bool]]]:
+    """N holds of every recipe on ``client``: (kind, what to release, is it held now)."""
+    holds: list[tuple[str, Any, Callable[[], bool]]] = []
+    for n in range(N // 2):
+        mutex = InterProcessMutex(client, f"/scale/mutex/{n}")
+        assert mutex.acquire(SOON)
+        holds.append(("mutex", mutex, mutex.is_held))
+    for n in range(N // 8):
+        read = InterProcessReadWriteLock(client, f"/scale/rw/{n}").read_lock()
+        assert read.acquire(SOON)
+        holds.append(("read", read, read.is_held))
+        write = InterProcessReadWriteLock(client, f"/scale/rw-w/{n}").write_lock()
+        assert write.acquire(SOON)
+        holds.append(("write", write, write.is_held))
+        lease = InterProcessSemaphoreV2(client, f"/scale/semaphore/{n}", 2).acquire(SOON)
+        assert lease is not None
+        holds.append(("lease", lease, lease.is_held))
+        semaphore_mutex = InterProcessSemaphoreMutex(client, f"/scale/semaphore-mutex/{n}")
+        assert semaphore_mutex.acquire(SOON)
+        holds.append(("semaphore mutex", semaphore_mutex, semaphore_mutex.is_held))
+    return holds
+
+
+def release_all(holds: list[tuple[str, Any, Callable[[], bool]]]) -> None:
+    for kind, hold, _ in holds:
+        if kind == "lease":
+            hold.close()
+        else:
+            hold.release()
+
+
+def test_a_bounce_with_1000_held_locks_costs_a_constant_number_of_threads(
+    bounced: tuple[ZooKeeperServer, FaultProxy], zk_client_factory: ClientFactory
+) -> None:
+    server, proxy = bounced
+    client = zk_client_factory(hosts=proxy.hosts, timeout=30.0, connection_retry=STEADY_RECONNECT)
+    before = threads()
+    holds = hold_many(client)
+    assert all(held() for _, _, held in holds)  # each watched now
+    with peak_threads() as peak:
+        restart_behind(proxy, server)  # the session outlives the restart
+        eventually(lambda: client.connected, what="reconnected")
+        eventually(lambda: all(held() for _, _, held in holds), what="every hold ours again")
+    assert peak[0] - before <= THREADS_ALLOWED, f"{peak[0] - before} threads added"
+    release_all(holds)
+    for parent in ("mutex", "rw", "rw-w", "semaphore", "semaphore-mutex"):
+        eventually(lambda p=parent: not_held_below(client, f"/scale/{p}"), what="all released")  # type: ignore[misc]
+
+
+def not_held_below(client: KazooClient, path: str) -> bool:
+    """No lock or lease node anywhere below ``path``."""
+    for name in children(client, path):
+        if name.startswith("_c_") or not not_held_below(client, f"{path}/{name}"):
+            return False
+    return True
+
+
+def test_1000_latches_waiting_and_leading_cost_a_constant_number_of_threads(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    client = zk_client_factory()
+    heard: list[str] = []
+    guard = threading.Lock()
+
+    class Listener:
+        def is_leader(self) -> None:
+            with guard:
+                heard.append("is_leader")
+
+        def not_leader(self) -> None:
+            with guard:
+                heard.append("not_leader")
+
+    before = threads()
+    with peak_threads() as peak:
+        # half lead (a path each), half wait behind them (a second latch on each path)
+        leaders = [LeaderLatch(client, f"{zk_path}/{n}", f"leader-{n}") for n in range(N // 2)]
+        followers = [LeaderLatch(client, f"{zk_path}/{n}", f"follower-{n}") for n in range(N // 2)]
+        for latch in leaders:
+            latch.add_listener(Listener())
+            latch.start()
+        assert all(latch.wait(SOON) for latch in leaders)
+        for latch in followers:
+            latch.add_listener(Listener())
+            latch.start()
+        eventually(lambda: all(f.our_path for f in followers), what="every follower queued")
+        eventually(lambda: len(heard) == N // 2, what="every leader's listener heard")
+        assert not any(latch.has_leadership() for latch in followers)
+        for latch in leaders:
+            latch.close()
+        assert all(latch.wait(SOON) for latch in followers)
+        eventually(lambda: len(heard) == N, what="every follower's listener heard")
+        for latch in followers:
+            latch.close()
+    assert peak[0] - before <= THREADS_ALLOWED, f"{peak[0] - before} threads added"
+    assert all_empty(client, zk_path)
+
+
+def all_empty(client: KazooClient, path: str) -> bool:
+    return all(children(client, f"{path}/{name}") == [] for name in children(client, path))
+
+
+def test_1000_asyncio_latches_add_no_thread(zk: KazooClient, zk_path: str) -> None:
+    before = threads()
+
+    async def main() -> None:
+        latches = [aio.LeaderLatch(zk, f"{zk_path}/{n}", str(n)) for n in range(N)]
+        for latch in latches:
+            await latch.start()
+        assert all(await asyncio.gather(*(latch.wait(SOON) for latch in latches)))
+        assert threads() - before <= THREADS_ALLOWED
+        for latch in latches:
+            await latch.close()
+
+    run(main())
+    assert all_empty(zk, zk_path)
+
+
+def test_a_waiter_keeps_no_listing_while_it_waits(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    """1,000 waiters on one path each keep O(1) state: their memory grows linearly, not with
+    the square of the queue (each listing holds a thousand names)."""
+    import tracemalloc
+
+    holder_client, waiter_client = zk_client_factory(), zk_client_factory()
+    holder = InterProcessMutex(holder_client, zk_path)
+    assert holder.acquire(SOON)
+
+    async def main() -> int:
+        lock = aio.InterProcessMutex(waiter_client, zk_path)
+
+        async def waiter() -> bool:
+            return await lock.acquire()
+
+        tracemalloc.start()
+        try:
+            start = tracemalloc.get_traced_memory()[0]
+            tasks = [asyncio.create_task(waiter()) for _ in range(N)]
+            deadline = time.monotonic() + SOON
+            while len(children(holder_client, zk_path)) < N + 1:
+                assert time.monotonic() < deadline, "the waiters did not queue"
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)  # every waiter past its listing
+            used = tracemalloc.get_traced_memory()[0] - start
+        finally:
+            tracemalloc.stop()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return used
+
+    used = run(main())
+    holder.release()
+    assert used / N < 20_000, f"{used / N:.0f} bytes per waiter"
+    eventually(lambda: children(holder_client, zk_path) == [], what="nothing left")
