@@ -195,7 +195,7 @@ def test_a_java_leaders_expiry_lets_python_lead_and_java_rejoins(
         lambda: our_path(java) not in (None, old) and len(children(observer, path)) == 2,
         what="the java latch rejoined",
     )
-    # Curator 5.4 may make a second node while replacing its first (it deletes the spare in
+    # Curator (5.4 to 5.9) may make a second node while replacing its first (it deletes the spare in
     # the background), so the list settles rather than holds at once
     expected = [Participant("python", True), Participant("java", False)]
     eventually(lambda: python.participants() == expected, what=f"participants {expected}")

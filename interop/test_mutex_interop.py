@@ -1,4 +1,4 @@
-"""InterProcessMutex: pycurator and Java Curator 5.4 exclude and queue behind each other."""
+"""InterProcessMutex: pycurator and Java Curator 5.x exclude and queue behind each other."""
 
 from __future__ import annotations
 
