@@ -214,24 +214,29 @@ def recorded(zk_server: ZooKeeperTarget) -> Iterator[tuple[KazooClient, Recordin
     client.close()
 
 
+def calls_answering(
+    recorded: tuple[KazooClient, RecordingHandler], requests: int = 1
+) -> list[tuple[str, str, Any]]:
+    """What kazoo asked of the handler and its sockets while ``requests`` requests were sent
+    and answered one after the other."""
+    client, handler = recorded
+    handler.calls.clear()
+    for _ in range(requests):
+        assert client.exists("/") is not None
+    return list(handler.calls)
+
+
 def test_create_connection_makes_the_socket_kazoo_reads_and_writes(
     recorded: tuple[KazooClient, RecordingHandler],
 ) -> None:
-    client, handler = recorded
-    handler.calls.clear()
-    assert client.exists("/") is not None
-    calls = [(label, call) for label, call, _ in handler.calls]
+    calls = [(label, call) for label, call, _ in calls_answering(recorded)]
     assert ("server", "send") in calls and ("server", "recv") in calls
 
 
 def test_create_socket_pair_carries_one_wake_byte_per_queued_request_read_one_at_a_time(
     recorded: tuple[KazooClient, RecordingHandler],
 ) -> None:
-    client, handler = recorded
-    handler.calls.clear()
-    for _ in range(3):
-        client.exists("/")
-    on_pair = [(label, call, arg) for label, call, arg in handler.calls if "pair" in label]
+    on_pair = [call for call in calls_answering(recorded, 3) if "pair" in call[0]]
     assert on_pair[::2] == [("pair", "send", _kazoo.WAKE_BYTE)] * 3
     assert on_pair[1::2] == [("pair reader", "recv", 1)] * 3
 
@@ -239,10 +244,7 @@ def test_create_socket_pair_carries_one_wake_byte_per_queued_request_read_one_at
 def test_pending_is_asked_before_the_connection_selects_for_a_reply(
     recorded: tuple[KazooClient, RecordingHandler],
 ) -> None:
-    client, handler = recorded
-    handler.calls.clear()
-    client.exists("/")
-    calls = [(label, call, arg) for label, call, arg in handler.calls]
+    calls = calls_answering(recorded)
     asked = calls.index(("server", "pending", None))
     assert calls[asked + 1] == ("handler", "select", ["server"])  # pending() was 0
 
@@ -293,10 +295,7 @@ def test_async_result_answers_every_request_on_the_connection_thread(
 def test_select_is_given_the_server_socket_and_the_pairs_reading_end(
     recorded: tuple[KazooClient, RecordingHandler],
 ) -> None:
-    client, handler = recorded
-    handler.calls.clear()
-    client.exists("/")
-    assert ("handler", "select", ["server", "pair reader"]) in handler.calls
+    assert ("handler", "select", ["server", "pair reader"]) in calls_answering(recorded)
 
 
 def test_observe_calls_sees_each_request_until_restored(zk: KazooClient, zk_path: str) -> None:
