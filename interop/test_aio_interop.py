@@ -1,4 +1,4 @@
-"""pycurator.aio against Java Curator 5.4: coroutines queue behind Java holders and the reverse,
+"""pycurator.aio against Java Curator 5.x: coroutines queue behind Java holders and the reverse,
 and Java threads, Python threads and Python tasks keep mutual exclusion on one path."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""LeaderLatch: pycurator and Java Curator 5.4 elect one leader among them on one path."""
+"""LeaderLatch: pycurator and Java Curator 5.x elect one leader among them on one path."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ from kazoo.exceptions import NoNodeError
 from pycurator import LeaderLatch, Participant
 from pycurator.testing import (
     ClientFactory,
+    FaultProxy,
     JavaLatch,
+    curator_at_least,
+    curator_client,
     expire_kazoo_session,
     expire_session,
     session_of,
@@ -192,9 +195,81 @@ def test_a_java_leaders_expiry_lets_python_lead_and_java_rejoins(
         lambda: our_path(java) not in (None, old) and len(children(observer, path)) == 2,
         what="the java latch rejoined",
     )
-    # Curator 5.4 may make a second node while replacing its first (it deletes the spare in
+    # Curator (5.4 to 5.9) may make a second node while replacing its first (it deletes the spare in
     # the background), so the list settles rather than holds at once
     expected = [Participant("python", True), Participant("java", False)]
     eventually(lambda: python.participants() == expected, what=f"participants {expected}")
     python.close()
     assert java.wait(SOON)
+
+
+def test_a_java_latch_first_in_line_checks_its_node_is_its_sessions_from_5_7(
+    curator: Any, zk_client_factory: ClientFactory, zk_path: str, opened: list[AnyLatch]
+) -> None:
+    """CURATOR-696 (5.7): a Java latch whose node comes first reads the node's owner before it
+    leads; its node swapped for another session's node of the same name, it makes a node of
+    its own session and leads on that. 5.4 leads on the other session's node."""
+    path = f"{zk_path}/election"
+    observer = zk_client_factory()
+    python, java = queue_up(
+        observer,
+        path,
+        [lambda: LeaderLatch(observer, path, "python"), lambda: JavaLatch(curator, path, "java")],
+        opened,
+    )
+    assert python.wait(SOON)
+    swapped = our_path(java)
+    assert swapped is not None
+    stranger = zk_client_factory()
+    stranger.delete(swapped)  # the Java latch watches the leader's node, not its own
+    stranger.create(swapped, b"java", ephemeral=True)
+    python.close()
+    assert java.wait(SOON)
+    leading_on = our_path(java)
+    assert leading_on is not None
+    stat = observer.exists(leading_on)
+    assert stat is not None
+    if curator_at_least("5.7"):
+        assert leading_on != swapped
+        assert stat.ephemeralOwner == session_of(curator)[0]
+        assert observer.exists(swapped) is None  # Curator deleted the node it gave up
+    else:
+        assert leading_on == swapped
+        assert stat.ephemeralOwner == stranger.client_id[0]
+    java.close()  # deletes the node it leads on, whoever's it is
+    stranger.stop()
+    assert children(observer, path) == []
+
+
+def test_a_java_latch_whose_path_went_while_disconnected_rejoins_from_5_8(
+    zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str, opened: list[AnyLatch]
+) -> None:
+    """CURATOR-724 (5.8): when the latch's path is gone at a reconnection (an ensemble rebuilt
+    empty), a Java latch makes its node again and leads. 5.4 finds no path and stays out of
+    the election, without a node, until it is restarted."""
+    path = f"{zk_path}/election"
+    with (
+        FaultProxy(zk_server.hosts) as proxy,
+        curator_client(proxy.hosts, session_timeout_ms=30_000) as curator,
+    ):
+        java = JavaLatch(curator, path, "java")
+        opened.append(java)
+        java.start()
+        assert java.wait(SOON)
+        gone = our_path(java)
+        assert gone is not None
+        proxy.blackhole()
+        proxy.drop_connections()
+        eventually(lambda: not java.has_leadership(), what="java suspended")
+        zk.delete(path, recursive=True)
+        proxy.heal()
+        connected = curator.getZookeeperClient().isConnected
+        eventually(lambda: bool(connected()), what="java reconnected")
+        if curator_at_least("5.8"):
+            assert java.wait(SOON)
+            assert our_path(java) not in (None, gone)
+            assert children(zk, path) == [str(our_path(java)).rsplit("/", 1)[1]]
+        else:
+            assert not java.wait(3.0)  # its session kept, and out of the election
+            assert children(zk, path) == []
+        java.close()

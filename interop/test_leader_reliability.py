@@ -36,7 +36,8 @@ def test_a_leader_killed_with_sigkill_hands_leadership_to_the_next_in_queue(
     other language, then one of ``language``: the second, not the third, leads next."""
     path = f"{zk_path}/latch"
     observer = zk_client_factory()
-    # a plain parent: Curator 5.4's latch gives up a create whose container parent was reaped
+    # a plain parent: Curator's latch (5.4 to 5.9) gives up a create whose container parent
+    # was reaped
     observer.ensure_path(path)
     other = "java" if language == "python" else "python"
     latches: dict[str, LeaderLatch | JavaLatch] = {}

@@ -1,4 +1,4 @@
-"""InterProcessMultiLock: pycurator and Java Curator 5.4 multi-locks on the same paths."""
+"""InterProcessMultiLock: pycurator and Java Curator 5.x multi-locks on the same paths."""
 
 from __future__ import annotations
 

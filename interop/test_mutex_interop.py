@@ -1,4 +1,4 @@
-"""InterProcessMutex: pycurator and Java Curator 5.4 exclude and queue behind each other."""
+"""InterProcessMutex: pycurator and Java Curator 5.x exclude and queue behind each other."""
 
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex, attempt_revoke
-from pycurator.testing import ClientFactory, curator_version, java_acquire, session_of
+from pycurator.testing import (
+    ClientFactory,
+    classpath_curator_version,
+    curator_at_least,
+    curator_version,
+    java_acquire,
+    session_of,
+)
+from pycurator.testing._curator import release_of
 from tests.support import SOON, Worker, children, eventually
 
 from .conftest import CuratorFactory, java_class, java_revocation_listener
@@ -22,8 +30,19 @@ def java_mutex(client: Any, path: str) -> Any:
     return java_class("InterProcessMutex")(client, path)
 
 
-def test_the_java_peer_is_curator_5() -> None:
-    assert curator_version().startswith("5.4")
+def test_the_java_peer_is_curator_5_as_the_test_header_reports() -> None:
+    version = curator_version()
+    assert (release_of(version) or (0,))[:1] == (5,), version
+    assert classpath_curator_version() == version  # what the header read from the jar
+    assert curator_at_least(version) and curator_at_least("5")
+    assert not curator_at_least("5.99") and not curator_at_least("6.0")
+
+
+def test_a_release_is_read_from_the_leading_numbers_of_a_version() -> None:
+    assert release_of("5.4.0") == (5, 4, 0)
+    assert release_of("5.9.0-SNAPSHOT") == (5, 9, 0)
+    assert release_of("unknown") is None
+    assert release_of("5.4.0") < (5, 5) <= release_of("5.5.0")  # type: ignore[operator]
 
 
 def test_python_node_has_the_name_data_and_mode_java_writes(

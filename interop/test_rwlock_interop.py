@@ -1,4 +1,4 @@
-"""InterProcessReadWriteLock: pycurator and Java Curator 5.4 share readers and exclude writers."""
+"""InterProcessReadWriteLock: pycurator and Java Curator 5.x share readers and exclude writers."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import jpype
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessReadWriteLock
-from pycurator.testing import ClientFactory, java_acquire
+from pycurator.testing import ClientFactory, curator_at_least, java_acquire
 from tests.support import SOON, Worker, children, eventually
 
 from .conftest import CuratorFactory, java_class
@@ -176,6 +176,50 @@ def test_a_python_downgrade_keeps_a_queued_java_writer_out(
     assert got.wait(SOON)
     writer.outcome()
     assert children(zk, path) == []
+
+
+def test_a_java_downgrade_makes_the_read_node_of_its_curator_version(
+    curator: Any, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    """CURATOR-621 (5.5): the write holder's read node takes its write node's sequence, so a
+    writer queued before the downgrade stays behind the reader. 5.4 makes a new sequential read
+    node, behind the queued writer, who then gets in while the Java holder still reads."""
+    path = f"{zk_path}/rw"
+    observer = zk_client_factory()
+    java = java_rw(curator, path)
+    python = InterProcessReadWriteLock(zk_client_factory(), path)
+    held, done = threading.Event(), threading.Event()
+
+    def python_writes() -> None:
+        assert python.write_lock().acquire(timeout=60)
+        held.set()
+        assert done.wait(60)
+        python.write_lock().release()
+
+    assert java_acquire(java.writeLock(), SOON)
+    writer = Worker(python_writes)
+    writer.start()
+    eventually(lambda: len(children(observer, path)) == 2, what="python writer queued")
+    assert java_acquire(java.readLock(), 0)  # the write holder reads at once
+    names = children(observer, path)
+    java_write, python_write = sorted(int(n[-10:]) for n in names if "__WRIT__" in n)
+    (read,) = [n for n in names if "__READ__" in n]
+    assert re.fullmatch(UUID + r"__READ__\d{10}", read)
+    java.writeLock().release()
+    try:
+        if curator_at_least("5.5"):
+            assert int(read[-10:]) == java_write
+            assert not held.wait(1.5)  # the read node sorts first: the writer stays out
+            java.readLock().release()
+            assert held.wait(SOON)
+        else:
+            assert int(read[-10:]) > python_write
+            assert held.wait(SOON)  # in beside the Java reader: CURATOR-621's bug
+            java.readLock().release()
+    finally:
+        done.set()
+        writer.outcome()
+    assert children(observer, path) == []
 
 
 def test_mixed_random_readers_and_writers_of_both_languages(

@@ -1,4 +1,4 @@
-"""LeaderSelector: pycurator and Java Curator 5.4 selectors take turns on one leader path."""
+"""LeaderSelector: pycurator and Java Curator 5.x selectors take turns on one leader path."""
 
 from __future__ import annotations
 

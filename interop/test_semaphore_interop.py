@@ -1,4 +1,4 @@
-"""Semaphores: pycurator and Java Curator 5.4 draw leases from one pool and share one mutex."""
+"""Semaphores: pycurator and Java Curator 5.x draw leases from one pool and share one mutex."""
 
 from __future__ import annotations
 

@@ -1,9 +1,32 @@
-"""Every use of kazoo's private attributes, in one place.
+"""Every use of kazoo's private attributes, in one place, and every kazoo internal pycurator
+relies on, named.
 
-kazoo has no public way to tell a stopped client, to drop one watcher function, or to send a
-request type it does not know; pycurator needs all three. Each function names the attribute it
-touches and the kazoo version it was checked against; ``tests/test_kazoo_private.py`` fails
-loudly if a kazoo release changes them.
+kazoo has no public way to tell a stopped client, to drop one watcher function, to send a
+request type it does not know, or to tell which server errors it can read; pycurator needs all
+four. Each function names the attribute it touches and the kazoo releases it was checked
+against; ``tests/test_kazoo_private.py`` pins each and fails loudly if a kazoo release changes
+them. ``./dev kazoo`` runs the library's tests on each of :data:`CHECKED_VERSIONS`.
+
+:class:`pycurator.handlers.FastThreadingHandler` subclasses kazoo's
+``SequentialThreadingHandler`` and relies on how kazoo's connection uses a handler (kazoo 2.11.0,
+and unchanged since 2.9.0; each point pinned by a test of the same name there):
+
+- ``create_connection(...)`` makes the server socket; the connection reads it with ``recv``,
+  writes it with ``send``, and hands it to ``select`` (``kazoo.protocol.connection``).
+- ``create_socket_pair()`` makes the wake-up pair ``(reading end, writing end)``:
+  ``KazooClient._call`` sends :data:`WAKE_BYTE` on the writing end for each queued request
+  (and swallows any error of that send), and the connection thread reads one byte (``recv(1)``)
+  for each request it takes from the queue.
+- ``pending()``: before it would ``select`` for the rest of a reply, the connection asks the
+  server socket for ``pending()`` if it has it, and reads without a ``select`` when it is > 0.
+- ``dispatch_callback(callback)`` receives every watch event as a
+  ``kazoo.protocol.states.Callback``, run as ``callback.func(*callback.args)``.
+- ``queue_impl``: the class of the handler's callback and completion queues; the workers take
+  work with ``get()`` and call ``task_done()`` after each item.
+- ``async_result()`` makes the result of every request; the connection thread answers it with
+  ``set()`` or ``set_exception()``.
+- ``select(rlist, wlist, xlist, timeout)``: ``select.select``'s contract, called with the server
+  socket and the pair's reading end.
 """
 
 from __future__ import annotations
@@ -12,16 +35,35 @@ from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import EXCEPTIONS
 
-#: The kazoo release these touches were checked against.
-CHECKED_VERSION = "2.11.0"
+#: The kazoo releases these touches and the handler's reliance were checked against: the
+#: lowest the package allows (``kazoo>=2.11``) and the newest of every minor release above it.
+#: All of them read the same in kazoo 2.9.0 and 2.10.0, which lack only ``NoWatcherError``
+#: (see :func:`reads_error`).
+CHECKED_VERSIONS = ("2.11.0",)
+#: What ``KazooClient._call`` writes on the wake-up pair's writing end per queued request.
+WAKE_BYTE = b"\0"
+#: ZooKeeper's ``NOWATCHER`` error code: the answer to a ``removeWatches`` for a watch the
+#: session no longer holds.
+NO_WATCHER = -121
+
+
+def reads_error(code: int) -> bool:
+    """Whether kazoo turns the server's error ``code`` into an exception on the request's
+    result. ``kazoo.exceptions.EXCEPTIONS`` maps each code kazoo knows to its exception class;
+    it is a defaultdict whose default raises ``RuntimeError("Invalid error code")`` on the
+    connection thread, ending the client's connection loop (kazoo 2.9.0 to 2.11.0): a request
+    whose answer may carry an unknown code must not be sent. :data:`NO_WATCHER` is known from
+    kazoo 2.11.0 on."""
+    return code in EXCEPTIONS  # a membership test does not call the default
 
 
 def is_stopped(client: KazooClient) -> bool:
     """Whether ``client`` is stopped (or never started).
 
     ``KazooClient._stopped``: a handler event, set until ``start()`` and again by ``stop()``
-    (kazoo 2.11.0).
+    (kazoo 2.9.0 to 2.11.0).
     """
     return bool(client._stopped.is_set())
 
@@ -29,14 +71,15 @@ def is_stopped(client: KazooClient) -> bool:
 def session_timeout(client: KazooClient) -> float:
     """The session timeout ``client`` asks the server for, in seconds.
 
-    ``KazooClient._session_timeout``: the ``timeout`` argument in milliseconds (kazoo 2.11.0).
+    ``KazooClient._session_timeout``: the ``timeout`` argument in milliseconds (kazoo 2.9.0 to
+    2.11.0).
     """
     return float(client._session_timeout) / 1000.0
 
 
 def _registry(client: KazooClient, children: bool) -> Any:
     """kazoo's registry of child (or data) watchers: ``_child_watchers`` / ``_data_watchers``,
-    defaultdicts from server path to a set of watcher functions (kazoo 2.11.0)."""
+    defaultdicts from server path to a set of watcher functions (kazoo 2.9.0 to 2.11.0)."""
     return client._child_watchers if children else client._data_watchers
 
 
@@ -63,8 +106,8 @@ def discard_watcher(
 
     ``KazooClient._data_watchers`` / ``_child_watchers``: defaultdicts from server path to a set
     of watcher functions; the connection thread adds to a path's set when a watch request is
-    answered and pops the path when its event arrives (kazoo 2.11.0). A watcher it adds while
-    the entry is being removed is put back.
+    answered and pops the path when its event arrives (kazoo 2.9.0 to 2.11.0). A watcher it
+    adds while the entry is being removed is put back.
     """
     registry = _registry(client, children)
     watchers = registry.get(server_path)
@@ -85,8 +128,8 @@ def call(client: KazooClient, request: Any, result: Any) -> None:
     client's connection, its answer to go to the async ``result``.
 
     ``KazooClient._call(request, async_object)``: raises when the client is stopped, otherwise
-    queues the request for the connection thread (kazoo 2.11.0). Every kazoo ``*_async`` call
-    goes through it too, so counting requests by wrapping it counts ours.
+    queues the request for the connection thread (kazoo 2.9.0 to 2.11.0). Every kazoo
+    ``*_async`` call goes through it too, so counting requests by wrapping it counts ours.
     """
     client._call(request, result)
 
@@ -95,7 +138,7 @@ def observe_calls(client: KazooClient, observe: Callable[[Any], None]) -> Callab
     """Have ``observe(request)`` see every request ``client`` queues from now on (tests count
     round trips with it); returns the function that puts the client back as it was.
 
-    Replaces ``KazooClient._call`` (see :func:`call`) on this instance only (kazoo 2.11.0).
+    Replaces ``KazooClient._call`` (see :func:`call`) on this instance only (kazoo 2.9.0 to 2.11.0).
     """
     original = client._call
 
@@ -112,11 +155,14 @@ def observe_calls(client: KazooClient, observe: Callable[[Any], None]) -> Callab
 
 
 __all__ = [
-    "CHECKED_VERSION",
+    "CHECKED_VERSIONS",
+    "NO_WATCHER",
+    "WAKE_BYTE",
     "call",
     "discard_watcher",
     "is_stopped",
     "observe_calls",
+    "reads_error",
     "session_timeout",
     "watched_paths",
     "watchers",

@@ -224,19 +224,32 @@ def make_containers_steps(
         yield from _create_container_at(client, level, None, deadline)
 
 
-def remove_watches(client: KazooClient, path: str, watcher_type: int = WATCHER_TYPE_DATA) -> None:
+#: Whether this kazoo can read the server's answer to a removeWatches for a watch that is gone
+#: (``NoWatcherError``, kazoo 2.11.0 on): an older kazoo (below the package's floor, installed
+#: anyway) ends its connection loop on it, so there the request is not sent.
+CAN_REMOVE_WATCHES = _kazoo.reads_error(_kazoo.NO_WATCHER)
+
+
+def remove_watches(client: KazooClient, path: str, watcher_type: int = WATCHER_TYPE_DATA) -> bool:
     """Ask the server to drop this session's data (or child) watches on ``path``, without
     waiting for the answer: a missing watch or a lost connection is fine (the watch dies with
-    the session)."""
+    the session). Whether the request was queued: on a kazoo older than 2.11 it is never sent
+    (see :data:`CAN_REMOVE_WATCHES`), and the server keeps the watch until it fires or the
+    session ends."""
+    if not CAN_REMOVE_WATCHES:
+        return False
     with contextlib.suppress(KazooException):
         _kazoo.call(
             client,
             RemoveWatches(prefixed(client, path), watcher_type),
             client.handler.async_result(),
         )
+        return True
+    return False
 
 
 __all__ = [
+    "CAN_REMOVE_WATCHES",
     "CreateContainer",
     "RemoveWatches",
     "create_container",

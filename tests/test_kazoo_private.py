@@ -1,28 +1,50 @@
-"""kazoo's private attributes that pycurator relies on (all touched in pycurator._kazoo) still
-behave as they did in the kazoo release that module names. A failure here means a kazoo
-upgrade changed them: re-check every function of pycurator._kazoo before anything else."""
+"""kazoo's private attributes that pycurator relies on (all touched in pycurator._kazoo), and
+the ways kazoo's connection uses a handler that pycurator's fast handler relies on (named in
+pycurator._kazoo's docstring), still behave as in the kazoo releases that module names. A
+failure here means a kazoo release changed them: re-check every function of pycurator._kazoo
+and pycurator.handlers before anything else.
+
+The handler's points are pinned on kazoo's own ``SequentialThreadingHandler``, recording what
+kazoo's connection asks of it, so they test kazoo and not pycurator."""
 
 from __future__ import annotations
 
 import inspect
+import queue
+import threading
+from collections.abc import Iterator
 from importlib.metadata import version
+from typing import Any
 
+import kazoo.exceptions
 import pytest
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoWatcherError
-from kazoo.protocol.states import WatchedEvent
+from kazoo.exceptions import NoNodeError
+from kazoo.handlers.threading import AsyncResult, SequentialThreadingHandler
+from kazoo.protocol.states import Callback, WatchedEvent
+from kazoo.security import OPEN_ACL_UNSAFE
 
-from pycurator import _kazoo
-from pycurator._requests import RemoveWatches
+from pycurator import _kazoo, _requests
+from pycurator._requests import CreateContainer, RemoveWatches, prefixed
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
+from .support import SOON, eventually
 
-def test_the_kazoo_release_is_the_one_checked_or_a_later_one_of_the_same_line() -> None:
-    installed = tuple(int(part) for part in version("kazoo").split(".")[:2])
-    checked = tuple(int(part) for part in _kazoo.CHECKED_VERSION.split(".")[:2])
-    assert installed == checked, (
+
+def release(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")[:2])
+
+
+#: The installed kazoo, as (major, minor).
+INSTALLED = release(version("kazoo"))
+
+
+def test_the_kazoo_release_is_of_a_minor_release_checked() -> None:
+    checked = {release(v) for v in _kazoo.CHECKED_VERSIONS}
+    assert INSTALLED in checked, (
         f"kazoo {version('kazoo')} is installed; pycurator._kazoo was checked against "
-        f"{_kazoo.CHECKED_VERSION}: check its functions and update CHECKED_VERSION"
+        f"{', '.join(_kazoo.CHECKED_VERSIONS)}: check its functions and its docstring's list of "
+        "what the fast handler relies on, then add the release to CHECKED_VERSIONS"
     )
 
 
@@ -66,9 +88,214 @@ def test_call_sends_a_request_kazoo_does_not_know(zk: KazooClient, zk_path: str)
     ]
     zk.ensure_path(zk_path)
     result = zk.handler.async_result()
-    _kazoo.call(zk, RemoveWatches(zk_path), result)
-    with pytest.raises(NoWatcherError):
-        result.get(timeout=20)
+    _kazoo.call(zk, CreateContainer(f"{zk_path}/box", b"", OPEN_ACL_UNSAFE), result)
+    path, stat = result.get(timeout=SOON)
+    assert path == f"{zk_path}/box" and stat.version == 0
+
+
+def test_kazoo_reads_the_errors_it_knows_and_nowatcher_from_2_11() -> None:
+    assert _kazoo.reads_error(NoNodeError.code)
+    assert not _kazoo.reads_error(-999)
+    assert _kazoo.reads_error(_kazoo.NO_WATCHER) is (INSTALLED >= (2, 11))
+    assert not kazoo.exceptions.EXCEPTIONS.get(-999)  # asking left no entry behind
+
+
+def test_remove_watches_is_sent_only_where_kazoo_reads_nowatcher(
+    zk: KazooClient, zk_path: str
+) -> None:
+    """On kazoo 2.9 and 2.10 (below the floor, but installable with ``--no-deps``) the
+    server's NOWATCHER answer would end the connection loop: pycurator sends nothing there."""
+    zk.ensure_path(zk_path)
+    assert _requests.CAN_REMOVE_WATCHES is _kazoo.reads_error(_kazoo.NO_WATCHER)
+    if _requests.CAN_REMOVE_WATCHES:
+        result = zk.handler.async_result()
+        _kazoo.call(zk, RemoveWatches(prefixed(zk, zk_path)), result)
+        with pytest.raises(kazoo.exceptions.NoWatcherError):
+            result.get(timeout=SOON)
+    assert _requests.remove_watches(zk, zk_path) is _requests.CAN_REMOVE_WATCHES
+    assert zk.exists(zk_path) is not None  # the connection lives on
+    assert zk.connected
+
+
+# How kazoo's connection uses a handler, recorded on kazoo's own handler.
+
+
+class Recorded:
+    """A socket of kazoo's whose ``send``, ``recv`` (and, for the server socket, ``pending``,
+    always 0) calls are recorded in ``calls`` as (label, call, argument)."""
+
+    def __init__(self, sock: Any, label: str, calls: list[tuple[str, str, Any]]) -> None:
+        self._sock, self.label, self._calls = sock, label, calls
+
+    def send(self, data: Any) -> int:
+        self._calls.append((self.label, "send", bytes(data)))
+        return int(self._sock.send(data))
+
+    def recv(self, size: int) -> bytes:
+        self._calls.append((self.label, "recv", size))
+        return bytes(self._sock.recv(size))
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "pending" and self.label == "server":
+            return self._pending
+        return getattr(self._sock, name)
+
+    def _pending(self) -> int:
+        self._calls.append((self.label, "pending", None))
+        return 0
+
+
+class CountingQueue(queue.Queue):  # type: ignore[type-arg]
+    def __init__(self) -> None:
+        super().__init__()
+        self.done = 0
+
+    def task_done(self) -> None:
+        self.done += 1
+        super().task_done()
+
+
+class Answered(AsyncResult):  # type: ignore[misc]
+    """kazoo's result, recording on which thread it was answered and how."""
+
+    answers: list[tuple[str, threading.Thread]]
+
+    def set(self, value: Any = None) -> None:
+        self.answers.append(("set", threading.current_thread()))
+        super().set(value)
+
+    def set_exception(self, exception: BaseException) -> None:
+        self.answers.append(("set_exception", threading.current_thread()))
+        super().set_exception(exception)
+
+
+class RecordingHandler(SequentialThreadingHandler):  # type: ignore[misc]
+    """kazoo's own handler, recording what kazoo's connection asks of it."""
+
+    queue_impl = CountingQueue
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, str, Any]] = []
+        self.callbacks: list[Any] = []
+        self.results: list[Answered] = []
+        self.answers: list[tuple[str, threading.Thread]] = []
+
+    def create_connection(self, *args: Any, **kwargs: Any) -> Any:
+        return Recorded(super().create_connection(*args, **kwargs), "server", self.calls)
+
+    def create_socket_pair(self) -> tuple[Any, Any]:
+        reader, writer = super().create_socket_pair()
+        return Recorded(reader, "pair reader", self.calls), Recorded(writer, "pair", self.calls)
+
+    def select(self, *args: Any, **kwargs: Any) -> Any:
+        labels = [getattr(obj, "label", obj) for obj in args[0]]
+        self.calls.append(("handler", "select", labels))
+        return super().select(*args, **kwargs)
+
+    def dispatch_callback(self, callback: Any) -> None:
+        self.callbacks.append(callback)
+        super().dispatch_callback(callback)
+
+    def async_result(self) -> Any:
+        result = Answered(self)
+        result.answers = self.answers
+        self.results.append(result)
+        return result
+
+
+@pytest.fixture
+def recorded(zk_server: ZooKeeperTarget) -> Iterator[tuple[KazooClient, RecordingHandler]]:
+    handler = RecordingHandler()
+    client = KazooClient(hosts=zk_server.hosts, handler=handler)
+    client.start(timeout=30)
+    yield client, handler
+    client.stop()
+    client.close()
+
+
+def calls_answering(
+    recorded: tuple[KazooClient, RecordingHandler], requests: int = 1
+) -> list[tuple[str, str, Any]]:
+    """What kazoo asked of the handler and its sockets while ``requests`` requests were sent
+    and answered one after the other."""
+    client, handler = recorded
+    handler.calls.clear()
+    for _ in range(requests):
+        assert client.exists("/") is not None
+    return list(handler.calls)
+
+
+def test_create_connection_makes_the_socket_kazoo_reads_and_writes(
+    recorded: tuple[KazooClient, RecordingHandler],
+) -> None:
+    calls = [(label, call) for label, call, _ in calls_answering(recorded)]
+    assert ("server", "send") in calls and ("server", "recv") in calls
+
+
+def test_create_socket_pair_carries_one_wake_byte_per_queued_request_read_one_at_a_time(
+    recorded: tuple[KazooClient, RecordingHandler],
+) -> None:
+    on_pair = [call for call in calls_answering(recorded, 3) if "pair" in call[0]]
+    assert on_pair[::2] == [("pair", "send", _kazoo.WAKE_BYTE)] * 3
+    assert on_pair[1::2] == [("pair reader", "recv", 1)] * 3
+
+
+def test_pending_is_asked_before_the_connection_selects_for_a_reply(
+    recorded: tuple[KazooClient, RecordingHandler],
+) -> None:
+    calls = calls_answering(recorded)
+    asked = calls.index(("server", "pending", None))
+    assert calls[asked + 1] == ("handler", "select", ["server"])  # pending() was 0
+
+
+def test_dispatch_callback_receives_each_watch_event_as_a_callback_with_func_and_args(
+    recorded: tuple[KazooClient, RecordingHandler], zk_path: str
+) -> None:
+    client, handler = recorded
+    client.ensure_path(zk_path)
+    seen: list[WatchedEvent] = []
+    client.get(zk_path, watch=seen.append)
+    client.set(zk_path, b"changed")
+    eventually(lambda: bool(seen), what="the watch event")
+    (callback,) = [c for c in handler.callbacks if c.func == seen.append]
+    assert isinstance(callback, Callback)
+    assert callback.args == (seen[0],)
+
+
+def test_queue_impl_makes_both_work_queues_and_workers_tell_each_item_done(
+    recorded: tuple[KazooClient, RecordingHandler], zk_path: str
+) -> None:
+    client, handler = recorded
+    assert isinstance(handler.callback_queue, CountingQueue)
+    assert isinstance(handler.completion_queue, CountingQueue)
+    client.ensure_path(zk_path)
+    ran = threading.Event()
+    client.get(zk_path, watch=lambda event: ran.set())
+    client.delete(zk_path)
+    assert ran.wait(SOON)
+    eventually(lambda: handler.callback_queue.done >= 1, what="task_done after the callback")
+
+
+def test_async_result_answers_every_request_on_the_connection_thread(
+    recorded: tuple[KazooClient, RecordingHandler], zk_path: str
+) -> None:
+    client, handler = recorded
+    handler.results.clear()
+    handler.answers.clear()
+    assert client.exists("/") is not None
+    with pytest.raises(NoNodeError):
+        client.get(f"{zk_path}/missing")
+    assert len(handler.results) == 2
+    (ok, ok_thread), (failed, failed_thread) = handler.answers
+    assert (ok, failed) == ("set", "set_exception")
+    assert ok_thread is failed_thread is not threading.current_thread()
+
+
+def test_select_is_given_the_server_socket_and_the_pairs_reading_end(
+    recorded: tuple[KazooClient, RecordingHandler],
+) -> None:
+    assert ("handler", "select", ["server", "pair reader"]) in calls_answering(recorded)
 
 
 def test_observe_calls_sees_each_request_until_restored(zk: KazooClient, zk_path: str) -> None:

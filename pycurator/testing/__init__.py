@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from ._curator import (
     CURATOR,
+    classpath_curator_version,
+    curator_at_least,
     curator_classpath,
     curator_client,
     curator_version,
@@ -86,6 +88,8 @@ __all__ = [
     "ZooKeeperServerError",
     "assert_no_ephemerals",
     "children",
+    "classpath_curator_version",
+    "curator_at_least",
     "curator_classpath",
     "curator_client",
     "curator_version",

@@ -1,4 +1,4 @@
-"""Java Curator through JPype: one JVM per process, with Debian's Curator 5.4 jars.
+"""Java Curator through JPype: one JVM per process, with Debian's Curator 5.4 jars by default.
 
 JPype is imported only when a function here is called, so :mod:`pycurator.testing` works without
 it. Java objects are returned as JPype proxies (typed ``Any``); a Python thread that calls into
@@ -10,8 +10,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
 import sys
 import threading
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -78,20 +80,80 @@ def jclass(name: str) -> Any:
     return jpype.JClass(name)
 
 
+#: Where a Curator recipes jar keeps its Maven version, and a class only that jar holds.
+_POM_PROPERTIES = f"META-INF/maven/{CURATOR}/curator-recipes/pom.properties"
+_RECIPES_CLASS = "org/apache/curator/framework/recipes/locks/InterProcessMutex.class"
+
+
 def curator_version() -> str:
-    """The version of the Curator recipes jar on the classpath (from its Maven properties)."""
+    """The version of the Curator recipes the JVM loaded: from the jar's Maven properties, else
+    from its manifest's ``Implementation-Version`` (jars built without Maven), else
+    ``"unknown"``. Starts the JVM if needed."""
     mutex = jclass(f"{CURATOR}.framework.recipes.locks.InterProcessMutex")
-    stream = mutex.class_.getClassLoader().getResourceAsStream(
-        f"META-INF/maven/{CURATOR}/curator-recipes/pom.properties"
-    )
-    if stream is None:
-        return "unknown"
-    properties = jclass("java.util.Properties")()
-    try:
-        properties.load(stream)
-    finally:
-        stream.close()
-    return str(properties.getProperty("version", "unknown"))
+    stream = mutex.class_.getClassLoader().getResourceAsStream(_POM_PROPERTIES)
+    if stream is not None:
+        properties = jclass("java.util.Properties")()
+        try:
+            properties.load(stream)
+        finally:
+            stream.close()
+        version = properties.getProperty("version")
+        if version is not None:
+            return str(version)
+    package = mutex.class_.getPackage()
+    version = None if package is None else package.getImplementationVersion()
+    return "unknown" if version is None else str(version)
+
+
+def curator_at_least(version: str) -> bool:
+    """Whether the JVM's Curator (:func:`curator_version`) is ``version`` (``"5.5"``,
+    ``"5.8.0"``) or later; ``RuntimeError`` when its version cannot be told, so that a test
+    never guesses which behaviour to expect."""
+    loaded = release_of(curator_version())
+    if loaded is None:
+        raise RuntimeError(f"the version of Java Curator on {curator_classpath()} is unknown")
+    wanted = release_of(version)
+    if wanted is None:
+        raise ValueError(f"not a version: {version!r}")
+    return loaded >= wanted
+
+
+def release_of(version: str) -> tuple[int, ...] | None:
+    """The numeric release of a version string (``"5.9.0-SNAPSHOT"`` is ``(5, 9, 0)``), or
+    None when it does not start with one."""
+    match = re.match(r"\d+(?:\.\d+)*", version)
+    return None if match is None else tuple(int(part) for part in match.group().split("."))
+
+
+def classpath_curator_version(classpath: str | None = None) -> str | None:
+    """The version of the Curator recipes in the first jar of ``classpath`` (default
+    :func:`curator_classpath`) that holds them, read from the jar without a JVM (Maven
+    properties, else the manifest's ``Implementation-Version``, else ``"unknown"``); None when
+    no jar there holds them."""
+    for entry in (classpath or curator_classpath()).split(":"):
+        if not entry.endswith(".jar") or not os.path.isfile(entry):
+            continue
+        try:
+            with zipfile.ZipFile(entry) as jar:
+                names = set(jar.namelist())
+                if _RECIPES_CLASS not in names:
+                    continue
+                if _POM_PROPERTIES in names:
+                    found = _field(jar.read(_POM_PROPERTIES), "version", "=")
+                else:
+                    found = _field(jar.read("META-INF/MANIFEST.MF"), "Implementation-Version", ":")
+        except (OSError, KeyError, zipfile.BadZipFile):
+            continue
+        return found or "unknown"
+    return None
+
+
+def _field(text: bytes, name: str, separator: str) -> str | None:
+    for line in text.decode("utf-8", "replace").splitlines():
+        key, sep, value = line.partition(separator)
+        if sep and key.strip() == name:
+            return value.strip()
+    return None
 
 
 def new_curator(

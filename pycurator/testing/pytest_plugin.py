@@ -18,7 +18,7 @@ from typing import Any, Literal
 import pytest
 from kazoo.client import KazooClient
 
-from ._curator import shutdown
+from ._curator import CLASSPATH_ENV, classpath_curator_version, shutdown
 from ._fourletter import assert_no_ephemerals
 from ._helpers import ClientFactory, CuratorFactory
 from ._server import ZooKeeperServer
@@ -77,13 +77,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    """Say which ensemble variable the run ignores, when only the command line's is set."""
+    """Name the Java Curator the cross-language fixtures load (read from its jar, without
+    starting a JVM), and say which ensemble variable the run ignores when only the command
+    line's is set."""
+    lines = []
+    version = classpath_curator_version()
+    source = CLASSPATH_ENV if os.environ.get(CLASSPATH_ENV) else "Debian's jars"
+    if version is not None:
+        lines.append(f"pycurator: Java Curator {version} ({source})")
+    elif os.environ.get(CLASSPATH_ENV):
+        lines.append(f"pycurator: no Curator recipes jar on {CLASSPATH_ENV}")
     if os.environ.get(CLI_HOSTS_ENV, "").strip() and not os.environ.get(HOSTS_ENV, "").strip():
-        return [
+        lines.append(
             f"pycurator: {CLI_HOSTS_ENV} is the command line's ensemble and is not used by "
             f"the tests; set {HOSTS_ENV} to run them against an ensemble"
-        ]
-    return []
+        )
+    return lines
 
 
 @dataclass
