@@ -1,9 +1,10 @@
 """Every threaded recipe and its asyncio form have the same public surface (the same names,
-the same parameters), so the two cannot drift apart."""
+the same parameters), so the two cannot drift apart; and every Python file stays short."""
 
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,10 @@ from pycurator import (
 )
 from pycurator._engine import HeldNode
 from pycurator._monitor import HoldMonitor
+
+ROOT = Path(__file__).resolve().parent.parent
+#: The longest a Python file of the project may be, in lines.
+MAX_LINES = 600
 
 #: Names only one side has, and why.
 ONLY_ASYNCIO = {"is_owned_by_current_task"}  # a task owns an asyncio hold; the alias of
@@ -122,3 +127,13 @@ def test_every_public_method_of_a_recipe_has_a_docstring() -> None:
                 if documentable and not inspect.getdoc(member):
                     missing.append(f"{type(thing).__module__}.{kind}.{name}")
     assert missing == []
+
+
+def test_every_python_file_stays_under_600_lines() -> None:
+    files = [
+        path
+        for folder in ("pycurator", "tests", "interop", "bench", "docs")
+        for path in (ROOT / folder).rglob("*.py")
+    ]
+    long = {str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text().splitlines()))}
+    assert {name: n for name, n in long.items() if n >= MAX_LINES} == {}
