@@ -17,6 +17,7 @@ never block), and delete our node on the way out, however they end.
 
 from __future__ import annotations
 
+import enum
 import logging
 from collections.abc import Callable
 
@@ -46,6 +47,14 @@ STEP_WAIT = 10.0
 RETRY_DELAY = 0.1
 #: Seconds between tries of a step that failed with an error no reconnect fixes (NoAuth...).
 ERROR_RETRY_DELAY = 1.0
+
+
+class Lifecycle(enum.Enum):
+    """Where a latch or a selector stands: Curator's ``State``."""
+
+    LATENT = "latent"
+    STARTED = "started"
+    CLOSED = "closed"
 
 
 class Election:
@@ -294,4 +303,4 @@ class Election:
             self._on_news()
 
 
-__all__ = ["STEP_WAIT", "Election"]
+__all__ = ["STEP_WAIT", "Election", "Lifecycle"]

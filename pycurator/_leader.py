@@ -8,7 +8,7 @@ which both latches run: the threaded one on kazoo's callbacks, with no thread of
 
 from __future__ import annotations
 
-import enum
+import threading
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
@@ -22,7 +22,7 @@ from ._calls import DELETE_WAIT
 from ._checks import ConnectionPolicy, check_client_type, check_policy, check_timeout
 from ._deadline import Deadline
 from ._drivers import StandardDriver
-from ._election import Election
+from ._election import Election, Lifecycle
 from ._engine import HeldNode, LockEngine
 from ._errors import LockLostError
 from ._monitor import HoldMonitor
@@ -40,14 +40,6 @@ from ._steps import Task, run, start
 #: The longest :meth:`LeaderLatch.close` waits for the election to end (its node's delete
 #: waits at most :data:`~pycurator._calls.DELETE_WAIT`, then goes on in the background).
 CLOSE_WAIT = DELETE_WAIT + 1.0
-
-
-class Lifecycle(enum.Enum):
-    """Where a latch or a selector stands: Curator's ``State``."""
-
-    LATENT = "latent"
-    STARTED = "started"
-    CLOSED = "closed"
 
 
 def check_close_mode(mode: object) -> CloseMode:
@@ -193,10 +185,13 @@ class _Changes:
 
     def __init__(self, handler: Any) -> None:
         self._handler = handler
+        self._swap = threading.Lock()  # held for the swap only, never across a switch
         self.event = handler.event_object()
 
     def changed(self) -> None:
-        event, self.event = self.event, self._handler.event_object()
+        fresh = self._handler.event_object()
+        with self._swap:
+            event, self.event = self.event, fresh
         event.set()
 
 
@@ -346,6 +341,5 @@ __all__ = [
     "LatchBase",
     "LeaderLatch",
     "LeaderLatchListener",
-    "Lifecycle",
     "Participant",
 ]

@@ -30,11 +30,10 @@ from . import _wire
 from ._background import SerialQueue
 from ._checks import ConnectionPolicy, check_client_type, check_policy
 from ._drivers import StandardDriver
-from ._election import Election
+from ._election import Election, Lifecycle
 from ._engine import HeldNode, LockEngine
 from ._errors import LockLostError
 from ._handlers import unit_getter
-from ._leader import Lifecycle
 from ._monitor import CLIENT_STOPPED, HoldMonitor
 from ._participants import Participant, id_bytes, leader_of, participants_steps
 from ._paths import validate_path

@@ -11,9 +11,10 @@ from kazoo.client import KazooClient
 
 from .._checks import ConnectionPolicy, check_timeout
 from .._deadline import Deadline
+from .._election import Lifecycle
 from .._engine import HeldNode
 from .._errors import LockLostError
-from .._leader import CLOSE_WAIT, LatchBase, Lifecycle
+from .._leader import CLOSE_WAIT, LatchBase
 from .._monitor import HoldMonitor
 from .._participants import CloseMode, Participant, leader_of, participants_steps
 from ._runner import LoopEvent, log_failure, loop_spawner, run_async, wait_event

@@ -18,9 +18,8 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from .._checks import ConnectionPolicy
-from .._election import Election
+from .._election import Election, Lifecycle
 from .._engine import HeldNode
-from .._leader import Lifecycle
 from .._monitor import CLIENT_STOPPED, HoldMonitor
 from .._participants import Participant, leader_of, participants_steps
 from .._selector import LeadershipBase, SelectorBase
