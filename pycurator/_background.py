@@ -176,6 +176,15 @@ class SerialQueue:
             self._pool.schedule(self)  # behind the other ready queues: one call a turn
 
 
+def requests_queue(handler: Any) -> SerialQueue:
+    """The queue on which pycurator sends its own requests when news comes on kazoo's
+    connection thread (after a reconnect: the checks of held nodes, the deletes still owed).
+    That thread must not send: a request writes a byte to the pipe that wakes it, which only
+    it empties, and hundreds of them fill it. One worker goes through them in turn."""
+    queue: SerialQueue = _service(_REQUESTS, handler, SerialQueue)
+    return queue
+
+
 def pool_workers(handler: Any) -> int:
     """How many pool workers ``handler`` runs now (for tests and the benchmark)."""
     with _SERVICES_LOCK:
@@ -185,7 +194,8 @@ def pool_workers(handler: Any) -> int:
 
 _TIMERS: weakref.WeakKeyDictionary[Any, _Timers] = weakref.WeakKeyDictionary()
 _POOLS: weakref.WeakKeyDictionary[Any, _Pool] = weakref.WeakKeyDictionary()
-_SERVICES_LOCK = threading.Lock()
+_REQUESTS: weakref.WeakKeyDictionary[Any, SerialQueue] = weakref.WeakKeyDictionary()
+_SERVICES_LOCK = threading.RLock()  # a service may make another (a queue, its pool)
 
 
 def _service(registry: weakref.WeakKeyDictionary[Any, Any], handler: Any, make: Any) -> Any:
@@ -200,9 +210,18 @@ def _forked() -> None:
     global _SERVICES_LOCK
     _TIMERS.clear()  # no unit survives a fork
     _POOLS.clear()
-    _SERVICES_LOCK = threading.Lock()
+    _REQUESTS.clear()
+    _SERVICES_LOCK = threading.RLock()
 
 
 os.register_at_fork(after_in_child=_forked)
 
-__all__ = ["LINGER", "MAX_WORKERS", "SerialQueue", "Timer", "call_later", "pool_workers"]
+__all__ = [
+    "LINGER",
+    "MAX_WORKERS",
+    "SerialQueue",
+    "Timer",
+    "call_later",
+    "pool_workers",
+    "requests_queue",
+]

@@ -27,7 +27,7 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import KazooState, WatchedEvent
 
 from . import _kazoo, _requests
-from ._background import call_later
+from ._background import call_later, requests_queue
 from ._deadline import Deadline, DeadlineExpired
 from ._steps import Await, NewSignal, Steps, WaitSignal, run
 
@@ -307,12 +307,15 @@ class _PendingDeletes:
         client = self._client()
         if client is None:
             return True
-        if state == KazooState.CONNECTED:
-            with self._lock:
-                paths = list(self._paths)
-            for path in paths:
-                self._send(path)
+        if state == KazooState.CONNECTED:  # not sent from kazoo's connection thread
+            requests_queue(client.handler).post(self._send_all)
         return False
+
+    def _send_all(self) -> None:
+        with self._lock:
+            paths = list(self._paths)
+        for path in paths:
+            self._send(path)
 
     def _send(self, path: str) -> None:
         client = self._client()

@@ -37,7 +37,7 @@ from kazoo.exceptions import KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
 from . import _kazoo
-from ._background import SerialQueue
+from ._background import requests_queue
 from ._checks import CONNECTION_POLICIES, ConnectionPolicy, check_policy
 from ._deadline import Deadline, DeadlineExpired
 from ._steps import Await, Steps, run
@@ -199,7 +199,7 @@ class HoldMonitor:
         elif self.state is HoldState.SUSPENDED or not self._watching:
             # not from kazoo's connection thread, which must not send (it alone empties the
             # pipe that wakes it): one worker sends the requests of every hold in turn
-            _reconnect_queue(self.client.handler).post(self._after_reconnect)
+            requests_queue(self.client.handler).post(self._after_reconnect)
         return False
 
     def _after_reconnect(self) -> None:
@@ -222,18 +222,6 @@ class HoldMonitor:
             self._move(HoldState.LOST, "lock node not ours after reconnect")
         else:
             self._move(HoldState.HELD, "reconnected in the same session")
-
-
-_RECONNECT_QUEUES: weakref.WeakKeyDictionary[Any, SerialQueue] = weakref.WeakKeyDictionary()
-
-
-def _reconnect_queue(handler: Any) -> SerialQueue:
-    """The queue on which a handler's monitors send their requests after a reconnect."""
-    with _DEFERRED_LOCK:
-        queue = _RECONNECT_QUEUES.get(handler)
-        if queue is None:
-            queue = _RECONNECT_QUEUES[handler] = SerialQueue(handler)
-        return queue
 
 
 class _DeferredWatches:
@@ -306,7 +294,6 @@ def _deferred_watches(handler: Any) -> _DeferredWatches:
 def _forked() -> None:
     global _DEFERRED_LOCK
     _DEFERRED.clear()  # no worker survives a fork
-    _RECONNECT_QUEUES.clear()
     _DEFERRED_LOCK = threading.Lock()
 
 

@@ -222,3 +222,27 @@ def test_a_waiter_keeps_no_listing_while_it_waits(
     holder.release()
     assert used / N < 20_000, f"{used / N:.0f} bytes per waiter"
     eventually(lambda: children(holder_client, zk_path) == [], what="nothing left")
+
+
+def test_1000_deletes_owed_while_disconnected_are_sent_once_the_connection_is_back(
+    zk_server: Any, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    """Their requests are not sent from kazoo's connection thread, which alone empties the pipe
+    that wakes it: a thousand of them would fill it and stop the client for good."""
+    with FaultProxy(zk_server.hosts.split(",")[0]) as proxy:
+        client = zk_client_factory(
+            hosts=proxy.hosts, timeout=30.0, connection_retry=STEADY_RECONNECT
+        )
+        locks = [InterProcessMutex(client, f"{zk_path}/{n}") for n in range(N)]
+        for lock in locks:
+            assert lock.acquire(SOON)
+        proxy.blackhole()
+        proxy.drop_connections()
+        eventually(lambda: not client.connected, what="disconnected")
+        for lock in locks:
+            lock.release()  # owed: sent once the connection is back
+        proxy.heal()
+        observer = zk_client_factory()
+        eventually(lambda: all_empty(observer, zk_path), what="every owed delete landed")
+        assert client.connected
+        client.stop()
