@@ -1,0 +1,126 @@
+"""Prometheus metrics of every recipe's waits and holds (``pip install pycurator-zk[prometheus]``).
+
+::
+
+    from prometheus_client import start_http_server
+
+    from pycurator import add_lock_listener
+    from pycurator.contrib.prometheus import PrometheusMetrics
+
+    add_lock_listener(PrometheusMetrics())
+    start_http_server(9100)  # http://host:9100/metrics
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+from .._observe import LockEvent, LockEventKind
+
+#: Bucket bounds (seconds) of the wait histogram: from a loopback acquire to a long queue.
+WAIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+#: Bucket bounds (seconds) of the hold histogram: from a short critical section to a
+#: leadership term of hours.
+HOLD_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400)
+
+#: Every metric's namespace and subsystem: ``pycurator_lock_...``.
+_NAMES = ("pycurator", "lock")
+_ENDS_A_WAIT = {
+    LockEventKind.ACQUIRED,
+    LockEventKind.TIMED_OUT,
+    LockEventKind.FAILED,
+    LockEventKind.CANCELLED,
+}
+
+
+def _same(path: str) -> str:
+    return path
+
+
+class PrometheusMetrics:
+    """A lock listener (:func:`pycurator.add_lock_listener`) that keeps these metrics in
+    ``registry``, each labelled ``recipe`` (``mutex``, ``read``, ``write``, ``semaphore``,
+    ``semaphore-mutex``, ``latch``, ``selector``) and ``path``:
+
+    - ``pycurator_lock_wait_seconds`` (histogram): how long each acquire that got its lock,
+      lease or leadership waited for it;
+    - ``pycurator_lock_hold_seconds`` (histogram): from acquired to released (a leadership
+      term: from gained to ended);
+    - ``pycurator_lock_acquisitions_total``, ``pycurator_lock_timeouts_total`` and
+      ``pycurator_lock_failures_total`` (counters): waits that ended holding, on their
+      timeout, and with an error (a cancelled wait counts in none);
+    - ``pycurator_lock_losses_total`` (counter, also labelled ``reason``: ``connection
+      suspended``, ``session expired``, ``lock node deleted``...): holds lost;
+    - ``pycurator_lock_waiting`` (gauge): waits under way in this process (its share of the
+      queue; a latch or selector counts 1 while queued);
+    - ``pycurator_lock_held`` (gauge): holds now (a latch or selector: 1 while it leads).
+
+    Each (recipe, path) pair is a series of every metric (of every bucket, for a histogram):
+    a process that locks one path per job or per customer should give ``path_label``, which
+    maps a path to its label (``lambda path: path.rsplit("/", 1)[0]`` labels a lock by its
+    parent), so that the series stay few. Add the listener before the recipes start waiting:
+    the gauges count what they are told from then on.
+    """
+
+    def __init__(
+        self,
+        registry: CollectorRegistry | None = REGISTRY,
+        *,
+        path_label: Callable[[str], str] = _same,
+        wait_buckets: Sequence[float] = WAIT_BUCKETS,
+        hold_buckets: Sequence[float] = HOLD_BUCKETS,
+    ) -> None:
+        labels = ("recipe", "path")
+        self._path_label = path_label
+
+        def histogram(name: str, text: str, buckets: Sequence[float]) -> Histogram:
+            return Histogram(name, text, labels, *_NAMES, registry=registry, buckets=buckets)
+
+        def counter(name: str, text: str, *more: str) -> Counter:
+            return Counter(name, text, (*labels, *more), *_NAMES, registry=registry)
+
+        def gauge(name: str, text: str) -> Gauge:
+            return Gauge(name, text, labels, *_NAMES, registry=registry)
+
+        self.wait_seconds = histogram(
+            "wait_seconds", "Seconds an acquire waited for what it got", wait_buckets
+        )
+        self.hold_seconds = histogram(
+            "hold_seconds",
+            "Seconds from acquired to released (or leadership gained to ended)",
+            hold_buckets,
+        )
+        self.acquisitions = counter("acquisitions", "Waits that ended holding")
+        self.timeouts = counter("timeouts", "Waits that ended on their timeout")
+        self.failures = counter("failures", "Waits that ended with an error")
+        self.losses = counter("losses", "Holds lost, by reason", "reason")
+        self.waiting = gauge("waiting", "Waits under way in this process")
+        self.held = gauge("held", "Holds now (leadership: 1 while leading)")
+
+    def __call__(self, event: LockEvent) -> None:
+        """Count ``event`` (called by the recipes)."""
+        labels = (event.recipe, self._path_label(event.path))
+        kind = event.kind
+        if kind is LockEventKind.WAITING:
+            self.waiting.labels(*labels).inc()
+            return
+        if kind in _ENDS_A_WAIT:
+            self.waiting.labels(*labels).dec()
+        if kind is LockEventKind.ACQUIRED:
+            self.acquisitions.labels(*labels).inc()
+            self.wait_seconds.labels(*labels).observe(event.waited or 0.0)
+            self.held.labels(*labels).inc()
+        elif kind is LockEventKind.TIMED_OUT:
+            self.timeouts.labels(*labels).inc()
+        elif kind is LockEventKind.FAILED:
+            self.failures.labels(*labels).inc()
+        elif kind is LockEventKind.RELEASED:
+            self.held.labels(*labels).dec()
+            self.hold_seconds.labels(*labels).observe(event.held or 0.0)
+        elif kind is LockEventKind.LOST:
+            self.losses.labels(*labels, event.reason).inc()
+
+
+__all__ = ["HOLD_BUCKETS", "WAIT_BUCKETS", "PrometheusMetrics"]
