@@ -4,11 +4,17 @@ listeners and as records of the ``pycurator`` logger.
 Recipes report here, and only here: a :class:`Reporter` per recipe object tells of its waits
 (:meth:`Reporter.wait_steps` wraps an acquire's steps, threaded or asyncio alike), and a
 :class:`HoldReport` per hold, kept by the hold's :class:`~pycurator._monitor.HoldMonitor`, of
-its loss, its return and its end. This module turns each into one :class:`LockEvent` for the
-listeners (:func:`add_lock_listener`) and one log record, at the level an operator would
-choose (see :func:`level_of`).
+its loss, its return and its end. Each becomes one :class:`LockEvent` for the listeners
+(:func:`add_lock_listener`) and one log record, at the level an operator would choose:
 
-Cheap when nobody listens: a report takes the time and makes no event unless a listener is
+- WARNING: a hold lost (INFO when the user stopped the client);
+- INFO: leadership gained, or ended; a queued latch or selector that leaves the queue on a
+  connection error (nobody else is told); a hold regained after a suspension; a wait of
+  :data:`SLOW_WAIT` seconds or more that acquires; a hold of :data:`LONG_HOLD` or more;
+- DEBUG: the rest (a failed or timed-out acquire is told to its caller), and the end of a
+  hold already lost.
+
+Cheap when nobody listens: a report reads the clock, and builds no event unless a listener is
 registered or the logger takes the record's level (one check each).
 """
 
@@ -18,8 +24,7 @@ import enum
 import logging
 import threading
 import time
-from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 from ._steps import Steps
 
@@ -61,9 +66,8 @@ class LockEventKind(enum.Enum):
     REGAINED = "regained"
 
 
-@dataclass(frozen=True)
-class LockEvent:
-    """One step in the story of a wait or a hold.
+class LockEvent(NamedTuple):
+    """One step in the story of a wait or a hold (a named tuple: immutable, and quick to make).
 
     - ``recipe``: ``mutex``, ``read``, ``write`` (the sides of a read/write lock),
       ``semaphore`` (one lease), ``semaphore-mutex``, ``latch`` or ``selector``. A
@@ -124,41 +128,6 @@ def remove_lock_listener(listener: LockListener) -> None:
         if listener in found:
             found.remove(listener)
             _listeners = tuple(found)
-
-
-def _level(
-    kind: LockEventKind,
-    recipe: str,
-    waited: float | None = None,
-    held: float | None = None,
-    reason: str = "",
-    after_loss: bool = False,
-) -> int:
-    """The log level of an event, as an operator would choose: WARNING for a loss (INFO when
-    the client was stopped); INFO for leadership gained or ended, a turn in an election's queue
-    ended by the connection, a hold regained, a wait of :data:`SLOW_WAIT` or more that acquires
-    and a hold of :data:`LONG_HOLD` or more; DEBUG for the rest (a failed acquire raises to its
-    caller) and for the end of a hold already lost (``after_loss``)."""
-    leadership = recipe in LEADERSHIP
-    stopped = reason == CLIENT_STOPPED
-    if kind is LockEventKind.LOST:
-        return logging.INFO if stopped else logging.WARNING
-    if kind is LockEventKind.REGAINED:
-        return logging.INFO
-    if kind is LockEventKind.ACQUIRED:
-        slow = waited is not None and waited >= SLOW_WAIT
-        return logging.INFO if leadership or slow else logging.DEBUG
-    if kind is LockEventKind.RELEASED:
-        long = held is not None and held >= LONG_HOLD
-        return logging.INFO if (leadership or long) and not after_loss else logging.DEBUG
-    if kind is LockEventKind.FAILED and leadership and not stopped:
-        return logging.INFO
-    return logging.DEBUG
-
-
-def level_of(event: LockEvent, after_loss: bool = False) -> int:
-    """The log level of ``event`` (see :func:`_level`)."""
-    return _level(event.kind, event.recipe, event.waited, event.held, event.reason, after_loss)
 
 
 def _ms(seconds: float | None) -> str:
@@ -232,11 +201,12 @@ class Reporter:
     """Tells the story of one recipe object's waits, on ``path`` (see :class:`LockEvent`
     for the ``recipe`` names)."""
 
-    __slots__ = ("path", "recipe")
+    __slots__ = ("leadership", "path", "recipe")
 
     def __init__(self, recipe: str, path: str) -> None:
         self.recipe = recipe
         self.path = path
+        self.leadership = recipe in LEADERSHIP
 
     def waiting(self) -> float:
         """A wait begins: its start on the monotonic clock."""
@@ -248,7 +218,7 @@ class Reporter:
         """The wait that began at ``started`` holds ``node``: the hold's report."""
         now = time.monotonic()
         waited = now - started
-        level = _level(LockEventKind.ACQUIRED, self.recipe, waited)
+        level = logging.INFO if self.leadership or waited >= SLOW_WAIT else logging.DEBUG
         if _listeners or log.isEnabledFor(level):
             event = LockEvent(LockEventKind.ACQUIRED, self.recipe, self.path, node, waited)
             _tell(event, level)
@@ -258,7 +228,8 @@ class Reporter:
         """The wait that began at ``started`` ended without a hold (``TIMED_OUT``,
         ``FAILED`` or ``CANCELLED``)."""
         waited = time.monotonic() - started
-        level = _level(kind, self.recipe, waited, None, reason)
+        left_the_queue = kind is LockEventKind.FAILED and self.leadership
+        level = logging.INFO if left_the_queue and reason != CLIENT_STOPPED else logging.DEBUG
         if _listeners or log.isEnabledFor(level):
             _tell(LockEvent(kind, self.recipe, self.path, None, waited, None, reason), level)
 
@@ -297,7 +268,7 @@ class HoldReport:
     def lost(self, reason: str) -> None:
         """The hold stopped being ours (WARNING; INFO when the client was stopped)."""
         self._lost = True
-        level = _level(LockEventKind.LOST, self.reporter.recipe, reason=reason)
+        level = logging.INFO if reason == CLIENT_STOPPED else logging.WARNING
         self._tell(LockEventKind.LOST, reason, time.monotonic() - self.since, level)
 
     def regained(self, reason: str) -> None:
@@ -311,10 +282,10 @@ class HoldReport:
             return
         self._ended = True
         held = time.monotonic() - self.since
-        kind = LockEventKind.RELEASED
-        level = _level(kind, self.reporter.recipe, None, held, reason, self._lost)
+        notable = self.reporter.leadership or held >= LONG_HOLD
+        level = logging.INFO if notable and not self._lost else logging.DEBUG
         if _listeners or log.isEnabledFor(level):
-            self._tell(kind, reason, held, level)
+            self._tell(LockEventKind.RELEASED, reason, held, level)
 
 
 __all__ = [
@@ -327,7 +298,6 @@ __all__ = [
     "LockListener",
     "Reporter",
     "add_lock_listener",
-    "level_of",
     "message",
     "remove_lock_listener",
 ]

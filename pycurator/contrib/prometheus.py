@@ -98,29 +98,57 @@ class PrometheusMetrics:
         self.losses = counter("losses", "Holds lost, by reason", "reason")
         self.waiting = gauge("waiting", "Waits under way in this process")
         self.held = gauge("held", "Holds now (leadership: 1 while leading)")
+        self._series: dict[tuple[str, str], _Series] = {}
 
     def __call__(self, event: LockEvent) -> None:
         """Count ``event`` (called by the recipes)."""
-        labels = (event.recipe, self._path_label(event.path))
+        key = (event.recipe, self._path_label(event.path))
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = _Series(self, *key)
         kind = event.kind
         if kind is LockEventKind.WAITING:
-            self.waiting.labels(*labels).inc()
+            series.waiting.inc()
             return
         if kind in _ENDS_A_WAIT:
-            self.waiting.labels(*labels).dec()
+            series.waiting.dec()
         if kind is LockEventKind.ACQUIRED:
-            self.acquisitions.labels(*labels).inc()
-            self.wait_seconds.labels(*labels).observe(event.waited or 0.0)
-            self.held.labels(*labels).inc()
+            series.acquisitions.inc()
+            series.wait_seconds.observe(event.waited or 0.0)
+            series.held.inc()
         elif kind is LockEventKind.TIMED_OUT:
-            self.timeouts.labels(*labels).inc()
+            series.timeouts.inc()
         elif kind is LockEventKind.FAILED:
-            self.failures.labels(*labels).inc()
+            series.failures.inc()
         elif kind is LockEventKind.RELEASED:
-            self.held.labels(*labels).dec()
-            self.hold_seconds.labels(*labels).observe(event.held or 0.0)
+            series.held.dec()
+            series.hold_seconds.observe(event.held or 0.0)
         elif kind is LockEventKind.LOST:
-            self.losses.labels(*labels, event.reason).inc()
+            self.losses.labels(*key, event.reason).inc()
+
+
+class _Series:
+    """The children of one (recipe, path label) in every metric but the losses (which have a
+    reason too): looked up once, as ``labels()`` costs a lock and a few lookups each time."""
+
+    __slots__ = (
+        "acquisitions",
+        "failures",
+        "held",
+        "hold_seconds",
+        "timeouts",
+        "wait_seconds",
+        "waiting",
+    )
+
+    def __init__(self, metrics: PrometheusMetrics, recipe: str, path: str) -> None:
+        self.wait_seconds = metrics.wait_seconds.labels(recipe, path)
+        self.hold_seconds = metrics.hold_seconds.labels(recipe, path)
+        self.acquisitions = metrics.acquisitions.labels(recipe, path)
+        self.timeouts = metrics.timeouts.labels(recipe, path)
+        self.failures = metrics.failures.labels(recipe, path)
+        self.waiting = metrics.waiting.labels(recipe, path)
+        self.held = metrics.held.labels(recipe, path)
 
 
 __all__ = ["HOLD_BUCKETS", "WAIT_BUCKETS", "PrometheusMetrics"]
