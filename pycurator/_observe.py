@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import os
 import threading
 import time
 from typing import NamedTuple, Protocol, TypeVar
@@ -69,6 +70,7 @@ class LockEventKind(enum.Enum):
 class LockEvent(NamedTuple):
     """One step in the story of a wait or a hold (a named tuple: immutable, and quick to make).
 
+    - ``kind``: what happened (see :class:`LockEventKind`).
     - ``recipe``: ``mutex``, ``read``, ``write`` (the sides of a read/write lock),
       ``semaphore`` (one lease), ``semaphore-mutex``, ``latch`` or ``selector``. A
       multi-lock's members report for themselves.
@@ -97,16 +99,26 @@ class LockEvent(NamedTuple):
 class LockListener(Protocol):
     """What :func:`add_lock_listener` takes: any callable with this signature.
 
-    It is called synchronously, on the thread (or event loop) where the event happens: the
-    caller's for a wait and a release, one of kazoo's for a loss. So it must be quick and never
-    block, nor call a recipe; an exception it raises is logged (ERROR) and the recipe goes on.
+    It is called synchronously, in order, where the event happens: on the thread of the caller
+    for a lock's wait and release (the task's loop for an asyncio lock), on one of kazoo's
+    threads for a loss and for a threaded latch's or selector's election (on the loop for an
+    asyncio one). So it must be quick and never block (kazoo's callbacks wait for it), nor
+    call a recipe; an exception it raises is logged (ERROR) and the recipe goes on.
     """
 
     def __call__(self, event: LockEvent) -> None: ...
 
 
-_listeners: tuple[LockListener, ...] = ()
+_listeners: tuple[LockListener, ...] = ()  # replaced whole: readers need no lock
 _registry_lock = threading.Lock()
+
+
+def _forked() -> None:
+    global _registry_lock
+    _registry_lock = threading.Lock()  # a thread that held it does not survive a fork
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def add_lock_listener(listener: LockListener) -> None:

@@ -60,20 +60,21 @@ class PrometheusMetrics:
     Each (recipe, path) pair is a series of every metric (of every bucket, for a histogram):
     a process that locks one path per job or per customer should give ``path_label``, which
     maps a path to its label (``lambda path: path.rsplit("/", 1)[0]`` labels a lock by its
-    parent), so that the series stay few. Add the listener before the recipes start waiting:
-    the gauges count what they are told from then on.
+    parent), so that the series stay few (by default a path is its own label). Add the
+    listener before the recipes start waiting: the gauges count what they are told from then
+    on.
     """
 
     def __init__(
         self,
         registry: CollectorRegistry | None = REGISTRY,
         *,
-        path_label: Callable[[str], str] = _same,
+        path_label: Callable[[str], str] | None = None,
         wait_buckets: Sequence[float] = WAIT_BUCKETS,
         hold_buckets: Sequence[float] = HOLD_BUCKETS,
     ) -> None:
         labels = ("recipe", "path")
-        self._path_label = path_label
+        self._path_label = _same if path_label is None else path_label
 
         def histogram(name: str, text: str, buckets: Sequence[float]) -> Histogram:
             return Histogram(name, text, labels, *_NAMES, registry=registry, buckets=buckets)
@@ -84,20 +85,20 @@ class PrometheusMetrics:
         def gauge(name: str, text: str) -> Gauge:
             return Gauge(name, text, labels, *_NAMES, registry=registry)
 
-        self.wait_seconds = histogram(
+        self._wait_seconds = histogram(
             "wait_seconds", "Seconds an acquire waited for what it got", wait_buckets
         )
-        self.hold_seconds = histogram(
+        self._hold_seconds = histogram(
             "hold_seconds",
             "Seconds from acquired to released (or leadership gained to ended)",
             hold_buckets,
         )
-        self.acquisitions = counter("acquisitions", "Waits that ended holding")
-        self.timeouts = counter("timeouts", "Waits that ended on their timeout")
-        self.failures = counter("failures", "Waits that ended with an error")
-        self.losses = counter("losses", "Holds lost, by reason", "reason")
-        self.waiting = gauge("waiting", "Waits under way in this process")
-        self.held = gauge("held", "Holds now (leadership: 1 while leading)")
+        self._acquisitions = counter("acquisitions", "Waits that ended holding")
+        self._timeouts = counter("timeouts", "Waits that ended on their timeout")
+        self._failures = counter("failures", "Waits that ended with an error")
+        self._losses = counter("losses", "Holds lost, by reason", "reason")
+        self._waiting = gauge("waiting", "Waits under way in this process")
+        self._held = gauge("held", "Holds now (leadership: 1 while leading)")
         self._series: dict[tuple[str, str], _Series] = {}
 
     def __call__(self, event: LockEvent) -> None:
@@ -124,7 +125,7 @@ class PrometheusMetrics:
             series.held.dec()
             series.hold_seconds.observe(event.held or 0.0)
         elif kind is LockEventKind.LOST:
-            self.losses.labels(*key, event.reason).inc()
+            self._losses.labels(*key, event.reason).inc()
 
 
 class _Series:
@@ -142,13 +143,13 @@ class _Series:
     )
 
     def __init__(self, metrics: PrometheusMetrics, recipe: str, path: str) -> None:
-        self.wait_seconds = metrics.wait_seconds.labels(recipe, path)
-        self.hold_seconds = metrics.hold_seconds.labels(recipe, path)
-        self.acquisitions = metrics.acquisitions.labels(recipe, path)
-        self.timeouts = metrics.timeouts.labels(recipe, path)
-        self.failures = metrics.failures.labels(recipe, path)
-        self.waiting = metrics.waiting.labels(recipe, path)
-        self.held = metrics.held.labels(recipe, path)
+        self.wait_seconds = metrics._wait_seconds.labels(recipe, path)
+        self.hold_seconds = metrics._hold_seconds.labels(recipe, path)
+        self.acquisitions = metrics._acquisitions.labels(recipe, path)
+        self.timeouts = metrics._timeouts.labels(recipe, path)
+        self.failures = metrics._failures.labels(recipe, path)
+        self.waiting = metrics._waiting.labels(recipe, path)
+        self.held = metrics._held.labels(recipe, path)
 
 
 __all__ = ["HOLD_BUCKETS", "WAIT_BUCKETS", "PrometheusMetrics"]
