@@ -292,19 +292,25 @@ def test_a_latch_tells_each_term_and_each_turn_in_the_queue(
     assert logged[0][1].startswith("gained after") and logged[-1][1].endswith("held: latch closed")
 
 
+class Lead:
+    """A selector's ``lead``: says that it leads, and leads until its term ends."""
+
+    def __init__(self) -> None:
+        self.leading = threading.Event()
+
+    def __call__(self, leadership: Leadership) -> None:
+        self.leading.set()
+        leadership.lost_event.wait(SOON)
+
+
 def test_a_selector_tells_its_term_and_a_queued_turn_closed_as_cancelled(
     zk_client_factory: ClientFactory, zk_path: str, heard: Heard
 ) -> None:
-    leading = threading.Event()
-
-    def lead(leadership: Leadership) -> None:
-        leading.set()
-        leadership.lost_event.wait(SOON)
-
+    lead = Lead()
     first = LeaderSelector(zk_client_factory(), zk_path, lead, "first")
     second = LeaderSelector(zk_client_factory(), zk_path, lead, "second")
     first.start()
-    assert leading.wait(SOON)
+    assert lead.leading.wait(SOON)
     second.start()
     eventually(lambda: len(first.participants()) == 2, what="the second queued")
     assert second.close(SOON)
@@ -319,17 +325,12 @@ def test_a_selector_tells_its_term_and_a_queued_turn_closed_as_cancelled(
 def test_a_queued_selector_that_leaves_on_a_suspension_tells_a_failed_wait_at_info(
     zk_client_factory: ClientFactory, zk_path: str, heard: Heard, caplog: pytest.LogCaptureFixture
 ) -> None:
-    leading = threading.Event()
-
-    def lead(leadership: Leadership) -> None:
-        leading.set()
-        leadership.lost_event.wait(SOON)
-
+    lead = Lead()
     leader = LeaderSelector(zk_client_factory(), zk_path, lead, "leader")
     queued_client = zk_client_factory()
     queued = LeaderSelector(queued_client, zk_path, lead, "queued")
     leader.start()
-    assert leading.wait(SOON)
+    assert lead.leading.wait(SOON)
     with caplog.at_level(logging.INFO, logger="pycurator"):
         queued.start()
         eventually(lambda: len(leader.participants()) == 2, what="queued")
