@@ -118,6 +118,25 @@ def test_prometheus_counts_asyncio_recipes_alike(
     assert value(registry, "waiting", zk_path) == value(registry, "held", zk_path) == 0
 
 
+def test_prometheus_counts_an_asyncio_leases_loss(
+    zk_client_factory: ClientFactory, zk_path: str, registry: CollectorRegistry
+) -> None:
+    client = zk_client_factory()
+
+    async def main() -> None:
+        lease = await aio.InterProcessSemaphoreV2(client, zk_path, 1).acquire(SOON)
+        assert lease is not None
+        await asyncio.to_thread(expire_kazoo_session, client)
+        await asyncio.wait_for(lease.lost_event.wait(), SOON)
+        await lease.close()
+
+    run(main())
+    losses = value(registry, "losses_total", zk_path, "semaphore", reason="connection suspended")
+    assert losses == 1
+    assert value(registry, "held", zk_path, "semaphore") == 0
+    assert value(registry, "hold_seconds_count", zk_path, "semaphore") == 1
+
+
 def test_prometheus_path_label_merges_paths_into_one_series(zk: KazooClient, zk_path: str) -> None:
     registry = CollectorRegistry()
     metrics = PrometheusMetrics(registry, path_label=lambda path: path.rsplit("/", 1)[0])
