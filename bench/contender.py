@@ -15,7 +15,18 @@ from collections.abc import Callable
 
 from kazoo.client import KazooClient
 
-KINDS = ("pycurator", "pycurator-fast", "pycurator-connect", "curator", "kazoo-lock", "raw-floor")
+KINDS = (
+    "pycurator",
+    "pycurator-fast",
+    "pycurator-metrics",
+    "pycurator-connect",
+    "curator",
+    "kazoo-lock",
+    "raw-floor",
+)
+#: Where pycurator's lock listeners are measured: ``pycurator-fast`` with nobody listening,
+#: ``pycurator-metrics`` the same client with the Prometheus listener added.
+LISTENED = "pycurator-metrics"
 #: Not a lock: one bare request (getData) as the "acquire", to measure what a round trip costs.
 ROUND_TRIP = "round-trip"
 
@@ -28,13 +39,20 @@ def _kazoo_steps(kind: str, hosts: str, path: str) -> tuple[Step, Step, Step]:
 
         client = connect(hosts, connect_timeout=30)
     else:
-        if kind == "pycurator-fast":  # a client built by hand on pycurator's fast handler
+        if kind in ("pycurator-fast", LISTENED):  # a client built by hand on the fast handler
             from pycurator.handlers import FastThreadingHandler
 
             client = KazooClient(hosts=hosts, handler=FastThreadingHandler())
         else:
             client = KazooClient(hosts=hosts)
         client.start(timeout=30)
+    if kind == LISTENED:
+        from prometheus_client import CollectorRegistry
+
+        from pycurator import add_lock_listener
+        from pycurator.contrib.prometheus import PrometheusMetrics
+
+        add_lock_listener(PrometheusMetrics(CollectorRegistry()))
     if kind.startswith("pycurator"):
         from pycurator import InterProcessMutex
 

@@ -1,7 +1,9 @@
 """Uncontended acquire+release cycles: pycurator, Java Curator, kazoo's Lock and the raw floor on
-loopback; pycurator and Curator through a proxy adding latency, with the acquire alone counted in
-round trips: of the added latency, and net (the acquire's time less its loopback time, over what
-a bare request's round trip through the proxy costs more than on loopback).
+loopback (pycurator on the fast handler with nobody listening, and with the Prometheus lock
+listener added: what being watched costs); pycurator and Curator through a proxy adding
+latency, with the acquire alone counted in round trips: of the added latency, and net (the
+acquire's time less its loopback time, over what a bare request's round trip through the proxy
+costs more than on loopback).
 
 Each contender runs in a process of its own, in alternating rounds; medians and p99 are over
 all rounds.

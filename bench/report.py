@@ -22,6 +22,7 @@ SOAK_END = "<!-- bench-soak: end -->"
 NAMES = {
     "pycurator": "pycurator",
     "pycurator-fast": "pycurator, fast handler",
+    "pycurator-metrics": "pycurator, fast handler, Prometheus listener",
     "pycurator-connect": "pycurator, `connect()`'s client",
     "curator": "Java Curator",
     "curator-java": "Java Curator, a Java program",

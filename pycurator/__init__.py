@@ -17,6 +17,13 @@ from ._leader import CloseMode, LeaderLatch, LeaderLatchListener, Participant
 from ._monitor import ConnectionPolicy
 from ._multilock import InterProcessMultiLock
 from ._mutex import InterProcessMutex
+from ._observe import (
+    LockEvent,
+    LockEventKind,
+    LockListener,
+    add_lock_listener,
+    remove_lock_listener,
+)
 from ._revocation import attempt_revoke
 from ._rwlock import InterProcessReadWriteLock
 from ._selector import LeaderSelector, Leadership
@@ -39,6 +46,9 @@ __all__ = [
     "LeaderSelector",
     "Leadership",
     "Lease",
+    "LockEvent",
+    "LockEventKind",
+    "LockListener",
     "LockLostError",
     "LockNotOwnedError",
     "LockReleaseError",
@@ -47,6 +57,8 @@ __all__ = [
     "Participant",
     "PyCuratorError",
     "TLSOptions",
+    "add_lock_listener",
     "attempt_revoke",
     "connect",
+    "remove_lock_listener",
 ]

@@ -7,7 +7,8 @@ list the children, and lead when our node is first and the client's current sess
 (CURATOR-644/645/724) or a loss lists the children again; our node found gone (or another
 session's) is deleted and replaced. Leadership follows the leader's node as a lock hold does
 (:class:`~pycurator._monitor.HoldMonitor`): it ends when the node is deleted, the session ends,
-or (``standard`` policy) the connection is suspended.
+or (``standard`` policy) the connection is suspended. Each turn in the queue is reported as a
+wait, and each term of leadership as a hold (:mod:`pycurator._observe`).
 
 The steps run on either runner: kazoo's callbacks for the threaded recipes (so a participant
 costs a node and a watch, never a thread), or a task on the event loop for :mod:`pycurator.aio`.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import time
 from collections.abc import Callable
 
 from kazoo.exceptions import ConnectionClosedError, NoNodeError
@@ -35,7 +37,8 @@ from ._calls import (
 from ._checks import ConnectionPolicy
 from ._deadline import Deadline, DeadlineExpired
 from ._engine import HeldNode, LockEngine
-from ._monitor import CLIENT_STOPPED, HoldMonitor, HoldState
+from ._monitor import HoldMonitor, HoldState
+from ._observe import CLIENT_STOPPED, LockEventKind, Reporter
 from ._steps import NewSignal, Signal, Steps, WaitSignal
 from .handlers import runs_inline
 
@@ -73,6 +76,9 @@ class Election:
     participant that does not lead yet leaves the election when the connection enters an error
     state of its policy (``standard``: suspended or lost; ``session``: lost), as Curator's
     selector ends a queued attempt then.
+
+    ``reporter`` is told of each turn in the queue (a wait: from the start, or the end of a
+    term, to leadership or the end) and each term (a hold).
     """
 
     def __init__(
@@ -84,6 +90,7 @@ class Election:
         on_trouble: Callable[[Exception | None], None] | None = None,
         on_news: Callable[[], None] | None = None,
         *,
+        reporter: Reporter,
         one_term: bool = False,
         queue_ends_on_error: bool = False,
     ) -> None:
@@ -96,6 +103,9 @@ class Election:
         self._on_news = on_news
         self._one_term = one_term
         self._queue_ends_on_error = queue_ends_on_error
+        self._reporter = reporter
+        self._waiting_since: float | None = None  # when the current turn in the queue began
+        self._stopped_by_owner = False  # stop() was called (a turn then ends as cancelled)
         #: Our node, while there is one.
         self.node: HeldNode | None = None
         #: Follows our node while we lead.
@@ -119,6 +129,7 @@ class Election:
         way out. A runner's cancellation ends them at once, with the same clean-up."""
         if self._stop is None:
             self._stop = reason
+        self._stopped_by_owner = True
         wake = self._wake
         if wake is not None:
             wake.set()
@@ -130,16 +141,18 @@ class Election:
         self._wake = wake = yield NewSignal()
         if self._stop is not None:
             return self._stop
+        self._waiting_since = self._reporter.waiting()
         client.add_listener(self._on_state)
         try:
             reason = yield from self._take_part(wake)
         except GeneratorExit:  # dropped unfinished: no more steps can be made
             self._leave_later()
             raise
-        except BaseException:  # cancelled (or a bug): the clean-up runs first
-            yield from self._leave(self._stop or "election ended")
+        except BaseException as exc:  # cancelled (or a bug): the clean-up runs first
+            cancelled = self._stopped_by_owner or not isinstance(exc, Exception)
+            yield from self._leave(self._stop or "election ended", cancelled)
             raise
-        yield from self._leave(reason)
+        yield from self._leave(reason, self._stopped_by_owner)
         return reason
 
     def _take_part(self, wake: Signal) -> Steps[str]:
@@ -212,11 +225,16 @@ class Election:
             wake.set()  # gone before we could watch it: list again
 
     def _elect(self, node: HeldNode) -> None:
+        started, self._waiting_since = self._waiting_since, None
+        report = self._reporter.acquired(
+            time.monotonic() if started is None else started, node.path
+        )
         monitor = HoldMonitor(
-            self.client, node.path, self.policy, self._hold_changed, node.session_id, "leadership"
+            self.client, node.path, self.policy, self._hold_changed, node.session_id, report
         )
         if not monitor.held:  # the connection went meanwhile: its state change wakes us
-            monitor.close()
+            monitor.close(monitor.reason)
+            self._waiting_since = self._reporter.waiting()
             return
         self.leading = monitor
         self.termed = True
@@ -226,15 +244,12 @@ class Election:
         monitor, self.leading = self.leading, None
         if monitor is None:
             return
-        if monitor.held and self._stop is None:  # a loss its monitor did not see (and log)
-            log.warning(
-                "leadership %s lost: %s",
-                monitor.node,
-                reason,
-                extra={"path": self.engine.base_path, "node": monitor.node, "reason": reason},
-            )
-        monitor.close()
+        if monitor.held and self._stop is None:  # a loss its monitor did not see (and report)
+            monitor.report.lost(reason)
+        monitor.close(reason)
         self._on_deposed(reason)
+        if self._stop is None and not self._one_term:
+            self._waiting_since = self._reporter.waiting()  # a latch queues again
 
     def _trouble(self, error: Exception | None) -> None:
         self.error = error
@@ -249,22 +264,27 @@ class Election:
         self._unwatch()
         delete_guaranteed_later(self.client, node.path)
 
-    def _leave(self, reason: str) -> Steps[None]:
-        """Stop leading, stop listening and watching, and delete our node."""
-        node = self._quit(reason)
+    def _leave(self, reason: str, cancelled: bool) -> Steps[None]:
+        """Stop leading, stop listening and watching, and delete our node; a turn in the queue
+        ends as ``cancelled`` (by the owner, or the runner), else as failed."""
+        node = self._quit(reason, cancelled)
         if node is not None:
             yield from delete_guaranteed_steps(self.client, node.path)
 
     def _leave_later(self) -> None:
-        node = self._quit(self._stop or "election ended")
+        node = self._quit(self._stop or "election ended", True)
         if node is not None:
             delete_guaranteed_later(self.client, node.path)
 
-    def _quit(self, reason: str) -> HeldNode | None:
+    def _quit(self, reason: str, cancelled: bool) -> HeldNode | None:
         if self._stop is None:
             self._stop = reason
         self.client.remove_listener(self._on_state)
         self._depose(reason)
+        started, self._waiting_since = self._waiting_since, None
+        if started is not None:
+            kind = LockEventKind.CANCELLED if cancelled else LockEventKind.FAILED
+            self._reporter.ended(started, kind, reason)
         self._unwatch()
         node, self.node = self.node, None
         return node

@@ -20,7 +20,11 @@ from ._checks import ConnectionPolicy
 from ._engine import HeldNode
 from ._errors import LockLostError, LockNotOwnedError
 from ._monitor import HoldMonitor, HoldState
+from ._observe import HoldReport
 from ._steps import Steps
+
+#: A node an acquire holds, and the report of its hold.
+Held = tuple[HeldNode, HoldReport]
 
 
 class LossNotice:
@@ -56,7 +60,8 @@ class LossNotice:
 class FollowedNode:
     """One held node, followed from acquire until :meth:`close` (see :mod:`pycurator._monitor`).
 
-    ``on_change(state, reason)`` hears each move between held and not held.
+    ``on_change(state, reason)`` hears each move between held and not held; ``report`` tells
+    the hold's story (:mod:`pycurator._observe`).
     """
 
     def __init__(
@@ -65,11 +70,11 @@ class FollowedNode:
         node: HeldNode,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
-        kind: str = "lock",
+        report: HoldReport,
     ) -> None:
         self.client = client
         self.node = node
-        self.monitor = HoldMonitor(client, node.path, policy, on_change, node.session_id, kind)
+        self.monitor = HoldMonitor(client, node.path, policy, on_change, node.session_id, report)
 
     @property
     def path(self) -> str:
@@ -203,4 +208,4 @@ class ReentrantHolds:
             return (self.unit() if unit is None else unit) in self._entries
 
 
-__all__ = ["FollowedNode", "LossNotice", "ReentrantHolds"]
+__all__ = ["FollowedNode", "Held", "LossNotice", "ReentrantHolds"]

@@ -26,6 +26,7 @@ from ._election import Election, Lifecycle
 from ._engine import HeldNode, LockEngine
 from ._errors import LockLostError
 from ._monitor import HoldMonitor
+from ._observe import Reporter
 from ._participants import (
     CloseMode,
     LeaderLatchListener,
@@ -76,6 +77,7 @@ class LatchBase:
         self._engine = LockEngine(
             client, path, StandardDriver(_wire.LATCH_NAME), data=data, acl=acl
         )
+        self._report = Reporter("latch", path)
         self._id = id
         self._state = Lifecycle.LATENT
         self._election: Election | None = None
@@ -133,7 +135,13 @@ class LatchBase:
             raise RuntimeError(f"Cannot be started more than once: {self.path}")
         self._state = Lifecycle.STARTED
         self._election = Election(
-            self._engine, self._policy, self._elected, self._deposed, self._troubled, on_news
+            self._engine,
+            self._policy,
+            self._elected,
+            self._deposed,
+            self._troubled,
+            on_news,
+            reporter=self._report,
         )
         return self._election
 

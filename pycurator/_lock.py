@@ -18,6 +18,8 @@ from ._engine import HeldNode, LockEngine
 from ._errors import LockLostError, LockTimeout
 from ._handlers import unit_getter
 from ._hold import FollowedNode, LossNotice, ReentrantHolds
+from ._observe import HoldReport, Reporter
+from ._steps import run
 
 L = TypeVar("L", bound="ReentrantLock")
 C = TypeVar("C", bound="LockContext")
@@ -68,13 +70,17 @@ class ReentrantLock(LockContext):
 
     A held lock follows its node: when the node is lost (see :mod:`pycurator._monitor` for what
     ``connection_policy`` counts as lost), :meth:`is_held` turns False, :attr:`lost_event` is set
-    and every :meth:`on_lost` callback runs.
+    and every :meth:`on_lost` callback runs. Its waits and holds are reported as ``_recipe``
+    (see :mod:`pycurator._observe`).
     """
+
+    _recipe = "mutex"
 
     def __init__(
         self, engine: LockEngine, *, connection_policy: ConnectionPolicy = "standard"
     ) -> None:
         self._engine = engine
+        self._report = Reporter(self._recipe, engine.base_path)
         self._policy: ConnectionPolicy = check_policy(connection_policy)
         self._holds = ReentrantHolds(
             engine.client, engine.base_path, unit_getter(engine.client.handler)
@@ -107,17 +113,19 @@ class ReentrantLock(LockContext):
         timeout = check_timeout(timeout)
         if self._holds.enter():
             return True
-        node = self._engine.acquire(timeout, self._acquire_driver())
-        if node is None:
+        engine = self._engine
+        steps = engine.acquire_steps(timeout, self._acquire_driver())
+        held = run(engine.client, self._report.wait_steps(steps))
+        if held is None:
             return False
-        self._held(node)
+        self._held(*held)
         return True
 
     def _acquire_driver(self) -> Driver | None:
         """The driver of the calling thread's acquire, if not the engine's."""
         return None
 
-    def _held(self, node: HeldNode) -> None:
+    def _held(self, node: HeldNode, report: HoldReport) -> None:
         self.lost_event.clear()
         self._holds.add(
             FollowedNode(
@@ -125,6 +133,7 @@ class ReentrantLock(LockContext):
                 node,
                 self._policy,
                 lambda state, reason: self._notice.changed(self, state, reason),
+                report,
             )
         )
 

@@ -16,7 +16,8 @@ when the holder asks (:meth:`HoldMonitor.confirm`, behind ``is_held()`` and ``ch
 
 No monitor has a thread of its own: after a reconnect, one worker of the handler's pool sends
 the check of every suspended hold in turn (requests, not threads), and the answers decide on
-kazoo's completion thread. A loss is logged (WARNING) with the node and the reason.
+kazoo's completion thread. Each move and the hold's end are told to the hold's
+:class:`~pycurator._observe.HoldReport` (a loss: a WARNING and the listeners' ``LOST``).
 """
 
 from __future__ import annotations
@@ -40,13 +41,11 @@ from . import _kazoo
 from ._background import requests_queue
 from ._checks import CONNECTION_POLICIES, ConnectionPolicy, check_policy
 from ._deadline import Deadline, DeadlineExpired
+from ._observe import CLIENT_STOPPED, HoldReport
 from ._steps import Await, Steps, run
 
 log = logging.getLogger("pycurator")
 
-
-#: The reason a hold is lost when its client is stopped.
-CLIENT_STOPPED = "client stopped"
 #: How long a hold lasts before its node's deletion watch is set without being asked for.
 WATCH_DELAY = 0.05
 #: The longest :meth:`HoldMonitor.confirm` (``is_held()``, ``check()``) waits for the server.
@@ -70,7 +69,8 @@ class HoldMonitor:
     so a session that ended before the monitor started is seen too. The monitor listens to the
     connection at once and watches the node from :data:`WATCH_DELAY` into the hold, or from the
     first :meth:`confirm`; :meth:`close` removes the listener, and the watch is spent when the
-    node is deleted. ``kind`` names what is held in the log ("lock", "lease", "leadership").
+    node is deleted. ``report`` is told of each move and of the end (see
+    :mod:`pycurator._observe`).
     """
 
     def __init__(
@@ -80,12 +80,12 @@ class HoldMonitor:
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
         session_id: int,
-        kind: str = "lock",
+        report: HoldReport,
     ) -> None:
         self.client = client
         self.node = node
         self.policy = policy
-        self.kind = kind
+        self.report = report
         self.state = HoldState.HELD
         self.reason = ""
         self._on_change = on_change
@@ -101,11 +101,13 @@ class HoldMonitor:
             self._move(HoldState.SUSPENDED, "connection suspended")
         _deferred_watches(client.handler).add(self)
 
-    def close(self) -> None:
-        """Stop following the node (on release)."""
+    def close(self, reason: str = "") -> None:
+        """Stop following the node: the hold has ended (released, or a term that ended for
+        ``reason``)."""
         with self._lock:
             self.state = HoldState.RELEASED
         self.client.remove_listener(self._on_connection)
+        self.report.released(reason)
 
     @property
     def held(self) -> bool:
@@ -151,25 +153,16 @@ class HoldMonitor:
             self.reason = reason
         if state is HoldState.LOST:
             self.client.remove_listener(self._on_connection)
-        self._log(state, reason)
+        if state is HoldState.HELD:
+            self.report.regained(reason)
+        else:  # a suspension counts as a loss under the standard policy, the end after it again
+            self.report.lost(reason)
         if not was_held and state is not HoldState.HELD:
             return
         try:
             self._on_change(state, reason)
         except Exception:
             log.exception("lock state callback failed for %s", self.node)
-
-    def _log(self, state: HoldState, reason: str) -> None:
-        """A WARNING for a loss (a suspension counts as one under the ``standard`` policy, and
-        the session's end after it again), INFO for a hold that is ours again or lost by the
-        user's own ``client.stop()``."""
-        extra = {"path": self.node.rsplit("/", 1)[0] or "/", "node": self.node, "reason": reason}
-        if state is HoldState.HELD:
-            log.info("%s %s is ours again: %s", self.kind, self.node, reason, extra=extra)
-        elif reason == CLIENT_STOPPED:
-            log.info("%s %s lost: %s", self.kind, self.node, reason, extra=extra)
-        else:
-            log.warning("%s %s lost: %s", self.kind, self.node, reason, extra=extra)
 
     def _on_check(self, result: object) -> None:
         try:

@@ -31,9 +31,13 @@ class _Side(ReentrantLock):
 class WriteLock(_Side):
     """The write side: held by one thread of one process at a time, with no reader."""
 
+    _recipe = "write"
+
 
 class ReadLock(_Side):
     """The read side: shared by readers while no writer holds the lock or queues ahead."""
+
+    _recipe = "read"
 
     def __init__(
         self, engine: LockEngine, write: WriteLock, *, connection_policy: ConnectionPolicy

@@ -34,7 +34,8 @@ from ._election import Election, Lifecycle
 from ._engine import HeldNode, LockEngine
 from ._errors import LockLostError
 from ._handlers import unit_getter
-from ._monitor import CLIENT_STOPPED, HoldMonitor
+from ._monitor import HoldMonitor
+from ._observe import CLIENT_STOPPED, Reporter
 from ._participants import Participant, id_bytes, leader_of, participants_steps
 from ._paths import validate_path
 from ._steps import Task, run, start
@@ -129,6 +130,7 @@ class SelectorBase:
             raise TypeError(f"auto_requeue must be a bool, not {type(auto_requeue).__name__}")
         self._policy: ConnectionPolicy = check_policy(connection_policy)
         self._engine = LockEngine(client, path, StandardDriver(_wire.LOCK_NAME), data=data, acl=acl)
+        self._report = Reporter("selector", path)
         self._lead = lead
         self._id = id
         #: Whether the selector queues again by itself once a term ends.
@@ -174,6 +176,7 @@ class SelectorBase:
             self._policy,
             on_elected,
             on_deposed,
+            reporter=self._report,
             one_term=True,
             queue_ends_on_error=True,
         )

@@ -29,8 +29,9 @@ from ._deadline import Deadline, DeadlineExpired
 from ._drivers import StandardDriver
 from ._engine import HeldNode, LockEngine
 from ._errors import LockLostError, LockNotOwnedError
-from ._hold import FollowedNode, LossNotice
+from ._hold import FollowedNode, Held, LossNotice
 from ._lock import LockContext
+from ._observe import Reporter
 from ._paths import validate_path
 from ._steps import NewSignal, Steps, WaitSignal, run
 from .handlers import runs_inline
@@ -52,20 +53,26 @@ class Lease:
     def __init__(
         self,
         client: KazooClient,
-        node: HeldNode,
+        held: Held,
         policy: ConnectionPolicy,
         notice: LossNotice | None = None,
         subject: object = None,
     ) -> None:
-        """``notice`` and ``subject``: whom to tell of a loss, and what to name (by default a
+        """``held``: the lease node and its hold's report (from the semaphore's acquire);
+        ``notice`` and ``subject``: whom to tell of a loss, and what to name (by default a
         notice of the lease's own, naming the lease)."""
         self._client = client
         self._closed = False
         self._notice = LossNotice(client) if notice is None else notice
         self.lost_event = self._notice.lost_event
         named = self if subject is None else subject
+        node, report = held
         self._hold = FollowedNode(
-            client, node, policy, lambda state, reason: self._notice.changed(named, state, reason)
+            client,
+            node,
+            policy,
+            lambda state, reason: self._notice.changed(named, state, reason),
+            report,
         )
 
     @property
@@ -145,7 +152,8 @@ class _Retry(Exception):
 class SemaphoreSteps:
     """The semaphore's protocol, as steps (:mod:`pycurator._steps`): the threaded
     :class:`InterProcessSemaphoreV2` runs them blocking, its asyncio form awaits them. It
-    checks the arguments, and holds the internal mutex's engine and the leases' engine."""
+    checks the arguments, and holds the internal mutex's engine and the leases' engine; its
+    waits and leases are reported as ``recipe`` (a semaphore's, or a semaphore mutex's)."""
 
     def __init__(
         self,
@@ -155,6 +163,7 @@ class SemaphoreSteps:
         node_data: bytes | None,
         acl: Sequence[Any] | None,
         connection_policy: ConnectionPolicy,
+        recipe: str = "semaphore",
     ) -> None:
         validate_path(path)
         check_client_type(client)
@@ -167,6 +176,7 @@ class SemaphoreSteps:
         self.path = path
         self.max_leases = max_leases
         self.policy = check_policy(connection_policy)
+        self.report = Reporter(recipe, path)
         # Curator's internal InterProcessMutex; held only while one lease is being taken
         self._lock = LockEngine(
             client,
@@ -183,27 +193,29 @@ class SemaphoreSteps:
             acl=acl,
         )
 
-    def acquire_steps(self, qty: int, timeout: float | None) -> Steps[list[HeldNode] | None]:
-        """``qty`` lease nodes under one deadline, or None on timeout; on timeout, error or
-        cancellation every lease taken so far is returned first."""
+    def acquire_steps(self, qty: int, timeout: float | None) -> Steps[list[Held] | None]:
+        """``qty`` lease nodes (each with its hold's report) under one deadline, or None on
+        timeout; on timeout, error or cancellation every lease taken so far is returned first.
+        Each lease is one wait and one hold (see :mod:`pycurator._observe`)."""
         if isinstance(qty, bool) or not isinstance(qty, int):
             raise TypeError(f"qty must be an int, not {qty!r}")
         if qty < 1:
             raise ValueError(f"qty must be >= 1, not {qty}")
         deadline = Deadline(check_timeout(timeout))
-        nodes: list[HeldNode] = []
+        leases: list[Held] = []
         done = False
         try:
-            while len(nodes) < qty:
-                node = yield from self._acquire_one(deadline)
-                if node is None:
+            while len(leases) < qty:
+                lease = yield from self.report.wait_steps(self._acquire_one(deadline))
+                if lease is None:
                     return None
-                nodes.append(node)
+                leases.append(lease)
             done = True
-            return nodes
+            return leases
         finally:
             if not done:
-                for node in nodes:
+                for node, report in leases:
+                    report.released("returned: the other leases were not taken")
                     yield from delete_guaranteed_steps(self.client, node.path)
 
     def _acquire_one(self, deadline: Deadline) -> Steps[HeldNode | None]:
@@ -341,10 +353,10 @@ class InterProcessSemaphoreV2:
 
         None on timeout; on timeout or error every lease taken so far is returned first.
         """
-        nodes = run(self.client, self._steps.acquire_steps(qty, timeout))
-        if nodes is None:
+        leases = run(self.client, self._steps.acquire_steps(qty, timeout))
+        if leases is None:
             return None
-        return [Lease(self.client, node, self.connection_policy) for node in nodes]
+        return [Lease(self.client, held, self.connection_policy) for held in leases]
 
     def return_lease(self, lease: Lease) -> None:
         """Give a lease back (the same as ``lease.close()``)."""
@@ -381,7 +393,9 @@ class InterProcessSemaphoreMutex(LockContext):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._steps = SemaphoreSteps(client, path, 1, node_data, acl, connection_policy)
+        self._steps = SemaphoreSteps(
+            client, path, 1, node_data, acl, connection_policy, "semaphore-mutex"
+        )
         self._lease: Lease | None = None
         self._guard = client.handler.lock_object()
         self._notice = LossNotice(client)
@@ -401,11 +415,11 @@ class InterProcessSemaphoreMutex(LockContext):
     def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for the lock; False on timeout."""
         steps = self._steps
-        nodes = run(steps.client, steps.acquire_steps(1, timeout))
-        if nodes is None:
+        leases = run(steps.client, steps.acquire_steps(1, timeout))
+        if leases is None:
             return False
         self._notice.lost_event.clear()
-        lease = Lease(steps.client, nodes[0], steps.policy, self._notice, subject=self)
+        lease = Lease(steps.client, leases[0], steps.policy, self._notice, subject=self)
         with self._guard:
             self._lease = lease
         return True

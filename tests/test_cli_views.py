@@ -65,6 +65,32 @@ def test_tree_lists_every_lock_below_a_path_with_holder_and_queue(
     assert len(lines) == 4
 
 
+def test_json_counts_holders_waiters_and_the_oldest_holders_age_for_dashboards(
+    zk_server: ZooKeeperTarget, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    zk, other = zk_client_factory(), zk_client_factory()
+    pool = InterProcessSemaphoreV2(zk, f"{zk_path}/pool", 2)
+    first = pool.acquire(SOON)
+    time.sleep(0.2)  # the first lease is the older holder
+    second = pool.acquire(SOON)
+    assert first is not None and second is not None
+    try:
+        waiter_node(other, f"{zk_path}/pool/locks")
+        one = run_cli("inspect", "--json", "--hosts", zk_server.hosts, f"{zk_path}/pool")
+        tree = run_cli("inspect", "--tree", "--json", "--hosts", zk_server.hosts, zk_path)
+        idle = run_cli("inspect", "--json", "--hosts", zk_server.hosts, f"{zk_path}/none")
+    finally:
+        pool.return_all([first, second])
+    assert one.returncode == tree.returncode == idle.returncode == 0, one.stderr + tree.stderr
+    view, (row,) = json.loads(one.stdout), json.loads(tree.stdout)
+    for document in (view, row):
+        assert (document["holder_count"], document["waiting"]) == (2, 1)
+        assert document["oldest_holder_age_seconds"] >= 0.2
+    ages = [p["age_seconds"] for p in view["participants"] if p["state"] == "holder"]
+    assert view["oldest_holder_age_seconds"] == max(ages)
+    assert json.loads(idle.stdout)["oldest_holder_age_seconds"] is None
+
+
 def test_tree_of_a_path_without_locks_says_so(
     zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str
 ) -> None:

@@ -30,16 +30,19 @@ import pytest
 
 import pycurator
 import pycurator.aio
+import pycurator.contrib.opentelemetry
+import pycurator.contrib.prometheus
 import pycurator.testing
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Wide enough for the navigation tabs (Material shows them from 1220 px on).
 WINDOW = "1280,900"
-#: Each module of the API reference, by its page.
+#: The modules of the API reference, by page.
 API_PAGES = {
-    "/api/pycurator/": pycurator,
-    "/api/aio/": pycurator.aio,
-    "/api/testing/": pycurator.testing,
+    "/api/pycurator/": [pycurator],
+    "/api/aio/": [pycurator.aio],
+    "/api/testing/": [pycurator.testing],
+    "/api/contrib/": [pycurator.contrib.prometheus, pycurator.contrib.opentelemetry],
 }
 #: Languages whose code blocks must come out highlighted.
 HIGHLIGHTED = {"python", "py", "sh", "bash", "console", "java", "yaml", "toml", "json", "ini"}
@@ -275,8 +278,12 @@ def test_the_navigation_is_one_row_of_tabs(pages: dict[str, Page]) -> None:
 def test_the_api_reference_has_an_entry_for_every_public_name(
     pages: dict[str, Page], path: str
 ) -> None:
-    module = API_PAGES[path]
-    missing = [n for n in module.__all__ if f"{module.__name__}.{n}" not in pages[path].ids]
+    missing = [
+        f"{module.__name__}.{name}"
+        for module in API_PAGES[path]
+        for name in module.__all__
+        if f"{module.__name__}.{name}" not in pages[path].ids
+    ]
     assert missing == []
 
 

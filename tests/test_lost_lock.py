@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -20,6 +21,7 @@ from pycurator import (
 from pycurator._drivers import StandardDriver
 from pycurator._engine import LockEngine
 from pycurator._monitor import HoldMonitor, HoldState
+from pycurator._observe import Reporter
 from pycurator._wire import LOCK_NAME
 from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer, expire_kazoo_session
 
@@ -226,8 +228,9 @@ def test_a_session_that_ended_between_taking_the_node_and_following_it_is_seen(
     expire_kazoo_session(client)
     eventually(lambda: client.connected, what="a new session")
     changes: list[tuple[HoldState, str]] = []
+    report = Reporter("mutex", engine.base_path).acquired(time.monotonic(), node.path)
     monitor = HoldMonitor(
-        client, node.path, "session", lambda *c: changes.append(c), node.session_id
+        client, node.path, "session", lambda *c: changes.append(c), node.session_id, report
     )
     assert not monitor.held
     assert changes == [(HoldState.LOST, "session expired")]

@@ -37,6 +37,7 @@ from .._errors import LockLostError, LockReleaseError, LockTimeout
 from .._hold import FollowedNode, LossNotice, ReentrantHolds
 from .._multilock import member_locks
 from .._mutex import mutex_engine
+from .._observe import HoldReport, Reporter
 from .._paths import validate_path
 from ._runner import loop_notice, loop_spawner, run_async
 
@@ -111,13 +112,17 @@ class AsyncReentrantLock(AsyncLockContext):
     owner). A task cancelled while it waits in :meth:`acquire` leaves no node and no watch
     behind, and the cancellation propagates. A held lock follows its node as the threaded lock
     does: ``await is_held()``, ``await check()``, :attr:`lost_event` (an :class:`asyncio.Event`)
-    and :meth:`on_lost` callbacks (run on the loop).
+    and :meth:`on_lost` callbacks (run on the loop). Its waits and holds are reported as the
+    threaded lock's are.
     """
+
+    _recipe = "mutex"
 
     def __init__(
         self, engine: LockEngine, *, connection_policy: ConnectionPolicy = "standard"
     ) -> None:
         self._engine = engine
+        self._report = Reporter(self._recipe, engine.base_path)
         self._policy: ConnectionPolicy = check_policy(connection_policy)
         self._holds = ReentrantHolds(
             engine.client, engine.base_path, current_task, "task", finished=_finished
@@ -168,10 +173,10 @@ class AsyncReentrantLock(AsyncLockContext):
         done = self._acquiring[owner] = asyncio.get_running_loop().create_future()
         try:
             steps = self._engine.acquire_steps(deadline.remaining(), self._acquire_driver(owner))
-            node = await run_async(self._engine.client, steps)
-            if node is None:
+            held = await run_async(self._engine.client, self._report.wait_steps(steps))
+            if held is None:
                 return False
-            self._held(node, owner)
+            self._held(*held, owner)
             return True
         finally:
             del self._acquiring[owner]
@@ -181,7 +186,7 @@ class AsyncReentrantLock(AsyncLockContext):
         """The driver of ``owner``'s acquire, if not the engine's."""
         return None
 
-    def _held(self, node: HeldNode, owner: Hashable) -> None:
+    def _held(self, node: HeldNode, report: HoldReport, owner: Hashable) -> None:
         if self._notice is None:
             self._notice = loop_notice(self._engine.client, self.lost_event)
             for callback in self._callbacks:
@@ -194,6 +199,7 @@ class AsyncReentrantLock(AsyncLockContext):
                 node,
                 self._policy,
                 lambda state, reason: notice.changed(self, state, reason),
+                report,
             ),
             owner,
         )
@@ -322,9 +328,13 @@ class _Side(AsyncReentrantLock):
 class WriteLock(_Side):
     """The write side: held by one task of one process at a time, with no reader."""
 
+    _recipe = "write"
+
 
 class ReadLock(_Side):
     """The read side: shared by readers while no writer holds the lock or queues ahead."""
+
+    _recipe = "read"
 
     def __init__(
         self, engine: LockEngine, write: WriteLock, *, connection_policy: ConnectionPolicy

@@ -20,7 +20,8 @@ from kazoo.client import KazooClient
 from .._checks import ConnectionPolicy
 from .._election import Election, Lifecycle
 from .._engine import HeldNode
-from .._monitor import CLIENT_STOPPED, HoldMonitor
+from .._monitor import HoldMonitor
+from .._observe import CLIENT_STOPPED
 from .._participants import Participant, leader_of, participants_steps
 from .._selector import LeadershipBase, SelectorBase
 from ._runner import log_failure, run_async

@@ -13,9 +13,8 @@ from kazoo.client import KazooClient
 from .. import _wire
 from .._calls import delete_guaranteed_steps
 from .._checks import ConnectionPolicy
-from .._engine import HeldNode
 from .._errors import LockLostError, LockNotOwnedError
-from .._hold import FollowedNode, LossNotice
+from .._hold import FollowedNode, Held, LossNotice
 from .._semaphore import SemaphoreSteps, lease_data_steps
 from ._lock import AsyncLockContext
 from ._runner import loop_notice, run_async
@@ -31,12 +30,13 @@ class Lease:
     def __init__(
         self,
         client: KazooClient,
-        node: HeldNode,
+        held: Held,
         policy: ConnectionPolicy,
         notice: LossNotice | None = None,
         subject: object = None,
     ) -> None:
-        """``notice`` and ``subject``: whom to tell of a loss, and what to name (by default a
+        """``held``: the lease node and its hold's report (from the semaphore's acquire);
+        ``notice`` and ``subject``: whom to tell of a loss, and what to name (by default a
         notice of the lease's own, naming the lease); made on the running loop."""
         self._client = client
         self._closed = False
@@ -44,8 +44,13 @@ class Lease:
         self.lost_event: asyncio.Event = self._notice.lost_event.event
         named = self if subject is None else subject
         notice_ = self._notice
+        node, report = held
         self._hold = FollowedNode(
-            client, node, policy, lambda state, reason: notice_.changed(named, state, reason)
+            client,
+            node,
+            policy,
+            lambda state, reason: notice_.changed(named, state, reason),
+            report,
         )
 
     @property
@@ -149,10 +154,10 @@ class InterProcessSemaphoreV2:
     async def acquire_many(self, qty: int, timeout: float | None = None) -> list[Lease] | None:
         """``qty`` leases under one deadline; None on timeout. On timeout, error or
         cancellation every lease taken so far is returned first."""
-        nodes = await run_async(self.client, self._steps.acquire_steps(qty, timeout))
-        if nodes is None:
+        leases = await run_async(self.client, self._steps.acquire_steps(qty, timeout))
+        if leases is None:
             return None
-        return [Lease(self.client, node, self.connection_policy) for node in nodes]
+        return [Lease(self.client, held, self.connection_policy) for held in leases]
 
     async def return_lease(self, lease: Lease) -> None:
         """Give a lease back (the same as ``await lease.close()``)."""
@@ -184,7 +189,9 @@ class InterProcessSemaphoreMutex(AsyncLockContext):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._steps = SemaphoreSteps(client, path, 1, node_data, acl, connection_policy)
+        self._steps = SemaphoreSteps(
+            client, path, 1, node_data, acl, connection_policy, "semaphore-mutex"
+        )
         self._lease: Lease | None = None
         #: Set while the lock is not held by this object or its hold is not ours; clear
         #: while held (an :class:`asyncio.Event`).
@@ -212,15 +219,15 @@ class InterProcessSemaphoreMutex(AsyncLockContext):
     async def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for the lock; False on timeout."""
         steps = self._steps
-        nodes = await run_async(steps.client, steps.acquire_steps(1, timeout))
-        if nodes is None:
+        leases = await run_async(steps.client, steps.acquire_steps(1, timeout))
+        if leases is None:
             return False
         if self._notice is None:
             self._notice = loop_notice(steps.client, self.lost_event)
             for callback in self._callbacks:
                 self._notice.add(callback)
         self.lost_event.clear()
-        self._lease = Lease(steps.client, nodes[0], steps.policy, self._notice, subject=self)
+        self._lease = Lease(steps.client, leases[0], steps.policy, self._notice, subject=self)
         return True
 
     async def release(self) -> None:

@@ -56,6 +56,17 @@ def _participant_json(view: LockView, p: LockParticipant, now_ms: int) -> dict[s
     }
 
 
+def _counts(view: LockView, now_ms: int) -> dict[str, Any]:
+    """What a dashboard reads of a lock: how many hold and wait, and the oldest holder's age
+    (its node's: since it queued; None without a holder)."""
+    ages = [_age(p, now_ms) for p in view.participants if p.holder]
+    return {
+        "holder_count": len(ages),
+        "waiting": _waiting(view),
+        "oldest_holder_age_seconds": round(max(ages), 3) if ages else None,
+    }
+
+
 def view_as_json(view: LockView, now_ms: int) -> dict[str, Any]:
     """The JSON document ``inspect --json`` prints."""
     return {
@@ -64,6 +75,7 @@ def view_as_json(view: LockView, now_ms: int) -> dict[str, Any]:
         "layout": view.layout,
         "note": view.note,
         "ignored": list(view.ignored),
+        **_counts(view, now_ms),
         "participants": [_participant_json(view, p, now_ms) for p in view.participants],
     }
 
@@ -155,7 +167,7 @@ def _tree_row(view: LockView, now_ms: int) -> dict[str, Any]:
         "path": view.path,
         "layout": view.layout,
         "holders": [_participant_json(view, p, now_ms) for p in holders],
-        "waiting": _waiting(view),
+        **_counts(view, now_ms),
     }
 
 
