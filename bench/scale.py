@@ -239,7 +239,8 @@ def run(
 
 
 def _rows(entry: dict[str, Any], names: set[str]) -> list[dict[str, Any]]:
-    return [row for row in entry["rows"] if row["case"] in names and "error" not in row]
+    """The rows of these cases that have figures (a case stuck after the bounce has some)."""
+    return [row for row in entry["rows"] if row["case"] in names and "steady" in row]
 
 
 def _worst(rows: list[dict[str, Any]], value: Any) -> tuple[float, str] | None:
@@ -276,11 +277,24 @@ def targets(entry: dict[str, Any]) -> list[dict[str, object]]:
         beyond = _worst(_rows(entry, {"waiters"}), lambda r: _per_item(r) - _per_item(floor[0]))
         checks.append(("RSS per queued thread waiter less a bare thread's, kB", 20, beyond))
     if bounced:
-        wrong = sum(row["bounce"]["wrong"] for row in bounced)
+        wrong = sum(row["bounce"].get("wrong", 0) for row in bounced)
         checks.append(("holds said held but not ours after the bounce", 0, (wrong, "all")))
-    if ours:
-        left = sum(r["after_release"]["ephemerals"] + r["after_release"]["watches"] for r in ours)
+    released = [row for row in ours if "after_release" in row]
+    if released:
+        left = sum(
+            r["after_release"]["ephemerals"] + r["after_release"]["watches"] for r in released
+        )
         checks.append(("nodes and watches left after release", 0, (left, "all")))
+    failed = [
+        row["case"] for row in entry["rows"] if row["case"] in PYCURATOR_CASES and "error" in row
+    ]
+    checks.append(
+        (
+            "cases that failed or whose client got stuck",
+            0,
+            (len(failed), ", ".join(failed) or "none"),
+        )
+    )
     return [
         {
             "target": name,
@@ -327,7 +341,7 @@ def _threads(row: dict[str, Any]) -> str:
             _n(row["baseline"]["threads"]),
             _n(row["steady"]["threads"]),
             peak,
-            _n(row["after_release"]["threads"]),
+            _n(row["after_release"]["threads"]) if "after_release" in row else "-",
         ]
     )
 
@@ -344,22 +358,27 @@ def _after_bounce(row: dict[str, Any]) -> list[str]:
     if not bounce:
         return ["-", "-"]
     back = _s(bounce["back_after_restart_s"]) if bounce["all_back"] else "not all"
+    if bounce.get("client_stuck"):
+        return [back, "client stuck"]
     counts = f"{_n(bounce['held'])} / {_n(bounce['lost'])} / {_n(bounce['wrong'])}"
     return [back, counts]
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
-    if "error" in row:
+    if "steady" not in row:
         return [_label(row["case"]), _n(row["n"]), f"failed: {row['error']}", *[""] * 6]
-    left = row["after_release"]
+    left = row.get("after_release", {"ephemerals": -1, "watches": -1})
+    note = f" (failed: {row['error']})" if "error" in row else ""
+    if row.get("client_stop_s", 0) is None:
+        note += " (then `client.stop()` hung)"
     return [
-        _label(row["case"]),
+        _label(row["case"]) + note,
         _n(row["items"]),
         _threads(row),
         _memory(row),
         _s(row["acquire_s"]),
         *_after_bounce(row),
-        _s(row["release_s"]),
+        _s(row["release_s"]) if "release_s" in row else "-",
         f"{_n(left['ephemerals'])} / {_n(left['watches'])}",
     ]
 

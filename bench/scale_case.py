@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import gc
 import json
 import logging
@@ -36,6 +37,7 @@ from types import FrameType
 from typing import Any
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
 from kazoo.protocol.states import KazooState
 
 from .common import SESSION_TIMEOUT_S, SOON, Server
@@ -145,14 +147,30 @@ async def bounce(case: Case) -> dict[str, object]:
     while time.monotonic() < back + SETTLE_S:  # workers the reconnect started may still run
         peak = max(peak, threads())
         await asyncio.sleep(SAMPLE_S)
-    return {
+    found: dict[str, object] = {
         "peak_threads": peak,
         "threads_after": threads(),
         "all_back": held == case.size,
         "back_after_restart_s": back - restarted,
         "bounce_s": back - started,
-        **await case.truth(),
     }
+    if not responsive(case.client):
+        return {**found, "client_stuck": True}
+    return {**found, **await case.truth()}
+
+
+def responsive(client: KazooClient) -> bool:
+    """Whether the client still answers a request within :data:`SOON`, asked from a helper
+    thread (the request of a stuck client blocks its sender)."""
+    answered = threading.Event()
+
+    def ask() -> None:
+        with contextlib.suppress(KazooException):
+            client.exists("/")
+        answered.set()
+
+    threading.Thread(target=ask, daemon=True).start()
+    return answered.wait(SOON)
 
 
 async def measure(case: Case, bounce_too: bool, losses: Losses) -> dict[str, object]:
@@ -177,7 +195,11 @@ async def measure(case: Case, bounce_too: bool, losses: Losses) -> dict[str, obj
     }
     if bounce_too and case.bounces:
         losses.phase = "bounce"
-        result["bounce"] = await bounce(case)
+        result["bounce"] = bounce_ = await bounce(case)
+        if bounce_.get("client_stuck"):
+            result["error"] = "the client no longer sent requests after the bounce"
+            result["connection_losses"] = losses.counts
+            return result  # nothing can be checked or released
     losses.phase = "release"
     started = time.monotonic()
     await case.release()
@@ -226,10 +248,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"{args.case} failed: {exc!r}; its threads:\n{stacks()}")
         sys.stderr.flush()
         os._exit(1)
-    client.stop()
-    client.close()
+    if "error" in result:
+        emit({**head, **result})
+        sys.stderr.write(f"{args.case}: {result['error']}; its threads:\n{stacks()}")
+        os._exit(1)
+    result["client_stop_s"] = stop(client)
     emit({**head, **result})
-    return 0
+    sys.stdout.flush()
+    os._exit(0)  # without waiting for threads a stuck client left behind
+
+
+def stop(client: KazooClient) -> float | None:
+    """Stop and close the client: the seconds it took, or None when ``stop()`` did not return
+    within :data:`SOON` (a stuck client; its threads' stacks go to stderr)."""
+    started = time.monotonic()
+    stopping = threading.Thread(target=lambda: (client.stop(), client.close()), daemon=True)
+    stopping.start()
+    stopping.join(SOON)
+    if stopping.is_alive():
+        sys.stderr.write(f"client.stop() did not return; the threads:\n{stacks()}")
+        return None
+    return time.monotonic() - started
 
 
 if __name__ == "__main__":
