@@ -45,7 +45,7 @@ import org.apache.zookeeper.data.Stat;
 public final class ScaleCurator {
     static final int SOON_S = 60;
     static final int MAX_LEASES = 2;
-    static final double QUIET_S = 10.0;
+    static final double QUIET_S = 30.0;
     static final double RECOVER_LIMIT_S = 300.0;
     static final long SETTLE_MS = 1000;
 

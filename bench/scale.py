@@ -360,8 +360,10 @@ def _after_bounce(row: dict[str, Any]) -> list[str]:
     back = _s(bounce["back_after_restart_s"]) if bounce["all_back"] else "not all"
     if bounce.get("client_stuck"):
         return [back, "client stuck"]
-    counts = f"{_n(bounce['held'])} / {_n(bounce['lost'])} / {_n(bounce['wrong'])}"
-    return [back, counts]
+    lost = _n(bounce["lost"])
+    if bounce.get("lost_but_ours"):
+        lost += f" ({_n(bounce['lost_but_ours'])} still ours)"
+    return [back, f"{_n(bounce['held'])} / {lost} / {_n(bounce['wrong'])}"]
 
 
 def _cells(row: dict[str, Any]) -> list[str]:

@@ -270,7 +270,11 @@ class Selectors(Case):
                 selector = LeaderSelector(self.client, self.path(i), _lead, auto_requeue=True)
                 selector.start()
             self.items.append(selector)
-        await until(lambda: all(map(self.held, self.items)), "every selector leading", 5 * SOON)
+        try:
+            await until(lambda: all(map(self.held, self.items)), "every selector leading", 5 * SOON)
+        except TimeoutError as exc:
+            leading = sum(map(self.held, self.items))
+            raise TimeoutError(f"{exc} ({leading:,} of {self.n:,} leading)") from None
 
     def held(self, item: Any) -> bool:
         return bool(item.has_leadership())
