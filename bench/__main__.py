@@ -43,6 +43,7 @@ from pathlib import Path
 from pycurator.testing import ZooKeeperServer, four_letter_word, split_hosts
 
 from . import aio, contended, cycle, drain, handoff, herd, leaks, report, scale, soak, throughput
+from .common import chosen
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = (
@@ -75,13 +76,7 @@ def machine(hosts: str) -> dict[str, object]:
 
 
 def sections(text: str) -> list[str]:
-    chosen = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = sorted(set(chosen) - set(SECTIONS))
-    if unknown or not chosen:
-        raise argparse.ArgumentTypeError(
-            f"unknown sections {', '.join(unknown) or '(none given)'}; from {','.join(SECTIONS)}"
-        )
-    return chosen
+    return chosen(text, SECTIONS, "sections")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -15,7 +15,6 @@ server of its own (it bounces it), with more heap than the tests' server.
 
 from __future__ import annotations
 
-import argparse
 import json
 import signal
 import subprocess
@@ -29,7 +28,7 @@ from typing import Any
 
 from pycurator.testing import ZooKeeperServer, curator_classpath, four_letter_word
 
-from .common import SESSION_TIMEOUT_S
+from .common import SESSION_TIMEOUT_S, chosen
 
 ROOT = Path(__file__).resolve().parents[1]
 JAVA_SOURCE = Path(__file__).with_name("ScaleCurator.java")
@@ -98,13 +97,7 @@ LABELS = {
 
 def cases(text: str) -> list[str]:
     """``--scale-cases``: a comma-separated list of :data:`CASES`."""
-    chosen = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = sorted(set(chosen) - set(CASES))
-    if unknown or not chosen:
-        raise argparse.ArgumentTypeError(
-            f"unknown scale cases {', '.join(unknown) or '(none given)'}; from {','.join(CASES)}"
-        )
-    return chosen
+    return chosen(text, CASES, "scale cases")
 
 
 class ScaleServer(ZooKeeperServer):

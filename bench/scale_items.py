@@ -204,14 +204,32 @@ class AioLocks(Case):
             await lock.release()
 
 
-class Latches(Case):
-    """A ``LeaderLatch`` per path (threaded, or ``pycurator.aio``'s), each leading."""
+class _Elections(Case):
+    """A participant per path, each leading, of the threaded or the asyncio API; subclasses
+    start them."""
 
     def __init__(
         self, client: KazooClient, server: Server, root: str, n: int, asyncio_api: bool
     ) -> None:
         super().__init__(client, server, root, n)
         self.asyncio_api = asyncio_api
+
+    def held(self, item: Any) -> bool:
+        return bool(item.has_leadership())
+
+    def node(self, item: Any) -> str | None:
+        return item.our_path  # type: ignore[no-any-return]
+
+    async def release(self) -> None:
+        for participant in self.items:
+            if self.asyncio_api:
+                await participant.close()
+            else:
+                participant.close()
+
+
+class Latches(_Elections):
+    """A ``LeaderLatch`` per path (threaded, or ``pycurator.aio``'s), each leading."""
 
     async def take(self) -> None:
         for i in range(self.n):
@@ -227,19 +245,6 @@ class Latches(Case):
             if not leading:
                 raise TimeoutError(f"latch {i} not leading")
 
-    def held(self, item: Any) -> bool:
-        return bool(item.has_leadership())
-
-    def node(self, item: Any) -> str | None:
-        return item.our_path  # type: ignore[no-any-return]
-
-    async def release(self) -> None:
-        for latch in self.items:
-            if self.asyncio_api:
-                await latch.close()
-            else:
-                latch.close()
-
 
 def _lead(leadership: Leadership) -> None:
     leadership.lost_event.wait()
@@ -249,15 +254,9 @@ async def _lead_async(leadership: aio.Leadership) -> None:
     await asyncio.Event().wait()  # until the term ends and this is cancelled
 
 
-class Selectors(Case):
+class Selectors(_Elections):
     """A ``LeaderSelector`` per path (``auto_requeue``), each leading: the threaded one runs
     ``lead`` on a worker while it leads (its contract), the asyncio one as a task."""
-
-    def __init__(
-        self, client: KazooClient, server: Server, root: str, n: int, asyncio_api: bool
-    ) -> None:
-        super().__init__(client, server, root, n)
-        self.asyncio_api = asyncio_api
 
     async def take(self) -> None:
         for i in range(self.n):
@@ -275,19 +274,6 @@ class Selectors(Case):
         except TimeoutError as exc:
             leading = sum(map(self.held, self.items))
             raise TimeoutError(f"{exc} ({leading:,} of {self.n:,} leading)") from None
-
-    def held(self, item: Any) -> bool:
-        return bool(item.has_leadership())
-
-    def node(self, item: Any) -> str | None:
-        return item.our_path  # type: ignore[no-any-return]
-
-    async def release(self) -> None:
-        for selector in self.items:
-            if self.asyncio_api:
-                await selector.close()
-            else:
-                selector.close()
 
 
 class Waiters(Case):
