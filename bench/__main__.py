@@ -20,6 +20,10 @@ Sections (``--sections``, all by default):
 - ``soak`` (only when named): mixed recipes for ``--seconds``, sampling RSS, threads, kazoo's
   registries and the server's watches; when it runs alone its JSON goes to ``docs/soak.json``
   and its table to the page's soak region.
+- ``scale`` (only when named): N held locks per recipe, latches, selectors and waiters on one
+  path, each case in a process of its own, with a bounce of the section's own server; threads,
+  RSS per item and times, for pycurator and Curator. Run alone, it replaces the ``scale`` part
+  of ``docs/benchmarks.json`` and the page's scale region, and leaves the rest.
 
 pycurator is measured on kazoo's default handler and, where a section says ``pycurator-fast``,
 on ``pycurator.handlers.FastThreadingHandler``; ``pycurator-connect`` is the client
@@ -52,10 +56,12 @@ from . import (
     herd,
     leaks,
     report,
+    scale,
     soak,
     standalone,
     throughput,
 )
+from .common import chosen
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = (
@@ -69,9 +75,10 @@ SECTIONS = (
     "leaks",
     "aio",
     "soak",
+    "scale",
 )
-#: What runs when ``--sections`` is not given: all but the soak.
-DEFAULT_SECTIONS = tuple(name for name in SECTIONS if name != "soak")
+#: What runs when ``--sections`` is not given: all but the soak and the scale.
+DEFAULT_SECTIONS = tuple(name for name in SECTIONS if name not in ("soak", "scale"))
 
 
 def machine(hosts: str) -> dict[str, object]:
@@ -88,13 +95,7 @@ def machine(hosts: str) -> dict[str, object]:
 
 
 def sections(text: str) -> list[str]:
-    chosen = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = sorted(set(chosen) - set(SECTIONS))
-    if unknown or not chosen:
-        raise argparse.ArgumentTypeError(
-            f"unknown sections {', '.join(unknown) or '(none given)'}; from {','.join(SECTIONS)}"
-        )
-    return chosen
+    return chosen(text, SECTIONS, "sections")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -108,12 +109,13 @@ def parser() -> argparse.ArgumentParser:
         "--sections",
         type=sections,
         default=list(DEFAULT_SECTIONS),
-        help="comma-separated (default: all but soak)",
+        help="comma-separated (default: all but soak and scale)",
     )
     p.add_argument(
         "--json",
         type=Path,
-        help="default docs/benchmarks.json, or docs/soak.json (no chart, no page) for soak alone",
+        help="default docs/benchmarks.json (scale alone: its scale part), docs/soak.json for soak"
+        " alone",
     )
     p.add_argument("--chart", type=Path, default=ROOT / "docs" / "benchmarks.png")
     p.add_argument("--no-chart", action="store_true", help="write the JSON only")
@@ -153,6 +155,24 @@ def parser() -> argparse.ArgumentParser:
     soaking = p.add_argument_group("soak")
     soaking.add_argument("--seconds", type=float, default=60.0, help="how long the soak runs")
     soaking.add_argument("--soak-interval", type=float, help="between samples (default: 1/10)")
+    scaling = p.add_argument_group("scale")
+    scaling.add_argument(
+        "--scale-n", type=int, nargs="+", default=[1000, 10000], help="items per case, one run each"
+    )
+    scaling.add_argument(
+        "--scale-waiters",
+        type=int,
+        help=f"waiters on one path (default: N, at most {scale.MAX_WAITERS:,})",
+    )
+    scaling.add_argument(
+        "--scale-cases",
+        type=scale.cases,
+        default=list(scale.CASES),
+        help=f"comma-separated, from {','.join(scale.CASES)}",
+    )
+    scaling.add_argument(
+        "--scale-down-s", type=float, default=scale.DOWN_S, help="seconds the server is down"
+    )
     return p
 
 
@@ -192,8 +212,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "leaks": lambda: leaks.run(hosts),
         "aio": lambda: aio.run(hosts, args.cycles, args.warmup, args.handoffs),
         "soak": lambda: soak.run(hosts, args.seconds, args.soak_interval),
+        "scale": lambda: scale.run(
+            args.scale_n, args.scale_waiters, args.scale_cases, args.scale_down_s
+        ),
     }
     soak_alone = args.sections == ["soak"]
+    scale_alone = args.sections == ["scale"]
     if args.json is None:
         args.json = ROOT / "docs" / ("soak.json" if soak_alone else "benchmarks.json")
     try:
@@ -206,18 +230,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             if name in args.sections:
                 results[name] = runs[name]()
         host["load_average_after"] = os.getloadavg()
+        if scale_alone:
+            results = scale.merge(args.json, results)
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")
         print(f"\nresults written to {args.json}")
-        if not args.no_chart and not soak_alone:
+        if not args.no_chart and not soak_alone and not scale_alone:
             from .chart import draw
 
             draw(results, args.chart)
             print(f"chart drawn to {args.chart}")
         page = args.page.read_text() if args.page.exists() else ""
-        begin, end = report.markers(results)
-        if begin in page and end in page:
-            args.page.write_text(report.replace_region(page, report.report(results), begin, end))
+        published = report.publish(page, results)
+        if published != page:
+            args.page.write_text(published)
             print(f"tables written to {args.page}")
     finally:
         if server is not None:

@@ -6,6 +6,7 @@ connects to that one server (the first of ``hosts``).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import statistics
 import threading
@@ -248,6 +249,18 @@ class Threads:
             raise self.errors[0]
         if alive:
             raise TimeoutError(f"{alive} threads still running after {timeout:g}s")
+
+
+def chosen(text: str, known: Sequence[str], what: str) -> list[str]:
+    """A comma-separated command-line list, each name one of ``known``; an
+    ``argparse.ArgumentTypeError`` naming the unknown ones (and ``what`` they are) otherwise."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(known))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown {what} {', '.join(unknown) or '(none given)'}; from {','.join(known)}"
+        )
+    return names
 
 
 def unique_path(name: str) -> str:

@@ -1,8 +1,9 @@
 """The benchmark's result tables in Markdown, made from its JSON alone.
 
 ``python -m bench.report docs/benchmarks.json`` prints them; ``--write docs/benchmarks.md``
-replaces what stands between the page's two ``bench-report`` markers, so the page cannot drift
-from the JSON (a test checks that it has not).
+replaces what stands between the page's two ``bench-report`` markers (and the scale section's
+tables between the two ``bench-scale`` ones), so the page cannot drift from the JSON (a test
+checks that it has not).
 """
 
 from __future__ import annotations
@@ -14,11 +15,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .scale import tables as scale_tables
+
 BEGIN = "<!-- bench-report: begin (python -m bench.report --write) -->"
 END = "<!-- bench-report: end -->"
 #: The soak's own region, filled from ``docs/soak.json`` (``--sections soak`` alone).
 SOAK_BEGIN = "<!-- bench-soak: begin (python -m bench.report docs/soak.json --write) -->"
 SOAK_END = "<!-- bench-soak: end -->"
+#: The scale section's region (``--sections scale``), filled from its part of the JSON.
+SCALE_BEGIN = "<!-- bench-scale: begin (python -m bench.report --write) -->"
+SCALE_END = "<!-- bench-scale: end -->"
 NAMES = {
     "pycurator": "pycurator",
     "pycurator-fast": "pycurator, fast handler",
@@ -477,17 +483,34 @@ def markers(results: dict[str, Any]) -> tuple[str, str]:
     return (SOAK_BEGIN, SOAK_END) if sections == {"soak"} else (BEGIN, END)
 
 
+def scale_report(results: dict[str, Any]) -> str:
+    """The scale section's tables, in Markdown."""
+    return "\n".join(scale_tables(results["scale"])) + "\n"
+
+
+def publish(page: str, results: dict[str, Any]) -> str:
+    """``page`` with each region ``results`` has tables for replaced, where it has the markers:
+    the main one (or the soak's), and the scale section's."""
+    begin, end = markers(results)
+    if set(results) & set(SECTIONS) and begin in page and end in page:
+        page = replace_region(page, report(results), begin, end)
+    if "scale" in results and SCALE_BEGIN in page and SCALE_END in page:
+        page = replace_region(page, scale_report(results), SCALE_BEGIN, SCALE_END)
+    return page
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__)
     parser.add_argument("json", type=Path)
     parser.add_argument("--write", type=Path, help="a page with the two markers to update")
     args = parser.parse_args(argv)
     results = json.loads(args.json.read_text())
-    tables = report(results)
     if args.write is None:
-        sys.stdout.write(tables)
+        sys.stdout.write(report(results))
+        if "scale" in results:
+            sys.stdout.write("\n" + scale_report(results))
     else:
-        args.write.write_text(replace_region(args.write.read_text(), tables, *markers(results)))
+        args.write.write_text(publish(args.write.read_text(), results))
     return 0
 
 

@@ -22,7 +22,14 @@ TINY = [
     "--throughput-threads", "2", "--cycle-repeats", "2", "--handoff-rounds", "1",
     "--contended-s", "0.5", "--contended-warmup", "0.2", "--contended-threads", "2",
     "--contended-rounds", "1", "--seconds", "2", "--soak-interval", "0.5",
-    "--sections", ",".join(SECTIONS),
+    "--sections", ",".join(name for name in SECTIONS if name != "scale"),
+]  # fmt: skip
+#: The scale section's tiny run: a case of each kind (the lock cases differ by their recipe
+#: only), through a short bounce.
+SCALE_CASES = [
+    "mutex-fast", "semaphore", "semaphore-mutex", "aio-mutex", "latch", "aio-latch", "selector",
+    "aio-selector", "waiters", "aio-waiters", "thread-floor", "curator-mutex",
+    "curator-semaphore", "curator-latch", "curator-selector", "curator-waiters",
 ]  # fmt: skip
 
 
@@ -53,6 +60,8 @@ def test_the_published_tables_are_those_of_the_published_json() -> None:
     published = json.loads((docs / "benchmarks.json").read_text())
     page = (docs / "benchmarks.md").read_text()
     assert report.replace_region(page, report.report(published)) == page
+    assert report.SCALE_BEGIN in page and report.SCALE_END in page
+    assert report.publish(page, published) == page  # the scale region too, once published
 
 
 def test_the_published_soak_table_is_that_of_the_published_soak_json() -> None:
@@ -81,8 +90,8 @@ def test_a_soak_alone_goes_to_its_own_json_and_region(
 
 
 def test_a_tiny_run_reports_every_section_and_the_machine(results: Any) -> None:
-    assert set(SECTIONS) <= set(results)
-    assert set(DEFAULT_SECTIONS) == set(SECTIONS) - {"soak"}
+    assert set(SECTIONS) - {"scale"} <= set(results)
+    assert set(DEFAULT_SECTIONS) == set(SECTIONS) - {"soak", "scale"}
     assert results["machine"]["zookeeper"].startswith("Zookeeper version: 3.8")
 
 
@@ -245,6 +254,53 @@ def test_the_chart_is_drawn_from_the_json_alone(results: Any, tmp_path: Path) ->
     source.write_text(json.dumps({"machine": results["machine"], "herd": results["herd"]}))
     assert chart_main([str(source)]) == 0
     assert (tmp_path / "partial.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_scale_run_alone_bounces_every_case_and_replaces_only_its_part_and_region(
+    zk_server: ZooKeeperTarget, tmp_path: Path
+) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        f"{report.BEGIN}\nmain\n{report.END}\n{report.SCALE_BEGIN}\nstale\n{report.SCALE_END}\n"
+    )
+    target = tmp_path / "b.json"
+    target.write_text(json.dumps({"command": "earlier", "leaks": {"table": {}}}))
+    argv = ["--hosts", zk_server.hosts, "--sections", "scale", "--scale-n", "20"]
+    argv += ["--scale-cases", ",".join(SCALE_CASES), "--scale-down-s", "0.5"]
+    assert main([*argv, "--json", str(target), "--page", str(page)]) == 0
+    results = json.loads(target.read_text())
+    assert results["command"] == "earlier" and results["leaks"] == {"table": {}}
+    section = results["scale"]
+    assert section["command"].startswith("python -m bench") and section["machine"]["cpus"]
+    (run,) = section["runs"]
+    assert run["n"] == run["waiters"] == 20
+    rows = {row["case"]: row for row in run["rows"]}
+    assert list(rows) == SCALE_CASES
+    for case, row in rows.items():
+        assert "error" not in row, row
+        assert row["baseline"]["threads"] > 0 and row["steady"]["rss_kb"] > 0, case
+        assert row["after_release"]["ephemerals"] == row["after_release"]["watches"] == 0, case
+        assert row["items"] == 21 if case.endswith("waiters") else 20
+        if case == "thread-floor":
+            assert "bounce" not in row
+            continue
+        bounce = row["bounce"]
+        assert bounce["peak_threads"] >= row["baseline"]["threads"], case
+        assert bounce["all_back"] and bounce["held"] == row["items"], case
+        assert bounce["wrong"] == bounce["lost"] == 0, case
+    assert all("heap_kb_per_item" in rows[case] for case in SCALE_CASES if "curator" in case)
+    checked = " ".join(target["target"] for target in run["targets"])
+    for words in ("bounce, 20 held locks", "20 latches", "per held lock", "asyncio waiter"):
+        assert words in checked
+    written = page.read_text()
+    assert "stale" not in written and "### Scale" in written.split(report.SCALE_BEGIN)[1]
+    assert "### Watches left" in written.split(report.SCALE_BEGIN)[0]
+
+
+def test_an_unknown_scale_case_is_a_usage_error() -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--sections", "scale", "--scale-cases", "mutex,bogus"])
+    assert exit_.value.code == 2
 
 
 def test_an_unknown_section_is_a_usage_error() -> None:
