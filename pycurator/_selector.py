@@ -186,11 +186,29 @@ class SelectorBase:
         return f"{module}LeaderSelector({self.path!r}, id={self._id!r}, state={self._state.value})"
 
 
-class _Term:
+class TermBase:
+    """What both selectors' terms share: whether a term is ending, and whether
+    :meth:`LeaderSelector.requeue` asked for the next one meanwhile."""
+
+    def __init__(self) -> None:
+        self.ending = False  # it will not lead (again): its steps are ending
+        self.requeue = False  # queue again once its steps have ended
+
+    def requeue_when_over(self, auto_requeue: bool) -> bool:
+        """For ``requeue()`` during this term: True when the next term is now owed (it is
+        ending, the selector does not requeue by itself, and nobody asked before)."""
+        if not self.ending or auto_requeue or self.requeue:
+            return False
+        self.requeue = True
+        return True
+
+
+class _Term(TermBase):
     """One turn in the queue: its election's steps (on kazoo's callbacks), and the leadership
     it got, while ``lead`` runs on a worker of its own."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.election: Election | None = None
         self.task: Task | None = None
         self.leadership: Leadership | None = None
@@ -198,12 +216,14 @@ class _Term:
         self.lead_unit: object = None  # the thread (or greenlet) running ``lead``
 
     def deposed(self, reason: str) -> None:
+        self.ending = True
         if self.leadership is not None:
             self.leadership._end(reason)
 
     def end(self, reason: str) -> None:
         """End the term: a leader's ``lead`` is told (the node goes once it returns), a queued
         term leaves the queue now."""
+        self.ending = True
         if self.leading and self.leadership is not None:
             self.leadership._end(reason)
             return
@@ -265,12 +285,13 @@ class LeaderSelector(SelectorBase):
             self._queue()
 
     def requeue(self) -> bool:
-        """Queue again: True if queued, False when already queued or leading.
+        """Queue again: True if queued (or, while the last term's node is being deleted, to be
+        queued once it is), False when already queued or leading.
 
         Raises RuntimeError when not started or closed."""
         with self._lock:
             self._check_started("close() has already been called, or not started")
-            return self._queue()
+            return self._queue(asked=True)
 
     def has_leadership(self) -> bool:
         """True while ``lead`` runs and its term has not ended."""
@@ -288,7 +309,7 @@ class LeaderSelector(SelectorBase):
         return, and the node goes once it does."""
         term = self._term
         if term is not None and term.leadership is not None:
-            term.leadership._end("leadership interrupted")
+            term.deposed("leadership interrupted")
 
     def close(self, timeout: float | None = None) -> bool:
         """Leave the election, and wait until the node is gone: a queued node is deleted now;
@@ -330,9 +351,12 @@ class LeaderSelector(SelectorBase):
 
     # -- terms --------------------------------------------------------------------------------
 
-    def _queue(self) -> bool:
-        """Start a term unless one is under way (under the lock)."""
-        if self._term is not None or self._state is not Lifecycle.STARTED:
+    def _queue(self, asked: bool = False) -> bool:
+        """Start a term unless one is under way (under the lock); ``asked`` by
+        :meth:`requeue`, one that is ending queues again once it has ended."""
+        if self._term is not None:
+            return asked and self._term.requeue_when_over(self.auto_requeue)
+        if self._state is not Lifecycle.STARTED:
             return False
         term = self._term = _Term()
         term.election = self._election(
@@ -362,6 +386,7 @@ class LeaderSelector(SelectorBase):
             leadership._end("leadership given up")
             with self._lock:
                 term.leading = False
+                term.ending = True
                 term.end("leadership given up")  # the node goes now
 
     def _over(self, term: _Term, task: Task) -> None:
@@ -369,7 +394,7 @@ class LeaderSelector(SelectorBase):
         with self._lock:
             if self._term is term:
                 self._term = None
-        if self.auto_requeue and task.value != CLIENT_STOPPED:
+        if (self.auto_requeue or term.requeue) and task.value != CLIENT_STOPPED:
             # not on the thread that ended the term, which may be the caller of close()
             self._requeues.post(self._requeue_after)
 
@@ -378,4 +403,4 @@ class LeaderSelector(SelectorBase):
             self._queue()
 
 
-__all__ = ["LeaderSelector", "Leadership", "LeadershipBase", "SelectorBase"]
+__all__ = ["LeaderSelector", "Leadership", "LeadershipBase", "SelectorBase", "TermBase"]

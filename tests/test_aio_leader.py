@@ -7,6 +7,7 @@ import threading
 from collections.abc import Awaitable, Callable
 
 import pytest
+from kazoo.client import KazooClient
 
 from pycurator import aio
 from pycurator.testing import ClientFactory
@@ -78,3 +79,37 @@ def test_a_selector_runs_lead_on_the_loop_and_cancels_it_when_the_term_ends(
 
     run(main())
     eventually(lambda: children(a, zk_path) == [], what="every selector node gone")
+
+
+def test_a_selector_requeued_while_its_term_ends_leads_again(zk: KazooClient, zk_path: str) -> None:
+    async def main() -> None:
+        terms: list[aio.Leadership] = []
+        release = asyncio.Event()
+        second = asyncio.Event()
+
+        async def lead(leadership: aio.Leadership) -> None:
+            terms.append(leadership)
+            if len(terms) == 2:
+                second.set()
+                return
+            try:
+                await asyncio.Event().wait()  # lead until cancelled
+            finally:
+                await release.wait()  # ``lead`` outlives its term's end
+
+        selector = aio.LeaderSelector(zk, zk_path, lead, "a")
+        await selector.start()
+        await until(lambda: len(terms) == 1, "the first term leads")
+        assert not selector.requeue()  # leading: already queued
+        selector.interrupt_leadership()
+        assert selector.requeue() is True  # owed once the ending term's node is gone
+        assert selector.requeue() is False  # asked already
+        await asyncio.sleep(0)
+        assert not second.is_set() and len(children(zk, zk_path)) == 1
+        release.set()
+        await asyncio.wait_for(second.wait(), SOON)
+        assert terms[1].fencing_token > terms[0].fencing_token
+        assert await selector.close(SOON)
+
+    run(main())
+    eventually(lambda: children(zk, zk_path) == [], what="the selector's node gone")

@@ -310,3 +310,33 @@ def test_an_interrupted_term_with_auto_requeue_queues_again(
     eventually(lambda: len(lead.terms) == 2, what="leading again after the interruption")
     assert lead.terms[0].reason == "leadership interrupted"
     assert selector.has_leadership()
+
+
+def test_requeue_while_the_term_ends_queues_once_its_node_is_gone(
+    zk: KazooClient, zk_path: str, selectors: list[LeaderSelector]
+) -> None:
+    path = f"{zk_path}/leader"
+    lead_may_return = threading.Event()
+    terms: list[Leadership] = []
+    second = threading.Event()
+
+    def lead(leadership: Leadership) -> None:
+        terms.append(leadership)
+        if len(terms) == 2:
+            second.set()
+            return
+        leadership.lost_event.wait(SOON)
+        lead_may_return.wait(SOON)  # ``lead`` outlives its term's end
+
+    selector = LeaderSelector(zk, path, lead, "a")
+    selectors.append(selector)
+    selector.start()
+    eventually(lambda: len(terms) == 1, what="the first term leads")
+    assert not selector.requeue()  # leading: already queued
+    selector.interrupt_leadership()
+    assert selector.requeue() is True  # owed once the ending term's node is gone
+    assert selector.requeue() is False  # asked already
+    assert not second.is_set() and len(children(zk, path)) == 1
+    lead_may_return.set()
+    assert second.wait(SOON)
+    assert terms[1].fencing_token > terms[0].fencing_token

@@ -23,7 +23,7 @@ from .._engine import HeldNode
 from .._monitor import HoldMonitor
 from .._observe import CLIENT_STOPPED
 from .._participants import Participant, leader_of, participants_steps
-from .._selector import LeadershipBase, SelectorBase
+from .._selector import LeadershipBase, SelectorBase, TermBase
 from ._runner import log_failure, run_async
 
 log = logging.getLogger("pycurator")
@@ -54,10 +54,11 @@ class Leadership(LeadershipBase):
             self.lost_event.set()
 
 
-class _Term:
+class _Term(TermBase):
     """One turn in the queue: its election's task, and while it leads, ``lead``'s task."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.election: Election | None = None
         self.task: asyncio.Task[str] | None = None
         self.leadership: Leadership | None = None
@@ -68,6 +69,7 @@ class _Term:
         return self.lead_task is not None and not self.lead_task.done()
 
     def deposed(self, reason: str) -> None:
+        self.ending = True
         if self.leadership is not None:
             self.leadership._end(reason)
         if self.lead_task is not None:
@@ -76,6 +78,7 @@ class _Term:
     def end(self, reason: str) -> None:
         """End the term: a leader's ``lead`` is cancelled (the node goes once it has ended), a
         queued term leaves the queue now."""
+        self.ending = True
         if self.leading:
             self.deposed(reason)
             return
@@ -134,11 +137,12 @@ class LeaderSelector(SelectorBase):
         self._queue()
 
     def requeue(self) -> bool:
-        """Queue again: True if queued, False when already queued or leading.
+        """Queue again: True if queued (or, while the last term's node is being deleted, to be
+        queued once it is), False when already queued or leading.
 
         Raises RuntimeError when not started or closed."""
         self._check_started("close() has already been called, or not started")
-        return self._queue()
+        return self._queue(asked=True)
 
     def interrupt_leadership(self) -> None:
         """End the current term: ``lead`` is cancelled, and the node goes once it has ended."""
@@ -183,9 +187,13 @@ class LeaderSelector(SelectorBase):
 
     # -- terms --------------------------------------------------------------------------------
 
-    def _queue(self) -> bool:
+    def _queue(self, asked: bool = False) -> bool:
+        """Start a term unless one is under way; ``asked`` by :meth:`requeue`, one that is
+        ending queues again once it has ended."""
         loop = self._loop
-        if self._term is not None or self._state is not Lifecycle.STARTED or loop is None:
+        if self._term is not None:
+            return asked and self._term.requeue_when_over(self.auto_requeue)
+        if self._state is not Lifecycle.STARTED or loop is None:
             return False
         term = self._term = _Term()
         term.election = self._election(
@@ -219,6 +227,7 @@ class LeaderSelector(SelectorBase):
             log.exception("lead() of the leader selector on %s failed", self.path)
         finally:
             leadership._end("leadership given up")
+            term.ending = True
             if term.election is not None:
                 term.election.stop("leadership given up")  # the steps end: the node goes
 
@@ -227,7 +236,7 @@ class LeaderSelector(SelectorBase):
         if self._term is term:
             self._term = None
         ended_by = None if task.cancelled() or task.exception() else task.result()
-        if self.auto_requeue and ended_by not in (None, CLIENT_STOPPED):
+        if (self.auto_requeue or term.requeue) and ended_by not in (None, CLIENT_STOPPED):
             self._queue()
 
 
