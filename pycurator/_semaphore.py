@@ -303,13 +303,8 @@ class SemaphoreSteps:
         return _wire.sort_children(children, _wire.LEASE_NAME)
 
 
-class InterProcessSemaphoreV2:
-    """A pool of ``max_leases`` leases shared with Java Curator's ``InterProcessSemaphoreV2``.
-
-    Waiters are served in arrival order through the internal mutex. Nothing checks that every
-    participant uses the same ``max_leases`` (Curator does not either). Lease nodes hold
-    ``node_data`` (by default the host address, as Curator writes it).
-    """
+class SemaphoreBase:
+    """What both forms of the semaphore share: its settings, and the protocol's steps."""
 
     def __init__(
         self,
@@ -342,6 +337,15 @@ class InterProcessSemaphoreV2:
     def connection_policy(self) -> ConnectionPolicy:
         """What counts as a lost lease (see :mod:`pycurator._monitor`)."""
         return self._steps.policy
+
+
+class InterProcessSemaphoreV2(SemaphoreBase):
+    """A pool of ``max_leases`` leases shared with Java Curator's ``InterProcessSemaphoreV2``.
+
+    Waiters are served in arrival order through the internal mutex. Nothing checks that every
+    participant uses the same ``max_leases`` (Curator does not either). Lease nodes hold
+    ``node_data`` (by default the host address, as Curator writes it).
+    """
 
     def acquire(self, timeout: float | None = None) -> Lease | None:
         """One lease within ``timeout`` seconds (None: wait forever), or None on timeout."""

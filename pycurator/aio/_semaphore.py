@@ -15,7 +15,7 @@ from .._calls import delete_guaranteed_steps
 from .._checks import ConnectionPolicy
 from .._errors import LockLostError, LockNotOwnedError
 from .._hold import FollowedNode, Held, LossNotice
-from .._semaphore import SemaphoreSteps, lease_data_steps
+from .._semaphore import SemaphoreBase, SemaphoreSteps, lease_data_steps
 from ._lock import AsyncLockContext
 from ._runner import loop_notice, run_async
 
@@ -111,40 +111,8 @@ class Lease:
         return f"aio.Lease({self._hold.path!r})"
 
 
-class InterProcessSemaphoreV2:
+class InterProcessSemaphoreV2(SemaphoreBase):
     """The asyncio form of :class:`pycurator.InterProcessSemaphoreV2`."""
-
-    def __init__(
-        self,
-        client: KazooClient,
-        path: str,
-        max_leases: int,
-        *,
-        node_data: bytes | None = None,
-        acl: Sequence[Any] | None = None,
-        connection_policy: ConnectionPolicy = "standard",
-    ) -> None:
-        self._steps = SemaphoreSteps(client, path, max_leases, node_data, acl, connection_policy)
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this semaphore uses."""
-        return self._steps.client
-
-    @property
-    def path(self) -> str:
-        """The semaphore's path, as given."""
-        return self._steps.path
-
-    @property
-    def max_leases(self) -> int:
-        """How many leases there are (as this participant counts them)."""
-        return self._steps.max_leases
-
-    @property
-    def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see the threaded semaphore's)."""
-        return self._steps.policy
 
     async def acquire(self, timeout: float | None = None) -> Lease | None:
         """One lease within ``timeout`` seconds (None: wait forever), or None on timeout."""
