@@ -21,7 +21,7 @@ import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -133,12 +133,11 @@ class LockEngine:
         deadline = Deadline(timeout)
         while True:
             try:
-                node, children = yield from self.create_node_steps(deadline, driver)
+                node, decision = yield from self.create_node_steps(deadline, driver, decide=True)
             except DeadlineExpired:
                 return None
             held = False
-            wait = self._wait(node.path, children, deadline, driver)
-            children = None  # the wait keeps no listing (O(1) state per waiter)
+            wait = self._wait(node.path, decision, deadline, driver)
             try:
                 held = yield from wait
                 if held and not self.is_current_session(node):
@@ -158,11 +157,23 @@ class LockEngine:
         client_id = self.client.client_id
         return client_id is not None and client_id[0] == node.session_id
 
+    @overload
     def create_node_steps(
-        self, deadline: Deadline, driver: Driver | None = None
-    ) -> Steps[tuple[HeldNode, list[str] | None]]:
+        self, deadline: Deadline, driver: Driver | None = None, *, decide: Literal[False] = False
+    ) -> Steps[tuple[HeldNode, list[str] | None]]: ...
+
+    @overload
+    def create_node_steps(
+        self, deadline: Deadline, driver: Driver | None = None, *, decide: Literal[True]
+    ) -> Steps[tuple[HeldNode, Decision | None]]: ...
+
+    def create_node_steps(
+        self, deadline: Deadline, driver: Driver | None = None, *, decide: bool = False
+    ) -> Steps[tuple[HeldNode, list[str] | Decision | None]]:
         """Create our protected node; also the children listed right after it, when they came
-        in the same round trip (the listing is pipelined behind the create).
+        in the same round trip (the listing is pipelined behind the create). With ``decide``,
+        the driver's decision over that listing instead (:func:`decision_on_arrival`), so that
+        a waiter never holds a listing, not even one waiting to be read.
 
         Raises :class:`DeadlineExpired` when the deadline passes first; a create still on its
         way then (or when the wait is interrupted) is undone when it lands. Whatever error ends
@@ -186,7 +197,12 @@ class LockEngine:
                 create = _requests.create_node_async(
                     client, node_path, data, self.acl, ephemeral=True, sequence=sequence is None
                 )
-                listing = client.get_children_async(self.base_path)
+                if decide:
+                    listing = _requests.reduced_children_async(
+                        client, self.base_path, decision_on_arrival(create, driver)
+                    )
+                else:
+                    listing = client.get_children_async(self.base_path)
                 try:
                     created, stat = yield Await(create, deadline)
                 except NoNodeError:
@@ -201,13 +217,13 @@ class LockEngine:
                     raise
                 node = HeldNode(client.unchroot(created), stat.czxid, stat.ephemeralOwner)
                 try:
-                    children: list[str] | None = yield Await(listing, deadline)
+                    listed: list[str] | Decision | None = yield Await(listing, deadline)
                 except (*RETRYABLE, DeadlineExpired):
-                    children = None  # the lock loop lists again, or gives up, and deletes
+                    listed = None  # the lock loop lists again, or gives up, and deletes
                 except BaseException:
                     yield from delete_guaranteed_steps(client, node.path)
                     raise
-                return node, children
+                return node, listed
             except RETRYABLE:
                 failures += 1
                 try:
@@ -275,7 +291,7 @@ class LockEngine:
         return children
 
     def _wait(
-        self, node: str, children: list[str] | None, deadline: Deadline, driver: Driver
+        self, node: str, decision: Decision | None, deadline: Deadline, driver: Driver
     ) -> Steps[bool]:
         """The lock loop: decide, watch the node named by the driver, wait, decide again.
 
@@ -286,17 +302,14 @@ class LockEngine:
         the queue. Otherwise, and after a connection state change (our node may be gone with
         the session), the children are listed again, as Curator does. The watcher sends that
         first request as the deletion is read (:class:`_Watcher`). A wait that is interrupted
-        drops its watch.
+        drops its watch. ``decision``: the one made over the listing that came with our
+        create, if any.
         """
         client = self.client
         requests = deadline.for_requests()
         ours = _wire.node_name(node)
-        decision: Decision | None = None
-        if children is not None:
-            decision = driver.decide(driver.sort(children), ours)
-            children = None
-            if decision.holds and self.on_revoke is None:
-                return True  # held on the listing that came with the create: nothing to set up
+        if decision is not None and decision.holds and self.on_revoke is None:
+            return True  # held on the listing that came with the create: nothing to set up
         watcher = _Watcher((yield NewSignal()))
         client.add_listener(watcher.on_state)
         try:
@@ -310,7 +323,7 @@ class LockEngine:
                     watcher.state_changed = False
                     children = yield from self.children_steps(requests, watcher.take_answer())
                     decision, confirmed = driver.decide(driver.sort(children), ours), True
-                    children = None
+                    del children  # a waiter keeps no listing while it waits
                 if decision.holds:
                     if not confirmed:
                         exists = yield from retrying_steps(
@@ -415,6 +428,26 @@ class LockEngine:
         return _wire.full_paths(self.base_path, self.sorted_children())
 
 
+def decision_on_arrival(create: Any, driver: Driver) -> Callable[[list[str]], Decision | None]:
+    """The reduction of the listing pipelined behind our ``create`` (an async result): the
+    driver's decision over it, made by the connection thread as it reads the listing, when the
+    create's answer (read just before, the server answering in order) is already in. None when
+    there is nothing to decide on: the create failed, our node is not in the listing (our
+    session ended meanwhile), or the names do not sort; the lock loop then lists again and
+    decides there, as it would have."""
+
+    def reduce(children: list[str]) -> Decision | None:
+        if not create.ready() or not create.successful():
+            return None
+        created, _ = create.value
+        try:
+            return driver.decide(driver.sort(children), _wire.node_name(created))
+        except Exception:
+            return None
+
+    return reduce
+
+
 class _Watcher:
     """What wakes a waiting acquire: the watched node's deletion, a connection state change, or
     another event of its watch; and the request the loop makes first after the deletion, which
@@ -467,4 +500,4 @@ class _Watcher:
         return False
 
 
-__all__ = ["MAX_NODE_DATA", "HeldNode", "LockEngine"]
+__all__ = ["MAX_NODE_DATA", "HeldNode", "LockEngine", "decision_on_arrival"]

@@ -128,7 +128,9 @@ def call(client: KazooClient, request: Any, result: Any) -> None:
     client's connection, its answer to go to the async ``result``.
 
     ``KazooClient._call(request, async_object)``: raises when the client is stopped, otherwise
-    queues the request for the connection thread (kazoo 2.9.0 to 2.11.0). Every kazoo
+    queues the request for the connection thread, which answers ``result`` with what
+    ``request.deserialize(data, offset)`` returns, called on the request object itself as it
+    reads the reply (kazoo 2.9.0 to 2.11.0). Every kazoo
     ``*_async`` call goes through it too, so counting requests by wrapping it counts ours.
     """
     client._call(request, result)

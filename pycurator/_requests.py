@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -17,6 +17,7 @@ from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.protocol.serialization import (
     Create2,
     Exists,
+    GetChildren,
     read_string,
     write_buffer,
     write_string,
@@ -74,6 +75,38 @@ class CreateContainer:
     def deserialize(cls, data: bytes, offset: int) -> tuple[str, ZnodeStat]:
         path, offset = read_string(data, offset)
         return path, ZnodeStat._make(_stat.unpack_from(data, offset))
+
+
+@dataclass(frozen=True)
+class ReducedChildren:
+    """``getChildren`` without a watch, whose answer is reduced as the connection thread reads
+    it: the listing goes to ``reduce`` there, and only what that returns is kept for the
+    reader. A listing nobody has read yet then costs nothing while its reader waits its turn
+    (thousands of tasks queueing at once on one event loop would otherwise hold thousands of
+    listings of thousands of names each, until the loop came to them). ``reduce`` must not
+    raise: kazoo logs an error raised there."""
+
+    path: str
+    reduce: Callable[[list[str]], Any]
+
+    type: ClassVar[int] = GetChildren.type
+
+    def serialize(self) -> bytearray:
+        return bytearray(GetChildren(self.path, None).serialize())
+
+    def deserialize(self, data: bytes, offset: int) -> Any:
+        return self.reduce(GetChildren.deserialize(data, offset))
+
+
+def reduced_children_async(
+    client: KazooClient, path: str, reduce: Callable[[list[str]], Any]
+) -> Any:
+    """An async result answered with ``reduce(children of path)``, the reduction made by the
+    connection thread as the reply is read (:class:`ReducedChildren`); errors are kazoo's
+    (NoNodeError when ``path`` is gone)."""
+    result = client.handler.async_result()
+    _kazoo.call(client, ReducedChildren(prefixed(client, path), reduce), result)
+    return result
 
 
 @dataclass(frozen=True)
@@ -251,12 +284,14 @@ def remove_watches(client: KazooClient, path: str, watcher_type: int = WATCHER_T
 __all__ = [
     "CAN_REMOVE_WATCHES",
     "CreateContainer",
+    "ReducedChildren",
     "RemoveWatches",
     "create_container",
     "ensure_container_parents",
     "ensure_container_parents_steps",
     "make_containers_steps",
     "prefixed",
+    "reduced_children_async",
     "remove_watches",
     "send",
     "send_steps",

@@ -11,6 +11,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
 from pycurator import _kazoo
+from pycurator._requests import ReducedChildren
 from pycurator.testing import (
     SOON,
     STEADY_RECONNECT,
@@ -75,7 +76,8 @@ class RequestCounter:
         self._restore = _kazoo.observe_calls(client, self._saw)
 
     def _saw(self, request: Any) -> None:
-        kind = type(request).__name__
+        # a listing reduced as it is read is a getChildren on the wire
+        kind = "GetChildren" if isinstance(request, ReducedChildren) else type(request).__name__
         self.counts[kind] += 1
         self.senders.append((kind, threading.current_thread()))
 

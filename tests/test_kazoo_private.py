@@ -93,6 +93,25 @@ def test_call_sends_a_request_kazoo_does_not_know(zk: KazooClient, zk_path: str)
     assert path == f"{zk_path}/box" and stat.version == 0
 
 
+def test_the_answer_is_what_the_request_objects_deserialize_returns_on_the_connection_thread(
+    zk: KazooClient, zk_path: str
+) -> None:
+    zk.ensure_path(zk_path)
+    for name in ("b", "a"):
+        zk.create(f"{zk_path}/{name}")
+    readers: list[str] = []
+
+    def reduce(children: list[str]) -> str:
+        readers.append(threading.current_thread().name)
+        return ",".join(sorted(children))
+
+    result = _requests.reduced_children_async(zk, zk_path, reduce)
+    assert result.get(timeout=SOON) == "a,b"
+    assert readers and readers[0] != threading.current_thread().name
+    with pytest.raises(NoNodeError):
+        _requests.reduced_children_async(zk, f"{zk_path}/gone", reduce).get(timeout=SOON)
+
+
 def test_kazoo_reads_the_errors_it_knows_and_nowatcher_from_2_11() -> None:
     assert _kazoo.reads_error(NoNodeError.code)
     assert not _kazoo.reads_error(-999)
