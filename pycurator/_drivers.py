@@ -6,6 +6,7 @@ already in queue order (:func:`pycurator._wire.sort_children`), and the name of 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -21,7 +22,7 @@ class NodeVanishedError(LookupError):
         self.name = name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
     """``holds``: we hold it. Otherwise ``watch`` names the child to wait on, and
     ``then_holds`` says whether its deletion alone gives us the lock (nodes that sort before
@@ -71,7 +72,7 @@ def _index_of(children: Sequence[str], ours: str) -> int:
         raise NodeVanishedError(ours) from None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StandardDriver:
     """Curator's ``StandardLockInternalsDriver``: the first ``max_leases`` nodes hold the lock;
     a waiter watches the node ``max_leases`` places before its own."""
@@ -98,12 +99,14 @@ class StandardDriver:
 RW_SORT_TOKENS = (_wire.READ_LOCK_NAME, _wire.WRITE_LOCK_NAME)
 
 
+@functools.cache
 def write_driver() -> StandardDriver:
-    """The write side of ``InterProcessReadWriteLock``: a mutex over all children."""
+    """The write side of ``InterProcessReadWriteLock``: a mutex over all children (one
+    driver, immutable, serves every lock)."""
     return StandardDriver(_wire.WRITE_LOCK_NAME, 1, RW_SORT_TOKENS, relist_before_holding=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReadDriver:
     """The read side of ``InterProcessReadWriteLock``: held when no write node is ahead of ours;
     otherwise watch the first write node."""
@@ -129,7 +132,7 @@ class ReadDriver:
         raise NodeVanishedError(ours)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReadSideDriver:
     """The read side as one acquire sees it: :class:`ReadDriver`'s rule, except for the holder
     of the write lock, whose write node is ``write_node``: it holds the read lock at once, with

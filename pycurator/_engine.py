@@ -59,7 +59,7 @@ MAX_NODE_DATA = 0xFFFFF
 CREATE_RETRIES = 10
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HeldNode:
     """Our lock node: its path, its creation zxid (the fencing token), and its session."""
 

@@ -9,6 +9,7 @@ task). The threaded and the asyncio recipes share all three.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,14 @@ class LossNotice:
     """A recipe's notice of lost holds: ``lost_event`` (any object with ``set()`` and
     ``clear()``, by default a handler event) and callbacks ``callback(subject, reason)``, each
     run through ``spawn`` (by default in order on the handler's worker pool, see
-    :class:`~pycurator._background.SerialQueue`)."""
+    :class:`~pycurator._background.SerialQueue`).
+
+    The default event and queue are made on first use, not with the notice: a process holding
+    ten thousand locks nobody waits on or listens to would otherwise keep an event (a condition
+    and its waiters' deque) and a queue (another deque) per lock, two thirds of a hold's memory.
+    """
+
+    __slots__ = ("_callbacks", "_event", "_handler", "_lost", "_spawn")
 
     def __init__(
         self,
@@ -39,22 +47,56 @@ class LossNotice:
         event: Any = None,
         spawn: Callable[..., Any] | None = None,
     ) -> None:
-        self.lost_event = client.handler.event_object() if event is None else event
-        self._spawn = SerialQueue(client.handler).post if spawn is None else spawn
+        self._handler = client.handler
+        self._event = event
+        self._lost = False
+        self._spawn = spawn
         self._callbacks: list[Callable[[Any, str], None]] = []
+
+    @property
+    def lost_event(self) -> Any:
+        """The event set while a hold is not ours (made, in the current state, when first
+        asked for)."""
+        event = self._event
+        if event is None:
+            with _NOTICES_LOCK:
+                event = self._event
+                if event is None:
+                    event = self._handler.event_object()
+                    if self._lost:
+                        event.set()
+                    self._event = event
+        return event
+
+    def mark(self, lost: bool) -> None:
+        """Set (``lost``) or clear the event, without telling the callbacks."""
+        with _NOTICES_LOCK:
+            self._lost = lost
+            event = self._event
+            if event is not None:
+                if lost:
+                    event.set()
+                else:
+                    event.clear()
 
     def add(self, callback: Callable[[Any, str], None]) -> None:
         """Run ``callback(subject, reason)`` each time a hold stops being held."""
-        self._callbacks.append(callback)
+        with _NOTICES_LOCK:
+            if self._spawn is None:
+                self._spawn = SerialQueue(self._handler).post
+            self._callbacks.append(callback)
 
     def changed(self, subject: object, state: HoldState, reason: str) -> None:
         """A hold moved to ``state`` (from a :class:`HoldMonitor`)."""
-        if state is HoldState.HELD:
-            self.lost_event.clear()
-            return
-        self.lost_event.set()
-        for callback in list(self._callbacks):
-            self._spawn(callback, subject, reason)
+        lost = state is not HoldState.HELD
+        self.mark(lost)
+        if lost and self._spawn is not None:
+            for callback in list(self._callbacks):
+                self._spawn(callback, subject, reason)
+
+
+#: Guards the making of a notice's event against a change of its state (both rare and short).
+_NOTICES_LOCK = threading.Lock()
 
 
 class FollowedNode:
@@ -63,6 +105,8 @@ class FollowedNode:
     ``on_change(state, reason)`` hears each move between held and not held; ``report`` tells
     the hold's story (:mod:`pycurator._observe`).
     """
+
+    __slots__ = ("client", "monitor", "node")
 
     def __init__(
         self,
@@ -120,7 +164,7 @@ class FollowedNode:
         self.monitor.close()
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     hold: FollowedNode
     count: int = 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, TransactionRequest
 
@@ -86,7 +86,13 @@ class ReentrantLock(LockContext):
             engine.client, engine.base_path, unit_getter(engine.client.handler)
         )
         self._notice = LossNotice(engine.client)
-        self.lost_event = self._notice.lost_event
+
+    @property
+    def lost_event(self) -> Any:
+        """Set while a hold of this lock is not ours (lost, or suspended under the ``standard``
+        policy), until the next acquire; a handler event (``threading.Event`` under kazoo's
+        threading handler)."""
+        return self._notice.lost_event
 
     @property
     def path(self) -> str:
@@ -126,7 +132,7 @@ class ReentrantLock(LockContext):
         return None
 
     def _held(self, node: HeldNode, report: HoldReport) -> None:
-        self.lost_event.clear()
+        self._notice.mark(False)
         self._holds.add(
             FollowedNode(
                 self._engine.client,

@@ -73,6 +73,19 @@ class HoldMonitor:
     :mod:`pycurator._observe`).
     """
 
+    __slots__ = (
+        "_lock",
+        "_on_change",
+        "_session_id",
+        "_watching",
+        "client",
+        "node",
+        "policy",
+        "reason",
+        "report",
+        "state",
+    )
+
     def __init__(
         self,
         client: KazooClient,

@@ -45,7 +45,11 @@ def mutex_engine(
     validate_path(path)
     check_client_type(client)
     check_data(node_data)
-    return LockEngine(client, path, StandardDriver(_wire.LOCK_NAME), data=node_data, acl=acl)
+    return LockEngine(client, path, MUTEX_DRIVER, data=node_data, acl=acl)
+
+
+#: The mutex's driver: immutable, so one serves every mutex.
+MUTEX_DRIVER = StandardDriver(_wire.LOCK_NAME)
 
 
 __all__ = ["InterProcessMutex", "mutex_engine"]

@@ -64,7 +64,6 @@ class Lease:
         self._client = client
         self._closed = False
         self._notice = LossNotice(client) if notice is None else notice
-        self.lost_event = self._notice.lost_event
         named = self if subject is None else subject
         node, report = held
         self._hold = FollowedNode(
@@ -74,6 +73,11 @@ class Lease:
             lambda state, reason: self._notice.changed(named, state, reason),
             report,
         )
+
+    @property
+    def lost_event(self) -> Any:
+        """Set while the lease node is not known to be ours (see the class doc)."""
+        return self._notice.lost_event
 
     @property
     def path(self) -> str:
@@ -403,7 +407,7 @@ class InterProcessSemaphoreMutex(LockContext):
         self._lease: Lease | None = None
         self._guard = client.handler.lock_object()
         self._notice = LossNotice(client)
-        self._notice.lost_event.set()  # not held yet
+        self._notice.mark(True)  # not held yet
 
     @property
     def lost_event(self) -> Any:
@@ -422,7 +426,7 @@ class InterProcessSemaphoreMutex(LockContext):
         leases = run(steps.client, steps.acquire_steps(1, timeout))
         if leases is None:
             return False
-        self._notice.lost_event.clear()
+        self._notice.mark(False)
         lease = Lease(steps.client, leases[0], steps.policy, self._notice, subject=self)
         with self._guard:
             self._lease = lease
@@ -435,7 +439,7 @@ class InterProcessSemaphoreMutex(LockContext):
         if lease is None:
             raise LockNotOwnedError(self.path, f"Not acquired: {self.path}")
         lease.close()
-        self._notice.lost_event.set()
+        self._notice.mark(True)
 
     def is_acquired_in_this_process(self) -> bool:
         """True while this object holds the lock (by local bookkeeping)."""

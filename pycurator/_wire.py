@@ -101,10 +101,13 @@ def full_paths(parent: str, names: Sequence[str]) -> list[str]:
 
 
 @functools.lru_cache(maxsize=1)
+@functools.cache
 def default_node_data() -> bytes:
     """What Curator writes by default: ``InetAddress.getLocalHost().getHostAddress()``.
 
-    Empty if the local host name does not resolve, as Curator does.
+    Empty if the local host name does not resolve, as Curator does. Looked up once per process,
+    as Curator looks it up once per JVM (``CuratorFrameworkFactory``'s local address): a lock
+    made per tenant then costs neither a name look-up nor a bytes object of its own.
     """
     try:
         return socket.gethostbyname(socket.gethostname()).encode("ascii")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
@@ -16,6 +17,7 @@ from pycurator import (
     InterProcessMutex,
     InterProcessReadWriteLock,
     InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2,
     LockLostError,
 )
 from pycurator._drivers import StandardDriver
@@ -87,6 +89,37 @@ def test_a_node_deleted_by_another_client_is_lost(
         assert lock.lost_event.wait(SOON)
         with pytest.raises(LockLostError, match="lock node deleted"):
             lock.check()
+
+
+def lost(hold: Any) -> Callable[[], bool]:
+    return lambda: not hold.is_held()
+
+
+def test_a_lost_event_first_looked_at_after_the_loss_is_set(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    """The event is made when first asked for (a hold nobody waits on keeps none), in the
+    state the hold is in then; the next hold clears it."""
+    client, other = zk_client_factory(), zk_client_factory()
+    mutex = InterProcessMutex(client, f"{zk_path}/mutex")
+    lease = InterProcessSemaphoreV2(client, f"{zk_path}/semaphore", 2).acquire(SOON)
+    semaphore_mutex = InterProcessSemaphoreMutex(client, f"{zk_path}/semaphore-mutex")
+    assert lease is not None and mutex.acquire(SOON) and semaphore_mutex.acquire(SOON)
+    holds: list[Any] = [mutex, lease, semaphore_mutex]
+    assert mutex.lock_path is not None and semaphore_mutex.lease is not None
+    for node in (mutex.lock_path, lease.path, semaphore_mutex.lease.path):
+        other.delete(node)
+    for hold in holds:
+        eventually(lost(hold), what=f"{hold!r} lost")
+        assert hold.lost_event.is_set(), hold
+    mutex.release()
+    semaphore_mutex.release()
+    assert mutex.acquire(SOON) and semaphore_mutex.acquire(SOON)
+    assert not mutex.lost_event.is_set()
+    assert not semaphore_mutex.lost_event.is_set()
+    mutex.release()
+    semaphore_mutex.release()
+    lease.close()
 
 
 def test_check_outside_a_hold_raises(zk: KazooClient, zk_path: str) -> None:
