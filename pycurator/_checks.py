@@ -17,6 +17,9 @@ from . import _kazoo
 #: without limit: the clocks and the waits of threads, greenlets and event loops overflow
 #: somewhere beyond it.
 UNLIMITED_TIMEOUT = 1e9
+#: The longest session timeout ZooKeeper's protocol can carry, in whole seconds (it sends
+#: milliseconds as a 32-bit integer; a server grants at most its own maximum anyway).
+MAX_SESSION_TIMEOUT = 2_147_483.0
 
 ConnectionPolicy = Literal["standard", "session"]
 CONNECTION_POLICIES: tuple[ConnectionPolicy, ...] = ("standard", "session")
@@ -67,6 +70,7 @@ def check_policy(policy: str) -> ConnectionPolicy:
 
 __all__ = [
     "CONNECTION_POLICIES",
+    "MAX_SESSION_TIMEOUT",
     "UNLIMITED_TIMEOUT",
     "ConnectionPolicy",
     "check_client",

@@ -37,6 +37,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, OperationTimeoutError
 from kazoo.retry import KazooRetry
 
+from ._checks import MAX_SESSION_TIMEOUT, UNLIMITED_TIMEOUT
 from ._deadline import Deadline, DeadlineExpired
 from ._errors import ConnectTimeout
 from ._paths import validate_path
@@ -132,11 +133,13 @@ def default_handler() -> Any:
     return SequentialThreadingHandler()
 
 
-def _seconds(name: str, value: object) -> float:
+def _seconds(name: str, value: object, most: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite number of seconds > 0, not {value!r}")
+    if not math.isfinite(value) or value <= 0 or value > most:
+        raise ValueError(
+            f"{name} must be a finite number of seconds > 0 and at most {most:.0f}, not {value!r}"
+        )
     return float(value)
 
 
@@ -177,9 +180,11 @@ def connect(
       namespace needs no right to create above it. A refusal of the server (kazoo's
       ``NoAuthError``, ``NoNodeError`` when a chroot of ``hosts`` is missing) is raised
       unchanged.
-    - ``session_timeout``: seconds (the server grants a value within its bounds). Set the same
+    - ``session_timeout``: seconds (the server grants a value within its bounds), at most
+      :data:`~pycurator._checks.MAX_SESSION_TIMEOUT` (what the protocol carries). Set the same
       on the Java side (``sessionTimeoutMs``): a crashed holder blocks the others that long.
-    - ``connect_timeout``: seconds for the session and the namespace together.
+    - ``connect_timeout``: seconds for the session and the namespace together, below
+      :data:`~pycurator._checks.UNLIMITED_TIMEOUT` (about 32 years).
     - ``retry``: the client's ``command_retry`` (``client.retry(...)``); by default three retries
       a second apart, doubling. The connection is retried for ever (pass kazoo's
       ``connection_retry`` to change that). pycurator's recipes retry on their own.
@@ -196,8 +201,8 @@ def connect(
     for name, instead in _OWN_ARGUMENTS.items():
         if name in kazoo_kwargs:
             raise TypeError(f"connect() sets kazoo's {name}: give {instead}= instead")
-    session = _seconds("session_timeout", session_timeout)
-    within = _seconds("connect_timeout", connect_timeout)
+    session = _seconds("session_timeout", session_timeout, MAX_SESSION_TIMEOUT)
+    within = _seconds("connect_timeout", connect_timeout, UNLIMITED_TIMEOUT)
     full_hosts = with_namespace(hosts, namespace)
     if not isinstance(tls, (bool, TLSOptions)):
         raise TypeError(f"tls must be True, False or a TLSOptions, not {type(tls).__name__}")

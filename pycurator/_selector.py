@@ -28,7 +28,7 @@ from kazoo.client import KazooClient, TransactionRequest
 
 from . import _wire
 from ._background import SerialQueue
-from ._checks import ConnectionPolicy, check_client_type, check_policy
+from ._checks import ConnectionPolicy, check_client_type, check_policy, check_timeout
 from ._drivers import StandardDriver
 from ._election import Election, Lifecycle
 from ._engine import HeldNode, LockEngine
@@ -324,8 +324,10 @@ class LeaderSelector(SelectorBase):
         once it returns. Called from inside ``lead``, it ends the term and returns False at
         once (the node goes once ``lead`` returns).
 
-        Raises RuntimeError when not started or already closed.
+        Raises RuntimeError when not started or already closed, and TypeError or ValueError
+        for a timeout that is not a number >= 0 (a huge or infinite one means no limit).
         """
+        timeout = check_timeout(timeout)
         with self._lock:
             self._close()
             term = self._term

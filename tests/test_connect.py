@@ -5,6 +5,7 @@ clear error with nothing left running when it cannot connect in time."""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import socket
@@ -313,6 +314,10 @@ def test_tls_options_are_kazoo_s_ssl_arguments() -> None:
         ({"use_ssl": True}, TypeError, "give tls= instead"),
         ({"session_timeout": 0}, ValueError, "session_timeout must be a finite number"),
         ({"connect_timeout": float("nan")}, ValueError, "connect_timeout must be a finite"),
+        ({"connect_timeout": 1e10}, ValueError, "connect_timeout must be a finite number of"),
+        ({"connect_timeout": math.inf}, ValueError, "at most 1000000000, not inf"),
+        ({"session_timeout": 1e10}, ValueError, "session_timeout must be a finite number of"),
+        ({"session_timeout": 2_147_484}, ValueError, "at most 2147483, not 2147484"),
         ({"connect_timeout": "15"}, TypeError, "connect_timeout must be a number of seconds"),
         ({"tls": "yes"}, TypeError, "tls must be True, False or a TLSOptions"),
         ({"namespace": 7}, TypeError, "namespace must be a str"),

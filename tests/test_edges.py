@@ -7,6 +7,7 @@ import asyncio
 import logging
 import math
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,9 +21,12 @@ from pycurator import (
     Leadership,
     aio,
 )
+from pycurator.cli import EXIT_USAGE, main
 from pycurator.testing import ClientFactory, expire_kazoo_session
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .aio_support import run
+from .cli_support import start_cli
 from .support import SOON, Worker, children, eventually
 
 HUGE = [1e10, math.inf, 2**63]
@@ -72,6 +76,113 @@ def test_a_huge_timeout_waits_without_limit_in_asyncio(
     run(main())
 
 
+@pytest.mark.parametrize("timeout", HUGE)
+def test_a_huge_timeout_waits_for_a_semaphore_a_latch_and_a_closing_selector(
+    zk_client_factory: ClientFactory, zk_path: str, timeout: float
+) -> None:
+    """Each wait below waits for a while (nothing is free at once), so a timeout that
+    overflows the wait it is given would fail it."""
+    holder, waiter = zk_client_factory(), zk_client_factory()
+    taken = InterProcessSemaphoreV2(holder, f"{zk_path}/semaphore", 1).acquire(SOON)
+    assert taken is not None
+    semaphore = InterProcessSemaphoreV2(waiter, f"{zk_path}/semaphore", 1)
+    leader = LeaderLatch(holder, f"{zk_path}/latch", "leader")
+    leader.start()
+    assert leader.wait(SOON)
+    latch = LeaderLatch(waiter, f"{zk_path}/latch", "follower")
+    latch.start()
+    lease_worker, latch_worker = (
+        Worker(lambda: semaphore.acquire(timeout)),
+        Worker(lambda: latch.wait(timeout)),
+    )
+    lease_worker.start()
+    latch_worker.start()
+    eventually(lambda: len(children(holder, f"{zk_path}/semaphore/leases")) == 2, what="queued")
+    taken.close()
+    leader.close()
+    lease = lease_worker.outcome(SOON)
+    assert lease is not None
+    lease.close()
+    assert latch_worker.outcome(SOON) is True
+    latch.close()
+
+    leading, release = threading.Event(), threading.Event()
+
+    def lead(leadership: Leadership) -> None:
+        leading.set()
+        release.wait(SOON)  # ends a moment after close() began to wait
+
+    selector = LeaderSelector(waiter, f"{zk_path}/selector", lead, "a")
+    selector.start()
+    assert leading.wait(SOON)
+    threading.Timer(0.2, release.set).start()
+    assert selector.close(timeout) is True
+    assert children(holder, f"{zk_path}/selector") == []
+
+
+@pytest.mark.parametrize("timeout", HUGE)
+def test_an_awaited_close_with_a_huge_timeout_waits_for_lead(
+    zk: KazooClient, zk_path: str, timeout: float
+) -> None:
+    async def main() -> None:
+        leading = asyncio.Event()
+
+        async def lead(leadership: aio.Leadership) -> None:
+            leading.set()
+            await asyncio.sleep(0.2)  # ends a moment after close() began to wait
+
+        selector = aio.LeaderSelector(zk, f"{zk_path}/selector", lead, "a")
+        await selector.start()
+        await asyncio.wait_for(leading.wait(), SOON)
+        assert await selector.close(timeout) is True
+
+    run(main())
+    assert children(zk, f"{zk_path}/selector") == []
+
+
+@pytest.mark.parametrize("command", ["lock", "elect"])
+def test_a_huge_timeout_at_the_command_line_waits_without_limit(
+    zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str, command: str
+) -> None:
+    if command == "lock":
+        mutex = InterProcessMutex(zk, zk_path)
+        assert mutex.acquire(SOON)
+        let_go: Callable[[], object] = mutex.release
+        args = ["lock", "--timeout", "1e10", zk_path]
+    else:
+        latch = LeaderLatch(zk, zk_path, "first")
+        latch.start()
+        assert latch.wait(SOON)
+        let_go = latch.close
+        args = ["elect", "--timeout", "1e10", "--id", "second", zk_path]
+    process = start_cli("--hosts", zk_server.hosts, *args, "--", "echo", "ran")
+    try:
+        eventually(lambda: len(children(zk, zk_path)) == 2, what="the command line queued")
+        let_go()
+        out, err = process.communicate(timeout=SOON)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert out.strip() == "ran"
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("option", "most"), [("--connect-timeout", "1000000000"), ("--session-timeout", "2147483")]
+)
+def test_a_connection_timeout_too_large_to_carry_is_a_usage_line(
+    option: str, most: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--hosts", "127.0.0.1:1", option, "1e10", "inspect", "/locks/x"])
+    assert exit_info.value.code == EXIT_USAGE
+    assert f"argument {option}: must be a finite number > 0 and at most {most}, not '1e10'" in (
+        capsys.readouterr().err
+    )
+
+
 @pytest.mark.parametrize("timeout", [-1, math.nan])
 def test_a_negative_or_nan_timeout_is_still_refused(
     zk: KazooClient, zk_path: str, timeout: float
@@ -81,6 +192,25 @@ def test_a_negative_or_nan_timeout_is_still_refused(
     with pytest.raises(ValueError, match="timeout must be >= 0"):
         aio.InterProcessMutex(zk, zk_path).acquire(timeout)  # type: ignore[unused-coroutine]
     assert zk.exists(zk_path) is None
+    selector = LeaderSelector(zk, zk_path, lambda leadership: None, "a")
+    selector.start()
+    with pytest.raises(ValueError, match="timeout must be >= 0"):
+        selector.close(timeout)
+    assert selector.close(SOON) is True  # the refused call changed nothing
+
+    async def awaited() -> None:
+        selector = aio.LeaderSelector(zk, zk_path, _lead_nothing, "a")
+        await selector.start()
+        with pytest.raises(ValueError, match="timeout must be >= 0"):
+            await selector.close(timeout)
+        assert await selector.close(SOON) is True
+
+    run(awaited())
+    assert children(zk, zk_path) == []
+
+
+async def _lead_nothing(leadership: aio.Leadership) -> None:
+    return None
 
 
 def test_a_failing_lead_is_logged_by_both_selectors(

@@ -4,16 +4,18 @@ session's end does; the selector then leads only if requeued (or with ``auto_req
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from collections.abc import Iterator
 
 import pytest
 
-from pycurator import LeaderSelector, Leadership
+from pycurator import LeaderSelector, Leadership, aio
 from pycurator.testing import ClientFactory, FaultProxy, expire_kazoo_session
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
+from .aio_support import run, until
 from .support import SOON, STEADY_RECONNECT, children, eventually
 
 pytestmark = pytest.mark.usefixtures("zk_no_orphans")
@@ -139,3 +141,57 @@ def test_auto_requeue_queues_again_after_the_blip_ended_the_attempt(
     leader_turn.give_up.set()
     assert queued_turn.led.wait(SOON)
     assert queued.requeue() is False
+
+
+@pytest.mark.parametrize("policy", ["standard", "session"])
+def test_an_asyncio_queued_selector_follows_the_same_rule_through_a_blip(
+    zk_client_factory: ClientFactory,
+    front: FaultProxy,
+    zk_path: str,
+    selectors: list[LeaderSelector],
+    policy: str,
+) -> None:
+    """As the threaded selector: a blip ends the queued attempt under ``standard`` (it leads
+    once requeued), and keeps its place under ``session``."""
+    path = f"{zk_path}/leader"
+    leader_turn = Turn()
+    leader = LeaderSelector(zk_client_factory(), path, leader_turn, "leader")
+    selectors.append(leader)
+    leader.start()
+    assert leader_turn.led.wait(SOON)
+    client = zk_client_factory(hosts=front.hosts, timeout=30.0, connection_retry=STEADY_RECONNECT)
+    observer = zk_client_factory()
+
+    async def main() -> None:
+        led = asyncio.Event()
+
+        async def lead(leadership: aio.Leadership) -> None:
+            led.set()
+            await leadership.lost_event.wait()
+
+        queued = aio.LeaderSelector(
+            client,
+            path,
+            lead,
+            "queued",
+            connection_policy=policy,  # type: ignore[arg-type]
+        )
+        await queued.start()
+        await until(lambda: queued.our_path is not None, "queued behind the leader")
+        node = queued.our_path
+        front.drop_connections()
+        if policy == "standard":
+            await until(lambda: len(children(observer, path)) == 1, "the queued node deleted")
+        leader_turn.give_up.set()
+        if policy == "standard":
+            await until(lambda: children(observer, path) == [], "the leader's term over")
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(led.wait(), 0.5)  # out of the queue: it does not lead
+            assert queued.requeue() is True
+        await asyncio.wait_for(led.wait(), SOON)
+        if policy == "session":
+            assert queued.our_path == node  # the same place in the queue
+            assert queued.requeue() is False  # already leading
+        assert await queued.close(SOON) is True
+
+    run(main())

@@ -274,6 +274,24 @@ def test_a_latch_wait_after_the_client_stopped_raises_connection_closed(
         InterProcessMutex(client, zk_path).acquire()
 
 
+def test_an_asyncio_latch_wait_after_the_client_stopped_raises_connection_closed(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    client = zk_client_factory()
+
+    async def main() -> None:
+        latch = aio.LeaderLatch(client, zk_path, "a")
+        await latch.start()
+        assert await latch.wait(SOON)
+        client.stop()
+        with pytest.raises(ConnectionClosedError):
+            await asyncio.wait_for(latch.wait(), SOON)
+        with pytest.raises(ConnectionClosedError):
+            await asyncio.wait_for(aio.InterProcessMutex(client, zk_path).acquire(), SOON)
+
+    run(main())
+
+
 @pytest.mark.parametrize("kind", ["mutex", "read lock", "semaphore", "semaphore mutex", "latch"])
 def test_an_asyncio_wait_ends_with_connection_closed_when_its_client_is_stopped(
     zk_client_factory: ClientFactory, zk_path: str, kind: str

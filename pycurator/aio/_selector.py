@@ -17,7 +17,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._checks import ConnectionPolicy
+from .._checks import ConnectionPolicy, check_timeout
 from .._election import Election, Lifecycle
 from .._engine import HeldNode
 from .._monitor import HoldMonitor
@@ -161,8 +161,10 @@ class LeaderSelector(SelectorBase):
         reached), False when the timeout passed first. Awaited from inside ``lead``, it ends
         the term and returns False at once (``lead`` is cancelled at its next ``await``).
 
-        Raises RuntimeError when not started or already closed.
+        Raises RuntimeError when not started or already closed, and TypeError or ValueError
+        for a timeout that is not a number >= 0 (a huge or infinite one means no limit).
         """
+        timeout = check_timeout(timeout)
         self._close()
         term = self._term
         if term is None:

@@ -26,6 +26,7 @@ from kazoo.exceptions import (
 
 from .. import __version__
 from ._common import (
+    CONNECT_SECONDS,
     COUNT,
     DEFAULT_HOSTS,
     EXIT_CANNOT_RUN,
@@ -41,6 +42,7 @@ from ._common import (
     HOSTS_ENV,
     POSITIVE_SECONDS,
     SECONDS,
+    SESSION_SECONDS,
     CliError,
     number,
 )
@@ -154,14 +156,14 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     )
     parser.add_argument(
         "--connect-timeout",
-        type=POSITIVE_SECONDS,
+        type=CONNECT_SECONDS,
         default=default(15.0),
         metavar="S",
         help="seconds to wait for a connection (default: 15)",
     )
     parser.add_argument(
         "--session-timeout",
-        type=POSITIVE_SECONDS,
+        type=SESSION_SECONDS,
         default=default(10.0),
         metavar="S",
         help="ZooKeeper session timeout in seconds (default: 10)",

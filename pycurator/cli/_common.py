@@ -14,6 +14,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from .._checks import MAX_SESSION_TIMEOUT, UNLIMITED_TIMEOUT
 from .._connect import connect
 from .._errors import ConnectTimeout
 from .._paths import validate_path
@@ -149,9 +150,17 @@ def checked_path(value: str, what: str = "path") -> str:
         raise CliError(f"bad {what}: {exc}", EXIT_USAGE) from exc
 
 
-def number(kind: Callable[[str], float], minimum: float, inclusive: bool) -> Callable[[str], Any]:
-    """An argparse type: a finite number of type ``kind``, >= (or >) ``minimum``."""
+def number(
+    kind: Callable[[str], float],
+    minimum: float,
+    inclusive: bool,
+    maximum: float = math.inf,
+) -> Callable[[str], Any]:
+    """An argparse type: a finite number of type ``kind``, >= (or >) ``minimum`` and at most
+    ``maximum``."""
     bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
+    if maximum < math.inf:
+        bound += f" and at most {maximum:.0f}"
     noun = "a whole number" if kind is int else "a finite number"
 
     def parse(text: str) -> float:
@@ -159,16 +168,25 @@ def number(kind: Callable[[str], float], minimum: float, inclusive: bool) -> Cal
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be {noun} {bound}, not {text!r}") from None
-        if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
+        if (
+            not math.isfinite(value)
+            or value < minimum
+            or (value == minimum and not inclusive)
+            or value > maximum
+        ):
             raise argparse.ArgumentTypeError(f"must be {noun} {bound}, not {text!r}")
         return value
 
     return parse
 
 
-#: Seconds that may be zero (``--timeout 0``: try once), and seconds that may not.
+#: Seconds that may be zero (``--timeout 0``: try once), and seconds that may not; a huge
+#: ``--timeout`` waits without limit, as the library's timeouts do.
 SECONDS = number(float, 0, inclusive=True)
 POSITIVE_SECONDS = number(float, 0, inclusive=False)
+#: A connection's timeouts, which :func:`pycurator.connect` bounds.
+CONNECT_SECONDS = number(float, 0, inclusive=False, maximum=UNLIMITED_TIMEOUT)
+SESSION_SECONDS = number(float, 0, inclusive=False, maximum=MAX_SESSION_TIMEOUT)
 COUNT = number(int, 0, inclusive=True)
 
 
