@@ -27,6 +27,12 @@ and unchanged since 2.9.0; each point pinned by a test of the same name there):
   ``set()`` or ``set_exception()``.
 - ``select(rlist, wlist, xlist, timeout)``: ``select.select``'s contract, called with the server
   socket and the pair's reading end.
+- ``kazoo.handlers.threading.AsyncResult`` may be subclassed (the handler's results take
+  :func:`pycurator.handlers.link_inline` callbacks): an instance keeps its attributes in its
+  ``__dict__``, is answered only through ``set()`` and ``set_exception()``, and ``ready()``
+  tells whether it was.
+- ``kazoo.handlers.utils.fileobj_to_fd(obj)``: the descriptor of a socket or of anything with
+  ``fileno()``, as kazoo's own ``select`` finds it.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import queue
+import socket
 import threading
 from collections.abc import Iterator
 from importlib.metadata import version
@@ -21,6 +22,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.handlers.threading import AsyncResult, SequentialThreadingHandler
+from kazoo.handlers.utils import fileobj_to_fd
 from kazoo.protocol.states import Callback, WatchedEvent
 from kazoo.security import OPEN_ACL_UNSAFE
 
@@ -325,3 +327,44 @@ def test_observe_calls_sees_each_request_until_restored(zk: KazooClient, zk_path
     restore()
     zk.exists(zk_path)
     assert seen == ["Exists", "GetChildren"]
+
+
+def test_session_timeout_is_the_timeout_asked_for_in_seconds() -> None:
+    client = KazooClient(hosts="127.0.0.1:1", timeout=7.25)
+    try:
+        assert _kazoo.session_timeout(client) == 7.25
+    finally:
+        client.close()
+
+
+def test_async_result_may_be_subclassed_keeps_attributes_and_is_answered_by_set_only(
+    zk: KazooClient,
+) -> None:
+    """What pycurator.handlers' inline-linked result relies on: its own attribute lives in the
+    instance's ``__dict__``, and both kinds of answer go through the overridable methods."""
+    answered: list[str] = []
+
+    class Recording(AsyncResult):  # type: ignore[misc]
+        def set(self, value: Any = None) -> None:
+            answered.append("set")
+            super().set(value)
+
+        def set_exception(self, exception: BaseException) -> None:
+            answered.append("set_exception")
+            super().set_exception(exception)
+
+    result = Recording(zk.handler)
+    result.extra = "kept"
+    assert result.__dict__["extra"] == "kept" and not result.ready()
+    result.set(1)
+    assert result.ready() and result.get() == 1
+    failed = Recording(zk.handler)
+    failed.set_exception(NoNodeError())
+    assert failed.ready() and answered == ["set", "set_exception"]
+
+
+def test_fileobj_to_fd_finds_a_sockets_descriptor() -> None:
+    reading, writing = socket.socketpair()
+    with reading, writing:
+        assert fileobj_to_fd(reading) == reading.fileno()
+        assert fileobj_to_fd(writing.fileno()) == writing.fileno()
