@@ -1,6 +1,6 @@
 """Leaving an election with Java Curator as the next participant, and queued attempts through
-a connection blip in both languages: the rules pycurator follows are Curator's, and its
-shutdown never lets Java lead while a Python leader's ``lead`` still runs."""
+a connection blip or a session's end in both languages: the rules pycurator follows are
+Curator's, and its shutdown never lets Java lead while a Python leader's ``lead`` still runs."""
 
 from __future__ import annotations
 
@@ -14,7 +14,17 @@ from typing import Any
 import pytest
 
 from pycurator import LeaderSelector, Leadership, aio
-from pycurator.testing import ClientFactory, FaultProxy, curator_client, leader_class
+from pycurator.testing import (
+    CURATOR,
+    ClientFactory,
+    FaultProxy,
+    curator_client,
+    expire_kazoo_session,
+    expire_session,
+    jclass,
+    leader_class,
+    session_of,
+)
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from tests.aio_support import run
 from tests.support import SOON, STEADY_RECONNECT, children, eventually
@@ -175,3 +185,102 @@ def test_a_blip_ends_the_queued_attempts_of_both_languages_alike(
         java.give_up()
         java.java.close()
     assert python.close(SOON)
+
+
+@contextlib.contextmanager
+def session_policy_curator(hosts: str) -> Iterator[tuple[Any, threading.Event]]:
+    """A started Curator client built as ``new_curator`` builds one, but with
+    ``SessionConnectionStateErrorPolicy`` (only LOST is an error state), and an event set once
+    its connection state listeners were told LOST; the client is closed on exit."""
+    import jpype
+
+    lost = threading.Event()
+    states = jclass(f"{CURATOR}.framework.state.ConnectionState")
+
+    def state_changed(client: Any, state: Any) -> None:
+        if state == states.LOST:
+            lost.set()
+
+    client = (
+        jclass(f"{CURATOR}.framework.CuratorFrameworkFactory")
+        .builder()
+        .connectString(hosts)
+        .sessionTimeoutMs(10_000)
+        .connectionTimeoutMs(10_000)
+        .retryPolicy(jclass(f"{CURATOR}.retry.ExponentialBackoffRetry")(100, 10))
+        .ensembleTracker(False)
+        .connectionStateErrorPolicy(
+            jclass(f"{CURATOR}.framework.state.SessionConnectionStateErrorPolicy")()
+        )
+        .build()
+    )
+    try:
+        client.getConnectionStateListenable().addListener(
+            jpype.JProxy(
+                f"{CURATOR}.framework.state.ConnectionStateListener",
+                dict={"stateChanged": state_changed},
+            )
+        )
+        client.start()
+        unit = jclass("java.util.concurrent.TimeUnit")
+        assert client.blockUntilConnected(int(SOON * 1000), unit.MILLISECONDS)
+        yield client, lost
+    finally:
+        client.close()
+
+
+def test_a_session_expiry_ends_the_queued_attempts_of_both_languages_under_the_session_policy(
+    zk_server: ZooKeeperTarget,
+    zk_client_factory: ClientFactory,
+    zk_path: str,
+    closing: list[Any],
+) -> None:
+    """Curator's ``testKillSessionThenCloseShouldElectNewLeader`` rule for a queued selector,
+    under the policy where only the session's end is an error: a Java selector (its client's
+    ``SessionConnectionStateErrorPolicy``) and a Python one (``connection_policy="session"``),
+    queued behind a leader, leave the queue when their sessions expire, do not lead when the
+    leader's term ends, and lead in turn once requeued."""
+    path = f"{zk_path}/leader"
+    observer = zk_client_factory()
+    give_up, led, python_done = threading.Event(), threading.Event(), threading.Event()
+
+    def leader_lead(leadership: Leadership) -> None:
+        give_up.wait(SOON)
+
+    def python_lead(leadership: Leadership) -> None:
+        led.set()
+        python_done.wait(SOON)
+
+    leader = LeaderSelector(zk_client_factory(), path, leader_lead, "leader")
+    closing.append(leader)
+    leader.start()
+    eventually(leader.has_leadership, what="the leader leads")
+    python_client = zk_client_factory()
+    python = LeaderSelector(python_client, path, python_lead, "python", connection_policy="session")
+    closing.append(python)
+    with session_policy_curator(zk_server.hosts) as (java_client, java_lost):
+        java = JavaTurns(java_client, path, "java")
+        try:
+            python.start()
+            java.java.start()
+            eventually(lambda: len(children(observer, path)) == 3, what="both queued")
+            expire_kazoo_session(python_client)
+            expire_session(zk_server.hosts, *session_of(java_client))
+            assert java_lost.wait(SOON)
+            eventually(lambda: len(children(observer, path)) == 1, what="both queued nodes gone")
+            give_up.set()
+            eventually(lambda: children(observer, path) == [], what="the leader's term over")
+            assert not led.wait(1.0) and not java.led.is_set()  # out of the queue: nobody leads
+            assert python.requeue() is True
+            assert led.wait(SOON)
+            assert bool(java.java.requeue()) is True
+            eventually(lambda: len(children(observer, path)) == 2, what="java queued again")
+            assert not java.led.is_set()  # behind the Python leader
+            python_done.set()
+            assert java.led.wait(SOON)
+        finally:
+            java.give_up()
+            with contextlib.suppress(Exception):  # already closed
+                java.java.close()
+    assert python.close(SOON) and leader.close(SOON)
+    eventually(lambda: children(observer, path) == [], what="nothing left on the server")
