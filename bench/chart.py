@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 COLORS = {
     "pycurator": "#1f77b4",
     "pycurator-fast": "#17becf",
+    "pycurator-silent": "#aec7e8",
     "pycurator-metrics": "#9467bd",
     "pycurator-connect": "#2ca02c",
     "curator": "#d62728",

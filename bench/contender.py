@@ -12,12 +12,14 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 from kazoo.client import KazooClient
 
 KINDS = (
     "pycurator",
     "pycurator-fast",
+    "pycurator-silent",
     "pycurator-metrics",
     "pycurator-connect",
     "curator",
@@ -27,10 +29,44 @@ KINDS = (
 #: Where pycurator's lock listeners are measured: ``pycurator-fast`` with nobody listening,
 #: ``pycurator-metrics`` the same client with the Prometheus listener added.
 LISTENED = "pycurator-metrics"
+#: ``pycurator-fast`` with pycurator's reporting replaced by no-ops in its process (see
+#: :func:`_silence`): what reporting costs when nobody listens is ``pycurator-fast``'s cycle
+#: less this one's.
+SILENT = "pycurator-silent"
 #: Not a lock: one bare request (getData) as the "acquire", to measure what a round trip costs.
 ROUND_TRIP = "round-trip"
 
 Step = Callable[[], None]
+
+
+def _silence() -> None:
+    """Replace every method of pycurator's reporting (``Reporter``, ``HoldReport``) by a no-op,
+    in this process: no clock reading, no check, no event; an acquire's steps run unwrapped but
+    for the pair its caller expects (the node, and one shared report that does nothing)."""
+    from collections.abc import Generator
+
+    from pycurator._observe import HoldReport, Reporter
+
+    silent = HoldReport.__new__(HoldReport)  # nothing set: its methods read nothing
+
+    def wait_steps(self: Reporter, steps: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
+        node = yield from steps
+        return None if node is None else (node, silent)
+
+    stubs: dict[type, dict[str, Callable[..., Any]]] = {
+        Reporter: {
+            "waiting": lambda self: 0.0,
+            "acquired": lambda self, started, node: silent,
+            "ended": lambda self, started, kind, reason="": None,
+            "wait_steps": wait_steps,
+        },
+        HoldReport: {
+            name: lambda self, reason="": None for name in ("lost", "regained", "released")
+        },
+    }
+    for owner, methods in stubs.items():
+        for name, stub in methods.items():
+            setattr(owner, name, stub)
 
 
 def _kazoo_steps(kind: str, hosts: str, path: str) -> tuple[Step, Step, Step]:
@@ -39,7 +75,7 @@ def _kazoo_steps(kind: str, hosts: str, path: str) -> tuple[Step, Step, Step]:
 
         client = connect(hosts, connect_timeout=30)
     else:
-        if kind in ("pycurator-fast", LISTENED):  # a client built by hand on the fast handler
+        if kind in ("pycurator-fast", SILENT, LISTENED):  # built by hand on the fast handler
             from pycurator.handlers import FastThreadingHandler
 
             client = KazooClient(hosts=hosts, handler=FastThreadingHandler())
@@ -53,6 +89,8 @@ def _kazoo_steps(kind: str, hosts: str, path: str) -> tuple[Step, Step, Step]:
         from pycurator.contrib.prometheus import PrometheusMetrics
 
         add_lock_listener(PrometheusMetrics(CollectorRegistry()))
+    elif kind == SILENT:
+        _silence()
     if kind.startswith("pycurator"):
         from pycurator import InterProcessMutex
 

@@ -389,3 +389,69 @@ def test_a_removed_listener_hears_nothing_more_and_a_listener_must_be_callable(
     assert {e.path for e in mine.events()} == {f"{zk_path}/before"}
     with pytest.raises(TypeError, match="lock listener"):
         add_lock_listener("print")  # type: ignore[arg-type]
+
+
+def test_nobody_listening_and_a_quiet_logger_build_no_event_and_log_nothing(
+    zk: KazooClient,
+    zk_path: str,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The recipes still report (each wait and hold is told to its reporter), but with no
+    listener and the logger above INFO, no report makes a ``LockEvent`` or a record."""
+    monkeypatch.setattr(_observe, "_listeners", ())  # whatever another test left registered
+    built: list[tuple[Any, ...]] = []
+    told: list[LockEvent] = []
+    real_event, real_tell = _observe.LockEvent, _observe._tell
+
+    def event(*args: Any, **kwargs: Any) -> LockEvent:
+        built.append(args)
+        return real_event(*args, **kwargs)
+
+    def tell(event: LockEvent, level: int) -> None:
+        told.append(event)
+        real_tell(event, level)
+
+    monkeypatch.setattr(_observe, "LockEvent", event)
+    monkeypatch.setattr(_observe, "_tell", tell)
+    reported: list[tuple[str, str]] = []  # (what, recipe) of each report under zk_path
+
+    def spy(owner: type, name: str, reporter: Callable[[Any], _observe.Reporter]) -> None:
+        real = getattr(owner, name)
+
+        def spied(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if reporter(self).path.startswith(zk_path):
+                reported.append((name, reporter(self).recipe))
+            return real(self, *args, **kwargs)
+
+        monkeypatch.setattr(owner, name, spied)
+
+    for name in ("waiting", "acquired"):
+        spy(_observe.Reporter, name, lambda reporter: reporter)
+    spy(_observe.HoldReport, "released", lambda hold: hold.reporter)
+
+    async def aio_cycle() -> None:
+        async with aio.InterProcessMutex(zk, f"{zk_path}/aio"):
+            pass
+
+    with caplog.at_level(logging.WARNING, logger="pycurator"):
+        with InterProcessMutex(zk, f"{zk_path}/mutex"):
+            pass
+        run(aio_cycle())
+        lease = InterProcessSemaphoreV2(zk, f"{zk_path}/semaphore", 1).acquire(SOON)
+        assert lease is not None
+        lease.close()
+        latch = LeaderLatch(zk, f"{zk_path}/latch", "a")
+        latch.start()
+        assert latch.wait(SOON)
+        latch.close()
+        recipes = ["latch", "mutex", "mutex", "semaphore"]
+
+        def told_of(what: str) -> list[str]:
+            return sorted(recipe for said, recipe in reported if said == what)
+
+        # the term's end is reported on kazoo's thread
+        eventually(lambda: told_of("released") == recipes, what=f"each hold's end: {reported}")
+    assert told_of("waiting") == told_of("acquired") == recipes
+    assert (built, told) == ([], [])
+    assert [r for r in caplog.records if r.name == "pycurator"] == []
