@@ -28,6 +28,7 @@ SCALE_END = "<!-- bench-scale: end -->"
 NAMES = {
     "pycurator": "pycurator",
     "pycurator-fast": "pycurator, fast handler",
+    "pycurator-silent": "pycurator, fast handler, reporting replaced by no-ops",
     "pycurator-metrics": "pycurator, fast handler, Prometheus listener",
     "pycurator-connect": "pycurator, `connect()`'s client",
     "curator": "Java Curator",
@@ -102,6 +103,7 @@ def _cycle(results: dict[str, Any]) -> list[str]:
                 for kind in [*kinds, "curator"]
             ],
         )
+    lines += _reporting(cycle)
     rows = []
     for delayed in cycle.get("latency", []):
         for kind, row in delayed["table"].items():
@@ -135,6 +137,49 @@ def _cycle(results: dict[str, Any]) -> list[str]:
             rows,
         )
     return lines
+
+
+def _us(value: float) -> str:
+    return f"{value:+.1f}"
+
+
+def _reporting(cycle: dict[str, Any]) -> list[str]:
+    """What reporting costs the loopback cycle: each contender against the one whose reporting
+    is no-ops, with the same difference round by round (its noise)."""
+    reporting = cycle.get("reporting", {})
+    cost = reporting.get("cost", {})
+    if not cost:
+        return []
+    silent = NAMES.get(reporting["silent"], reporting["silent"])
+    repeats = len(next(iter(cost.values()))["repeat_us"])
+    over = f"the median over the {repeats} loopback measurements" if repeats > 1 else "one run"
+    rows = [
+        [
+            NAMES.get(kind, kind),
+            _us(row["us_per_cycle"]),
+            f"{row['percent_of_cycle']:+.1f}% of {row['silent_median_ms'] * 1e3:.0f} µs",
+            " / ".join(_us(us) for us in row["repeat_us"]),
+            f"{_us(min(row['round_us']))} to {_us(max(row['round_us']))}",
+            _us(row["cpu_us_per_cycle"]),
+        ]
+        for kind, row in cost.items()
+    ]
+    header = [
+        "contender",
+        "cycle median, µs more",
+        "of the cycle",
+        "each measurement, µs",
+        "each round, µs",
+        "client CPU µs more per cycle",
+    ]
+    return [
+        "",
+        f"What reporting costs on loopback: each cycle median less that of {silent} (the same"
+        f" client), {over}; round by round the two medians differ by the range shown, the"
+        " noise a cost has to stand out of:",
+        "",
+        *_table(header, rows),
+    ]
 
 
 def _drain(results: dict[str, Any]) -> list[str]:
@@ -288,6 +333,10 @@ RECIPES = {
     "rwlock": "InterProcessReadWriteLock, 90% reads",
     "semaphore": "InterProcessSemaphoreV2",
     "mutex": "InterProcessMutex",
+    "semaphore-mutex": "InterProcessSemaphoreMutex",
+    "multilock": "InterProcessMultiLock of 2 mutexes",
+    "latch": "LeaderLatch (start, await leadership, close)",
+    "leader": "LeaderSelector, auto-requeue (an operation: a term)",
 }
 
 

@@ -2,13 +2,25 @@
 Curator (``bench/java/Contender.java``, compiled here with ``javac`` against the Curator jars in
 use; no Python, no JPype) against a Python program on pycurator (no JVM).
 
-As in the ``contended`` section (whose Python worker this one runs), 5 threads (by default) each
-with a lock object of its own acquire and release one path for a fixed time, with one client
-shared by the threads or a client per thread, for a mutex, a read/write lock taking its read
-side 90% of the time, and a semaphore of 2 leases; blocks alternate their order from round to
-round and the figures are medians over rounds. pycurator runs on :func:`pycurator.connect`'s
-client (``pycurator-connect``) and on a ``KazooClient`` built by hand on kazoo's handler
-(``pycurator``) and on the fast handler (``pycurator-fast``).
+As in the ``contended`` section, 5 threads (by default) each with a lock object of its own
+acquire and release one path for a fixed time, with one client shared by the threads or a
+client per thread; blocks alternate their order from round to round and the figures are medians
+over rounds. Every recipe: the ``contended`` section's three (a mutex, a read/write lock taking
+its read side 90% of the time, a semaphore of 2 leases), run by its Python worker, and the
+others, run by this module's worker (``python -m bench.standalone SIDE RECIPE MODE HOSTS SECONDS
+THREADS PATH WARMUP``), which sets up, times and counts as that one does:
+
+- ``semaphore-mutex``: an ``InterProcessSemaphoreMutex``;
+- ``multilock``: an ``InterProcessMultiLock`` of two mutexes under the block's path, both taken
+  and released by each operation;
+- ``latch``: a ``LeaderLatch`` per operation (a latch starts once), started, awaited until it
+  leads, and closed: one election won;
+- ``leader``: a ``LeaderSelector`` per thread with auto-requeue, whose ``lead`` counts its term
+  and returns at once; an operation is a term, counted when it starts in the measured window.
+
+pycurator runs on :func:`pycurator.connect`'s client (``pycurator-connect``) and on a
+``KazooClient`` built by hand on kazoo's handler (``pycurator``) and on the fast handler
+(``pycurator-fast``).
 
 What differs from ``contended``: there Curator's threads are Python threads blocked in Curator's
 calls through JPype, in a Python process whose interpreter, GIL and JPype layer take part in
@@ -17,19 +29,25 @@ every call; here Curator runs as a Java service runs it.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import sys
 import tempfile
+import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .common import BENCH_ROOT, SESSION_TIMEOUT_S
+from . import contended
+from .common import BENCH_ROOT, SESSION_TIMEOUT_S, SOON
 from .contended import (
-    RECIPES,
+    Operation,
     block_arguments,
+    python_client,
     ratio_table,
     run_workers,
     settings,
@@ -48,6 +66,13 @@ SIDES = (JAVA, *PYTHON_SIDES)
 MODES = ("shared", "per-thread")
 #: The issue's targets for connect()'s client, as ratios to Curator's operations per second.
 TARGETS = {"shared": 0.8, "per-thread": 0.6}
+#: The recipes this module's worker runs (the ``contended`` section's worker runs the others).
+LOCKS = ("semaphore-mutex", "multilock", "latch")
+LEADER = "leader"
+OWN_RECIPES = (*LOCKS, LEADER)
+RECIPES = (*contended.RECIPES, *OWN_RECIPES)
+#: The multi-lock's two mutexes, under the block's path (as ``Contender.java``'s MULTILOCK).
+MULTILOCK = ("first", "second")
 
 
 class JavaUnavailable(RuntimeError):
@@ -111,6 +136,8 @@ def run(hosts: str, seconds: float, threads: int, rounds: int, warmup: float) ->
                         )
                         if side == JAVA:
                             command = java_command(build, classpath, arguments)
+                        elif recipe in OWN_RECIPES:
+                            command = own_worker_command(side, arguments)
                         else:
                             command = worker_command(side, arguments)
                         (result,) = run_workers([command], seconds)
@@ -136,3 +163,155 @@ def _check(side: str, result: dict[str, Any], versions: dict[str, str]) -> None:
         versions["java"] = str(result.get("java", "unknown"))
     elif result.get("jvm", True):
         raise RuntimeError(f"the {side} worker loaded JPype: it must run without a JVM")
+
+
+def own_worker_command(side: str, arguments: list[str]) -> list[str]:
+    """The command line of this module's worker for one block of :data:`OWN_RECIPES`."""
+    return [sys.executable, "-m", "bench.standalone", side, *arguments]
+
+
+def _operation(recipe: str, client: Any, path: str) -> Operation:
+    """One thread's operation on ``path`` for a recipe of :data:`LOCKS`."""
+    from pycurator import InterProcessMultiLock, InterProcessSemaphoreMutex, LeaderLatch
+
+    if recipe == "latch":
+
+        def latch_op(counts: dict[str, int]) -> bool:
+            latch = LeaderLatch(client, path)  # a latch starts once: one a time
+            latch.start()
+            try:
+                return latch.wait(SOON)
+            finally:
+                latch.close()
+
+        return latch_op
+    lock: Any = (
+        InterProcessSemaphoreMutex(client, path)
+        if recipe == "semaphore-mutex"
+        else InterProcessMultiLock(client, [f"{path}/{name}" for name in MULTILOCK])
+    )
+
+    def lock_op(counts: dict[str, int]) -> bool:
+        if not lock.acquire(SOON):
+            return False
+        lock.release()
+        return True
+
+    return lock_op
+
+
+def _loop(op: Operation, window: list[float]) -> Callable[[dict[str, int]], None]:
+    """A thread's part for a lock: ``op`` again and again until the window ends, counted in
+    ``mine`` once the window has begun (as the ``contended`` worker counts)."""
+
+    def run(mine: dict[str, int]) -> None:
+        spare = {"done": 0, "timeouts": 0}
+        while (now := time.monotonic()) < window[1]:
+            into = mine if now >= window[0] else spare
+            if op(into):
+                into["done"] += 1
+            else:
+                into["timeouts"] += 1
+
+    return run
+
+
+class _Terms:
+    """A thread's leader selector, requeued after every term: each term that starts within the
+    measured window is counted, and returns at once."""
+
+    def __init__(self, client: Any, path: str, window: list[float]) -> None:
+        from pycurator import LeaderSelector
+
+        self.window = window
+        self.counted = 0  # by one term at a time
+        self.selector = LeaderSelector(client, path, self._lead, auto_requeue=True)
+
+    def _lead(self, leadership: Any) -> None:
+        if self.window[0] <= time.monotonic() < self.window[1]:
+            self.counted += 1
+
+    def run(self, mine: dict[str, int]) -> None:
+        """Queue until the end of the window, then leave; the terms counted go to ``mine``."""
+        self.selector.start()
+        time.sleep(max(0.0, self.window[1] - time.monotonic()))
+        self.selector.close(SOON)
+        mine["done"] += self.counted
+
+
+def work(
+    side: str,
+    recipe: str,
+    mode: str,
+    hosts: str,
+    seconds: float,
+    threads: int,
+    go: Callable[[], None],
+    path: str,
+    warmup: float,
+) -> dict[str, float]:
+    """As :func:`bench.contended.work`, for a recipe of :data:`OWN_RECIPES`: set up, call
+    ``go``, run ``warmup`` seconds unmeasured and ``seconds`` measured; the counts and the
+    process's CPU time in the measured part."""
+    clients = [python_client(hosts, side) for _ in range(1 if mode == "shared" else threads)]
+    window = [0.0, 0.0]  # measured from, until (time.monotonic()), set before the start
+    parts = [
+        _Terms(clients[i % len(clients)], path, window).run
+        if recipe == LEADER
+        else _loop(_operation(recipe, clients[i % len(clients)], path), window)
+        for i in range(threads)
+    ]
+    counts = [{"done": 0, "timeouts": 0} for _ in range(threads)]
+    start = threading.Barrier(threads + 1)
+
+    def thread(part: Callable[[dict[str, int]], None], mine: dict[str, int]) -> None:
+        start.wait(SOON)
+        part(mine)
+
+    workers = [
+        threading.Thread(target=thread, args=(part, mine), daemon=True)
+        for part, mine in zip(parts, counts, strict=True)
+    ]
+    for worker in workers:
+        worker.start()
+    go()
+    window[0] = time.monotonic() + warmup
+    window[1] = window[0] + seconds
+    start.wait(SOON)
+    time.sleep(max(0.0, window[0] - time.monotonic()))  # the timed part starts then
+    cpu = time.process_time()
+    for worker in workers:
+        worker.join(seconds + 2 * SOON)
+    cpu = time.process_time() - cpu
+    for client in clients:
+        client.stop()
+        client.close()
+    done = sum(c["done"] for c in counts)
+    return {
+        "operations": done,
+        "ops_per_s": done / seconds,
+        "timeouts": sum(c["timeouts"] for c in counts),
+        "reads": 0,
+        "writes": 0,
+        "cpu_ms_per_op": cpu * 1e3 / done if done else 0.0,
+    }
+
+
+def _main(argv: list[str]) -> None:
+    side, recipe, mode, hosts, seconds, threads, path, warmup = argv
+    if side not in PYTHON_SIDES or recipe not in OWN_RECIPES or mode not in MODES:
+        raise SystemExit(f"unknown side, recipe or mode: {side} {recipe} {mode}")
+
+    def go() -> None:
+        print("ready", flush=True)
+        sys.stdin.readline()
+
+    result: dict[str, Any] = dict(
+        work(side, recipe, mode, hosts, float(seconds), int(threads), go, path, float(warmup))
+    )
+    result["jvm"] = "jpype" in sys.modules  # whether Java ran in this process
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

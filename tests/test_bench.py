@@ -98,10 +98,19 @@ def test_a_tiny_run_reports_every_section_and_the_machine(results: Any) -> None:
 def test_cycles_cover_every_contender_and_count_the_acquire_in_round_trips(results: Any) -> None:
     section = results["cycle"]
     assert set(section["loopback"]["table"]) == set(KINDS)
-    assert "pycurator-fast" in KINDS
+    assert {"pycurator-fast", "pycurator-silent", "pycurator-metrics"} <= set(KINDS)
     assert len(section["loopback_repeats"]) == 2
     for repeat in section["loopback_repeats"]:
         assert set(repeat["ratio_to_curator"]) == set(repeat["cpu_ms_per_cycle"]) == set(KINDS)
+    reporting = section["reporting"]  # each against the same client with reporting no-ops
+    assert reporting["silent"] == "pycurator-silent"
+    assert set(reporting["cost"]) == {"pycurator-fast", "pycurator-metrics"}
+    for row in reporting["cost"].values():
+        counts(row)  # differences: a tiny run may make any of them negative
+        assert row["silent_median_ms"] > 0
+        assert len(row["repeat_us"]) == len(row["repeat_percent"]) == 2
+        assert len(row["round_us"]) == 2  # a round in each repeat
+    assert "What reporting costs on loopback" in report.report(results)
     (delayed,) = section["latency"]
     assert delayed["added_ms_each_way"] == 1
     assert set(delayed["table"]) == {"pycurator", "curator"}
@@ -163,7 +172,8 @@ def test_standalone_programs_cover_each_recipe_mode_and_side_against_the_java_pr
     assert section["curator"].startswith("5.")  # the Java program's own Curator
     assert section["targets"] == {"shared": 0.8, "per-thread": 0.6}
     table = section["table"]
-    assert set(table) == {"rwlock", "semaphore", "mutex"}
+    contended = ["rwlock", "semaphore", "mutex"]  # then the rest, on the section's own worker
+    assert list(table) == [*contended, "semaphore-mutex", "multilock", "latch", "leader"]
     for modes in table.values():
         assert set(modes) == {"shared", "per-thread"}
         for sides in modes.values():
@@ -181,6 +191,9 @@ def test_standalone_programs_cover_each_recipe_mode_and_side_against_the_java_pr
     tables = report.report(results)
     assert "### Contended throughput, each side a program of its own" in tables
     assert tables.startswith("### Targets")
+    standalone_part = tables.split("### Contended throughput, each side a program of its own")[1]
+    for title in report.RECIPES.values():  # every recipe named, in the targets too
+        assert f"| {title}" in standalone_part and f"| {title}, a client per thread |" in tables
 
 
 def test_the_targets_table_says_which_figures_meet_their_targets() -> None:

@@ -4,12 +4,17 @@
  *
  * Usage: java -cp BUILD:CURATOR_CLASSPATH Contender RECIPE MODE HOSTS SECONDS THREADS PATH WARMUP
  *        SESSION_MS
- *   RECIPE  mutex | rwlock (90% reads) | semaphore (2 leases)
+ *   RECIPE  mutex | rwlock (90% reads) | semaphore (2 leases) | semaphore-mutex
+ *           | multilock (two mutexes under PATH, both taken and released each time)
+ *           | latch (a LeaderLatch a time: started, awaited, closed)
+ *           | leader (a LeaderSelector, auto-requeued, whose takeLeadership counts and returns)
  *   MODE    shared (one client for the threads) | per-thread (a client each)
- * It connects, makes a lock object per thread, prints "ready", waits for a line on stdin, runs
- * the threads for WARMUP seconds unmeasured (the JIT compiles Curator meanwhile) and then
- * SECONDS measured ones, and prints its counts as one JSON line, as bench/contended.py's Python
- * worker does.
+ * It connects, makes a lock object (or a selector) per thread, prints "ready", waits for a line
+ * on stdin, runs the threads for WARMUP seconds unmeasured (the JIT compiles Curator meanwhile)
+ * and then SECONDS measured ones, and prints its counts as one JSON line, as the Python workers
+ * (bench/contended.py's, bench/standalone.py's) do. A leader's operation is one term, counted
+ * in takeLeadership when it falls in the measured window; each thread's selector is queued from
+ * the start of the warmup to the end of the window.
  */
 
 import java.io.BufferedReader;
@@ -18,16 +23,23 @@ import java.io.InputStreamReader;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Properties;
 import java.util.Random;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
@@ -37,6 +49,10 @@ public final class Contender {
     private static final double READ_SHARE = 0.9;
 
     private static final int MAX_LEASES = 2;
+    /** The multi-lock's two mutexes, under the block's path (bench/standalone.py's MULTILOCK). */
+    private static final List<String> MULTILOCK = Arrays.asList("first", "second");
+    /** The recipe whose operations are a leader selector's terms. */
+    private static final String LEADER = "leader";
     /** An acquire that takes longer than this counts as a timeout (bench/common.py's SOON). */
     private static final long ACQUIRE_WAIT_MS = 60_000;
 
@@ -50,6 +66,41 @@ public final class Contender {
         long timeouts;
         long reads;
         long writes;
+    }
+
+    /**
+     * A thread's leader selector, requeued after every term: each term that starts within the
+     * measured window is counted, and returns at once.
+     */
+    private static final class Terms extends LeaderSelectorListenerAdapter {
+        private final LeaderSelector selector;
+        private final long[] window;
+        private final AtomicLong counted = new AtomicLong();
+
+        Terms(CuratorFramework client, String path, long[] window) {
+            this.window = window;
+            selector = new LeaderSelector(client, path, this);
+            selector.autoRequeue();
+        }
+
+        @Override
+        public void takeLeadership(CuratorFramework client) {
+            long now = System.nanoTime();
+            if (now >= window[0] && now < window[1]) {
+                counted.incrementAndGet();
+            }
+        }
+
+        /** Queue until the end of the window, then leave; the terms counted go to counts. */
+        void run(Counts counts) throws InterruptedException {
+            selector.start();
+            long left = window[1] - System.nanoTime();
+            if (left > 0) {
+                TimeUnit.NANOSECONDS.sleep(left);
+            }
+            selector.close();
+            counts.done += counted.get();
+        }
     }
 
     private Contender() {}
@@ -77,6 +128,41 @@ public final class Contender {
                     return true;
                 };
             }
+            case "semaphore-mutex": {
+                InterProcessSemaphoreMutex mutex = new InterProcessSemaphoreMutex(client, path);
+                return counts -> {
+                    if (!mutex.acquire(ACQUIRE_WAIT_MS, TimeUnit.MILLISECONDS)) {
+                        return false;
+                    }
+                    mutex.release();
+                    return true;
+                };
+            }
+            case "multilock": {
+                List<String> paths = new ArrayList<>();
+                for (String name : MULTILOCK) {
+                    paths.add(path + "/" + name);
+                }
+                InterProcessMultiLock both = new InterProcessMultiLock(client, paths);
+                return counts -> {
+                    if (!both.acquire(ACQUIRE_WAIT_MS, TimeUnit.MILLISECONDS)) {
+                        return false;
+                    }
+                    both.release();
+                    return true;
+                };
+            }
+            case "latch":
+                // a latch starts once: each operation is a latch of its own
+                return counts -> {
+                    LeaderLatch latch = new LeaderLatch(client, path);
+                    latch.start();
+                    try {
+                        return latch.await(ACQUIRE_WAIT_MS, TimeUnit.MILLISECONDS);
+                    } finally {
+                        latch.close();
+                    }
+                };
             case "rwlock": {
                 InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, path);
                 Random chance = new Random(seed);
@@ -162,23 +248,34 @@ public final class Contender {
                 clients.add(connect(hosts, sessionMs));
             }
         }
+        long[] window = new long[2]; // measured from, until (System.nanoTime), set before start
         List<Operation> ops = new ArrayList<>();
+        List<Terms> leaders = new ArrayList<>();
         List<Counts> counts = new ArrayList<>();
         for (int i = 0; i < threads; i++) {
-            ops.add(operation(recipe, clients.get(mode.equals("shared") ? 0 : i), path, i));
+            CuratorFramework client = clients.get(mode.equals("shared") ? 0 : i);
+            if (recipe.equals(LEADER)) {
+                leaders.add(new Terms(client, path, window));
+            } else {
+                ops.add(operation(recipe, client, path, i));
+            }
             counts.add(new Counts());
         }
         CyclicBarrier start = new CyclicBarrier(threads + 1);
-        long[] window = new long[2]; // measured from, until (System.nanoTime), set before start
         List<Throwable> errors = new ArrayList<>();
         List<Thread> workers = new ArrayList<>();
         for (int i = 0; i < threads; i++) {
-            Operation op = ops.get(i);
+            Operation op = leaders.isEmpty() ? ops.get(i) : null;
+            Terms terms = leaders.isEmpty() ? null : leaders.get(i);
             Counts mine = counts.get(i);
             Thread worker = new Thread(() -> {
                 Counts spare = new Counts();
                 try {
                     start.await();
+                    if (terms != null) {
+                        terms.run(mine);
+                        return;
+                    }
                     long now;
                     while ((now = System.nanoTime()) < window[1]) {
                         Counts into = now >= window[0] ? mine : spare;
