@@ -357,6 +357,53 @@ def test_an_asyncio_latch_tells_the_same_story(zk: KazooClient, zk_path: str, he
     assert heard.events()[-1].reason == "latch closed"
 
 
+def test_an_asyncio_selector_tells_its_term_and_a_queued_turn_closed_as_cancelled(
+    zk_client_factory: ClientFactory, zk_path: str, heard: Heard
+) -> None:
+    async def main() -> None:
+        leading = asyncio.Event()
+
+        async def lead(leadership: aio.Leadership) -> None:
+            leading.set()
+            await leadership.lost_event.wait()
+
+        first = aio.LeaderSelector(zk_client_factory(), zk_path, lead, "first")
+        second = aio.LeaderSelector(zk_client_factory(), zk_path, lead, "second")
+        await first.start()
+        await asyncio.wait_for(leading.wait(), SOON)
+        await second.start()
+        while len(await first.participants()) < 2:
+            await asyncio.sleep(0.02)
+        assert await second.close(SOON)
+        assert await first.close(SOON)
+
+    run(main())
+    heard.wait_for([WAITING, ACQUIRED, WAITING, CANCELLED, RELEASED])
+    events = heard.events()
+    assert {e.recipe for e in events} == {"selector"}
+    assert events[3].reason == "selector closed" and events[3].node is None
+    assert events[4].node == events[1].node
+
+
+def test_an_asyncio_semaphore_mutex_and_multi_lock_tell_the_same_stories(
+    zk: KazooClient, zk_path: str, heard: Heard
+) -> None:
+    paths = [f"{zk_path}/one", f"{zk_path}/two"]
+
+    async def main() -> None:
+        async with aio.InterProcessSemaphoreMutex(zk, f"{zk_path}/semaphore-mutex"):
+            pass
+        async with aio.InterProcessMultiLock(zk, paths):
+            pass
+
+    run(main())
+    heard.wait_for([WAITING, ACQUIRED, RELEASED], f"{zk_path}/semaphore-mutex")
+    assert {e.recipe for e in heard.events(f"{zk_path}/semaphore-mutex")} == {"semaphore-mutex"}
+    for path in paths:
+        heard.wait_for([WAITING, ACQUIRED, RELEASED], path)
+        assert {e.recipe for e in heard.events(path)} == {"mutex"}
+
+
 def test_a_failing_listener_is_logged_and_the_lock_goes_on(
     zk: KazooClient, zk_path: str, heard: Heard, caplog: pytest.LogCaptureFixture
 ) -> None:
