@@ -11,7 +11,8 @@ Sections (``--sections``, all by default):
 - ``throughput``: a semaphore and a read/write lock shared by Java and Python threads;
 - ``contended``: each side alone, 5 threads on a mutex, a read/write lock and a semaphore, with
   one shared client, a client per thread, and (pycurator) 5 processes; Curator through JPype;
-- ``standalone``: the same with each side a program of its own, as services run: a Java
+- ``standalone``: the same three and every other recipe (the semaphore mutex, a multi-lock, a
+  latch won, a selector's terms), each side a program of its own, as services run: a Java
   program on Curator (compiled with ``javac`` against the Curator jars in use) against a Python
   program on pycurator, on ``connect()``'s client and on ``KazooClient``s built by hand (it takes
   the ``--contended-*`` options);
