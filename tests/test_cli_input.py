@@ -118,7 +118,10 @@ def test_a_meaningless_number_before_the_command_is_one_usage_line_naming_the_op
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     line = parse_error(["--session-timeout", "nan", "inspect", "/locks/x"], capsys)
-    assert "argument --session-timeout: must be a finite number > 0, not 'nan'" in line
+    assert (
+        "argument --session-timeout: must be a finite number > 0 and at most 2147483, not 'nan'"
+        in line
+    )
 
 
 @pytest.mark.parametrize(

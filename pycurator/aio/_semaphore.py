@@ -41,7 +41,6 @@ class Lease:
         self._client = client
         self._closed = False
         self._notice = loop_notice(client, asyncio.Event()) if notice is None else notice
-        self.lost_event: asyncio.Event = self._notice.lost_event.event
         named = self if subject is None else subject
         notice_ = self._notice
         node, report = held
@@ -52,6 +51,12 @@ class Lease:
             lambda state, reason: notice_.changed(named, state, reason),
             report,
         )
+
+    @property
+    def lost_event(self) -> asyncio.Event:
+        """Set while the lease node is not known to be ours (see the class doc)."""
+        event: asyncio.Event = self._notice.lost_event.event
+        return event
 
     @property
     def path(self) -> str:
