@@ -158,37 +158,66 @@ def work(
     shared = new_client() if mode == "shared" else None
     clients = [shared] if shared is not None else [new_client() for _ in range(threads)]
     ops = [_operation(side, recipe, shared or clients[i], path, seed=i) for i in range(threads)]
-    counts = [{"done": 0, "timeouts": 0, "reads": 0, "writes": 0} for _ in range(threads)]
-    measured, end = [0.0], [0.0]
-    start = threading.Barrier(threads + 1)
+    window = [0.0, 0.0]
+    counts, cpu = run_parts([loop(op, window) for op in ops], go, window, warmup, seconds)
+    for client in clients:
+        close(client)
+    return summary(counts, seconds, cpu)
 
-    def loop(op: Operation, mine: dict[str, int]) -> None:
-        start.wait(SOON)
-        spare = {"done": 0, "timeouts": 0, "reads": 0, "writes": 0}
-        while (now := time.monotonic()) < end[0]:
-            into = mine if now >= measured[0] else spare
+
+#: A thread's part of a measurement: it counts into the dict it is given.
+Part = Callable[[dict[str, int]], None]
+
+
+def loop(op: Operation, window: list[float]) -> Part:
+    """A thread's part: ``op`` again and again until ``window`` (measured from, until, on
+    ``time.monotonic()``) ends, counted once it has begun (``op`` may count reads and writes
+    too)."""
+
+    def run(mine: dict[str, int]) -> None:
+        spare = _counts()
+        while (now := time.monotonic()) < window[1]:
+            into = mine if now >= window[0] else spare
             if op(into):
                 into["done"] += 1
             else:
                 into["timeouts"] += 1
 
+    return run
+
+
+def run_parts(
+    parts: list[Part], go: Callable[[], None], window: list[float], warmup: float, seconds: float
+) -> tuple[list[dict[str, int]], float]:
+    """Start a thread per part, call ``go`` (which returns when it is time), set ``window`` to
+    ``warmup`` seconds from now and ``seconds`` after that, let the parts run, and wait for
+    them: each part's counts, and the process's CPU seconds in the measured part."""
+    counts = [_counts() for _ in parts]
+    start = threading.Barrier(len(parts) + 1)
+
+    def thread(part: Part, mine: dict[str, int]) -> None:
+        start.wait(SOON)
+        part(mine)
+
     workers = [
-        threading.Thread(target=loop, args=(op, mine), daemon=True)
-        for op, mine in zip(ops, counts, strict=True)
+        threading.Thread(target=thread, args=(part, mine), daemon=True)
+        for part, mine in zip(parts, counts, strict=True)
     ]
     for worker in workers:
         worker.start()
     go()
-    measured[0] = time.monotonic() + warmup
-    end[0] = measured[0] + seconds
+    window[0] = time.monotonic() + warmup
+    window[1] = window[0] + seconds
     start.wait(SOON)
-    time.sleep(max(0.0, measured[0] - time.monotonic()))  # the timed part starts then
+    time.sleep(max(0.0, window[0] - time.monotonic()))  # the timed part starts then
     cpu = time.process_time()
     for worker in workers:
         worker.join(seconds + 2 * SOON)
-    cpu = time.process_time() - cpu
-    for client in clients:
-        close(client)
+    return counts, time.process_time() - cpu
+
+
+def summary(counts: list[dict[str, int]], seconds: float, cpu: float) -> dict[str, float]:
+    """What a worker reports of its parts' counts over ``seconds`` and ``cpu`` seconds."""
     done = sum(c["done"] for c in counts)
     return {
         "operations": done,
@@ -198,6 +227,10 @@ def work(
         "writes": sum(c["writes"] for c in counts),
         "cpu_ms_per_op": cpu * 1e3 / done if done else 0.0,
     }
+
+
+def _counts() -> dict[str, int]:
+    return {"done": 0, "timeouts": 0, "reads": 0, "writes": 0}
 
 
 def worker_command(side: str, arguments: list[str]) -> list[str]:

@@ -34,7 +34,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -200,22 +199,6 @@ def _operation(recipe: str, client: Any, path: str) -> Operation:
     return lock_op
 
 
-def _loop(op: Operation, window: list[float]) -> Callable[[dict[str, int]], None]:
-    """A thread's part for a lock: ``op`` again and again until the window ends, counted in
-    ``mine`` once the window has begun (as the ``contended`` worker counts)."""
-
-    def run(mine: dict[str, int]) -> None:
-        spare = {"done": 0, "timeouts": 0}
-        while (now := time.monotonic()) < window[1]:
-            into = mine if now >= window[0] else spare
-            if op(into):
-                into["done"] += 1
-            else:
-                into["timeouts"] += 1
-
-    return run
-
-
 class _Terms:
     """A thread's leader selector, requeued after every term: each term that starts within the
     measured window is counted, and returns at once."""
@@ -258,43 +241,14 @@ def work(
     parts = [
         _Terms(clients[i % len(clients)], path, window).run
         if recipe == LEADER
-        else _loop(_operation(recipe, clients[i % len(clients)], path), window)
+        else contended.loop(_operation(recipe, clients[i % len(clients)], path), window)
         for i in range(threads)
     ]
-    counts = [{"done": 0, "timeouts": 0} for _ in range(threads)]
-    start = threading.Barrier(threads + 1)
-
-    def thread(part: Callable[[dict[str, int]], None], mine: dict[str, int]) -> None:
-        start.wait(SOON)
-        part(mine)
-
-    workers = [
-        threading.Thread(target=thread, args=(part, mine), daemon=True)
-        for part, mine in zip(parts, counts, strict=True)
-    ]
-    for worker in workers:
-        worker.start()
-    go()
-    window[0] = time.monotonic() + warmup
-    window[1] = window[0] + seconds
-    start.wait(SOON)
-    time.sleep(max(0.0, window[0] - time.monotonic()))  # the timed part starts then
-    cpu = time.process_time()
-    for worker in workers:
-        worker.join(seconds + 2 * SOON)
-    cpu = time.process_time() - cpu
+    counts, cpu = contended.run_parts(parts, go, window, warmup, seconds)
     for client in clients:
         client.stop()
         client.close()
-    done = sum(c["done"] for c in counts)
-    return {
-        "operations": done,
-        "ops_per_s": done / seconds,
-        "timeouts": sum(c["timeouts"] for c in counts),
-        "reads": 0,
-        "writes": 0,
-        "cpu_ms_per_op": cpu * 1e3 / done if done else 0.0,
-    }
+    return contended.summary(counts, seconds, cpu)
 
 
 def _main(argv: list[str]) -> None:
