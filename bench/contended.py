@@ -381,10 +381,12 @@ def settings(seconds: float, threads: int, rounds: int, warmup: float) -> dict[s
     }
 
 
-def _main(argv: list[str]) -> None:
+def serve(argv: list[str], work: Any, known: Callable[[str, str, str], bool]) -> None:
+    """A worker process: ``work`` one block as ``argv`` says (SIDE RECIPE MODE HOSTS SECONDS
+    THREADS PATH WARMUP, which ``known(side, recipe, mode)`` must accept), starting when a line
+    comes on stdin after it printed ``ready``; prints its counts as a JSON line."""
     side, recipe, mode, hosts, seconds, threads, path, warmup = argv
-    known = (*SIDES, *PYTHON_SIDES)
-    if side not in known or recipe not in RECIPES or mode not in ("shared", "per-thread", "single"):
+    if not known(side, recipe, mode):
         raise SystemExit(f"unknown side, recipe or mode: {side} {recipe} {mode}")
 
     def go() -> None:
@@ -396,6 +398,18 @@ def _main(argv: list[str]) -> None:
     )
     result["jvm"] = "jpype" in sys.modules  # whether Java ran in this process
     print(json.dumps(result), flush=True)
+
+
+def _main(argv: list[str]) -> None:
+    serve(
+        argv,
+        work,
+        lambda side, recipe, mode: (
+            side in (*SIDES, *PYTHON_SIDES)
+            and recipe in RECIPES
+            and mode in ("shared", "per-thread", "single")
+        ),
+    )
 
 
 if __name__ == "__main__":

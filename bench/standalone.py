@@ -29,7 +29,6 @@ every call; here Curator runs as a Java service runs it.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -252,19 +251,11 @@ def work(
 
 
 def _main(argv: list[str]) -> None:
-    side, recipe, mode, hosts, seconds, threads, path, warmup = argv
-    if side not in PYTHON_SIDES or recipe not in OWN_RECIPES or mode not in MODES:
-        raise SystemExit(f"unknown side, recipe or mode: {side} {recipe} {mode}")
-
-    def go() -> None:
-        print("ready", flush=True)
-        sys.stdin.readline()
-
-    result: dict[str, Any] = dict(
-        work(side, recipe, mode, hosts, float(seconds), int(threads), go, path, float(warmup))
+    contended.serve(
+        argv,
+        work,
+        lambda side, recipe, mode: side in PYTHON_SIDES and recipe in OWN_RECIPES and mode in MODES,
     )
-    result["jvm"] = "jpype" in sys.modules  # whether Java ran in this process
-    print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":
