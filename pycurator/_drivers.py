@@ -95,6 +95,11 @@ class StandardDriver:
         return Decision(False, children[index - self.max_leases], index == self.max_leases)
 
 
+#: The drivers of Curator's mutex (and the selector, whose node is a mutex node) and latch:
+#: immutable, so one of each serves every lock and election.
+MUTEX_DRIVER = StandardDriver(_wire.LOCK_NAME)
+LATCH_DRIVER = StandardDriver(_wire.LATCH_NAME)
+
 #: Sort order of the read/write lock: strip ``__READ__``, then ``__WRIT__``.
 RW_SORT_TOKENS = (_wire.READ_LOCK_NAME, _wire.WRITE_LOCK_NAME)
 

@@ -20,7 +20,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError
 
 from . import _wire
-from ._drivers import ReadDriver, StandardDriver, write_driver
+from ._drivers import LATCH_DRIVER, MUTEX_DRIVER, ReadDriver, StandardDriver, write_driver
 from ._revocation import is_lock_node_name
 
 #: Position of a holder; waiters count 1, 2, ... in the order they will be served.
@@ -120,13 +120,13 @@ def _classify_standard(
 
 def classify_mutex(entries: Sequence[Entry]) -> list[Participant]:
     """Mutex: the mutex driver's order and decision (the first node holds it)."""
-    return _classify_standard(entries, StandardDriver(), "mutex")
+    return _classify_standard(entries, MUTEX_DRIVER, "mutex")
 
 
 def classify_latch(entries: Sequence[Entry]) -> list[Participant]:
     """Leader latch: nodes in queue order (by the part after ``latch-``), the first leads. This
     is Curator's ``getParticipants()``; the ids are the nodes' data."""
-    return _classify_standard(entries, StandardDriver(_wire.LATCH_NAME), "latch")
+    return _classify_standard(entries, LATCH_DRIVER, "latch")
 
 
 def classify_read_write(entries: Sequence[Entry]) -> list[Participant]:

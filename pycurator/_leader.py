@@ -16,12 +16,12 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError
 
-from . import _kazoo, _wire
+from . import _kazoo
 from ._background import SerialQueue
 from ._calls import DELETE_WAIT
 from ._checks import ConnectionPolicy, check_client_type, check_policy, check_timeout
 from ._deadline import Deadline
-from ._drivers import StandardDriver
+from ._drivers import LATCH_DRIVER
 from ._election import Election, Lifecycle
 from ._engine import HeldNode, LockEngine
 from ._errors import LockLostError
@@ -74,9 +74,7 @@ class LatchBase:
         data = id_bytes(id)
         self._close_mode = check_close_mode(close_mode)
         self._policy = check_policy(connection_policy)
-        self._engine = LockEngine(
-            client, path, StandardDriver(_wire.LATCH_NAME), data=data, acl=acl
-        )
+        self._engine = LockEngine(client, path, LATCH_DRIVER, data=data, acl=acl)
         self._report = Reporter("latch", path)
         self._id = id
         self._state = Lifecycle.LATENT

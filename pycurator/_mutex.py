@@ -7,9 +7,8 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from . import _wire
 from ._checks import ConnectionPolicy, check_client_type, check_data
-from ._drivers import StandardDriver
+from ._drivers import MUTEX_DRIVER
 from ._engine import LockEngine
 from ._lock import ReentrantLock
 from ._paths import validate_path
@@ -46,10 +45,6 @@ def mutex_engine(
     check_client_type(client)
     check_data(node_data)
     return LockEngine(client, path, MUTEX_DRIVER, data=node_data, acl=acl)
-
-
-#: The mutex's driver: immutable, so one serves every mutex.
-MUTEX_DRIVER = StandardDriver(_wire.LOCK_NAME)
 
 
 __all__ = ["InterProcessMutex", "mutex_engine"]

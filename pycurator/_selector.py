@@ -26,10 +26,9 @@ from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from . import _wire
 from ._background import SerialQueue
 from ._checks import ConnectionPolicy, check_client_type, check_policy, check_timeout
-from ._drivers import StandardDriver
+from ._drivers import MUTEX_DRIVER
 from ._election import Election, Lifecycle
 from ._engine import HeldNode, LockEngine
 from ._errors import LockLostError
@@ -129,7 +128,7 @@ class SelectorBase:
         if not isinstance(auto_requeue, bool):
             raise TypeError(f"auto_requeue must be a bool, not {type(auto_requeue).__name__}")
         self._policy: ConnectionPolicy = check_policy(connection_policy)
-        self._engine = LockEngine(client, path, StandardDriver(_wire.LOCK_NAME), data=data, acl=acl)
+        self._engine = LockEngine(client, path, MUTEX_DRIVER, data=data, acl=acl)
         self._report = Reporter("selector", path)
         self._lead = lead
         self._id = id

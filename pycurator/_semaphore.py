@@ -26,7 +26,7 @@ from ._calls import (
 )
 from ._checks import ConnectionPolicy, check_client_type, check_data, check_policy, check_timeout
 from ._deadline import Deadline, DeadlineExpired
-from ._drivers import StandardDriver
+from ._drivers import MUTEX_DRIVER, StandardDriver
 from ._engine import HeldNode, LockEngine
 from ._errors import LockLostError, LockNotOwnedError
 from ._hold import FollowedNode, Held, LossNotice
@@ -185,7 +185,7 @@ class SemaphoreSteps:
         self._lock = LockEngine(
             client,
             _wire.join_path(path, _wire.SEMAPHORE_LOCK_PARENT),
-            StandardDriver(_wire.LOCK_NAME),
+            MUTEX_DRIVER,
             acl=acl,
         )
         self._leases_path = _wire.join_path(path, _wire.SEMAPHORE_LEASE_PARENT)

@@ -101,7 +101,6 @@ def full_paths(parent: str, names: Sequence[str]) -> list[str]:
 
 
 @functools.lru_cache(maxsize=1)
-@functools.cache
 def default_node_data() -> bytes:
     """What Curator writes by default: ``InetAddress.getLocalHost().getHostAddress()``.
 
