@@ -38,7 +38,10 @@ from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.protocol.states import KazooState
+
+from pycurator import reconnecting_retry
 
 from .common import SESSION_TIMEOUT_S, SOON, Server
 from .scale_items import CASES, Case, until
@@ -96,22 +99,28 @@ def dump_stacks(signum: int, frame: FrameType | None) -> None:
 
 class Losses:
     """Connections lost (SUSPENDED or LOST) in each phase of the case: outside the bounce,
-    each one says the client could not keep up."""
+    each one says the client could not keep up. ``connected_at``: when the client last
+    connected (``time.monotonic()``)."""
 
     def __init__(self, client: KazooClient) -> None:
         self.phase = "take"
         self.counts: dict[str, int] = {}
+        self.connected_at: float | None = None
         client.add_listener(self._heard)
 
     def _heard(self, state: str) -> bool:
-        if state != KazooState.CONNECTED:
+        if state == KazooState.CONNECTED:
+            self.connected_at = time.monotonic()
+        else:
             self.counts[self.phase] = self.counts.get(self.phase, 0) + 1
         return False
 
 
-async def bounce(case: Case) -> dict[str, object]:
+async def bounce(case: Case, losses: Losses) -> dict[str, object]:
     """Ask for the bounce, sample threads until the items are back (or reported lost), and
-    compare what they say with the server."""
+    compare what they say with the server. ``reconnect_after_restart_s``: how long after the
+    server was serving again the client connected (0 when it connected before this process
+    heard of the restart; None when it never did)."""
     loop = asyncio.get_running_loop()
     answer: asyncio.Future[str] = loop.create_future()
 
@@ -122,6 +131,7 @@ async def bounce(case: Case) -> dict[str, object]:
     loop.add_reader(sys.stdin.fileno(), on_input)
     peak = threads()
     started = time.monotonic()
+    losses.connected_at = None
     emit({"event": "bounce"})
     try:
         while not answer.done():
@@ -153,6 +163,9 @@ async def bounce(case: Case) -> dict[str, object]:
         "threads_after": threads(),
         "all_back": held == case.size,
         "back_after_restart_s": back - restarted,
+        "reconnect_after_restart_s": (
+            None if losses.connected_at is None else max(0.0, losses.connected_at - restarted)
+        ),
         "bounce_s": back - started,
     }
     if not responsive(case.client):
@@ -196,7 +209,7 @@ async def measure(case: Case, bounce_too: bool, losses: Losses) -> dict[str, obj
     }
     if bounce_too and case.bounces:
         losses.phase = "bounce"
-        result["bounce"] = bounce_ = await bounce(case)
+        result["bounce"] = bounce_ = await bounce(case, losses)
         if bounce_.get("client_stuck"):
             result["error"] = "the client no longer sent requests after the bounce"
             result["connection_losses"] = dict(losses.counts)
@@ -230,12 +243,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.getLogger("kazoo").setLevel(logging.ERROR)  # a bounce is expected: no warnings
     signal.signal(signal.SIGUSR1, dump_stacks)  # the parent's question when a case is stuck
-    extra: dict[str, Any] = {}
+    handler: Any = SequentialThreadingHandler()
     if args.handler == "fast":
         from pycurator.handlers import FastThreadingHandler
 
-        extra["handler"] = FastThreadingHandler()
-    client = KazooClient(hosts=args.hosts, timeout=SESSION_TIMEOUT_S, **extra)
+        handler = FastThreadingHandler()
+    # reconnecting within a second of the server's return, as Curator's client does: kazoo's
+    # default waits, between attempts, up to about as long again as the outage has lasted
+    client = KazooClient(
+        hosts=args.hosts,
+        timeout=SESSION_TIMEOUT_S,
+        handler=handler,
+        connection_retry=reconnecting_retry(handler),
+    )
     client.start(timeout=SOON)
     losses = Losses(client)
     root = f"{args.root}/{args.case}-{uuid.uuid4().hex[:8]}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import aio as aio  # the asyncio forms of the recipes
-from ._connect import TLSOptions, connect
+from ._connect import TLSOptions, connect, reconnecting_retry
 from ._errors import (
     ConnectTimeout,
     LockLostError,
@@ -60,5 +60,6 @@ __all__ = [
     "add_lock_listener",
     "attempt_revoke",
     "connect",
+    "reconnecting_retry",
     "remove_lock_listener",
 ]
