@@ -25,7 +25,9 @@ from .support import SOON, Worker
 
 def waiter_node(zk: KazooClient, path: str, token: str = "lock-", data: bytes = b"w") -> str:
     """A node as a waiting Curator client leaves it: protected, ephemeral, sequential."""
-    return str(zk.create(f"{path}/_c_{uuid.uuid4()}-{token}", data, ephemeral=True, sequence=True))
+    node = f"{path}/_c_{uuid.uuid4()}-{token}"
+    # makepath: the parent may be an empty container the server reaped a moment ago
+    return str(zk.create(node, data, ephemeral=True, sequence=True, makepath=True))
 
 
 def test_tree_lists_every_lock_below_a_path_with_holder_and_queue(
