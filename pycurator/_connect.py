@@ -8,7 +8,8 @@ timeouts of its own. :func:`connect` gives the same in kazoo's terms and returns
 ==========================  ==========================================================
 Curator's builder            :func:`connect`
 ==========================  ==========================================================
-``connectString``            ``hosts`` (a chroot suffix works, as in ZooKeeper's client)
+``connectString``            ``hosts`` (a chroot suffix works, as in ZooKeeper's client),
+                             checked before anything starts
 ``namespace``                ``namespace``: the client's chroot, made at once, as Curator
                              makes it (containers, the client's ACL)
 ``sessionTimeoutMs``         ``session_timeout`` (seconds; 30 by default, see below)
@@ -22,16 +23,25 @@ Curator's builder            :func:`connect`
 
 The handler is :class:`pycurator.handlers.FastThreadingHandler` unless another is given
 (kazoo's ``SequentialThreadingHandler`` where ``select.poll`` is missing).
+
+pycurator prints nothing of its own accord: its loggers (``pycurator``, and
+:data:`KAZOO_LOGGER`, the logger of the clients :func:`connect` makes) end in a
+``logging.NullHandler``, so their records reach only the handlers a program configured.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import math
+import re
 import select
+import socket
+import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, OperationTimeoutError
@@ -45,10 +55,18 @@ from ._requests import make_containers_steps
 from ._steps import run
 
 log = logging.getLogger("pycurator")
+#: The logger of the kazoo clients :func:`connect` makes: below kazoo's own, so that what a
+#: program sets for ``kazoo`` (a level, a handler) holds for them too.
+KAZOO_LOGGER = "kazoo.client.pycurator"
+# a library prints only through the handlers its program configured (Python's last resort
+# handler would print WARNINGs on stderr otherwise)
+log.addHandler(logging.NullHandler())
+logging.getLogger(KAZOO_LOGGER).addHandler(logging.NullHandler())
 
 #: The session timeout asked for by default, in seconds: the upper end of the 15 to 30 s that
 #: docs/migration.md advises, within a default server's bounds (4 to 40 s); Curator asks for
-#: 60 s, which such a server grants as 40, kazoo for 10.
+#: 60 s, which such a server grants as 40, kazoo for 10. The command line asks for 10 s (see
+#: :func:`connect` for why the two differ).
 DEFAULT_SESSION_TIMEOUT = 30.0
 #: Curator's default ``connectionTimeoutMs``, in seconds.
 DEFAULT_CONNECT_TIMEOUT = 15.0
@@ -56,6 +74,8 @@ DEFAULT_CONNECT_TIMEOUT = 15.0
 #: never giving up), as ZooKeeper's Java client waits up to a second between attempts; kazoo's
 #: own default doubles up to an hour.
 RECONNECT_MAX_DELAY = 1.0
+#: The port of a server the connect string names without one (ZooKeeper's client port).
+DEFAULT_PORT = 2181
 
 #: kazoo's arguments that :func:`connect` sets from its own, and the argument to use instead.
 _OWN_ARGUMENTS = {
@@ -103,6 +123,175 @@ class TLSOptions:
         if self.check_hostname:  # an argument kazoo has only from 2.11 on
             arguments["check_hostname"] = True
         return arguments
+
+
+#: A host name or an IPv4 address: letters, digits, ``_``, ``.`` and ``-``, not first ``.``/``-``.
+_HOST_NAME = re.compile(r"\w[\w.-]*")
+_EXAMPLE = "as in 'zk1:2181,zk2:2181,zk3:2181/app'"
+
+
+@dataclass(frozen=True)
+class ConnectString:
+    """A ZooKeeper connect string, ``host[:port],host[:port]...[/chroot]``, as ZooKeeper's client
+    reads it: the port is 2181 where none is given, an IPv6 address goes in brackets
+    (``[::1]:2181``), spaces around a server are ignored, a trailing ``/`` of the chroot too.
+
+    :meth:`parse` raises ``ValueError`` naming the problem for an empty or blank string, an
+    empty server (``a:1,,b:2``), a bad host or port, or a chroot ZooKeeper refuses. A name that
+    does not resolve passes: DNS may fail for a while, and :func:`connect` retries it."""
+
+    #: ``(host, port)`` of each server, in order.
+    servers: tuple[tuple[str, int], ...]
+    #: The chroot, ``""`` for none.
+    chroot: str
+    #: The string itself, without the spaces and the trailing ``/`` that :meth:`parse` ignores.
+    text: str
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """``host:port`` of each server (an IPv6 address in brackets), as errors name it."""
+        return tuple(_label(host, port) for host, port in self.servers)
+
+    @classmethod
+    def parse(cls, hosts: str) -> ConnectString:
+        """``hosts`` read, or ``ValueError`` (``TypeError`` if it is not a str)."""
+        if not isinstance(hosts, str):
+            raise TypeError(f"hosts must be a connect string, not {type(hosts).__name__}")
+        if not hosts.strip():
+            raise ValueError(f"empty connect string {hosts!r}: name the servers, {_EXAMPLE}")
+
+        def bad(why: str) -> ValueError:
+            return ValueError(f"bad connect string {hosts!r}: {why}")
+
+        if "://" in hosts:
+            raise bad(f"a connect string has no scheme, {_EXAMPLE}")
+        part, slash, chroot = hosts.strip().partition("/")
+        chroot = f"/{chroot}".rstrip("/") if slash else ""
+        if chroot:
+            try:
+                validate_path(chroot)
+            except ValueError as exc:
+                raise bad(f"bad chroot: {exc}") from None
+        entries = [entry.strip() for entry in part.split(",")]
+        servers: list[tuple[str, int]] = []
+        for number, entry in enumerate(entries, 1):
+            if not entry:
+                where = f"server {number} of {len(entries)}"
+                raise bad(f"{where} is empty" if part.strip() else "no server before the chroot")
+            try:
+                servers.append(_server(entry))
+            except ValueError as exc:
+                raise bad(str(exc)) from None
+        return cls(tuple(servers), chroot, ",".join(entries) + chroot)
+
+
+def _server(entry: str) -> tuple[str, int]:
+    """``(host, port)`` of one server of a connect string, or ``ValueError`` saying why not."""
+    if entry.startswith("["):
+        address, bracket, rest = entry[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            raise ValueError(f"write an IPv6 address as [address]:port, not {entry!r}")
+        try:
+            ipaddress.IPv6Address(address)
+        except ValueError:
+            raise ValueError(f"{address!r} in {entry!r} is not an IPv6 address") from None
+        host, colon, port = address, bool(rest), rest[1:]
+    else:
+        host, separator, port = entry.partition(":")
+        colon = bool(separator)
+        if ":" in port:
+            raise ValueError(f"{entry!r} has more than one ':' (write IPv6 as [::1]:2181)")
+        if not host:
+            raise ValueError(f"no host before the port in {entry!r}")
+        if not _HOST_NAME.fullmatch(host):
+            spaced = " (it has a space in it)" if any(c.isspace() for c in host) else ""
+            raise ValueError(f"{host!r} is not a host name or address{spaced}")
+    if colon and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        raise ValueError(f"bad port in {entry!r}: give a whole number from 1 to 65535")
+    return host, int(port) if colon else DEFAULT_PORT
+
+
+def _label(host: str, port: object) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+if TYPE_CHECKING:
+    _Adapter = logging.LoggerAdapter[logging.Logger]
+else:  # not subscriptable before Python 3.11
+    _Adapter = logging.LoggerAdapter
+
+
+class _ConnectLog(_Adapter):
+    """kazoo's logger for a client :func:`connect` makes: it passes every record on to
+    ``logger`` unchanged and, while :attr:`collecting`, keeps the last failure kazoo reported
+    for each server (kazoo logs it and tries again; it raises nothing)."""
+
+    def __init__(self, hosts: ConnectString, logger: Any) -> None:
+        super().__init__(logger, {})
+        self.collecting = True
+        pairs = zip(hosts.servers, hosts.labels, strict=True)
+        self._labels = {(host.lower(), port): label for (host, port), label in pairs}
+        self._order = hosts.labels
+        self._causes: dict[str, str] = {}
+        self._trying: str | None = None
+        self._mutex = threading.Lock()
+
+    def causes(self) -> dict[str, str]:
+        """The last failure seen per server, in the connect string's order."""
+        with self._mutex:
+            known = {label: self._causes[label] for label in self._order if label in self._causes}
+            known.update(self._causes)
+            return known
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        if self.collecting:
+            self._note(level, msg, args, kwargs.get("exc_info"))
+        if self.logger.isEnabledFor(level):
+            # one frame more to skip: the record names kazoo's line as its caller, not this one
+            kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 1
+            self.logger.log(level, msg, *args, **kwargs)
+
+    def warn(self, msg: object, *args: object, **kwargs: Any) -> None:
+        """``warning``, under the deprecated name kazoo still calls."""
+        kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 1
+        self.log(logging.WARNING, msg, *args, **kwargs)
+
+    def _note(self, level: int, msg: object, args: tuple[object, ...], exc_info: object) -> None:
+        # kazoo's records: "Connecting to %s(%s):%s, ..." (host, address, port) before each
+        # attempt, then a WARNING with the error ("Connection dropped: %s", "Cannot resolve
+        # %s: %s"...), or an ERROR with the exception (kazoo/protocol/connection.py)
+        if isinstance(msg, str) and msg.startswith("Connecting to ") and len(args) >= 3:
+            self._trying = self._label_of(args[0], args[2])
+            return
+        if level < logging.WARNING:
+            return
+        error = next((arg for arg in args if isinstance(arg, BaseException)), None)
+        if error is None and exc_info:
+            error = exc_info if isinstance(exc_info, BaseException) else sys.exc_info()[1]
+        if error is None:
+            return
+        if isinstance(error, socket.gaierror) and args and isinstance(args[0], str):
+            name = args[0].lower()
+            failed = [label for (host, _), label in self._labels.items() if host == name]
+        else:
+            failed = [self._trying] if self._trying else []
+        with self._mutex:
+            for label in failed:
+                self._causes[label] = _describe(error)
+
+    def _label_of(self, host: object, port: object) -> str:
+        key = (str(host).lower(), port if isinstance(port, int) else -1)
+        return self._labels.get(key) or _label(str(host), port)
+
+
+def _describe(error: BaseException) -> str:
+    """What went wrong, in the words of the error kazoo met (``Connection refused``...)."""
+    if isinstance(error, OSError) and error.strerror:
+        return str(error.strerror)
+    text = str(error).removeprefix("socket connection error: ")
+    if text:
+        return text
+    return type(error).__name__
 
 
 def curator_retry(handler: Any) -> KazooRetry:
@@ -173,6 +362,10 @@ def connect(
 ) -> KazooClient:
     """A started ``KazooClient`` on ``hosts``, set up as Curator's builder sets up a client.
 
+    - ``hosts``: ZooKeeper's connect string, ``host[:port],...[/chroot]`` (see
+      :class:`ConnectString`); an empty or malformed one raises ``ValueError`` naming the
+      problem. A name that does not resolve is retried until ``connect_timeout``, as DNS may
+      be failing for a while, and named in the :class:`ConnectTimeout`.
     - ``namespace``: as Curator's ``namespace("a/b")``, every path of the client is below it (a
       kazoo chroot, after any chroot ``hosts`` has). Its missing levels are made before this
       returns, as Curator makes them: empty CONTAINER nodes with the client's ``default_acl``
@@ -183,6 +376,10 @@ def connect(
     - ``session_timeout``: seconds (the server grants a value within its bounds), at most
       :data:`~pycurator._checks.MAX_SESSION_TIMEOUT` (what the protocol carries). Set the same
       on the Java side (``sessionTimeoutMs``): a crashed holder blocks the others that long.
+      30 by default, and 10 for the command line on purpose: a service's pauses (a busy GIL, a
+      long collection) must not expire its session and lose every lock it holds, while
+      ``pycurator lock`` stops its command once the connection is lost anyway, so a shorter
+      session there only frees a crashed holder's lock sooner. Curator asks for 60.
     - ``connect_timeout``: seconds for the session and the namespace together, below
       :data:`~pycurator._checks.UNLIMITED_TIMEOUT` (about 32 years).
     - ``retry``: the client's ``command_retry`` (``client.retry(...)``); by default three retries
@@ -193,36 +390,43 @@ def connect(
     - ``handler``: a kazoo handler instance; :class:`pycurator.handlers.FastThreadingHandler`
       by default.
     - Any other keyword goes to ``KazooClient`` (``default_acl``, ``read_only``, ``logger``...).
+      kazoo's records go to ``logger``, else to :data:`KAZOO_LOGGER`.
 
-    Raises :class:`ConnectTimeout` (naming the hosts and the timeout) when no session is made
-    within ``connect_timeout``; on that and every other failure the client is stopped and
-    closed, and none of its threads is left. Bad arguments raise ``ValueError`` or
-    ``TypeError`` before anything starts."""
+    Raises :class:`ConnectTimeout` when no session is made within ``connect_timeout``, naming
+    the hosts, the timeout and the last failure seen for each server (``causes``); on that and
+    every other failure the client is stopped and closed, and none of its threads is left. Bad
+    arguments raise ``ValueError`` or ``TypeError`` before anything starts."""
     for name, instead in _OWN_ARGUMENTS.items():
         if name in kazoo_kwargs:
             raise TypeError(f"connect() sets kazoo's {name}: give {instead}= instead")
     session = _seconds("session_timeout", session_timeout, MAX_SESSION_TIMEOUT)
     within = _seconds("connect_timeout", connect_timeout, UNLIMITED_TIMEOUT)
-    full_hosts = with_namespace(hosts, namespace)
+    servers = ConnectString.parse(hosts)
+    full_hosts = with_namespace(servers.text, namespace)
     if not isinstance(tls, (bool, TLSOptions)):
         raise TypeError(f"tls must be True, False or a TLSOptions, not {type(tls).__name__}")
     handler = default_handler() if handler is None else handler
     kazoo_kwargs.setdefault("connection_retry", reconnecting_retry(handler))
     if tls:
         kazoo_kwargs.update((TLSOptions() if tls is True else tls).kazoo_arguments())
+    logger = kazoo_kwargs.pop("logger", None) or logging.getLogger(KAZOO_LOGGER)
+    connect_log = _ConnectLog(servers, logger)
     client = KazooClient(
         hosts=full_hosts,
         timeout=session,
         handler=handler,
         auth_data=list(auth) if auth else None,
         command_retry=curator_retry(handler) if retry is None else retry,
+        logger=connect_log,
         **kazoo_kwargs,
     )
     try:
-        _start(client, hosts, within, namespace)
+        _start(client, servers.text, within, namespace, connect_log)
     except BaseException:
         _discard(client)
         raise
+    finally:
+        connect_log.collecting = False
     return client
 
 
@@ -236,14 +440,17 @@ def _discard(client: KazooClient) -> None:
         client.close()
 
 
-def _start(client: KazooClient, hosts: str, within: float, namespace: str | None) -> None:
-    """Start ``client`` and make its namespace, within ``within`` seconds."""
+def _start(
+    client: KazooClient, hosts: str, within: float, namespace: str | None, failures: _ConnectLog
+) -> None:
+    """Start ``client`` and make its namespace, within ``within`` seconds; a timeout names the
+    failures the client's log saw."""
     deadline = Deadline(within)
     # kazoo's start() would warn that a chroot is missing: the namespace is made below
     live = client.start_async()
     live.wait(within)
     if not client.connected:
-        raise ConnectTimeout(hosts, within)
+        raise ConnectTimeout(hosts, within, failures.causes())
     if not namespace:
         return
     chroot: str = client.chroot
@@ -253,17 +460,20 @@ def _start(client: KazooClient, hosts: str, within: float, namespace: str | None
             run(client, make_containers_steps(client, chroot, below, deadline))
             return
         except DeadlineExpired:
-            raise ConnectTimeout(hosts, within) from None
+            raise ConnectTimeout(hosts, within, failures.causes()) from None
         except (ConnectionLoss, OperationTimeoutError):
             # the request is sent again; kazoo holds it until the connection is back
             if deadline.expired():
-                raise ConnectTimeout(hosts, within) from None
+                raise ConnectTimeout(hosts, within, failures.causes()) from None
 
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_PORT",
     "DEFAULT_SESSION_TIMEOUT",
+    "KAZOO_LOGGER",
     "RECONNECT_MAX_DELAY",
+    "ConnectString",
     "TLSOptions",
     "connect",
     "curator_retry",

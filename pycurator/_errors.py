@@ -12,15 +12,43 @@
                                                  release() of several locks: every failure
 
 kazoo's own errors (``ConnectionLoss``, ``NoAuthError``, ...) pass through unchanged where they
-already say what happened. Bad arguments raise ``ValueError`` or ``TypeError``. Every one of
-these pickles (a multiprocessing pool or a task queue sends exceptions between processes).
+already say what happened; :data:`UNFIXABLE` names those no retry fixes. Bad arguments raise
+``ValueError`` or ``TypeError``. Every one of these pickles (a multiprocessing pool or a task
+queue sends exceptions between processes).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from kazoo.exceptions import (
+    AuthFailedError,
+    BadArgumentsError,
+    EphemeralOnLocalSessionError,
+    InvalidACLError,
+    NoAuthError,
+    NoChildrenForEphemeralsError,
+    SessionClosedRequireSaslError,
+    UnimplementedError,
+)
+
+#: The server's errors that sending the same request again cannot fix: it refuses the request
+#: itself (rights, authentication, the ACL or arguments given, a parent that is ephemeral, a
+#: request it does not implement, a session that may not own ephemeral nodes). A recipe working
+#: in the background (a latch, a selector's term) ends its attempt on one and reports it once;
+#: it retries any other error. A lock's ``acquire`` raises each of them to its caller at once.
+UNFIXABLE: tuple[type[Exception], ...] = (
+    AuthFailedError,
+    BadArgumentsError,
+    EphemeralOnLocalSessionError,
+    InvalidACLError,
+    NoAuthError,
+    NoChildrenForEphemeralsError,
+    SessionClosedRequireSaslError,
+    UnimplementedError,
+)
 
 
 class PyCuratorError(Exception):
@@ -39,14 +67,20 @@ class _Picklable(PyCuratorError):
 
 class ConnectTimeout(_Picklable, TimeoutError):
     """Raised by :func:`pycurator.connect` when no session was made (or its namespace was not
-    made) within the connect timeout; the client was stopped and closed."""
+    made) within the connect timeout; the client was stopped and closed. ``causes`` maps each
+    server (``host:port``) that failed to the last failure seen (``Connection refused``, a TLS
+    error, a name that does not resolve...), and the message ends with them."""
 
-    _fields = ("hosts", "timeout")
+    _fields = ("hosts", "timeout", "causes")
 
-    def __init__(self, hosts: str, timeout: float) -> None:
-        super().__init__(f"cannot connect to ZooKeeper at {hosts} within {timeout:g}s")
+    def __init__(self, hosts: str, timeout: float, causes: Mapping[str, str] | None = None) -> None:
         self.hosts = hosts
         self.timeout = timeout
+        self.causes = dict(causes or {})
+        message = f"cannot connect to ZooKeeper at {hosts} within {timeout:g}s"
+        if self.causes:
+            message += ": " + "; ".join(f"{at}: {cause}" for at, cause in self.causes.items())
+        super().__init__(message)
 
 
 class LockNotOwnedError(_Picklable, RuntimeError):

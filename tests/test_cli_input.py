@@ -2,18 +2,33 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
 
-from pycurator.cli import EXIT_CANNOT_RUN, EXIT_NO_JAVA, EXIT_NOT_FOUND, EXIT_USAGE, main
+from pycurator._connect import DEFAULT_SESSION_TIMEOUT
+from pycurator.cli import (
+    DEFAULT_HOSTS,
+    EXIT_CANNOT_RUN,
+    EXIT_NO_JAVA,
+    EXIT_NOT_FOUND,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    HOSTS_ENV,
+    build_parser,
+    main,
+)
+from pycurator.cli._common import hosts_of
 from pycurator.testing import free_port
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .cli_support import cli_env, run_cli
 from .support import children
+from .test_connect_errors import UNKNOWN, unknown_host_error
 
 LOCK = ["lock", "/locks/x"]
 COMMAND = ["--", "true"]
@@ -207,3 +222,88 @@ def test_inspect_tree_and_watch_together_is_a_usage_error_before_connecting() ->
     result = run_cli("inspect", "--tree", "--watch", "--hosts", hosts, "/locks")
     assert result.returncode == EXIT_USAGE
     assert "--tree and --watch do not go together" in usage_error_line(result.stderr)
+
+
+# -- the ensemble ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("hosts", "problem"),
+    [
+        ("", "empty connect string ''"),
+        (" ", "empty connect string ' '"),
+        ("not a host string", "'not a host string' is not a host name or address"),
+        ("zk1:2181,,zk2:2181", "server 2 of 3 is empty"),
+        ("zk1:99999", "bad port in 'zk1:99999'"),
+    ],
+)
+@pytest.mark.parametrize("where", ["after", "before"])
+def test_bad_hosts_are_one_usage_line_naming_the_problem(
+    hosts: str, problem: str, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    option = ["--hosts", hosts]
+    args = [*option, *LOCK, *COMMAND] if where == "before" else [*LOCK, *option, *COMMAND]
+    line = parse_error(args, capsys)
+    assert line.startswith("pycurator")
+    assert "error: argument --hosts: " in line and problem in line
+
+
+@pytest.mark.parametrize("value", ["", "   ", "zk1:2181,,zk2:2181"])
+@pytest.mark.parametrize("command", [[*LOCK, *COMMAND], ["inspect", "/locks/x"], ["demo"]])
+def test_a_set_but_empty_or_bad_hosts_variable_is_a_usage_error(
+    value: str, command: list[str]
+) -> None:
+    result = run_cli(*command, env=cli_env(PYCURATOR_ZK_HOSTS=value))
+    assert result.returncode == EXIT_USAGE, result.stderr
+    line = usage_error_line(result.stderr)
+    assert line.startswith("pycurator: error: $PYCURATOR_ZK_HOSTS: ")
+    assert "connect string" in line and line.endswith("(unset it for the default)")
+
+
+def test_hosts_are_the_option_else_the_variable_else_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parser = build_parser()
+    monkeypatch.delenv(HOSTS_ENV, raising=False)
+    assert hosts_of(parser.parse_args(["inspect", "/x"])) == DEFAULT_HOSTS == "127.0.0.1:2181"
+    monkeypatch.setenv(HOSTS_ENV, " zk1:2181 , zk2:2181 ")
+    assert hosts_of(parser.parse_args(["inspect", "/x"])) == "zk1:2181,zk2:2181"
+    assert hosts_of(parser.parse_args(["inspect", "--hosts", "zk3", "/x"])) == "zk3"
+
+
+def test_an_unreachable_server_is_named_with_its_failure(zk_server: ZooKeeperTarget) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))  # bound, not listening: refused
+        hosts = f"127.0.0.1:{sock.getsockname()[1]}"
+        result = run_cli("inspect", "--hosts", hosts, "--connect-timeout", "1", "/locks/x")
+    assert result.returncode == EXIT_UNAVAILABLE
+    line = usage_error_line(result.stderr)
+    refused = os.strerror(errno.ECONNREFUSED)
+    assert (
+        line
+        == f"pycurator: error: cannot connect to ZooKeeper at {hosts} within 1s: {hosts}: {refused}"
+    )
+
+
+def test_an_unknown_host_is_named_with_its_failure() -> None:
+    reason, hosts = unknown_host_error(), f"{UNKNOWN}:2181"
+    result = run_cli("inspect", "--hosts", hosts, "--connect-timeout", "1", "/locks/x")
+    assert result.returncode == EXIT_UNAVAILABLE
+    line = usage_error_line(result.stderr)
+    assert line.endswith(f"at {hosts} within 1s: {hosts}: {reason}")
+
+
+def test_the_session_timeout_is_10_s_and_help_says_why_connect_s_is_30(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    parser = build_parser()
+    assert parser.parse_args(["inspect", "/x"]).session_timeout == 10.0
+    assert parser.parse_args(["lock", "/x"]).session_timeout == 10.0
+    assert DEFAULT_SESSION_TIMEOUT == 30.0
+    with pytest.raises(SystemExit) as exit_info:
+        main(["lock", "--help"])
+    assert exit_info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "ZooKeeper session timeout in seconds (default: 10, where pycurator.connect()" in text
+    assert "asks for 30: lock and elect stop their command once the connection is lost" in text
+    assert "a shorter session frees a crashed holder's lock sooner" in text

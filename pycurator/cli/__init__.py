@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import shlex
 import signal
 import sys
@@ -25,6 +24,7 @@ from kazoo.exceptions import (
 )
 
 from .. import __version__
+from .._connect import DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT
 from ._common import (
     CONNECT_SECONDS,
     COUNT,
@@ -43,7 +43,10 @@ from ._common import (
     POSITIVE_SECONDS,
     SECONDS,
     SESSION_SECONDS,
+    SESSION_TIMEOUT,
     CliError,
+    connect_string,
+    given_hosts,
     number,
 )
 from ._inspect import cmd_inspect, cmd_revoke, view_as_json, view_as_table
@@ -106,7 +109,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     if args.python_threads + args.java_threads == 0:
         raise CliError("the demo needs at least one thread", EXIT_USAGE)
     options = DemoOptions(
-        hosts=args.hosts or os.environ.get(HOSTS_ENV, "").strip() or None,
+        hosts=given_hosts(args),
         python_threads=args.python_threads,
         java_threads=args.java_threads,
         rounds=args.rounds,
@@ -151,22 +154,32 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     )
     parser.add_argument(
         "--hosts",
+        type=connect_string,
         default=default(None),
-        help=f"ZooKeeper connect string (default: ${HOSTS_ENV}, else {DEFAULT_HOSTS})",
+        metavar="HOSTS",
+        help=(
+            "ZooKeeper connect string, host:port,...[/chroot] (default: "
+            f"${HOSTS_ENV} if set, an empty one refused; else {DEFAULT_HOSTS})"
+        ),
     )
     parser.add_argument(
         "--connect-timeout",
         type=CONNECT_SECONDS,
-        default=default(15.0),
+        default=default(DEFAULT_CONNECT_TIMEOUT),
         metavar="S",
-        help="seconds to wait for a connection (default: 15)",
+        help=f"seconds to wait for a connection (default: {DEFAULT_CONNECT_TIMEOUT:g})",
     )
     parser.add_argument(
         "--session-timeout",
         type=SESSION_SECONDS,
-        default=default(10.0),
+        default=default(SESSION_TIMEOUT),
         metavar="S",
-        help="ZooKeeper session timeout in seconds (default: 10)",
+        help=(
+            f"ZooKeeper session timeout in seconds (default: {SESSION_TIMEOUT:g}, where "
+            f"pycurator.connect() asks for {DEFAULT_SESSION_TIMEOUT:g}: lock and elect stop "
+            "their command once the connection is lost anyway, and a shorter session frees a "
+            "crashed holder's lock sooner)"
+        ),
     )
 
 
@@ -366,6 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "demo": lambda a: cmd_demo(a, sys.stdout),
     }
     try:
+        given_hosts(args)  # a bad $PYCURATOR_ZK_HOSTS is refused before anything else
         return handlers[args.command_name](args)
     except CliError as exc:
         return _fail(str(exc), exc.status)

@@ -15,7 +15,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from .._checks import MAX_SESSION_TIMEOUT, UNLIMITED_TIMEOUT
-from .._connect import connect
+from .._connect import ConnectString, connect
 from .._errors import ConnectTimeout
 from .._paths import validate_path
 
@@ -41,8 +41,16 @@ EXIT_CANNOT_RUN = 126
 #: ``lock``, ``elect``: the command was not found.
 EXIT_NOT_FOUND = 127
 
+#: The ensemble when no ``--hosts`` is given; set but empty (or malformed), a usage error.
 HOSTS_ENV = "PYCURATOR_ZK_HOSTS"
+#: The ensemble when neither ``--hosts`` nor :data:`HOSTS_ENV` is given (kazoo's default too).
 DEFAULT_HOSTS = "127.0.0.1:2181"
+
+#: ``--session-timeout``'s default, where connect() asks for 30 s: ``lock`` and ``elect`` stop
+#: their command as soon as the connection is suspended, so a longer session would keep no
+#: lock longer; it would only keep a crashed holder's lock from the next waiter longer. This
+#: process does nothing but keep the session, so no pause of a busy program delays its pings.
+SESSION_TIMEOUT = 10.0
 
 #: Longest the exit path waits to release and to close the session: with the server gone, the
 #: process exits anyway and the server removes our nodes when the session expires.
@@ -89,10 +97,36 @@ class Interrupter:
         return self.signum
 
 
+def connect_string(text: str) -> str:
+    """An argparse type: a ZooKeeper connect string (``--hosts``), without the spaces around
+    its servers; an empty or malformed one is a usage error naming the problem."""
+    try:
+        return ConnectString.parse(text).text
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def given_hosts(args: argparse.Namespace) -> str | None:
+    """``--hosts``, else ``$PYCURATOR_ZK_HOSTS`` if it is set, else None. The variable set to
+    an empty or malformed connect string is a usage error: unset, it means the default, but
+    set empty it is more likely a script's variable that was never filled in, and a lock taken
+    on another ensemble than meant excludes nobody."""
+    if args.hosts is not None:
+        hosts: str = args.hosts
+        return hosts
+    value = os.environ.get(HOSTS_ENV)
+    if value is None:
+        return None
+    try:
+        return ConnectString.parse(value).text
+    except ValueError as exc:
+        raise CliError(f"${HOSTS_ENV}: {exc} (unset it for the default)", EXIT_USAGE) from None
+
+
 def hosts_of(args: argparse.Namespace) -> str:
-    """``--hosts``, else ``$PYCURATOR_ZK_HOSTS``, else the local default."""
-    hosts: str = args.hosts or os.environ.get(HOSTS_ENV, "").strip() or DEFAULT_HOSTS
-    return hosts
+    """``--hosts``, else ``$PYCURATOR_ZK_HOSTS``, else :data:`DEFAULT_HOSTS`."""
+    hosts = given_hosts(args)
+    return DEFAULT_HOSTS if hosts is None else hosts
 
 
 @contextlib.contextmanager
@@ -110,7 +144,7 @@ def connected(
     try:
         client = connect(hosts, session_timeout=args.session_timeout, connect_timeout=within)
     except ValueError as exc:
-        raise CliError(f"bad --hosts {hosts!r}: {exc}", EXIT_USAGE) from exc
+        raise CliError(str(exc), EXIT_USAGE) from exc
     except ConnectTimeout as exc:
         raise CliError(str(exc), EXIT_UNAVAILABLE) from exc
     calls: list[Callable[[], None]] = [] if before_stop is None else before_stop
