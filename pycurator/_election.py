@@ -10,6 +10,11 @@ session's) is deleted and replaced. Leadership follows the leader's node as a lo
 or (``standard`` policy) the connection is suspended. Each turn in the queue is reported as a
 wait, and each term of leadership as a hold (:mod:`pycurator._observe`).
 
+A lost connection is ridden through. An error no retry fixes
+(:data:`~pycurator._errors.UNFIXABLE`: ``NoAuthError``...) ends the steps: it is logged once,
+our node is deleted, and the owner is told. Any other error is logged (once while it repeats)
+and the step is tried again.
+
 The steps run on either runner: kazoo's callbacks for the threaded recipes (so a participant
 costs a node and a watch, never a thread), or a task on the event loop for :mod:`pycurator.aio`.
 They tell the recipe what happens through callbacks called from the steps (keep them short,
@@ -37,6 +42,7 @@ from ._calls import (
 from ._checks import ConnectionPolicy
 from ._deadline import Deadline, DeadlineExpired
 from ._engine import HeldNode, LockEngine
+from ._errors import UNFIXABLE
 from ._monitor import HoldMonitor, HoldState
 from ._observe import CLIENT_STOPPED, LockEventKind, Reporter
 from ._steps import NewSignal, Signal, Steps, WaitSignal
@@ -48,7 +54,8 @@ log = logging.getLogger("pycurator")
 STEP_WAIT = 10.0
 #: Seconds before a step that failed for want of a connection is tried again.
 RETRY_DELAY = 0.1
-#: Seconds between tries of a step that failed with an error no reconnect fixes (NoAuth...).
+#: Seconds between tries of a step that failed with an unexpected error (neither a lost
+#: connection nor one of :data:`~pycurator._errors.UNFIXABLE`).
 ERROR_RETRY_DELAY = 1.0
 
 
@@ -65,10 +72,12 @@ class Election:
 
     ``on_elected(node, monitor)`` hears of leadership (our node, and the monitor that follows
     it), ``on_deposed(reason)`` of its end, and ``on_trouble(error)`` of an error that keeps
-    the steps from succeeding (NoAuth, an ephemeral parent...; None once a step succeeds); the
-    steps call them. ``on_news()`` runs on kazoo's threads at once whenever the connection or
-    the leader's node changes (the monitor's view of leadership may have changed before the
-    steps run): it must only wake whoever waits.
+    the steps from succeeding (None once a step succeeds); the steps call them. An error no
+    retry fixes (:data:`~pycurator._errors.UNFIXABLE`) ends the steps: once our node is
+    deleted, :attr:`failed` holds it and ``on_trouble`` hears of it. ``on_news()`` runs on
+    kazoo's threads at once whenever the connection or the leader's node changes (the
+    monitor's view of leadership may have changed before the steps run): it must only wake
+    whoever waits.
 
     With ``one_term`` (a selector's term), a participant leads once: after its leadership
     ends it keeps its node, and leads no more, until :meth:`stop` (as Curator releases a
@@ -112,6 +121,9 @@ class Election:
         self.leading: HoldMonitor | None = None
         #: The error that keeps the last step from succeeding, if any.
         self.error: Exception | None = None
+        #: The error no retry fixes that ended the steps, once they have cleaned up.
+        self.failed: Exception | None = None
+        self._failure: Exception | None = None  # the same, while the steps clean up
         self.termed = False  # led once
         self._stop: str | None = None  # why the steps should end
         self._wake: Signal | None = None
@@ -135,8 +147,8 @@ class Election:
             wake.set()
 
     def steps(self) -> Steps[str]:
-        """Take part until stopped, or until the client is stopped or (``queue_ends_on_error``)
-        the queue is left; why it ended."""
+        """Take part until stopped, or until the client is stopped, an error no retry fixes
+        is met, or (``queue_ends_on_error``) the queue is left; why it ended."""
         client = self.client
         self._wake = wake = yield NewSignal()
         if self._stop is not None:
@@ -153,6 +165,9 @@ class Election:
             yield from self._leave(self._stop or "election ended", cancelled)
             raise
         yield from self._leave(reason, self._stopped_by_owner)
+        if self._failure is not None:
+            self.failed = self._failure
+            self._trouble(self._failure)
         return reason
 
     def _take_part(self, wake: Signal) -> Steps[str]:
@@ -180,8 +195,24 @@ class Election:
                 # NoNode: a parent container was reaped while we made our node; make it again
                 yield WaitSignal(wake, RETRY_DELAY)
                 continue
+            except UNFIXABLE as exc:
+                self._failure = exc
+                reason = _describe(exc)
+                log.error(
+                    "leader election on %s failed: %s; no retry can fix it: leaving the election",
+                    self.engine.base_path,
+                    reason,
+                )
+                return reason
             except Exception as exc:
-                log.exception("leader election on %s failed; trying again", self.engine.base_path)
+                # one traceback for a run of the same error, not one per try
+                level = logging.DEBUG if type(exc) is type(self.error) else logging.ERROR
+                log.log(
+                    level,
+                    "leader election on %s failed; trying again",
+                    self.engine.base_path,
+                    exc_info=True,
+                )
                 self._trouble(exc)
                 yield WaitSignal(wake, ERROR_RETRY_DELAY)
                 continue
@@ -321,6 +352,12 @@ class Election:
             wake.set()
         if self._on_news is not None:
             self._on_news()
+
+
+def _describe(error: BaseException) -> str:
+    """An error as its type's name, and its message when it has one (kazoo's have none)."""
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 __all__ = ["STEP_WAIT", "Election", "Lifecycle"]

@@ -155,9 +155,12 @@ class LatchBase:
         return self._election
 
     def _raise_if_stuck(self, ended: bool) -> None:
-        """For a waiter: raise when the client is stopped (or the election ``ended`` with it),
-        or the error that keeps the election from succeeding."""
+        """For a waiter: raise the error no retry fixes that ended the election, else raise
+        when the client is stopped (or the election ``ended`` with it), else the error that
+        keeps the election from succeeding meanwhile."""
         election = self._election
+        if election is not None and election.failed is not None:
+            raise election.failed
         if ended or _kazoo.is_stopped(self.client):
             raise ConnectionClosedError("the kazoo client has been stopped")
         if election is not None and election.error is not None:
@@ -208,6 +211,9 @@ class LeaderLatch(LatchBase):
     Leadership follows the node: it ends when the connection is suspended (``standard``
     connection policy) or lost, or when the node is deleted; then :attr:`lost_event` is set,
     ``not_leader()`` and :meth:`on_lost` callbacks run, and the latch queues again by itself.
+    An error no retry fixes (``NoAuthError``, ``InvalidACLError``...) ends the latch's part
+    instead: it is logged once, the node is deleted, and :meth:`wait` raises it until the
+    latch is closed.
     A latch costs no thread: its election runs on kazoo's callbacks, and its listeners run in
     order on a small pool of workers shared by every recipe of the client's handler.
     """
@@ -270,10 +276,12 @@ class LeaderLatch(LatchBase):
         """Wait up to ``timeout`` seconds (None, or a huge one: forever) for leadership: True
         once leading, False on timeout or when the latch is closed meanwhile.
 
-        Raises RuntimeError when the latch has not been started or is closed,
-        ``ConnectionClosedError`` once the client is stopped (as a lock's ``acquire`` does),
-        and the server's error (``NoAuthError``, ``NoChildrenForEphemeralsError``...) while
-        that error keeps the latch from joining the election (it tries again meanwhile).
+        Raises RuntimeError when the latch has not been started or is closed; the server's
+        error no retry fixes (``NoAuthError``, ``NoChildrenForEphemeralsError``...) once it has
+        ended the latch's part in the election (its node deleted: close the latch);
+        ``ConnectionClosedError`` once the client is stopped (as a lock's ``acquire`` does);
+        and any other error of the server while it keeps the latch from joining the election
+        (the latch tries again meanwhile).
         """
         timeout = check_timeout(timeout)
         if self._state is not Lifecycle.STARTED:

@@ -14,7 +14,11 @@ Curator's rules for a term, which both the threaded and the asyncio selector fol
 - a selector still queued leaves the queue when the connection enters an error state of its
   policy (``standard``: suspended or lost; ``session``: lost), as Curator's selector interrupts
   a queued attempt; it queues again by itself only with ``auto_requeue``, else
-  :meth:`LeaderSelector.requeue` does.
+  :meth:`LeaderSelector.requeue` does;
+- an error no retry fixes (``NoAuthError``, ``InvalidACLError``...) ends the term: it is logged
+  once at ERROR, the node is deleted, and the selector does not queue again by itself, not even
+  with ``auto_requeue`` (Curator's selector loses the error and, with ``autoRequeue()``, tries
+  again at once, forever); :meth:`LeaderSelector.requeue` tries again.
 """
 
 from __future__ import annotations
@@ -186,12 +190,19 @@ class SelectorBase:
 
 
 class TermBase:
-    """What both selectors' terms share: whether a term is ending, and whether
-    :meth:`LeaderSelector.requeue` asked for the next one meanwhile."""
+    """What both selectors' terms share: the term's election, whether the term is ending, and
+    whether :meth:`LeaderSelector.requeue` asked for the next one meanwhile."""
 
     def __init__(self) -> None:
+        self.election: Election | None = None
         self.ending = False  # it will not lead (again): its steps are ending
         self.requeue = False  # queue again once its steps have ended
+
+    def queues_again(self, auto_requeue: bool) -> bool:
+        """Once the term's steps have ended: whether the next term is owed (``auto_requeue``,
+        or asked for meanwhile), which an error no retry fixes rules out."""
+        failed = self.election is not None and self.election.failed is not None
+        return (auto_requeue or self.requeue) and not failed
 
     def requeue_when_over(self, auto_requeue: bool) -> bool:
         """For ``requeue()`` during this term: True when the next term is now owed (it is
@@ -208,7 +219,6 @@ class _Term(TermBase):
 
     def __init__(self) -> None:
         super().__init__()
-        self.election: Election | None = None
         self.task: Task | None = None
         self.leadership: Leadership | None = None
         self.leading = False  # ``lead`` runs
@@ -243,7 +253,9 @@ class LeaderSelector(SelectorBase):
     cannot be interrupted); the node is deleted once ``lead`` returns, as Curator releases its
     mutex once ``takeLeadership`` returns. An exception from ``lead`` is logged and ends the
     term like a return. ``lead`` must be a plain function: a coroutine function is refused
-    (use :class:`pycurator.aio.LeaderSelector`).
+    (use :class:`pycurator.aio.LeaderSelector`). An error no retry fixes (``NoAuthError``...)
+    ends the term, logged once; the selector then queues again only when :meth:`requeue` is
+    called, whatever ``auto_requeue`` says.
     """
 
     def __init__(
@@ -395,7 +407,7 @@ class LeaderSelector(SelectorBase):
         with self._lock:
             if self._term is term:
                 self._term = None
-        if (self.auto_requeue or term.requeue) and task.value != CLIENT_STOPPED:
+        if term.queues_again(self.auto_requeue) and task.value != CLIENT_STOPPED:
             # not on the thread that ended the term, which may be the caller of close()
             self._requeues.post(self._requeue_after)
 

@@ -11,7 +11,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoChildrenForEphemeralsError
 
-from pycurator import CloseMode, LeaderLatch, LockLostError, Participant, _election
+from pycurator import CloseMode, LeaderLatch, LockLostError, Participant
 from pycurator._calls import DELETE_WAIT
 from pycurator._drivers import StandardDriver
 from pycurator._wire import LATCH_NAME, protected_id, sort_children
@@ -371,9 +371,8 @@ def test_a_non_client_is_a_type_error() -> None:
 
 
 def test_a_latch_under_an_ephemeral_node_raises_the_servers_error_from_wait(
-    zk: KazooClient, zk_path: str, monkeypatch: pytest.MonkeyPatch
+    zk: KazooClient, zk_path: str
 ) -> None:
-    monkeypatch.setattr(_election, "ERROR_RETRY_DELAY", 0.05)
     zk.create(zk_path, ephemeral=True, makepath=True)
     latch = LeaderLatch(zk, f"{zk_path}/election", "a")
     latch.start()

@@ -27,7 +27,8 @@ class LeaderLatch(LatchBase):
     The election runs as a task on the loop that started the latch; listeners and
     :meth:`on_lost` callbacks run on that loop, in order (an awaitable they return runs as a
     task). :attr:`lost_event` is an :class:`asyncio.Event`. If the loop ends with the latch
-    still started, its task is cancelled and the node deleted, as by :meth:`close`.
+    still started, its task is cancelled and the node deleted, as by :meth:`close`. An error
+    no retry fixes ends the latch's part as in the threaded latch: :meth:`wait` raises it.
     """
 
     def __init__(
@@ -87,7 +88,9 @@ class LeaderLatch(LatchBase):
     async def wait(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None, or a huge one: forever) for leadership: True
         once leading, False on timeout or when the latch is closed meanwhile; the errors of
-        the threaded ``wait`` (``ConnectionClosedError`` once the client is stopped)."""
+        the threaded ``wait`` (the server's error no retry fixes, such as ``NoAuthError``,
+        once it has ended the latch's part; ``ConnectionClosedError`` once the client is
+        stopped)."""
         timeout = check_timeout(timeout)
         if self._state is not Lifecycle.STARTED or self._changed is None:
             raise RuntimeError(f"the latch is not started, or closed: {self.path}")

@@ -18,7 +18,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from .._checks import ConnectionPolicy, check_timeout
-from .._election import Election, Lifecycle
+from .._election import Lifecycle
 from .._engine import HeldNode
 from .._monitor import HoldMonitor
 from .._observe import CLIENT_STOPPED
@@ -59,7 +59,6 @@ class _Term(TermBase):
 
     def __init__(self) -> None:
         super().__init__()
-        self.election: Election | None = None
         self.task: asyncio.Task[str] | None = None
         self.leadership: Leadership | None = None
         self.lead_task: asyncio.Task[None] | None = None
@@ -94,7 +93,9 @@ class LeaderSelector(SelectorBase):
     returning gives leadership up (with ``auto_requeue`` the selector queues again).
 
     ``lead`` is a coroutine function (or any callable returning an awaitable); a failure of
-    ``lead``, an exception or a result that cannot be awaited, is logged and ends the term.
+    ``lead``, an exception or a result that cannot be awaited, is logged and ends the term. An
+    error no retry fixes (``NoAuthError``...) ends the term too, logged once; the selector then
+    queues again only when :meth:`requeue` is called, whatever ``auto_requeue`` says.
     """
 
     def __init__(
@@ -238,7 +239,7 @@ class LeaderSelector(SelectorBase):
         if self._term is term:
             self._term = None
         ended_by = None if task.cancelled() or task.exception() else task.result()
-        if (self.auto_requeue or term.requeue) and ended_by not in (None, CLIENT_STOPPED):
+        if term.queues_again(self.auto_requeue) and ended_by not in (None, CLIENT_STOPPED):
             self._queue()
 
 
