@@ -4,7 +4,9 @@ Nine panels: cycle medians by contender (loopback and each added latency), the a
 round trips, the drain's requests and bytes per hand-off against the queue length, hand-off
 latency by language pair, mixed-language throughput, contended throughput as ratios to
 Curator's (through JPype, and against a Java program), and the repeated loopback cycle's
-ratios. A section missing from the JSON leaves its panel saying so.
+ratios. A section missing from the JSON leaves its panel saying so. Hand-off's language pairs
+label bars laid along the x axis; the contended panels, with the most groups, have the most
+width; a bar's value label turns upright where it is wider than the bar.
 """
 
 from __future__ import annotations
@@ -36,30 +38,69 @@ COLORS = {
     "python": "#1f77b4",
     "java": "#d62728",
 }
+#: The drain's second run (one lock object per client, shared by its threads), by contender: a
+#: colour of its own, as the two runs can measure the same and draw one line over the other.
+SHARED = {"pycurator": "#ff7f0e", "curator": "#8c564b"}
+#: The drain's marker by contender, so that lines drawn over each other still show each point.
+MARKERS = {"pycurator": "o", "curator": "^"}
+#: Points per character of a bar's value label, per point of font size (digits and a dot).
+CHAR_WIDTH = 0.6
 
 Results = Mapping[str, Any]
 
 
 def _bars(
-    ax: Axes, groups: Sequence[str], series: Mapping[str, Sequence[float | None]], fmt: str
+    ax: Axes,
+    groups: Sequence[str],
+    series: Mapping[str, Sequence[float | None]],
+    fmt: str,
+    *,
+    horizontal: bool = False,
 ) -> None:
-    """Grouped bars: one group per label, one bar per series (None: no bar)."""
+    """Grouped bars: one group per label, one bar per series (None: no bar).
+
+    ``horizontal`` lays the bars along the x axis, the groups down the y axis from the top:
+    for labels too long to sit side by side under the bars.
+    """
     width = 0.8 / max(1, len(series))
     for i, (name, values) in enumerate(series.items()):
         xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
         shown = [(x, v) for x, v in zip(xs, values, strict=True) if v is not None]
         if not shown:
             continue
-        bars = ax.bar(
+        draw = ax.barh if horizontal else ax.bar
+        bars = draw(
             [x for x, _ in shown],
             [v for _, v in shown],
             width,
             label=name,
             color=COLORS.get(name),
         )
-        ax.bar_label(bars, labels=[fmt.format(v) for _, v in shown], fontsize=7)
-    ax.set_xticks(range(len(groups)), groups)
+        labels = [fmt.format(v) for _, v in shown]
+        upright = not horizontal and _label_width(labels, 7) > _bar_width(ax, width, len(groups))
+        ax.bar_label(bars, labels=labels, fontsize=7, rotation=90 if upright else 0, padding=2)
+        if upright:
+            ax.margins(y=0.12)
+    if horizontal:
+        ax.set_yticks(range(len(groups)), groups)
+        ax.invert_yaxis()
+        ax.margins(x=0.08)
+    else:
+        ax.set_xticks(range(len(groups)), groups)
     ax.legend(fontsize=7)
+
+
+def _label_width(labels: Sequence[str], fontsize: float) -> float:
+    """The widest of ``labels`` laid flat, in points (about)."""
+    return max((len(label) for label in labels), default=0) * fontsize * CHAR_WIDTH
+
+
+def _bar_width(ax: Axes, width: float, groups: int) -> float:
+    """The width in points of a bar ``width`` wide on ``ax``, whose x axis holds ``groups``."""
+    figure = ax.get_figure()
+    assert figure is not None
+    axes_points = ax.get_window_extent().width / figure.dpi * 72
+    return axes_points * width / max(1, groups)
 
 
 def _plain_log(ax: Axes, axis: str) -> None:
@@ -111,18 +152,30 @@ def _round_trips(ax: Axes, results: Results) -> None:
 
 def _drain(key: str, label: str, log: bool) -> Callable[[Axes, Results], None]:
     def draw(ax: Axes, results: Results) -> None:
-        for variant, style, suffix in (("rows", "-", ""), ("shared_rows", "--", ", shared")):
-            for language, rows in results["drain"].get(variant, {}).items():
+        section = results["drain"]
+        shared = f", lock shared by {section.get('waiters_per_client', 'its')} threads"
+        # (the lock-per-thread run filled, the shared run hollow and dashed over it)
+        runs = (("rows", "-", ", lock per thread", COLORS), ("shared_rows", "--", shared, SHARED))
+        waiters: set[int] = set()
+        for variant, style, suffix, colors in runs:
+            hollow = variant == "shared_rows"
+            for language, rows in section.get(variant, {}).items():
+                waiters.update(row["waiters"] for row in rows)
+                color = colors.get(language)
                 ax.plot(
                     [row["waiters"] for row in rows],
                     [row[key] for row in rows],
-                    marker="o",
+                    marker=MARKERS.get(language, "o"),
+                    markersize=9 if hollow else 5,
+                    markerfacecolor="none" if hollow else color,
                     linestyle=style,
                     label=language + suffix,
-                    color=COLORS.get(language),
+                    color=color,
                 )
+        if not waiters:
+            raise KeyError("rows")
         _plain_log(ax, "x")
-        ax.set_xticks([row["waiters"] for row in rows])
+        ax.set_xticks(sorted(waiters))
         if log:
             _plain_log(ax, "y")
         else:
@@ -140,15 +193,15 @@ def _handoff(ax: Axes, results: Results) -> None:
     pairs = list(table)
     _bars(
         ax,
-        [pair.replace("->", "\n-> ") for pair in pairs],
+        [pair.replace("->", " -> ") for pair in pairs],
         {
             "median": [table[p]["median_ms"] for p in pairs],
             "p99": [table[p]["p99_ms"] for p in pairs],
         },
         "{:.1f}",
+        horizontal=True,
     )
-    ax.tick_params(axis="x", labelsize=7)
-    ax.set_ylabel("ms")
+    ax.set_xlabel("ms")
     ax.set_title("Hand-off: release -> next holder")
 
 
@@ -173,21 +226,20 @@ def _ratios(ax: Axes, section: Results, sides: Sequence[str], base: str, title: 
     """A contention section's ratios to ``base``, by recipe and mode, one bar per side."""
     table = section["table"]
     labels = [f"{recipe}\n{mode}" for recipe, modes in table.items() for mode in modes]
-    _bars(
-        ax,
-        labels,
-        {
-            side: [
-                modes[mode].get(side, {}).get("ratio_to_curator", 0.0)
-                for modes in table.values()
-                for mode in modes
-            ]
-            for side in sides
-        },
-        "{:.2f}",
-    )
+    ratios: dict[str, list[float]] = {
+        side: [
+            modes[mode].get(side, {}).get("ratio_to_curator", 0.0)
+            for modes in table.values()
+            for mode in modes
+        ]
+        for side in sides
+    }
+    _bars(ax, labels, ratios, "{:.2f}")
     ax.axhline(1.0, color="grey", linewidth=0.8)
-    ax.tick_params(axis="x", labelsize=6)
+    # room above the 1.0 line for the bars' labels and the legend
+    ax.set_ylim(0, max([1.0, *(r for values in ratios.values() for r in values)]) * 1.12)
+    ax.legend(fontsize=7, loc="upper right")
+    ax.tick_params(axis="x", labelsize=7)
     ax.set_ylabel(f"operations per second / {base}")
     ax.set_title(f"Contended, {section['threads']} threads, {title}")
 
@@ -212,27 +264,37 @@ def _repeats(ax: Axes, results: Results) -> None:
         "{:.2f}",
     )
     ax.axhline(1.0, color="grey", linewidth=0.8)
+    # room above the bars for the legend, in rows across the panel
+    top = max(r["ratio_to_curator"][kind] for r in repeats for kind in kinds)
+    ax.set_ylim(0, top * 1.7)
+    ax.legend(fontsize=7, ncols=4, loc="upper center")
     ax.set_ylabel("cycle median / Curator's")
     ax.set_title("Uncontended loopback cycle, repeated")
 
 
-PANELS: Sequence[Callable[[Axes, Results], None]] = (
-    _cycles,
-    _round_trips,
-    _drain("requests_per_hand_off", "requests per hand-off", log=False),
-    _drain("bytes_out_per_hand_off", "bytes out per hand-off", log=True),
-    _handoff,
-    _throughput,
-    _contended,
-    _standalone,
-    _repeats,
+#: Each panel and where it goes on a grid of ROWS x COLUMNS: (row, first column, columns).
+PANELS: Sequence[tuple[Callable[[Axes, Results], None], tuple[int, int, int]]] = (
+    (_cycles, (0, 0, 2)),
+    (_round_trips, (0, 2, 2)),
+    (_throughput, (0, 4, 2)),
+    (_drain("requests_per_hand_off", "requests per hand-off", log=False), (1, 0, 2)),
+    (_drain("bytes_out_per_hand_off", "bytes out per hand-off", log=True), (1, 2, 2)),
+    (_repeats, (1, 4, 2)),
+    (_handoff, (2, 0, 3)),
+    (_contended, (2, 3, 3)),
+    (_standalone, (3, 0, 6)),
 )
+ROWS, COLUMNS = 4, 6
 
 
 def draw(results: Results, png: Path) -> None:
     """Draw the chart of ``results`` (the benchmark's JSON) to ``png``."""
-    figure, axes = plt.subplots(3, 3, figsize=(18, 13))
-    for ax, panel in zip(axes.flat, PANELS, strict=True):
+    figure = plt.figure(figsize=(18, 17), layout="constrained")
+    # a subfigure a row, so that one row's wide tick labels do not narrow the panels of another
+    grid = figure.add_gridspec(ROWS, 1)
+    rows = [figure.add_subfigure(grid[row]) for row in range(ROWS)]
+    for panel, (row, column, columns) in PANELS:
+        ax = rows[row].add_subplot(1, COLUMNS, (column + 1, column + columns))
         try:
             panel(ax, results)
         except KeyError as missing:
@@ -245,7 +307,6 @@ def draw(results: Results, png: Path) -> None:
         f" Python {host.get('python', '?')}, {host.get('java', '?')}",
         fontsize=10,
     )
-    figure.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(png, dpi=80)
     plt.close(figure)

@@ -2,8 +2,11 @@
 the loopback and rendered page by page by headless Chromium (Debian's package, which ``./dev``
 installs), then read from the browser's DOM.
 
-A probe script added to each page as it is served measures the layout (the navigation tabs);
-nothing else is changed.
+A probe script added to each page as it is served measures the layout once the page has loaded
+(the navigation tabs; boxes whose content is cut off, spills out of the text's column or scrolls
+sideways without showing it; words broken inside table cells; entries the table of contents
+lists twice), in the browser's window (WIDE) and again in a frame of the page's own width as a
+phone's (NARROW), added out of sight; nothing else is changed.
 """
 
 from __future__ import annotations
@@ -36,7 +39,10 @@ import pycurator.testing
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Wide enough for the navigation tabs (Material shows them from 1220 px on).
-WINDOW = "1280,900"
+WIDE = 1280
+#: A phone's width (Chromium's window is no narrower than 500 px: a frame this wide is).
+NARROW = 390
+WINDOW = f"{WIDE},900"
 #: The modules of the API reference, by page.
 API_PAGES = {
     "/api/pycurator/": [pycurator],
@@ -53,19 +59,111 @@ UNRENDERED = re.compile(r"\]\(|\*\*|```")
 
 PROBE = b"""<script>
 (function () {
-  var list = document.querySelector(".md-tabs__list");
-  var items = Array.from(document.querySelectorAll(".md-tabs__item"));
-  var rows = new Set(items.map(function (i) { return Math.round(i.getBoundingClientRect().top); }));
-  document.body.setAttribute("data-layout", JSON.stringify({
-    tabs: items.length,
-    tab_rows: rows.size,
-    tabs_shown: list !== null && list.getBoundingClientRect().height > 0,
-    tabs_cut: list !== null && list.scrollWidth > list.clientWidth,
-    header_height: document.querySelector(".md-header").getBoundingClientRect().height
-  }));
+  function tabs() {
+    var list = document.querySelector(".md-tabs__list");
+    var items = Array.from(document.querySelectorAll(".md-tabs__item"));
+    var tops = items.map(function (i) { return Math.round(i.getBoundingClientRect().top); });
+    var rows = new Set(tops);
+    return {
+      tabs: items.length,
+      tab_rows: rows.size,
+      tabs_shown: list !== null && list.getBoundingClientRect().height > 0,
+      tabs_cut: list !== null && list.scrollWidth > list.clientWidth,
+      header_height: document.querySelector(".md-header").getBoundingClientRect().height
+    };
+  }
+  function describe(el) {
+    var classes = typeof el.className === "string" ? el.className.trim().split(/\\s+/) : [];
+    var name = [el.tagName.toLowerCase()].concat(classes.filter(Boolean)).join(".");
+    return name + ": " + (el.textContent || "").trim().slice(0, 60);
+  }
+  // Boxes that cut their content off or let it spill out of the text's column (over the side
+  // bars, or out of the window); a box that scrolls sideways is measured but not entered (what
+  // it holds can be scrolled to), and is "unmarked" if it hides some without an edge shadow.
+  function overflow() {
+    var content = document.querySelector(".md-content");
+    var bounds = content.getBoundingClientRect();
+    var cut = [], unmarked = [];
+    (function walk(el) {
+      for (var child of el.children) {
+        var style = getComputedStyle(child);
+        if (style.display === "none") continue;
+        var box = child.getBoundingClientRect();
+        if (box.width > 0 && (box.right > bounds.right + 1 || box.left < bounds.left - 1)) {
+          cut.push(describe(child));
+          continue;
+        }
+        var wider = child.clientWidth > 0 && child.scrollWidth > child.clientWidth + 1;
+        if (style.overflowX === "auto" || style.overflowX === "scroll") {
+          if (wider && style.backgroundImage.indexOf("gradient") < 0) {
+            unmarked.push(describe(child));
+          }
+          continue;
+        }
+        if (wider && (style.overflowX === "hidden" || style.overflowX === "clip")) {
+          cut.push(describe(child));
+          continue;
+        }
+        var found = cut.length;
+        walk(child);
+        // text spilling out, told of by the innermost box it spills from
+        if (cut.length === found && wider && box.left + child.scrollWidth > bounds.right + 1) {
+          cut.push(describe(child));
+        }
+      }
+    })(content);
+    return {cut: cut, unmarked: unmarked};
+  }
+  // Words (letters, digits and underscores) laid over two lines in a table's cell.
+  function brokenWords() {
+    var broken = [];
+    document.querySelectorAll(".md-content td, .md-content th").forEach(function (cell) {
+      var walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      for (var node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (var word of node.data.matchAll(/\\w{2,}/g)) {
+          var range = document.createRange();
+          range.setStart(node, word.index);
+          range.setEnd(node, word.index + word[0].length);
+          var lines = Array.from(range.getClientRects()).filter(function (r) { return r.width; });
+          if (lines.some(function (r) { return Math.abs(r.top - lines[0].top) > r.height / 2; })) {
+            broken.push(word[0]);
+          }
+        }
+      }
+    });
+    return broken;
+  }
+  // Entries one list of the table of contents holds twice.
+  function tocDuplicates() {
+    var twice = [];
+    document.querySelectorAll(".md-nav--secondary .md-nav__list").forEach(function (list) {
+      var seen = new Set();
+      list.querySelectorAll(":scope > li > a").forEach(function (a) {
+        var text = a.textContent.trim();
+        if (seen.has(text) && twice.indexOf(text) < 0) twice.push(text);
+        seen.add(text);
+      });
+    });
+    return twice;
+  }
+  window.addEventListener("load", function () {
+    var root = document.documentElement;
+    var layout = Object.assign(tabs(), overflow(), {
+      page_scrolls_sideways: root.scrollWidth > root.clientWidth,
+      broken_words: brokenWords(),
+      toc_duplicates: tocDuplicates()
+    });
+    // the frame's load comes before its page's: both are in when the browser reads the DOM
+    window.top.document.body.setAttribute(
+      "data-layout-" + window.innerWidth, JSON.stringify(layout));
+  });
 })();
 </script>
 </body>"""
+#: The page again, as wide as a phone and out of sight (the query keeps it from framing itself).
+FRAME = f"""<iframe src="?narrow" width="{NARROW}" height="900"
+  style="position: absolute; left: -10000px; top: 0; border: 0"></iframe>
+</body>""".encode()
 
 
 @dataclass
@@ -81,7 +179,8 @@ class Page:
     blocks: list[tuple[str, int, str]] = field(default_factory=list)
     #: Code blocks left without a highlighter.
     bare_blocks: int = 0
-    layout: dict[str, Any] = field(default_factory=dict)
+    #: What the probe measured, by the width of the window or frame it measured in.
+    layouts: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source"}
@@ -101,8 +200,10 @@ class _Reader(html.parser.HTMLParser):
             self.page.ids.add(values["id"])
         if tag == "a" and "href" in values:
             self.page.links.append(values["href"])
-        if tag == "body" and "data-layout" in values:
-            self.page.layout = json.loads(values["data-layout"])
+        if tag == "body":
+            for name, value in values.items():
+                if name.startswith("data-layout-"):
+                    self.page.layouts[int(name.removeprefix("data-layout-"))] = json.loads(value)
         if tag == "div" and "highlight" in classes.split() and self.block is None:
             language = next((c[9:] for c in classes.split() if c.startswith("language-")), "")
             self.block = [language, 0, len(self.stack), ""]
@@ -137,7 +238,8 @@ def read_page(path: str, dom: str) -> Page:
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
-    """Serves the built site; adds the layout probe to each page."""
+    """Serves the built site; adds the layout probe to each page, and to a page asked for
+    without a query, the frame that shows it again as wide as a phone."""
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -148,7 +250,8 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         if page.suffix != ".html" or not page.is_file():
             super().do_GET()
             return
-        body = page.read_bytes().replace(b"</body>", PROBE, 1)
+        probe = PROBE if urlsplit(self.path).query else PROBE.replace(b"</body>", FRAME)
+        body = page.read_bytes().replace(b"</body>", probe, 1)
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
@@ -268,10 +371,51 @@ def test_code_blocks_are_highlighted(pages: dict[str, Page]) -> None:
 
 def test_the_navigation_is_one_row_of_tabs(pages: dict[str, Page]) -> None:
     for path, page in pages.items():
-        layout = page.layout
+        layout = page.layouts[WIDE]
         assert layout["tabs"] >= 5, path
         assert layout["tabs_shown"] and layout["tab_rows"] == 1 and not layout["tabs_cut"], path
         assert layout["header_height"] <= 64, path
+
+
+def test_every_page_is_measured_wide_and_as_wide_as_a_phone(pages: dict[str, Page]) -> None:
+    assert {path: sorted(page.layouts) for path, page in pages.items()} == {
+        path: [NARROW, WIDE] for path in pages
+    }
+    assert not any(page.layouts[NARROW]["tabs_shown"] for page in pages.values())
+
+
+def found(pages: dict[str, Page], key: str) -> list[tuple[str, int, Any]]:
+    """What the probe listed under ``key``, by page and width."""
+    return [
+        (path, width, item)
+        for path, page in pages.items()
+        for width, layout in sorted(page.layouts.items())
+        for item in layout[key]
+    ]
+
+
+def test_no_text_is_cut_off_or_spills_out_of_its_column(pages: dict[str, Page]) -> None:
+    assert found(pages, "cut") == []
+    assert [
+        (path, width)
+        for path, page in pages.items()
+        for width, layout in page.layouts.items()
+        if layout["page_scrolls_sideways"]
+    ] == []
+
+
+def test_code_and_tables_too_wide_for_the_page_show_that_they_scroll(
+    pages: dict[str, Page],
+) -> None:
+    assert found(pages, "unmarked") == []
+
+
+def test_no_word_is_broken_across_lines_in_a_table(pages: dict[str, Page]) -> None:
+    assert found(pages, "broken_words") == []
+
+
+def test_no_table_of_contents_lists_an_entry_twice(pages: dict[str, Page]) -> None:
+    assert found(pages, "toc_duplicates") == []
 
 
 @pytest.mark.parametrize("path", list(API_PAGES))
