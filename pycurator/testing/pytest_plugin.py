@@ -17,7 +17,9 @@ from typing import Any, Literal
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.handlers.threading import SequentialThreadingHandler
 
+from .._connect import reconnecting_retry
 from ._curator import CLASSPATH_ENV, classpath_curator_version, shutdown
 from ._fourletter import assert_no_ephemerals
 from ._helpers import ClientFactory, CuratorFactory
@@ -156,14 +158,21 @@ def handler_from_env() -> Any:
 
 @pytest.fixture
 def zk_client_factory(zk_server: ZooKeeperTarget) -> Iterator[ClientFactory]:
-    """Makes started kazoo clients on the test server; all are stopped and closed afterwards."""
+    """Makes started kazoo clients on the test server; all are stopped and closed afterwards.
+
+    Unless told otherwise, a client reconnects as :func:`pycurator.connect`'s does (within a
+    second or so of a server's return, :func:`pycurator.reconnecting_retry`): kazoo's default
+    waits up to about as long again as an outage lasted, so a test that stops its server would
+    wait on chance."""
     clients: list[KazooClient] = []
 
     def make(**kwargs: Any) -> KazooClient:
         kwargs.setdefault("hosts", zk_server.hosts)
         kwargs.setdefault("timeout", 10.0)
-        if "handler" not in kwargs and (handler := handler_from_env()) is not None:
-            kwargs["handler"] = handler
+        handler = kwargs.get("handler") or handler_from_env() or SequentialThreadingHandler()
+        kwargs["handler"] = handler
+        if "connection_retry" not in kwargs:
+            kwargs["connection_retry"] = reconnecting_retry(handler)
         client = KazooClient(**kwargs)
         clients.append(client)
         client.start(timeout=30)
