@@ -97,6 +97,25 @@ def dump_stacks(signum: int, frame: FrameType | None) -> None:
     sys.stderr.flush()
 
 
+class HandshakeTimeouts(logging.Handler):
+    """Counts kazoo's connection attempts that waited out their whole handshake timeout (the
+    session timeout over the number of servers): a server met while it was still starting can
+    take the connection and never answer it (ZooKeeper's Java client waits as long there).
+    kazoo's records go nowhere else: a bounce is expected."""
+
+    def __init__(self, losses: Losses) -> None:
+        super().__init__()
+        self.losses = losses
+        kazoo = logging.getLogger("kazoo")
+        kazoo.setLevel(logging.WARNING)
+        kazoo.propagate = False
+        kazoo.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("Connection time-out"):
+            self.losses.handshake_timeouts += 1
+
+
 class Losses:
     """Connections lost (SUSPENDED or LOST) in each phase of the case: outside the bounce,
     each one says the client could not keep up. ``connected_at``: when the client last
@@ -106,6 +125,7 @@ class Losses:
         self.phase = "take"
         self.counts: dict[str, int] = {}
         self.connected_at: float | None = None
+        self.handshake_timeouts = 0
         client.add_listener(self._heard)
 
     def _heard(self, state: str) -> bool:
@@ -132,6 +152,7 @@ async def bounce(case: Case, losses: Losses) -> dict[str, object]:
     peak = threads()
     started = time.monotonic()
     losses.connected_at = None
+    losses.handshake_timeouts = 0
     emit({"event": "bounce"})
     try:
         while not answer.done():
@@ -166,6 +187,7 @@ async def bounce(case: Case, losses: Losses) -> dict[str, object]:
         "reconnect_after_restart_s": (
             None if losses.connected_at is None else max(0.0, losses.connected_at - restarted)
         ),
+        "handshake_timeouts": losses.handshake_timeouts,
         "bounce_s": back - started,
     }
     if not responsive(case.client):
@@ -241,7 +263,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--handler", choices=("threading", "fast"), default="threading")
     parser.add_argument("--no-bounce", action="store_true")
     args = parser.parse_args(argv)
-    logging.getLogger("kazoo").setLevel(logging.ERROR)  # a bounce is expected: no warnings
     signal.signal(signal.SIGUSR1, dump_stacks)  # the parent's question when a case is stuck
     handler: Any = SequentialThreadingHandler()
     if args.handler == "fast":
@@ -258,6 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     client.start(timeout=SOON)
     losses = Losses(client)
+    HandshakeTimeouts(losses)
     root = f"{args.root}/{args.case}-{uuid.uuid4().hex[:8]}"
     case = CASES[args.case](client, Server(args.hosts), root, args.n)
     head = {"event": "result", "case": args.case, "handler": args.handler, "n": args.n}

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import threading
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
@@ -118,3 +122,20 @@ class Worker(threading.Thread):
         if self.error is not None:
             raise self.error
         return self.result
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for ``localhost`` and its key, made in ``folder`` with the
+    openssl command (a test that needs one is skipped where openssl is missing)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key

@@ -9,7 +9,6 @@ import logging
 import os
 import pickle
 import select
-import shutil
 import socket
 import ssl
 import subprocess
@@ -26,7 +25,7 @@ from pycurator import ConnectTimeout, TLSOptions, _connect, connect
 from pycurator._connect import KAZOO_LOGGER, ConnectString
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
-from .support import SOON
+from .support import SOON, self_signed_certificate
 from .test_connect import Leftovers
 
 REFUSED = os.strerror(errno.ECONNREFUSED)
@@ -173,17 +172,7 @@ def test_a_connect_timeout_with_its_causes_survives_pickling(refused: str) -> No
 def tls_server(tmp_path: Path) -> Iterator[Callable[[bool], str]]:
     """Start a TLS server with a self-signed certificate (``True``: it requires a client
     certificate) that closes every connection after the handshake; returns its hosts."""
-    if shutil.which("openssl") is None:
-        pytest.skip("needs the openssl command to make a certificate")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
-            *("-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    cert, key = self_signed_certificate(tmp_path)
     stop = threading.Event()
     threads: list[threading.Thread] = []
 

@@ -5,10 +5,8 @@ without a prior poll, and a TLS connection left as kazoo made it."""
 from __future__ import annotations
 
 import select
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +17,7 @@ import pytest
 
 from pycurator.handlers import FastThreadingHandler
 
-from .support import SOON, Worker
+from .support import SOON, Worker, self_signed_certificate
 
 # Sockets read in blocks: kazoo's wake-up pair (its reading end) and its server connection.
 
@@ -178,17 +176,7 @@ def test_a_write_select_does_not_poll_and_send_waits_only_when_the_kernel_is_ful
 
 
 def test_a_tls_connection_is_not_wrapped(tmp_path: Path) -> None:
-    if shutil.which("openssl") is None:
-        pytest.skip("needs the openssl command to make a certificate")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
-            *("-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    cert, key = self_signed_certificate(tmp_path)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     handler = FastThreadingHandler()
