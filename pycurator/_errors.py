@@ -23,16 +23,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kazoo.exceptions import (
-    AuthFailedError,
-    BadArgumentsError,
-    EphemeralOnLocalSessionError,
-    InvalidACLError,
-    NoAuthError,
-    NoChildrenForEphemeralsError,
-    SessionClosedRequireSaslError,
-    UnimplementedError,
-)
+from kazoo import exceptions as kazoo_errors
 
 #: The server's errors that sending the same request again cannot fix: it refuses the request
 #: itself (rights, authentication, the ACL or arguments given, a parent that is ephemeral, a
@@ -40,14 +31,14 @@ from kazoo.exceptions import (
 #: in the background (a latch, a selector's term) ends its attempt on one and reports it once;
 #: it retries any other error. A lock's ``acquire`` raises each of them to its caller at once.
 UNFIXABLE: tuple[type[Exception], ...] = (
-    AuthFailedError,
-    BadArgumentsError,
-    EphemeralOnLocalSessionError,
-    InvalidACLError,
-    NoAuthError,
-    NoChildrenForEphemeralsError,
-    SessionClosedRequireSaslError,
-    UnimplementedError,
+    kazoo_errors.AuthFailedError,
+    kazoo_errors.BadArgumentsError,
+    kazoo_errors.EphemeralOnLocalSessionError,
+    kazoo_errors.InvalidACLError,
+    kazoo_errors.NoAuthError,
+    kazoo_errors.NoChildrenForEphemeralsError,
+    kazoo_errors.SessionClosedRequireSaslError,
+    kazoo_errors.UnimplementedError,
 )
 
 
