@@ -99,9 +99,10 @@ def dump_stacks(signum: int, frame: FrameType | None) -> None:
 
 class HandshakeTimeouts(logging.Handler):
     """Counts kazoo's connection attempts that waited out their whole handshake timeout (the
-    session timeout over the number of servers): a server met while it was still starting can
-    take the connection and never answer it (ZooKeeper's Java client waits as long there).
-    kazoo's records go nowhere else: a bounce is expected."""
+    session timeout over the number of servers): a standalone server that is still loading its
+    database neither answers nor closes a connection (it fails to close it, a
+    ``NullPointerException``; docs/operations.md, "Reconnecting"), and ZooKeeper's Java client
+    would wait as long. kazoo's records go nowhere else: a bounce is expected."""
 
     def __init__(self, losses: Losses) -> None:
         super().__init__()

@@ -312,9 +312,10 @@ def test_a_scale_run_alone_bounces_every_case_and_replaces_only_its_part_and_reg
             assert bounce["all_back"] and bounce["held"] == row["items"], (case, bounce)
             assert bounce["lost"] == 0, (case, bounce)
         else:
-            # the client met the server still starting, which took the connection and never
-            # answered: it waited out its 30 s handshake, as ZooKeeper's Java client would, and
-            # its session may have ended meanwhile. Then each item is back or reported lost
+            # the client met the server still loading its database, which neither answers nor
+            # closes a connection then (docs/operations.md, "Reconnecting"): it waited out its
+            # 30 s handshake, as ZooKeeper's Java client would, and its session may have ended
+            # meanwhile. Then each item is back or reported lost
             assert bounce["reconnect_after_restart_s"] is not None, (case, bounce)
             assert bounce["held"] + bounce["lost"] == row["items"], (case, bounce)
         assert bounce["wrong"] == 0, (case, bounce)  # never said held while it is not ours
