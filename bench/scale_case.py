@@ -289,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         # the client may be stuck: leave it to the server to end the session
         emit({**head, "error": f"{type(exc).__name__}: {exc}", "connection_losses": losses.counts})
-        sys.stderr.write(f"{args.case} failed: {exc!r}; its threads:\n{stacks()}")
+        sys.stderr.write(f"{args.case} failed:\n{traceback.format_exc()}its threads:\n{stacks()}")
         sys.stderr.flush()
         os._exit(1)
     if "error" in result:

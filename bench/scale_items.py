@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException
+from kazoo.exceptions import KazooException, NoNodeError
 
 from pycurator import (
     InterProcessMutex,
@@ -334,8 +334,13 @@ class Waiters(Case):
         self.done += 1
 
     def _queued(self) -> int:
-        """Waiters with a node behind the holder's (one request)."""
-        return len(self.client.get_children(self.queue)) - 1
+        """Waiters with a node behind the holder's (one request). None once the path itself is
+        gone: a bounce that ended the session emptied it, and the server reaps an empty
+        container (within a minute, on this section's server)."""
+        try:
+            return max(0, len(self.client.get_children(self.queue)) - 1)
+        except NoNodeError:
+            return 0
 
     def _holder_held(self) -> bool:
         return not self.holder.lost_event.is_set()
