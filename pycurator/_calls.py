@@ -27,8 +27,8 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import KazooState, WatchedEvent
 
 from . import _kazoo, _requests
-from ._background import call_later, requests_queue
 from ._deadline import Deadline, DeadlineExpired
+from ._runtime import services_of
 from ._steps import Await, NewSignal, Steps, WaitSignal, run
 
 log = logging.getLogger("pycurator")
@@ -225,8 +225,7 @@ def _forget_late_watch(
     """A watch request we stopped waiting for has been answered: if it set the watch, drop it
     (a moment later: kazoo's connection thread registers the watcher right after it answers)."""
     if result.successful():
-        call_later(
-            client.handler,
+        services_of(client.handler).call_later(
             LATE_WATCH_DELAY,
             functools.partial(forget_watch, client, path, watcher, children=children),
         )
@@ -308,7 +307,7 @@ class _PendingDeletes:
         if client is None:
             return True
         if state == KazooState.CONNECTED:  # not sent from kazoo's connection thread
-            requests_queue(client.handler).post(self._send_all)
+            services_of(client.handler).requests.post(self._send_all)
         return False
 
     def _send_all(self) -> None:
@@ -341,7 +340,7 @@ class _PendingDeletes:
     def _again(self, path: str) -> None:
         client = self._client()
         if client is not None:
-            call_later(client.handler, 0.1, lambda: self._send(path))
+            services_of(client.handler).call_later(0.1, lambda: self._send(path))
 
     def __contains__(self, path: str) -> bool:
         with self._lock:

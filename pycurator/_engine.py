@@ -33,7 +33,6 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import EventType, WatchedEvent
 
 from . import _kazoo, _requests, _wire
-from ._background import SerialQueue
 from ._calls import (
     RETRYABLE,
     delete_guaranteed,
@@ -48,6 +47,7 @@ from ._calls import (
 from ._checks import check_client
 from ._deadline import Deadline, DeadlineExpired
 from ._drivers import Decision, Driver, NodeVanishedError, after_wake, asks_first
+from ._runtime import services_of
 from ._steps import Await, NewSignal, Signal, Steps, WaitSignal, run, start
 from .handlers import link_inline, runs_inline
 
@@ -377,7 +377,7 @@ class LockEngine:
 
     def _watch_for_revocation(self, node: str, deadline: Deadline) -> Steps[None]:
         client = self.client
-        notices = SerialQueue(client.handler)
+        notices = services_of(client.handler).serial_queue()
 
         def on_change(event: WatchedEvent) -> None:
             if event.type == EventType.CHANGED:

@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import enum
 import logging
-import os
-import threading
 import time
 from typing import NamedTuple, Protocol, TypeVar
 
+from ._runtime import process_lock
 from ._steps import Steps
 
 log = logging.getLogger("pycurator")
@@ -109,16 +108,9 @@ class LockListener(Protocol):
     def __call__(self, event: LockEvent) -> None: ...
 
 
-_listeners: tuple[LockListener, ...] = ()  # replaced whole: readers need no lock
-_registry_lock = threading.Lock()
-
-
-def _forked() -> None:
-    global _registry_lock
-    _registry_lock = threading.Lock()  # a thread that held it does not survive a fork
-
-
-os.register_at_fork(after_in_child=_forked)
+#: Every lock listener of the process: replaced whole under the runtime's process lock
+#: (renewed in a forked child), so that readers need no lock.
+_listeners: tuple[LockListener, ...] = ()
 
 
 def add_lock_listener(listener: LockListener) -> None:
@@ -128,14 +120,14 @@ def add_lock_listener(listener: LockListener) -> None:
     global _listeners
     if not callable(listener):
         raise TypeError(f"a lock listener is called with each event, not {listener!r}")
-    with _registry_lock:
+    with process_lock():
         _listeners = (*_listeners, listener)
 
 
 def remove_lock_listener(listener: LockListener) -> None:
     """Stop telling ``listener`` (once, if it was added more than once); nothing if unknown."""
     global _listeners
-    with _registry_lock:
+    with process_lock():
         found = list(_listeners)
         if listener in found:
             found.remove(listener)
