@@ -47,26 +47,25 @@ def wait_connected_steps(client: KazooClient, deadline: Deadline) -> Steps[None]
     ConnectionClosedError when the client is stopped (at once: stopping it is a state change)."""
     if client.connected:
         return
+    runtime = runtime_of(client)
     event = yield NewSignal()
 
-    def listener(state: str) -> bool:
+    def listener(state: str) -> None:
         event.set()
-        return False
 
-    client.add_listener(listener)
+    runtime.listen(listener)
     try:
         while not client.connected:
-            if _kazoo.is_stopped(client):
-                raise ConnectionClosedError("the kazoo client has been stopped")
+            runtime.check_open()
             remaining = deadline.remaining()
             if remaining is not None and remaining <= 0:
                 raise DeadlineExpired()
             event.clear()
-            if client.connected or _kazoo.is_stopped(client):
+            if client.connected or runtime.stopped:
                 continue  # changed before the listener could hear it
             yield WaitSignal(event, remaining)
     finally:
-        client.remove_listener(listener)
+        runtime.unlisten(listener)
 
 
 def wait_connected(client: KazooClient, deadline: Deadline) -> None:
@@ -123,9 +122,8 @@ def read_all_steps(
     lock = threading.Lock()
     unanswered = [0]
 
-    def on_state(state: str) -> bool:
+    def on_state(state: str) -> None:
         wake.set()
-        return False
 
     def answered(_: Any) -> None:
         with lock:
@@ -134,7 +132,8 @@ def read_all_steps(
         if last:
             wake.set()
 
-    client.add_listener(on_state)
+    runtime = runtime_of(client)
+    runtime.listen(on_state)
     try:
         while True:
             pending = [index for index, outcome in enumerate(outcomes) if outcome is None]
@@ -167,7 +166,7 @@ def read_all_steps(
             if not woken:
                 raise ConnectionLoss(f"no answer from ZooKeeper within {_within(deadline)}")
     finally:
-        client.remove_listener(on_state)
+        runtime.unlisten(on_state)
 
 
 def _within(deadline: Deadline) -> str:

@@ -14,11 +14,13 @@ node's deletion by someone else costs a request and an event, which would make a
 again as dear on loopback; so it is set once a hold has lasted :data:`WATCH_DELAY`, or at once
 when the holder asks (:meth:`HoldMonitor.confirm`, behind ``is_held()`` and ``check()``).
 
-No monitor has a thread of its own: the handler's one delayed-call unit sets the watches of
-lasting holds (:mod:`pycurator._runtime`); after a reconnect, one worker of the handler's pool
-sends the check of every suspended hold in turn (requests, not threads), and the answers
-decide on kazoo's completion thread. Each move and the hold's end are told to the hold's
-:class:`~pycurator._observe.HoldReport` (a loss: a WARNING and the listeners' ``LOST``).
+No monitor has a thread of its own: it listens through the client's runtime
+(:mod:`pycurator._runtime`), which also says whether a session ended with the client's stop;
+the handler's one delayed-call unit sets the watches of lasting holds; after a reconnect, one
+worker of the handler's pool sends the check of every suspended hold in turn (requests, not
+threads), and the answers decide on kazoo's completion thread. Each move and the hold's end
+are told to the hold's :class:`~pycurator._observe.HoldReport` (a loss: a WARNING and the
+listeners' ``LOST``).
 """
 
 from __future__ import annotations
@@ -32,11 +34,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
-from . import _kazoo
 from ._checks import CONNECTION_POLICIES, ConnectionPolicy, check_policy
 from ._deadline import Deadline, DeadlineExpired
-from ._observe import CLIENT_STOPPED, HoldReport
-from ._runtime import services_of
+from ._observe import HoldReport
+from ._runtime import runtime_of
 from ._steps import Await, Steps, run
 
 log = logging.getLogger("pycurator")
@@ -100,21 +101,22 @@ class HoldMonitor:
         self._lock = client.handler.lock_object()
         self._watching = False  # a watch is set on the node (or kazoo re-sets it on reconnect)
         self._session_id = session_id
-        client.add_listener(self._on_connection)
+        runtime = runtime_of(client)
+        runtime.listen(self._on_connection)
         # what the listener did not hear: changes between the node's creation and now
         current = client.client_id[0] if client.client_id else None
         if current != session_id:
-            self._move(HoldState.LOST, "session expired")
+            self._move(HoldState.LOST, runtime.end_reason())
         elif client.state != KazooState.CONNECTED and policy == "standard":
             self._move(HoldState.SUSPENDED, "connection suspended")
-        services_of(client.handler).delayed.add(WATCH_DELAY, HoldMonitor._watch_later, self)
+        runtime.services.delayed.add(WATCH_DELAY, HoldMonitor._watch_later, self)
 
     def close(self, reason: str = "") -> None:
         """Stop following the node: the hold has ended (released, or a term that ended for
         ``reason``)."""
         with self._lock:
             self.state = HoldState.RELEASED
-        self.client.remove_listener(self._on_connection)
+        runtime_of(self.client).unlisten(self._on_connection)
         self.report.released(reason)
 
     @property
@@ -168,7 +170,7 @@ class HoldMonitor:
             self.state = state
             self.reason = reason
         if state is HoldState.LOST:
-            self.client.remove_listener(self._on_connection)
+            runtime_of(self.client).unlisten(self._on_connection)
         if state is HoldState.HELD:
             self.report.regained(reason)
         else:  # a suspension counts as a loss under the standard policy, the end after it again
@@ -198,18 +200,16 @@ class HoldMonitor:
         elif event.type in (EventType.CHANGED, EventType.CREATED):
             self.client.exists_async(self.node, watch=self._on_node_event)
 
-    def _on_connection(self, state: str) -> bool:
+    def _on_connection(self, state: str) -> None:
         if state == KazooState.LOST:
-            stopped = _kazoo.is_stopped(self.client)
-            self._move(HoldState.LOST, CLIENT_STOPPED if stopped else "session expired")
+            self._move(HoldState.LOST, runtime_of(self.client).end_reason())
         elif state == KazooState.SUSPENDED:
             if self.policy == "standard":
                 self._move(HoldState.SUSPENDED, "connection suspended")
         elif self.state is HoldState.SUSPENDED or not self._watching:
             # not from kazoo's connection thread, which must not send (it alone empties the
             # pipe that wakes it): one worker sends the requests of every hold in turn
-            services_of(self.client.handler).requests.post(self._after_reconnect)
-        return False
+            runtime_of(self.client).services.requests.post(self._after_reconnect)
 
     def _after_reconnect(self) -> None:
         """After a reconnect: a suspended hold is ours again only if its node exists and this

@@ -25,13 +25,11 @@ import logging
 import time
 from typing import NamedTuple, Protocol, TypeVar
 
-from ._runtime import process_lock
+from ._runtime import CLIENT_STOPPED, process_lock
 from ._steps import Steps
 
 log = logging.getLogger("pycurator")
 
-#: The reason a hold is lost (or a wait ends) when its client is stopped.
-CLIENT_STOPPED = "client stopped"
 #: A wait at least this long (seconds) is logged at INFO when it acquires, else at DEBUG.
 SLOW_WAIT = 1.0
 #: A hold at least this long (seconds) is logged at INFO when released, else at DEBUG.

@@ -37,10 +37,10 @@ from ._engine import HeldNode, LockEngine
 from ._errors import LockLostError
 from ._handlers import unit_getter
 from ._monitor import HoldMonitor
-from ._observe import CLIENT_STOPPED, Reporter
+from ._observe import Reporter
 from ._participants import Participant, id_bytes, leader_of, participants_steps
 from ._paths import validate_path
-from ._runtime import services_of
+from ._runtime import CLIENT_STOPPED, services_of
 from ._steps import Task, run, start
 
 log = logging.getLogger("pycurator")

@@ -1,9 +1,13 @@
 """The runtime: what pycurator keeps per kazoo client, in one object found from the client, and
-the one place that handles a fork.
+the one place that handles the client's stop, its session's expiry and a fork.
 
 - a client's runtime is found from it, the same object each time, and goes with it; clients
   of one handler share that handler's services (timer, pool, queues);
-- the deletes a client owes are the runtime's;
+- pycurator adds one listener to a kazoo client, whatever the number of its recipes, and
+  takes it away once the client is stopped;
+- a stopped client's waits end with the runtime's ``ConnectionClosedError``, in both front
+  ends, also when kazoo tells nobody of the stop (a client that never connected);
+- the deletes a client owes are the runtime's, and a stop forgets them;
 - a forked child starts with fresh runtime state;
 - no other module keeps a module-level registry or a fork hook.
 """
@@ -11,28 +15,63 @@ the one place that handles a fork.
 from __future__ import annotations
 
 import ast
+import asyncio
 import gc
 import os
+import socket
 import threading
 import weakref
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionClosedError
 from kazoo.handlers.threading import SequentialThreadingHandler
 
-from pycurator import InterProcessMutex, _runtime
+from pycurator import InterProcessMutex, LeaderLatch, _runtime, aio
 from pycurator._runtime import process_lock, runtime_of, services_of
 from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer
 
-from .support import SOON, STEADY_RECONNECT, eventually
+from .aio_support import run
+from .support import SOON, STEADY_RECONNECT, Worker, eventually
+from .test_shutdown import KINDS, _queued, _wait_for
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pycurator"
+#: What every wait ends with in these tests: the runtime's message, made recognisable.
+THROUGH_THE_RUNTIME = "stopped, as the runtime says"
 
 
 def unstarted_client(**kwargs: Any) -> KazooClient:
     """A kazoo client that is never started (nothing is sent)."""
     return KazooClient(hosts="127.0.0.1:2181", **kwargs)
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A local port nothing listens on: a client started on it never connects."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@pytest.fixture
+def never_connected(closed_port: int) -> Iterator[KazooClient]:
+    """A started client that never connects: its state stays LOST, so kazoo tells its
+    listeners nothing when it is stopped."""
+    client = KazooClient(hosts=f"127.0.0.1:{closed_port}", connection_retry=STEADY_RECONNECT)
+    client.start_async()
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture
+def marked_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runtime's stop error carries :data:`THROUGH_THE_RUNTIME` (read at each raise)."""
+    monkeypatch.setattr(_runtime, "STOPPED_MESSAGE", THROUGH_THE_RUNTIME)
 
 
 def test_a_client_s_runtime_is_found_from_it_the_same_each_time() -> None:
@@ -62,7 +101,112 @@ def test_a_runtime_and_its_services_go_with_their_client_and_handler() -> None:
     assert services() is None
 
 
-def test_deletes_owed_while_disconnected_are_the_runtime_s_until_they_land(
+def test_the_runtime_is_pycurator_s_one_listener_of_a_client_until_it_stops(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    client = zk_client_factory()
+    before = set(client.state_listeners)
+    holder = InterProcessMutex(client, zk_path)
+    others = [InterProcessMutex(client, f"{zk_path}/{n}") for n in range(3)]
+    assert holder.acquire(SOON)
+    for lock in others:
+        assert lock.acquire(SOON)
+    waiter = Worker(lambda: InterProcessMutex(client, zk_path).acquire())
+    waiter.start()
+    eventually(lambda: _queued(client, zk_path) >= 2, what="the waiter queued")
+    assert set(client.state_listeners) - before == {runtime_of(client)._on_state}
+    assert runtime_of(client).listening() >= 5  # four holds and a wait
+    client.stop()
+    with pytest.raises(ConnectionClosedError):
+        waiter.outcome(SOON)
+    assert set(client.state_listeners) == before
+    assert runtime_of(client).listening() == 0
+
+
+@pytest.mark.usefixtures("marked_stop")
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_threaded_wait_ends_through_the_runtime_when_its_client_stops(
+    zk_client_factory: ClientFactory, zk_path: str, kind: str
+) -> None:
+    waiting, holding = zk_client_factory(), zk_client_factory()
+    worker = Worker(_wait_for(kind, waiting, holding, zk_path))
+    worker.start()
+    eventually(lambda: _queued(holding, zk_path) >= 2, what="the waiter queued")
+    waiting.stop()
+    with pytest.raises(ConnectionClosedError, match=THROUGH_THE_RUNTIME):
+        worker.outcome(SOON)
+
+
+ASYNCIO_KINDS: dict[str, Callable[[KazooClient, str], Any]] = {
+    "mutex": lambda client, path: aio.InterProcessMutex(client, path).acquire(),
+    "read lock": lambda client, path: (
+        aio.InterProcessReadWriteLock(client, path).read_lock().acquire()
+    ),
+    "semaphore": lambda client, path: aio.InterProcessSemaphoreV2(client, path, 1).acquire(),
+    "semaphore mutex": lambda client, path: aio.InterProcessSemaphoreMutex(client, path).acquire(),
+}
+
+
+@pytest.mark.usefixtures("marked_stop")
+@pytest.mark.parametrize("kind", [*ASYNCIO_KINDS, "latch"])
+def test_an_asyncio_wait_ends_through_the_runtime_when_its_client_stops(
+    zk_client_factory: ClientFactory, zk_path: str, kind: str
+) -> None:
+    waiting, holding = zk_client_factory(), zk_client_factory()
+
+    async def main() -> None:
+        if kind == "latch":
+            leader = LeaderLatch(holding, zk_path, "leader")
+            leader.start()
+            assert leader.wait(SOON)
+            latch = aio.LeaderLatch(waiting, zk_path, "waiter")
+            await latch.start()
+            wait: Any = latch.wait()
+        else:
+            _wait_for(kind, waiting, holding, zk_path)  # holds on the path
+            wait = ASYNCIO_KINDS[kind](waiting, zk_path)
+        task = asyncio.ensure_future(wait)
+        while _queued(holding, zk_path) < 2:
+            await asyncio.sleep(0.02)
+        await asyncio.get_running_loop().run_in_executor(None, waiting.stop)
+        with pytest.raises(ConnectionClosedError, match=THROUGH_THE_RUNTIME):
+            await asyncio.wait_for(task, SOON)
+
+    run(main())
+
+
+@pytest.mark.usefixtures("marked_stop")
+def test_a_latch_on_a_client_that_never_connected_ends_its_wait_when_it_stops(
+    never_connected: KazooClient, zk_path: str
+) -> None:
+    latch = LeaderLatch(never_connected, zk_path, "a")
+    latch.start()
+    worker = Worker(latch.wait)
+    worker.start()
+    eventually(lambda: runtime_of(never_connected).listening() >= 1, what="the latch waiting")
+    never_connected.stop()  # kazoo tells no listener: the state was LOST already
+    with pytest.raises(ConnectionClosedError, match=THROUGH_THE_RUNTIME):
+        worker.outcome(SOON)
+
+
+@pytest.mark.usefixtures("marked_stop")
+def test_an_asyncio_latch_on_a_client_that_never_connected_ends_its_wait_when_it_stops(
+    never_connected: KazooClient, zk_path: str
+) -> None:
+    async def main() -> None:
+        latch = aio.LeaderLatch(never_connected, zk_path, "a")
+        await latch.start()
+        task = asyncio.ensure_future(latch.wait())
+        while runtime_of(never_connected).listening() < 1:
+            await asyncio.sleep(0.02)
+        await asyncio.get_running_loop().run_in_executor(None, never_connected.stop)
+        with pytest.raises(ConnectionClosedError, match=THROUGH_THE_RUNTIME):
+            await asyncio.wait_for(task, SOON)
+
+    run(main())
+
+
+def test_deletes_owed_while_disconnected_are_the_runtime_s_and_a_stop_forgets_them(
     zk_server: ZooKeeperServer, zk_client_factory: ClientFactory, zk_path: str
 ) -> None:
     with FaultProxy(zk_server.hosts.split(",")[0]) as proxy:
@@ -77,9 +221,8 @@ def test_deletes_owed_while_disconnected_are_the_runtime_s_until_they_land(
         lock.release()
         runtime = runtime_of(client)
         assert runtime.owes_delete(node)
-        proxy.heal()
-        eventually(lambda: not runtime.owes_delete(node), what="the delete landed")
-        assert client.exists(node) is None
+        client.stop()
+        assert not runtime.owes_delete(node)  # the node goes with its session
 
 
 def test_a_forked_child_starts_with_fresh_runtime_state(zk: KazooClient) -> None:
