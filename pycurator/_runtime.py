@@ -5,7 +5,8 @@ A :class:`Runtime` per client, found with :func:`runtime_of` (the same object ea
 long as the client lives), holds what is the client's own:
 
 - its connection listeners: every wait, hold and election of every recipe listens here, so
-  pycurator adds one listener to a kazoo client, whatever the number of its recipes;
+  pycurator adds one listener to a kazoo client, whatever the number of its recipes, and only
+  while something listens or a delete is owed (kazoo's registry is left as it was found);
 - the deletes it still owes (Curator's guaranteed delete, its ``FailedDeleteManager``): sent
   again each time the client connects, until each node is gone, or the client is stopped;
 - whether the client is stopped: the one error every wait of every recipe, threaded or
@@ -110,7 +111,8 @@ class HandlerServices:
 
 class Runtime:
     """What pycurator keeps for one kazoo client (see the module doc); :func:`runtime_of`
-    makes it. It holds the client weakly: the client's listener set holds the runtime."""
+    makes it. It holds the client weakly: the registry keeps it for as long as the client
+    lives, and no longer."""
 
     def __init__(self, client: KazooClient, services: HandlerServices) -> None:
         self._client = weakref.ref(client)
@@ -120,8 +122,7 @@ class Runtime:
         self._lock = client.handler.lock_object()  # held for bookkeeping only
         self._look: Timer | None = None  # a look for a stop, pending while the state is LOST
         self._told_stop = False  # the listeners have heard of the current stop
-        self._attached = False  # our listener is the client's (from first use to a stop)
-        self._attach(client)
+        self._attached = False  # our listener is the client's: something listens, or is owed
 
     @property
     def client(self) -> KazooClient | None:
@@ -151,28 +152,38 @@ class Runtime:
         thread (or the handler's timer, for a stop kazoo does not tell): it must be short and
         never block, nor send (see :attr:`HandlerServices.requests`). A stop is told as
         LOST: ask :attr:`stopped`."""
-        self._listeners.add(listener)
         client = self._client()
         if client is None:
             return
-        if not self._attached:
+        with self._lock:
+            self._listeners.add(listener)
             self._attach(client)
         if client.state == KazooState.LOST:
             self._look_for_stop()
 
     def unlisten(self, listener: Listener) -> None:
         """Stop calling ``listener`` (nothing if unknown)."""
-        self._listeners.discard(listener)
+        with self._lock:
+            self._listeners.discard(listener)
+            self._detach_if_idle()
 
     def listening(self) -> int:
         """How many listeners the client's recipes have here now."""
         return len(self._listeners)
 
     def _attach(self, client: KazooClient) -> None:
-        with self._lock:
-            if not self._attached:
-                self._attached = True
-                client.add_listener(self._on_state)
+        """Make our listener the client's (under the lock)."""
+        if not self._attached:
+            self._attached = True
+            client.add_listener(self._on_state)
+
+    def _detach_if_idle(self) -> None:
+        """Take our listener away once nothing listens and nothing is owed (under the lock)."""
+        if self._attached and not self._listeners and not self._owed:
+            self._attached = False
+            client = self._client()
+            if client is not None:
+                client.remove_listener(self._on_state)
 
     def _on_state(self, state: str) -> bool:
         """kazoo's listener, the client's only one of pycurator's: the one place a stop or an
@@ -240,7 +251,6 @@ class Runtime:
             return  # the node goes with the session
         with self._lock:
             self._owed.add(path)
-        if not self._attached:
             self._attach(client)
         if sent is not None:
             sent.rawlink(functools.partial(self._answered, path))
@@ -280,6 +290,7 @@ class Runtime:
             log.exception("background delete of %s failed", path)
         with self._lock:
             self._owed.discard(path)
+            self._detach_if_idle()
 
 
 _RUNTIMES: weakref.WeakKeyDictionary[KazooClient, Runtime] = weakref.WeakKeyDictionary()

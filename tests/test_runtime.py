@@ -4,7 +4,7 @@ the one place that handles the client's stop, its session's expiry and a fork.
 - a client's runtime is found from it, the same object each time, and goes with it; clients
   of one handler share that handler's services (timer, pool, queues);
 - pycurator adds one listener to a kazoo client, whatever the number of its recipes, and
-  takes it away once the client is stopped;
+  only while something listens (kazoo's registry is left as it was found, a stop included);
 - a stopped client's waits end with the runtime's ``ConnectionClosedError``, in both front
   ends, also when kazoo tells nobody of the stop (a client that never connected);
 - the deletes a client owes are the runtime's, and a stop forgets them;
@@ -101,26 +101,52 @@ def test_a_runtime_and_its_services_go_with_their_client_and_handler() -> None:
     assert services() is None
 
 
-def test_the_runtime_is_pycurator_s_one_listener_of_a_client_until_it_stops(
+def holds_and_a_waiter(client: KazooClient, path: str) -> tuple[list[InterProcessMutex], Worker]:
+    """Four locks ``client`` holds, and a thread of it that waits for the first, then releases
+    it."""
+    locks = [InterProcessMutex(client, path)] + [
+        InterProcessMutex(client, f"{path}/{n}") for n in range(3)
+    ]
+    for lock in locks:
+        assert lock.acquire(SOON)
+    waiting = InterProcessMutex(client, path)
+
+    def wait_then_release() -> None:
+        assert waiting.acquire()
+        waiting.release()
+
+    waiter = Worker(wait_then_release)
+    waiter.start()
+    eventually(lambda: _queued(client, path) >= 2, what="the waiter queued")
+    return locks, waiter
+
+
+def test_the_runtime_is_pycurator_s_one_listener_of_a_client_while_in_use(
     zk_client_factory: ClientFactory, zk_path: str
 ) -> None:
     client = zk_client_factory()
     before = set(client.state_listeners)
-    holder = InterProcessMutex(client, zk_path)
-    others = [InterProcessMutex(client, f"{zk_path}/{n}") for n in range(3)]
-    assert holder.acquire(SOON)
-    for lock in others:
-        assert lock.acquire(SOON)
-    waiter = Worker(lambda: InterProcessMutex(client, zk_path).acquire())
-    waiter.start()
-    eventually(lambda: _queued(client, zk_path) >= 2, what="the waiter queued")
+    locks, waiter = holds_and_a_waiter(client, zk_path)
     assert set(client.state_listeners) - before == {runtime_of(client)._on_state}
-    assert runtime_of(client).listening() >= 5  # four holds and a wait
+    assert runtime_of(client).listening() == 5  # four holds and a wait
+    for lock in locks:
+        lock.release()
+    waiter.outcome(SOON)
+    assert runtime_of(client).listening() == 0
+    assert set(client.state_listeners) == before  # kazoo's registry as pycurator found it
+
+
+def test_a_stopped_client_s_waits_end_and_pycurator_s_listener_goes(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    client = zk_client_factory()
+    before = set(client.state_listeners)
+    _, waiter = holds_and_a_waiter(client, zk_path)
     client.stop()
     with pytest.raises(ConnectionClosedError):
         waiter.outcome(SOON)
-    assert set(client.state_listeners) == before
     assert runtime_of(client).listening() == 0
+    assert set(client.state_listeners) == before
 
 
 @pytest.mark.usefixtures("marked_stop")
@@ -227,6 +253,11 @@ def test_deletes_owed_while_disconnected_are_the_runtime_s_and_a_stop_forgets_th
 
 def test_a_forked_child_starts_with_fresh_runtime_state(zk: KazooClient) -> None:
     runtime, services, lock = runtime_of(zk), services_of(zk.handler), process_lock()
+
+    def listener(state: str) -> None:
+        pass
+
+    runtime.listen(listener)  # the runtime's listener is the client's while one listens
     held, release = threading.Event(), threading.Event()
 
     def hold_the_lock() -> None:  # a thread of the parent's, in the lock at the fork
@@ -261,6 +292,7 @@ def test_a_forked_child_starts_with_fresh_runtime_state(zk: KazooClient) -> None
     assert reported == ",".join(["True"] * 5)
     assert runtime_of(zk) is runtime  # the parent's is untouched
     assert runtime._on_state in zk.state_listeners
+    runtime.unlisten(listener)
 
 
 def _module_level_registries(tree: ast.Module) -> list[str]:
