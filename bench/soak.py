@@ -5,10 +5,10 @@ Threads on two clients (one on kazoo's handler, one on the fast handler) loop ov
 read/write lock (90% reads) and a semaphore of 2 leases, each with a lock object of their own
 and short holds; one more thread keeps a fourth lock held for 0.2 s at a time while another
 tries it with a 0.05 s timeout, so acquires time out all along. At intervals the section
-records this process's RSS and threads, the clients' state listeners and data and child
-watchers (kazoo's registries), and the server's watch and node counts (``mntr``). Flat is the
-target: the report gives the first and the last samples after the first interval, and the
-largest of each.
+records this process's RSS and threads, the clients' state listeners (kazoo's, and those
+pycurator's runtime tells for it) and data and child watchers (kazoo's registries), and the
+server's watch and node counts (``mntr``). Flat is the target: the report gives the first and
+the last samples after the first interval, and the largest of each.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pycurator import InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2
+from pycurator._runtime import runtime_of
 from pycurator.handlers import FastThreadingHandler
 
 from .common import SOON, Clients, Server, Threads, unique_path
@@ -49,9 +50,10 @@ def rss_kb() -> int:
 
 
 def _registry_sizes(clients: list[Any]) -> dict[str, int]:
-    """kazoo's own registries (private attributes: read only, for this count)."""
+    """kazoo's own registries (private attributes: read only, for this count); the state
+    listeners the client's pycurator runtime tells count with kazoo's."""
     return {
-        "state_listeners": sum(len(c.state_listeners) for c in clients),
+        "state_listeners": sum(len(c.state_listeners) + runtime_of(c).listening() for c in clients),
         "data_watchers": sum(
             len(ws) for c in clients for ws in getattr(c, "_data_watchers", {}).values()
         ),

@@ -1,15 +1,20 @@
 """Background work in a constant number of units (threads, or greenlets under gevent and
-eventlet), whatever the number of recipes: a timer, and a small pool of workers.
+eventlet), whatever the number of recipes: a timer, a small pool of workers, and the unit that
+makes delayed calls in batches.
 
-- :func:`call_later` runs a short function at a given time, from one timer unit per kazoo
-  handler (spawned while a timer is pending).
-- A :class:`SerialQueue` runs the calls posted to it one at a time, in order, on the handler's
-  pool of at most :data:`MAX_WORKERS` workers (spawned while there is work, ended after
-  :data:`LINGER` idle seconds). Each recipe posts its listeners and ``on_lost`` callbacks to a
-  queue of its own, so they run in order per recipe and a slow one holds up only its recipe.
+- :class:`Timers` runs short functions at given times, from one unit (spawned while a timer is
+  pending).
+- A :class:`SerialQueue` runs the calls posted to it one at a time, in order, on a
+  :class:`Pool` of at most :data:`MAX_WORKERS` workers (spawned while there is work, ended
+  after :data:`LINGER` idle seconds). Each recipe posts its listeners and ``on_lost`` callbacks
+  to a queue of its own, so they run in order per recipe and a slow one holds up only its
+  recipe.
+- :class:`DelayedCalls` makes calls a while after they are asked for, one wake-up serving every
+  call due within :data:`BATCH_WINDOW` (the deferred watches of held nodes).
 
-Everything goes through the handler (``spawn``, ``event_object``), so a greenlet handler
-gets greenlets.
+These are the mechanisms only: which handler owns which timer, pool and queue, and what a fork
+leaves of them, is :mod:`pycurator._runtime`'s to say. Everything goes through the handler
+(``spawn``, ``event_object``, ``lock_object``), so a greenlet handler gets greenlets.
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-import os
 import threading
 import time
 import weakref
@@ -31,6 +35,21 @@ log = logging.getLogger("pycurator")
 MAX_WORKERS = 4
 #: Seconds an idle worker waits for more work before it ends.
 LINGER = 5.0
+#: One wake-up of :class:`DelayedCalls` makes every call due within this many seconds.
+BATCH_WINDOW = 0.01
+
+
+def spawner(handler: Any) -> Callable[[Callable[[], None]], None]:
+    """``handler.spawn`` without keeping the handler alive: what runs its units is dropped
+    with it (a unit already running ends by itself)."""
+    handler_ref = weakref.ref(handler)
+
+    def spawn(function: Callable[[], None]) -> None:
+        handler = handler_ref()
+        if handler is not None:
+            handler.spawn(function)
+
+    return spawn
 
 
 class Timer:
@@ -47,17 +66,24 @@ class Timer:
         self.cancelled = True
 
 
-class _Timers:
+class Timers:
     """The pending timers of one handler, run in time order by one unit of that handler; the
     unit ends once none is pending (a cancelled one counts until its time: cancelling is O(1))."""
 
     def __init__(self, handler: Any) -> None:
-        self._handler = handler
+        self._spawn = spawner(handler)
         self._due: list[tuple[float, int, Timer]] = []  # a heap
         self._added = itertools.count()
         self._lock = threading.Lock()  # held for heap operations only, never across a switch
         self._wake = handler.event_object()
         self._running = False
+
+    def call_later(self, delay: float, function: Callable[[], None]) -> Timer:
+        """Run ``function()`` (short, never blocking) ``delay`` seconds from now; the returned
+        :class:`Timer` cancels it."""
+        timer = Timer(time.monotonic() + max(0.0, delay), function)
+        self.add(timer)
+        return timer
 
     def add(self, timer: Timer) -> None:
         with self._lock:
@@ -67,7 +93,7 @@ class _Timers:
             if not start and self._due[0][2] is timer:
                 self._wake.set()  # the unit sleeps until a later time
         if start:
-            self._handler.spawn(self._run)
+            self._spawn(self._run)
 
     def _run(self) -> None:
         while True:
@@ -90,20 +116,12 @@ class _Timers:
                 log.exception("a timer's function failed")
 
 
-def call_later(handler: Any, delay: float, function: Callable[[], None]) -> Timer:
-    """Run ``function()`` (short, never blocking) ``delay`` seconds from now on the timer unit
-    of ``handler``; the returned :class:`Timer` cancels it."""
-    timer = Timer(time.monotonic() + max(0.0, delay), function)
-    _service(_TIMERS, handler, _Timers).add(timer)
-    return timer
-
-
-class _Pool:
+class Pool:
     """A handler's workers: each takes the next ready :class:`SerialQueue` and runs one of its
     calls. At most :data:`MAX_WORKERS` run; an idle one ends after :data:`LINGER` seconds."""
 
     def __init__(self, handler: Any) -> None:
-        self._handler = handler
+        self._spawn = spawner(handler)
         self._lock = threading.Lock()  # never held across a call or a wait
         self._ready: deque[SerialQueue] = deque()
         self._work = handler.event_object()
@@ -118,7 +136,7 @@ class _Pool:
             if spawn:
                 self._workers += 1
         if spawn:
-            self._handler.spawn(self._worker)
+            self._spawn(self._worker)
 
     @property
     def workers(self) -> int:
@@ -144,10 +162,10 @@ class _Pool:
 
 
 class SerialQueue:
-    """Calls run one at a time, in the order posted, on a worker of ``handler``'s pool."""
+    """Calls run one at a time, in the order posted, on a worker of ``pool``."""
 
-    def __init__(self, handler: Any) -> None:
-        self._pool = _service(_POOLS, handler, _Pool)
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
         self._lock = threading.Lock()
         self._calls: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
         self._scheduled = False
@@ -176,52 +194,66 @@ class SerialQueue:
             self._pool.schedule(self)  # behind the other ready queues: one call a turn
 
 
-def requests_queue(handler: Any) -> SerialQueue:
-    """The queue on which pycurator sends its own requests when news comes on kazoo's
-    connection thread (after a reconnect: the checks of held nodes, the deletes still owed).
-    That thread must not send: a request writes a byte to the pipe that wakes it, which only
-    it empties, and hundreds of them fill it. One worker goes through them in turn."""
-    queue: SerialQueue = _service(_REQUESTS, handler, SerialQueue)
-    return queue
+class DelayedCalls:
+    """Calls ``function(argument)`` made a while after they are asked for, by one unit of the
+    handler, which sleeps with the handler's events and ends once nothing is due (the next call
+    asked for spawns another). One wake-up makes every call due within :data:`BATCH_WINDOW`: a
+    loop of short holds then wakes the unit a few times per delay, not per hold. A call that
+    is no longer needed is skipped by the function itself (so adding is all it costs)."""
 
+    def __init__(self, handler: Any) -> None:
+        self._spawn = spawner(handler)
+        self._due: list[tuple[float, int, Callable[[Any], None], Any]] = []  # a heap
+        self._added = itertools.count()
+        self._lock = handler.lock_object()
+        self._wake = handler.event_object()
+        self._running = False
 
-def pool_workers(handler: Any) -> int:
-    """How many pool workers ``handler`` runs now (for tests and the benchmark)."""
-    with _SERVICES_LOCK:
-        pool = _POOLS.get(handler)
-    return pool.workers if pool is not None else 0
+    def add(self, delay: float, function: Callable[[Any], None], argument: Any) -> None:
+        """Call ``function(argument)`` (short, never blocking) about ``delay`` seconds from
+        now; an exception it raises is logged (DEBUG)."""
+        entry = (time.monotonic() + delay, next(self._added), function, argument)
+        with self._lock:
+            heapq.heappush(self._due, entry)
+            start = not self._running
+            self._running = True
+            if not start and self._due[0] is entry:
+                self._wake.set()  # the unit sleeps until a later time
+        if start:
+            self._spawn(self._run)
 
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if not self._due:
+                    self._running = False
+                    return
+                delay = self._due[0][0] - time.monotonic()
+                due = []
+                if delay > 0:
+                    self._wake.clear()
+                else:
+                    soon = time.monotonic() + BATCH_WINDOW
+                    while self._due and self._due[0][0] <= soon:
+                        due.append(heapq.heappop(self._due))
+            if delay > 0:
+                self._wake.wait(delay)
+                continue
+            for _, _, function, argument in due:
+                try:
+                    function(argument)
+                except Exception:  # a stopped client, say
+                    log.debug("a delayed call failed: %r", function, exc_info=True)
 
-_TIMERS: weakref.WeakKeyDictionary[Any, _Timers] = weakref.WeakKeyDictionary()
-_POOLS: weakref.WeakKeyDictionary[Any, _Pool] = weakref.WeakKeyDictionary()
-_REQUESTS: weakref.WeakKeyDictionary[Any, SerialQueue] = weakref.WeakKeyDictionary()
-_SERVICES_LOCK = threading.RLock()  # a service may make another (a queue, its pool)
-
-
-def _service(registry: weakref.WeakKeyDictionary[Any, Any], handler: Any, make: Any) -> Any:
-    with _SERVICES_LOCK:
-        service = registry.get(handler)
-        if service is None:
-            service = registry[handler] = make(handler)
-        return service
-
-
-def _forked() -> None:
-    global _SERVICES_LOCK
-    _TIMERS.clear()  # no unit survives a fork
-    _POOLS.clear()
-    _REQUESTS.clear()
-    _SERVICES_LOCK = threading.RLock()
-
-
-os.register_at_fork(after_in_child=_forked)
 
 __all__ = [
+    "BATCH_WINDOW",
     "LINGER",
     "MAX_WORKERS",
+    "DelayedCalls",
+    "Pool",
     "SerialQueue",
     "Timer",
-    "call_later",
-    "pool_workers",
-    "requests_queue",
+    "Timers",
+    "spawner",
 ]

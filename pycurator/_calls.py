@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,11 +23,11 @@ from kazoo.exceptions import (
     OperationTimeoutError,
     SessionExpiredError,
 )
-from kazoo.protocol.states import KazooState, WatchedEvent
+from kazoo.protocol.states import WatchedEvent
 
 from . import _kazoo, _requests
-from ._background import call_later, requests_queue
 from ._deadline import Deadline, DeadlineExpired
+from ._runtime import runtime_of, services_of
 from ._steps import Await, NewSignal, Steps, WaitSignal, run
 
 log = logging.getLogger("pycurator")
@@ -48,26 +47,25 @@ def wait_connected_steps(client: KazooClient, deadline: Deadline) -> Steps[None]
     ConnectionClosedError when the client is stopped (at once: stopping it is a state change)."""
     if client.connected:
         return
+    runtime = runtime_of(client)
     event = yield NewSignal()
 
-    def listener(state: str) -> bool:
+    def listener(state: str) -> None:
         event.set()
-        return False
 
-    client.add_listener(listener)
+    runtime.listen(listener)
     try:
         while not client.connected:
-            if _kazoo.is_stopped(client):
-                raise ConnectionClosedError("the kazoo client has been stopped")
+            runtime.check_open()
             remaining = deadline.remaining()
             if remaining is not None and remaining <= 0:
                 raise DeadlineExpired()
             event.clear()
-            if client.connected or _kazoo.is_stopped(client):
+            if client.connected or runtime.stopped:
                 continue  # changed before the listener could hear it
             yield WaitSignal(event, remaining)
     finally:
-        client.remove_listener(listener)
+        runtime.unlisten(listener)
 
 
 def wait_connected(client: KazooClient, deadline: Deadline) -> None:
@@ -124,9 +122,8 @@ def read_all_steps(
     lock = threading.Lock()
     unanswered = [0]
 
-    def on_state(state: str) -> bool:
+    def on_state(state: str) -> None:
         wake.set()
-        return False
 
     def answered(_: Any) -> None:
         with lock:
@@ -135,7 +132,8 @@ def read_all_steps(
         if last:
             wake.set()
 
-    client.add_listener(on_state)
+    runtime = runtime_of(client)
+    runtime.listen(on_state)
     try:
         while True:
             pending = [index for index, outcome in enumerate(outcomes) if outcome is None]
@@ -168,7 +166,7 @@ def read_all_steps(
             if not woken:
                 raise ConnectionLoss(f"no answer from ZooKeeper within {_within(deadline)}")
     finally:
-        client.remove_listener(on_state)
+        runtime.unlisten(on_state)
 
 
 def _within(deadline: Deadline) -> str:
@@ -225,8 +223,7 @@ def _forget_late_watch(
     """A watch request we stopped waiting for has been answered: if it set the watch, drop it
     (a moment later: kazoo's connection thread registers the watcher right after it answers)."""
     if result.successful():
-        call_later(
-            client.handler,
+        services_of(client.handler).call_later(
             LATE_WATCH_DELAY,
             functools.partial(forget_watch, client, path, watcher, children=children),
         )
@@ -258,7 +255,7 @@ def delete_guaranteed_steps(client: KazooClient, path: str) -> Steps[None]:
     or the client is stopped.
     """
     if not client.connected:
-        _pending_deletes(client).add(path)
+        runtime_of(client).owe_delete(path)
         return
     result = client.delete_async(path)
     try:
@@ -267,10 +264,10 @@ def delete_guaranteed_steps(client: KazooClient, path: str) -> Steps[None]:
         pass
     except (ConnectionLoss, OperationTimeoutError, DeadlineExpired):
         log.info("delete of %s deferred until the connection is back", path)
-        _pending_deletes(client).add(path, result)
+        runtime_of(client).owe_delete(path, result)
     except BaseException as exc:
         if not isinstance(exc, KazooException):  # interrupted: the answer is not read yet
-            _pending_deletes(client).add(path, result)
+            runtime_of(client).owe_delete(path, result)
         raise
 
 
@@ -281,83 +278,7 @@ def delete_guaranteed(client: KazooClient, path: str) -> None:
 
 def delete_guaranteed_later(client: KazooClient, path: str) -> None:
     """Curator's guaranteed delete without waiting at all (from callbacks and background work)."""
-    _pending_deletes(client).add(path)
-
-
-class _PendingDeletes:
-    """The nodes one client still has to delete, as Curator's ``FailedDeleteManager``: each is
-    deleted again whenever the client (re)connects, until the server says it is gone."""
-
-    def __init__(self, client: KazooClient) -> None:
-        self._client = weakref.ref(client)
-        self._paths: set[str] = set()
-        self._lock = client.handler.lock_object()
-        client.add_listener(self._on_state)
-
-    def add(self, path: str, sent: Any = None) -> None:
-        """Delete ``path`` until it is gone; ``sent``: a delete of it already on its way."""
-        with self._lock:
-            self._paths.add(path)
-        if sent is not None:
-            sent.rawlink(functools.partial(self._answered, path))
-        else:
-            self._send(path)
-
-    def _on_state(self, state: str) -> bool:
-        client = self._client()
-        if client is None:
-            return True
-        if state == KazooState.CONNECTED:  # not sent from kazoo's connection thread
-            requests_queue(client.handler).post(self._send_all)
-        return False
-
-    def _send_all(self) -> None:
-        with self._lock:
-            paths = list(self._paths)
-        for path in paths:
-            self._send(path)
-
-    def _send(self, path: str) -> None:
-        client = self._client()
-        if client is None or not client.connected:
-            return  # sent again on the next CONNECTED
-        client.delete_async(path).rawlink(functools.partial(self._answered, path))
-
-    def _answered(self, path: str, result: Any) -> None:
-        try:
-            result.get()
-        except (ConnectionLoss, OperationTimeoutError):
-            client = self._client()
-            if client is not None and client.connected:
-                self._again(path)
-            return  # otherwise the next CONNECTED sends it again
-        except (NoNodeError, SessionExpiredError, ConnectionClosedError):
-            pass
-        except Exception:  # an error no retry can fix: the node goes with the session
-            log.exception("background delete of %s failed", path)
-        with self._lock:
-            self._paths.discard(path)
-
-    def _again(self, path: str) -> None:
-        client = self._client()
-        if client is not None:
-            call_later(client.handler, 0.1, lambda: self._send(path))
-
-    def __contains__(self, path: str) -> bool:
-        with self._lock:
-            return path in self._paths
-
-
-_DELETERS: weakref.WeakKeyDictionary[KazooClient, _PendingDeletes] = weakref.WeakKeyDictionary()
-_DELETERS_LOCK = threading.Lock()
-
-
-def _pending_deletes(client: KazooClient) -> _PendingDeletes:
-    with _DELETERS_LOCK:
-        deleter = _DELETERS.get(client)
-        if deleter is None:
-            deleter = _DELETERS[client] = _PendingDeletes(client)
-        return deleter
+    runtime_of(client).owe_delete(path)
 
 
 __all__ = [

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from kazoo.exceptions import ConnectionClosedError, NoNodeError
 from kazoo.protocol.states import KazooState, WatchedEvent
 
-from . import _kazoo, _wire
+from . import _wire
 from ._calls import (
     RETRYABLE,
     delete_guaranteed_later,
@@ -44,7 +44,8 @@ from ._deadline import Deadline, DeadlineExpired
 from ._engine import HeldNode, LockEngine
 from ._errors import UNFIXABLE
 from ._monitor import HoldMonitor, HoldState
-from ._observe import CLIENT_STOPPED, LockEventKind, Reporter
+from ._observe import LockEventKind, Reporter
+from ._runtime import CLIENT_STOPPED, runtime_of
 from ._steps import NewSignal, Signal, Steps, WaitSignal
 from .handlers import runs_inline
 
@@ -154,7 +155,7 @@ class Election:
         if self._stop is not None:
             return self._stop
         self._waiting_since = self._reporter.waiting()
-        client.add_listener(self._on_state)
+        runtime_of(client).listen(self._on_state)
         try:
             reason = yield from self._take_part(wake)
         except GeneratorExit:  # dropped unfinished: no more steps can be made
@@ -172,6 +173,7 @@ class Election:
 
     def _take_part(self, wake: Signal) -> Steps[str]:
         client = self.client
+        runtime = runtime_of(client)
         while True:
             wake.clear()
             if self._stop is not None:
@@ -179,7 +181,7 @@ class Election:
             monitor = self.leading
             if monitor is not None and not monitor.held:
                 self._depose(monitor.reason)
-            if _kazoo.is_stopped(client):
+            if runtime.stopped:
                 return CLIENT_STOPPED
             if (self._one_term and self.termed) or not client.connected:
                 # a spent term waits to be stopped; the next CONNECTED wakes the others
@@ -310,7 +312,7 @@ class Election:
     def _quit(self, reason: str, cancelled: bool) -> HeldNode | None:
         if self._stop is None:
             self._stop = reason
-        self.client.remove_listener(self._on_state)
+        runtime_of(self.client).unlisten(self._on_state)
         self._depose(reason)
         started, self._waiting_since = self._waiting_since, None
         if started is not None:
@@ -327,14 +329,13 @@ class Election:
 
     # -- news from kazoo's threads: note it and wake the steps -------------------------------
 
-    def _on_state(self, state: str) -> bool:
+    def _on_state(self, state: str) -> None:
         if self._queue_ends_on_error and self.leading is None and self._stop is None:
             if state == KazooState.LOST:
-                self._stop = "session expired"
+                self._stop = runtime_of(self.client).end_reason()
             elif state == KazooState.SUSPENDED and self.policy == "standard":
                 self._stop = "connection suspended"
         self._wake_up()
-        return False
 
     def _hold_changed(self, state: HoldState, reason: str) -> None:
         self._wake_up()  # a loss deposes us; a reconnect lists the children again

@@ -32,8 +32,7 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import EventType, WatchedEvent
 
-from . import _kazoo, _requests, _wire
-from ._background import SerialQueue
+from . import _requests, _wire
 from ._calls import (
     RETRYABLE,
     delete_guaranteed,
@@ -48,6 +47,7 @@ from ._calls import (
 from ._checks import check_client
 from ._deadline import Deadline, DeadlineExpired
 from ._drivers import Decision, Driver, NodeVanishedError, after_wake, asks_first
+from ._runtime import runtime_of, services_of
 from ._steps import Await, NewSignal, Signal, Steps, WaitSignal, run, start
 from .handlers import link_inline, runs_inline
 
@@ -311,14 +311,14 @@ class LockEngine:
         if decision is not None and decision.holds and self.on_revoke is None:
             return True  # held on the listing that came with the create: nothing to set up
         watcher = _Watcher((yield NewSignal()))
-        client.add_listener(watcher.on_state)
+        runtime = runtime_of(client)
+        runtime.listen(watcher.on_state)
         try:
             if self.on_revoke is not None:
                 yield from self._watch_for_revocation(node, requests)
             confirmed = decision is not None  # decided over a listing made since our create
             while True:
-                if _kazoo.is_stopped(client):
-                    raise ConnectionClosedError("the kazoo client has been stopped")
+                runtime.check_open()
                 if decision is None:
                     watcher.state_changed = False
                     children = yield from self.children_steps(requests, watcher.take_answer())
@@ -343,7 +343,7 @@ class LockEngine:
                 decision = after_wake(decision, *woken, driver.relist_before_holding)
                 confirmed = False
         finally:
-            client.remove_listener(watcher.on_state)
+            runtime.unlisten(watcher.on_state)
 
     def _watch_and_wait(
         self, watcher: _Watcher, node: str, decision: Decision, driver: Driver, deadline: Deadline
@@ -377,7 +377,7 @@ class LockEngine:
 
     def _watch_for_revocation(self, node: str, deadline: Deadline) -> Steps[None]:
         client = self.client
-        notices = SerialQueue(client.handler)
+        notices = services_of(client.handler).serial_queue()
 
         def on_change(event: WatchedEvent) -> None:
             if event.type == EventType.CHANGED:
@@ -494,10 +494,9 @@ class _Watcher:
     def _answered(self, _: Any) -> None:
         self.wake.set()
 
-    def on_state(self, state: str) -> bool:
+    def on_state(self, state: str) -> None:
         self.state_changed = True
         self.wake.set()
-        return False
 
 
 __all__ = ["MAX_NODE_DATA", "HeldNode", "LockEngine", "decision_on_arrival"]

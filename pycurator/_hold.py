@@ -9,19 +9,18 @@ task). The threaded and the asyncio recipes share all three.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from ._background import SerialQueue
 from ._checks import ConnectionPolicy
 from ._engine import HeldNode
 from ._errors import LockLostError, LockNotOwnedError
 from ._monitor import HoldMonitor, HoldState
 from ._observe import HoldReport
+from ._runtime import process_lock, services_of
 from ._steps import Steps
 
 #: A node an acquire holds, and the report of its hold.
@@ -32,7 +31,7 @@ class LossNotice:
     """A recipe's notice of lost holds: ``lost_event`` (any object with ``set()`` and
     ``clear()``, by default a handler event) and callbacks ``callback(subject, reason)``, each
     run through ``spawn`` (by default in order on the handler's worker pool, see
-    :class:`~pycurator._background.SerialQueue`).
+    :class:`~pycurator._runtime.HandlerServices`).
 
     The default event and queue are made on first use, not with the notice: a process holding
     ten thousand locks nobody waits on or listens to would otherwise keep an event (a condition
@@ -59,7 +58,7 @@ class LossNotice:
         asked for)."""
         event = self._event
         if event is None:
-            with _NOTICES_LOCK:
+            with process_lock():  # against a change of state: both rare and short
                 event = self._event
                 if event is None:
                     event = self._handler.event_object()
@@ -70,7 +69,7 @@ class LossNotice:
 
     def mark(self, lost: bool) -> None:
         """Set (``lost``) or clear the event, without telling the callbacks."""
-        with _NOTICES_LOCK:
+        with process_lock():
             self._lost = lost
             event = self._event
             if event is not None:
@@ -81,9 +80,9 @@ class LossNotice:
 
     def add(self, callback: Callable[[Any, str], None]) -> None:
         """Run ``callback(subject, reason)`` each time a hold stops being held."""
-        with _NOTICES_LOCK:
+        with process_lock():
             if self._spawn is None:
-                self._spawn = SerialQueue(self._handler).post
+                self._spawn = services_of(self._handler).serial_queue().post
             self._callbacks.append(callback)
 
     def changed(self, subject: object, state: HoldState, reason: str) -> None:
@@ -93,10 +92,6 @@ class LossNotice:
         if lost and self._spawn is not None:
             for callback in list(self._callbacks):
                 self._spawn(callback, subject, reason)
-
-
-#: Guards the making of a notice's event against a change of its state (both rare and short).
-_NOTICES_LOCK = threading.Lock()
 
 
 class FollowedNode:

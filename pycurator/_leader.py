@@ -14,10 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import ConnectionClosedError
 
-from . import _kazoo
-from ._background import SerialQueue
 from ._calls import DELETE_WAIT
 from ._checks import ConnectionPolicy, check_client_type, check_policy, check_timeout
 from ._deadline import Deadline
@@ -36,6 +33,7 @@ from ._participants import (
     participants_steps,
 )
 from ._paths import validate_path
+from ._runtime import closed_error, runtime_of, services_of
 from ._steps import Task, run, start
 
 #: The longest :meth:`LeaderLatch.close` waits for the election to end (its node's delete
@@ -161,8 +159,9 @@ class LatchBase:
         election = self._election
         if election is not None and election.failed is not None:
             raise election.failed
-        if ended or _kazoo.is_stopped(self.client):
-            raise ConnectionClosedError("the kazoo client has been stopped")
+        runtime_of(self.client).check_open()
+        if ended:  # the election ends by itself only with its client
+            raise closed_error()
         if election is not None and election.error is not None:
             raise election.error
 
@@ -229,7 +228,7 @@ class LeaderLatch(LatchBase):
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         super().__init__(client, path, id, close_mode, acl, connection_policy)
-        self._notices = SerialQueue(client.handler)
+        self._notices = services_of(client.handler).serial_queue()
         self._changes = _Changes(client.handler)
         self._task: Task | None = None
         #: Set when leadership ends, cleared when it begins (a handler event).

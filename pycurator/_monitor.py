@@ -14,22 +14,19 @@ node's deletion by someone else costs a request and an event, which would make a
 again as dear on loopback; so it is set once a hold has lasted :data:`WATCH_DELAY`, or at once
 when the holder asks (:meth:`HoldMonitor.confirm`, behind ``is_held()`` and ``check()``).
 
-No monitor has a thread of its own: after a reconnect, one worker of the handler's pool sends
-the check of every suspended hold in turn (requests, not threads), and the answers decide on
-kazoo's completion thread. Each move and the hold's end are told to the hold's
-:class:`~pycurator._observe.HoldReport` (a loss: a WARNING and the listeners' ``LOST``).
+No monitor has a thread of its own: it listens through the client's runtime
+(:mod:`pycurator._runtime`), which also says whether a session ended with the client's stop;
+the handler's one delayed-call unit sets the watches of lasting holds; after a reconnect, one
+worker of the handler's pool sends the check of every suspended hold in turn (requests, not
+threads), and the answers decide on kazoo's completion thread. Each move and the hold's end
+are told to the hold's :class:`~pycurator._observe.HoldReport` (a loss: a WARNING and the
+listeners' ``LOST``).
 """
 
 from __future__ import annotations
 
 import enum
-import heapq
-import itertools
 import logging
-import os
-import threading
-import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -37,11 +34,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
-from . import _kazoo
-from ._background import requests_queue
 from ._checks import CONNECTION_POLICIES, ConnectionPolicy, check_policy
 from ._deadline import Deadline, DeadlineExpired
-from ._observe import CLIENT_STOPPED, HoldReport
+from ._observe import HoldReport
+from ._runtime import runtime_of
 from ._steps import Await, Steps, run
 
 log = logging.getLogger("pycurator")
@@ -105,21 +101,22 @@ class HoldMonitor:
         self._lock = client.handler.lock_object()
         self._watching = False  # a watch is set on the node (or kazoo re-sets it on reconnect)
         self._session_id = session_id
-        client.add_listener(self._on_connection)
+        runtime = runtime_of(client)
+        runtime.listen(self._on_connection)
         # what the listener did not hear: changes between the node's creation and now
         current = client.client_id[0] if client.client_id else None
         if current != session_id:
-            self._move(HoldState.LOST, "session expired")
+            self._move(HoldState.LOST, runtime.end_reason())
         elif client.state != KazooState.CONNECTED and policy == "standard":
             self._move(HoldState.SUSPENDED, "connection suspended")
-        _deferred_watches(client.handler).add(self)
+        runtime.services.delayed.add(WATCH_DELAY, HoldMonitor._watch_later, self)
 
     def close(self, reason: str = "") -> None:
         """Stop following the node: the hold has ended (released, or a term that ended for
         ``reason``)."""
         with self._lock:
             self.state = HoldState.RELEASED
-        self.client.remove_listener(self._on_connection)
+        runtime_of(self.client).unlisten(self._on_connection)
         self.report.released(reason)
 
     @property
@@ -151,9 +148,17 @@ class HoldMonitor:
         return self.held
 
     def _watch(self) -> None:
-        """Set the node's watch without waiting (from the deferred-watch worker)."""
+        """Set the node's watch without waiting."""
         if self.state is HoldState.HELD and not self._watching:
             self.client.exists_async(self.node, watch=self._on_node_event).rawlink(self._on_check)
+
+    def _watch_later(self) -> None:
+        """:meth:`_watch`, once the hold has lasted :data:`WATCH_DELAY` (by the handler's
+        delayed-call unit); a hold released or lost by then costs nothing."""
+        try:
+            self._watch()
+        except Exception:  # a stopped client, say: its holds are lost otherwise
+            log.debug("could not watch %s", self.node, exc_info=True)
 
     def _move(self, state: HoldState, reason: str) -> None:
         """Change state; ``on_change`` hears of a loss once (HELD to SUSPENDED or LOST, not
@@ -165,7 +170,7 @@ class HoldMonitor:
             self.state = state
             self.reason = reason
         if state is HoldState.LOST:
-            self.client.remove_listener(self._on_connection)
+            runtime_of(self.client).unlisten(self._on_connection)
         if state is HoldState.HELD:
             self.report.regained(reason)
         else:  # a suspension counts as a loss under the standard policy, the end after it again
@@ -195,18 +200,16 @@ class HoldMonitor:
         elif event.type in (EventType.CHANGED, EventType.CREATED):
             self.client.exists_async(self.node, watch=self._on_node_event)
 
-    def _on_connection(self, state: str) -> bool:
+    def _on_connection(self, state: str) -> None:
         if state == KazooState.LOST:
-            stopped = _kazoo.is_stopped(self.client)
-            self._move(HoldState.LOST, CLIENT_STOPPED if stopped else "session expired")
+            self._move(HoldState.LOST, runtime_of(self.client).end_reason())
         elif state == KazooState.SUSPENDED:
             if self.policy == "standard":
                 self._move(HoldState.SUSPENDED, "connection suspended")
         elif self.state is HoldState.SUSPENDED or not self._watching:
             # not from kazoo's connection thread, which must not send (it alone empties the
             # pipe that wakes it): one worker sends the requests of every hold in turn
-            requests_queue(self.client.handler).post(self._after_reconnect)
-        return False
+            runtime_of(self.client).services.requests.post(self._after_reconnect)
 
     def _after_reconnect(self) -> None:
         """After a reconnect: a suspended hold is ours again only if its node exists and this
@@ -228,82 +231,6 @@ class HoldMonitor:
             self._move(HoldState.LOST, "lock node not ours after reconnect")
         else:
             self._move(HoldState.HELD, "reconnected in the same session")
-
-
-class _DeferredWatches:
-    """Sets each monitor's node watch once its hold has lasted :data:`WATCH_DELAY`; holds
-    released by then cost nothing.
-
-    One per kazoo handler, so the watch is set from that handler's kind of unit: a worker it
-    spawns (a thread, a greenlet or a green thread) waits with its sleep and events, and ends
-    once nothing is due (the next hold spawns another).
-    """
-
-    def __init__(self, handler: Any) -> None:
-        self._due: list[tuple[float, int, HoldMonitor]] = []  # a heap
-        self._added = itertools.count()
-        self._lock = handler.lock_object()
-        self._wake = handler.event_object()
-        self._running = False
-
-    def add(self, monitor: HoldMonitor) -> None:
-        due = time.monotonic() + WATCH_DELAY
-        with self._lock:
-            heapq.heappush(self._due, (due, next(self._added), monitor))
-            start = not self._running
-            self._running = True
-            if not start and self._due[0][2] is monitor:
-                self._wake.set()  # the worker sleeps until a later time
-        if start:
-            monitor.client.handler.spawn(self._run)
-
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                if not self._due:
-                    self._running = False
-                    return
-                delay = self._due[0][0] - time.monotonic()
-                due = []
-                if delay > 0:
-                    self._wake.clear()
-                else:
-                    # one wake-up serves every monitor due within the next fifth of the delay:
-                    # a loop of short holds then wakes the worker a few times per delay, not
-                    # per hold
-                    soon = time.monotonic() + WATCH_DELAY / 5
-                    while self._due and self._due[0][0] <= soon:
-                        due.append(heapq.heappop(self._due)[2])
-            if delay > 0:
-                self._wake.wait(delay)
-                continue
-            for monitor in due:  # each skips itself when released or lost
-                try:
-                    monitor._watch()
-                except Exception:  # a stopped client, say: its holds are lost otherwise
-                    log.debug("could not watch %s", monitor.node, exc_info=True)
-
-
-_DEFERRED: weakref.WeakKeyDictionary[Any, _DeferredWatches] = weakref.WeakKeyDictionary()
-# held for a lookup only, never across a switch, so a plain lock serves every handler
-_DEFERRED_LOCK = threading.Lock()
-
-
-def _deferred_watches(handler: Any) -> _DeferredWatches:
-    with _DEFERRED_LOCK:
-        deferred = _DEFERRED.get(handler)
-        if deferred is None:
-            deferred = _DEFERRED[handler] = _DeferredWatches(handler)
-        return deferred
-
-
-def _forked() -> None:
-    global _DEFERRED_LOCK
-    _DEFERRED.clear()  # no worker survives a fork
-    _DEFERRED_LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forked)
 
 
 __all__ = [

@@ -22,17 +22,14 @@ from __future__ import annotations
 
 import enum
 import logging
-import os
-import threading
 import time
 from typing import NamedTuple, Protocol, TypeVar
 
+from ._runtime import CLIENT_STOPPED, process_lock
 from ._steps import Steps
 
 log = logging.getLogger("pycurator")
 
-#: The reason a hold is lost (or a wait ends) when its client is stopped.
-CLIENT_STOPPED = "client stopped"
 #: A wait at least this long (seconds) is logged at INFO when it acquires, else at DEBUG.
 SLOW_WAIT = 1.0
 #: A hold at least this long (seconds) is logged at INFO when released, else at DEBUG.
@@ -109,16 +106,9 @@ class LockListener(Protocol):
     def __call__(self, event: LockEvent) -> None: ...
 
 
-_listeners: tuple[LockListener, ...] = ()  # replaced whole: readers need no lock
-_registry_lock = threading.Lock()
-
-
-def _forked() -> None:
-    global _registry_lock
-    _registry_lock = threading.Lock()  # a thread that held it does not survive a fork
-
-
-os.register_at_fork(after_in_child=_forked)
+#: Every lock listener of the process: replaced whole under the runtime's process lock
+#: (renewed in a forked child), so that readers need no lock.
+_listeners: tuple[LockListener, ...] = ()
 
 
 def add_lock_listener(listener: LockListener) -> None:
@@ -128,14 +118,14 @@ def add_lock_listener(listener: LockListener) -> None:
     global _listeners
     if not callable(listener):
         raise TypeError(f"a lock listener is called with each event, not {listener!r}")
-    with _registry_lock:
+    with process_lock():
         _listeners = (*_listeners, listener)
 
 
 def remove_lock_listener(listener: LockListener) -> None:
     """Stop telling ``listener`` (once, if it was added more than once); nothing if unknown."""
     global _listeners
-    with _registry_lock:
+    with process_lock():
         found = list(_listeners)
         if listener in found:
             found.remove(listener)

@@ -30,7 +30,6 @@ from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from ._background import SerialQueue
 from ._checks import ConnectionPolicy, check_client_type, check_policy, check_timeout
 from ._drivers import MUTEX_DRIVER
 from ._election import Election, Lifecycle
@@ -38,9 +37,10 @@ from ._engine import HeldNode, LockEngine
 from ._errors import LockLostError
 from ._handlers import unit_getter
 from ._monitor import HoldMonitor
-from ._observe import CLIENT_STOPPED, Reporter
+from ._observe import Reporter
 from ._participants import Participant, id_bytes, leader_of, participants_steps
 from ._paths import validate_path
+from ._runtime import CLIENT_STOPPED, services_of
 from ._steps import Task, run, start
 
 log = logging.getLogger("pycurator")
@@ -280,7 +280,7 @@ class LeaderSelector(SelectorBase):
         self._lock = client.handler.rlock_object()
         self._unit = unit_getter(client.handler)
         self._term: _Term | None = None
-        self._requeues = SerialQueue(client.handler)
+        self._requeues = services_of(client.handler).serial_queue()
 
     @property
     def our_path(self) -> str | None:

@@ -13,10 +13,10 @@ from types import TracebackType
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import ConnectionClosedError, NoNodeError
+from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
-from . import _kazoo, _wire
+from . import _wire
 from ._calls import (
     delete_guaranteed,
     delete_guaranteed_steps,
@@ -33,6 +33,7 @@ from ._hold import FollowedNode, Held, LossNotice
 from ._lock import LockContext
 from ._observe import Reporter
 from ._paths import validate_path
+from ._runtime import runtime_of
 from ._steps import NewSignal, Steps, WaitSignal, run
 from .handlers import runs_inline
 
@@ -249,15 +250,14 @@ class SemaphoreSteps:
         def on_change(event: WatchedEvent) -> None:
             wake.set()
 
-        def on_state(state: str) -> bool:
+        def on_state(state: str) -> None:
             wake.set()  # a stopped client ends the wait; a new session lists again
-            return False
 
-        client.add_listener(on_state)
+        runtime = runtime_of(client)
+        runtime.listen(on_state)
         try:
             while True:
-                if _kazoo.is_stopped(client):
-                    raise ConnectionClosedError("the kazoo client has been stopped")
+                runtime.check_open()
                 if children is None:
                     wake.clear()
                     children = yield from self._watch_leases(on_change, deadline.for_requests())
@@ -277,7 +277,7 @@ class SemaphoreSteps:
         except DeadlineExpired:
             return None
         finally:
-            client.remove_listener(on_state)
+            runtime.unlisten(on_state)
             if watched:
                 forget_watch(client, self._leases_path, on_change, children=True)
             if not held:

@@ -34,8 +34,9 @@ from typing import Any, Protocol, TypeVar
 from kazoo.client import KazooClient
 from kazoo.protocol.states import Callback
 
-from ._background import Timer, call_later
+from ._background import Timer
 from ._deadline import Deadline, DeadlineExpired, wait_result
+from ._runtime import services_of
 
 log = logging.getLogger("pycurator")
 
@@ -270,8 +271,7 @@ class Task:
             if isinstance(step, Await):
                 self._await(waiting, step)
             elif step.timeout is not None:
-                waiting.timer = call_later(
-                    self._handler,
+                waiting.timer = services_of(self._handler).call_later(
                     step.timeout,
                     functools.partial(self.dispatch, waiting.token, False, None),
                 )
@@ -281,8 +281,7 @@ class Task:
         token = waiting.token
         remaining = step.deadline.remaining()
         if remaining is not None:
-            waiting.timer = call_later(
-                self._handler,
+            waiting.timer = services_of(self._handler).call_later(
                 remaining,
                 functools.partial(self.dispatch, token, None, DeadlineExpired()),
             )

@@ -4,6 +4,15 @@ kazoo's threads to the event loop.
 kazoo answers requests and fires watches on its own threads. Each bridge hands the news to the
 loop with ``loop.call_soon_threadsafe``: a waiting task costs a future, not a thread, so any
 number of tasks may wait on one lock, and the same KazooClient serves threaded code meanwhile.
+
+The tasks of users' callbacks (an ``on_lost`` or a listener that returns an awaitable) are kept
+in one set until they end, as asyncio asks (the loop keeps only a weak reference). They are the
+event loop's, not the client's, so they stay here rather than in the client's runtime
+(:mod:`pycurator._runtime`): a callback often runs *because* its client was stopped or its
+session expired, and must run to its end whatever becomes of the client; a task belongs to the
+loop that runs it whichever client it came from, and the set holds only running tasks (each
+leaves it when done), so it needs no key, no clean-up on a stop, and nothing at a fork (a
+child runs none of its parent's loops).
 """
 
 from __future__ import annotations
@@ -140,7 +149,7 @@ class LoopEvent:
         _call_on(self._loop, self.event.clear)
 
 
-_TASKS: set[asyncio.Task[Any]] = set()  # callbacks' tasks, kept until they end
+_TASKS: set[asyncio.Task[Any]] = set()  # callbacks' tasks, kept until they end (see above)
 
 
 def _call_back(callback: Callable[..., Any], *args: Any) -> None:

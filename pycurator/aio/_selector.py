@@ -21,8 +21,8 @@ from .._checks import ConnectionPolicy, check_timeout
 from .._election import Lifecycle
 from .._engine import HeldNode
 from .._monitor import HoldMonitor
-from .._observe import CLIENT_STOPPED
 from .._participants import Participant, leader_of, participants_steps
+from .._runtime import CLIENT_STOPPED
 from .._selector import LeadershipBase, SelectorBase, TermBase
 from ._runner import log_failure, run_async
 
