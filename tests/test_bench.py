@@ -24,11 +24,11 @@ TINY = [
     "--contended-rounds", "1", "--seconds", "2", "--soak-interval", "0.5",
     "--sections", ",".join(name for name in SECTIONS if name != "scale"),
 ]  # fmt: skip
-#: The scale section's tiny run: a case of each kind (the lock cases differ by their recipe
-#: only), through a short bounce.
 #: Seconds within which a scale case's client is back after the server's restart (its retry
 #: waits 1.4 s at most between attempts; the rest is room for two busy cores).
 RECONNECT_BOUND_S = 10.0
+#: The scale section's tiny run: a case of each kind (the lock cases differ by their recipe
+#: only), through a short bounce.
 SCALE_CASES = [
     "mutex-fast", "semaphore", "semaphore-mutex", "aio-mutex", "latch", "aio-latch", "selector",
     "aio-selector", "waiters", "aio-waiters", "thread-floor", "curator-mutex",
