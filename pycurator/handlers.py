@@ -38,16 +38,16 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from kazoo.handlers.threading import AsyncResult, SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
 
+from ._handlers import INLINE_MARK, link_inline, runs_inline
+
 __all__ = ["FastThreadingHandler", "link_inline", "runs_inline"]
 
 log = logging.getLogger(__name__)
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 #: Pollers a thread keeps at most; kazoo's connection thread uses three descriptor sets, and a
 #: reconnect brings new descriptors, after which the old pollers are dropped.
@@ -58,30 +58,6 @@ _NOT_READ = ~select.POLLOUT
 _NOT_WRITE = ~select.POLLIN
 #: The most one read takes from a socket kazoo reads in pieces.
 _READ_BLOCK = 65536
-#: The attribute that marks a watcher as safe to run on the connection thread.
-_INLINE = "_pycurator_runs_inline"
-
-
-def runs_inline(watcher: F) -> F:
-    """Mark ``watcher`` (a kazoo watch callback) as one that only records its event, wakes a
-    waiter and perhaps queues a request it does not wait for (queuing never waits on
-    :class:`FastThreadingHandler`): it never blocks and takes no lock held across a request.
-    :class:`FastThreadingHandler` then runs it on the connection thread as the notification is
-    read; other handlers run it as usual. Returns ``watcher``."""
-    setattr(watcher, _INLINE, True)
-    return watcher
-
-
-def link_inline(result: Any, callback: Callable[[Any], None]) -> bool:
-    """Have ``callback(result)`` run on the thread that answers ``result`` (an async result
-    of a client on :class:`FastThreadingHandler`), or at once if it is answered already; it
-    must keep the :func:`runs_inline` contract, and a result takes one such callback. False,
-    and nothing arranged, for a result of any other handler (whose linked callbacks a worker
-    thread runs, a hand-off later)."""
-    if not isinstance(result, _InlineLinkedResult):
-        return False
-    result.link_inline(callback)
-    return True
 
 
 class _InlineLinkedResult(AsyncResult):  # type: ignore[misc]
@@ -276,7 +252,7 @@ class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
     def dispatch_callback(self, callback: Any) -> None:
         """Run a watcher marked with :func:`runs_inline` now, on the calling (connection)
         thread; queue anything else for the callback worker, as kazoo's handler does."""
-        if getattr(callback.func, _INLINE, False):
+        if getattr(callback.func, INLINE_MARK, False):
             try:
                 callback.func(*callback.args)
             except Exception:
