@@ -1,9 +1,10 @@
-"""``LeaderLatch``: Curator's leader latch, and what its asyncio form shares with it.
+"""``LeaderLatch``: Curator's leader latch, for threads.
 
 A latch is a protected ephemeral-sequential node ``PATH/_c_<uuid>-latch-<seq>`` holding the
 participant's id as UTF-8. The first node in queue order leads; every other participant watches
-only the node right in front of it. Curator 5.8's rules apply (see :mod:`pycurator._election`,
-which both latches run: the threaded one on kazoo's callbacks, with no thread of its own).
+only the node right in front of it. Curator 5.8's rules apply (see :mod:`pycurator._election`).
+What a latch is lives in :mod:`pycurator._latch`, which the asyncio latch holds too; this shell
+runs the election on kazoo's callbacks (no thread of its own) and waits on handler events.
 """
 
 from __future__ import annotations
@@ -15,176 +16,12 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from ._calls import DELETE_WAIT
-from ._checks import ConnectionPolicy, check_client_type, check_policy, check_timeout
+from ._checks import ConnectionPolicy, check_timeout
 from ._deadline import Deadline
-from ._drivers import LATCH_DRIVER
-from ._election import Election, Lifecycle
-from ._engine import HeldNode, LockEngine
-from ._errors import LockLostError
-from ._monitor import HoldMonitor
-from ._observe import Reporter
-from ._participants import (
-    CloseMode,
-    LeaderLatchListener,
-    Participant,
-    id_bytes,
-    leader_of,
-    participants_steps,
-)
-from ._paths import validate_path
-from ._runtime import closed_error, runtime_of, services_of
+from ._latch import CLOSE_WAIT, LatchCore
+from ._participants import CloseMode, LeaderLatchListener, Participant, leader_of
+from ._runtime import services_of
 from ._steps import Task, run, start
-
-#: The longest :meth:`LeaderLatch.close` waits for the election to end (its node's delete
-#: waits at most :data:`~pycurator._calls.DELETE_WAIT`, then goes on in the background).
-CLOSE_WAIT = DELETE_WAIT + 1.0
-
-
-def check_close_mode(mode: object) -> CloseMode:
-    if not isinstance(mode, CloseMode):
-        raise TypeError(f"close_mode must be a CloseMode, not {mode!r}")
-    return mode
-
-
-def check_listener(listener: object) -> None:
-    if not callable(getattr(listener, "is_leader", None)) or not callable(
-        getattr(listener, "not_leader", None)
-    ):
-        raise TypeError("listener must have is_leader() and not_leader() methods")
-
-
-class LatchBase:
-    """What the threaded and the asyncio latch share: the checked arguments, the life cycle,
-    the election (:attr:`_election` once started) and the listeners' registry."""
-
-    def __init__(
-        self,
-        client: KazooClient,
-        path: str,
-        id: str,
-        close_mode: CloseMode,
-        acl: Sequence[Any] | None,
-        connection_policy: ConnectionPolicy,
-    ) -> None:
-        validate_path(path)
-        check_client_type(client)
-        data = id_bytes(id)
-        self._close_mode = check_close_mode(close_mode)
-        self._policy = check_policy(connection_policy)
-        self._engine = LockEngine(client, path, LATCH_DRIVER, data=data, acl=acl)
-        self._report = Reporter("latch", path)
-        self._id = id
-        self._state = Lifecycle.LATENT
-        self._election: Election | None = None
-        self._listeners: list[Any] = []
-        self._lost_callbacks: list[Callable[[Any, str], Any]] = []
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this latch uses."""
-        return self._engine.client
-
-    @property
-    def path(self) -> str:
-        """The latch path, as given."""
-        return self._engine.base_path
-
-    @property
-    def id(self) -> str:
-        """This participant's id, written to its node."""
-        return self._id
-
-    @property
-    def our_path(self) -> str | None:
-        """Our node's full path, or None while there is none."""
-        node = self._election.node if self._election is not None else None
-        return node.path if node is not None else None
-
-    def has_leadership(self) -> bool:
-        """True while started and leading (as last heard; no request)."""
-        election = self._election
-        return self._state is Lifecycle.STARTED and election is not None and election.is_leading
-
-    @property
-    def fencing_token(self) -> int:
-        """Our node's creation zxid while we lead: it grows with every new leader of this path.
-        Raises :class:`LockLostError` when not leading."""
-        election = self._election
-        node = election.node if election is not None else None
-        if node is None or not self.has_leadership():
-            raise LockLostError(self.path, "not the leader")
-        return node.czxid
-
-    def remove_listener(self, listener: Any) -> None:
-        """Stop telling ``listener`` of changes."""
-        if listener in self._listeners:
-            self._listeners.remove(listener)
-
-    def _add_listener(self, listener: Any) -> None:
-        check_listener(listener)
-        self._listeners.append(listener)
-
-    def _begin(self, on_news: Callable[[], None]) -> Election:
-        """Move to STARTED (RuntimeError if started before, as Curator); the election."""
-        if self._state is not Lifecycle.LATENT:
-            raise RuntimeError(f"Cannot be started more than once: {self.path}")
-        self._state = Lifecycle.STARTED
-        self._election = Election(
-            self._engine,
-            self._policy,
-            self._elected,
-            self._deposed,
-            self._troubled,
-            on_news,
-            reporter=self._report,
-        )
-        return self._election
-
-    def _finish(self, close_mode: CloseMode | None) -> Election:
-        """Move to CLOSED (RuntimeError unless started); SILENT drops the listeners first."""
-        mode = check_close_mode(self._close_mode if close_mode is None else close_mode)
-        if self._state is not Lifecycle.STARTED or self._election is None:
-            raise RuntimeError(f"Already closed or has not been started: {self.path}")
-        self._state = Lifecycle.CLOSED
-        if mode is CloseMode.SILENT:
-            self._listeners.clear()
-        self._election.stop("latch closed")
-        return self._election
-
-    def _raise_if_stuck(self, ended: bool) -> None:
-        """For a waiter: raise the error no retry fixes that ended the election, else raise
-        when the client is stopped (or the election ``ended`` with it), else the error that
-        keeps the election from succeeding meanwhile."""
-        election = self._election
-        if election is not None and election.failed is not None:
-            raise election.failed
-        runtime_of(self.client).check_open()
-        if ended:  # the election ends by itself only with its client
-            raise closed_error()
-        if election is not None and election.error is not None:
-            raise election.error
-
-    def _leader_monitor(self) -> HoldMonitor:
-        """The monitor of our node while we lead; :class:`LockLostError` otherwise."""
-        election = self._election
-        monitor = election.leading if election is not None else None
-        if monitor is None or not self.has_leadership():
-            raise LockLostError(self.path, "not the leader")
-        return monitor
-
-    def _elected(self, node: HeldNode, monitor: HoldMonitor) -> None:
-        raise NotImplementedError
-
-    def _deposed(self, reason: str) -> None:
-        raise NotImplementedError
-
-    def _troubled(self, error: Exception | None) -> None:
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        module = "aio." if type(self).__module__.startswith("pycurator.aio") else ""
-        return f"{module}LeaderLatch({self.path!r}, id={self._id!r}, state={self._state.value})"
 
 
 class _Changes:
@@ -203,7 +40,7 @@ class _Changes:
         event.set()
 
 
-class LeaderLatch(LatchBase):
+class LeaderLatch:
     """A participant in a leader election shared with Java Curator's ``LeaderLatch`` on the
     same path: once started, it leads while its node is first in queue order, until closed.
 
@@ -227,20 +64,51 @@ class LeaderLatch(LatchBase):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        super().__init__(client, path, id, close_mode, acl, connection_policy)
+        self._core = LatchCore(client, path, id, close_mode, acl, connection_policy)
         self._notices = services_of(client.handler).serial_queue()
         self._changes = _Changes(client.handler)
         self._task: Task | None = None
         #: Set when leadership ends, cleared when it begins (a handler event).
         self.lost_event = client.handler.event_object()
 
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client this latch uses."""
+        return self._core.client
+
+    @property
+    def path(self) -> str:
+        """The latch path, as given."""
+        return self._core.path
+
+    @property
+    def id(self) -> str:
+        """This participant's id, written to its node."""
+        return self._core.id
+
+    @property
+    def our_path(self) -> str | None:
+        """Our node's full path, or None while there is none."""
+        return self._core.our_path
+
+    @property
+    def fencing_token(self) -> int:
+        """Our node's creation zxid while we lead: it grows with every new leader of this path.
+        Raises :class:`LockLostError` when not leading."""
+        return self._core.fencing_token
+
+    def has_leadership(self) -> bool:
+        """True while started and leading (as last heard; no request)."""
+        return self._core.has_leadership()
+
     def start(self) -> None:
         """Join the election: the node is made and watched in the background.
 
         Raises RuntimeError when started before (Curator: "Cannot be started more than once").
         """
-        election = self._begin(self._changes.changed)
-        self._task = start(self.client, election.steps(), lambda _: self._changes.changed())
+        changed = self._changes.changed
+        election = self._core.begin(self, self._notices.post, changed, self.lost_event)
+        self._task = start(self.client, election.steps(), lambda _: changed())
 
     def close(self, close_mode: CloseMode | None = None) -> None:
         """Leave the election: leadership ends, watches are dropped and our node is deleted
@@ -250,13 +118,12 @@ class LeaderLatch(LatchBase):
 
         Raises RuntimeError when not started or already closed.
         """
-        self._finish(close_mode)
+        self._core.finish(close_mode)
         task = self._task
         if task is not None:
             task.cancel()
             task.done.wait(CLOSE_WAIT)
-        self._listeners.clear()
-        self._changes.changed()
+        self._core.closed()
 
     def __enter__(self) -> LeaderLatch:
         self.start()
@@ -268,7 +135,7 @@ class LeaderLatch(LatchBase):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._state is Lifecycle.STARTED:
+        if self._core.started:
             self.close()
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -283,16 +150,14 @@ class LeaderLatch(LatchBase):
         (the latch tries again meanwhile).
         """
         timeout = check_timeout(timeout)
-        if self._state is not Lifecycle.STARTED:
-            raise RuntimeError(f"the latch is not started, or closed: {self.path}")
+        core = self._core
+        core.check_waitable()
         deadline = Deadline(timeout)
         while True:
             change = self._changes.event
-            if self.has_leadership():
-                return True
-            if self._state is not Lifecycle.STARTED:
-                return False
-            self._raise_if_stuck(self._task is not None and self._task.done.is_set())
+            outcome = core.outcome(self._task is not None and self._task.done.is_set())
+            if outcome is not None:
+                return outcome
             remaining = deadline.remaining()
             if remaining == 0:
                 return False
@@ -301,19 +166,21 @@ class LeaderLatch(LatchBase):
     def add_listener(self, listener: LeaderLatchListener) -> None:
         """Call ``listener.is_leader()`` and ``listener.not_leader()`` on each change of
         leadership, in order, on a worker of the client's handler."""
-        self._add_listener(listener)
+        self._core.add_listener(listener)
+
+    def remove_listener(self, listener: Any) -> None:
+        """Stop telling ``listener`` of changes."""
+        self._core.remove_listener(listener)
 
     def on_lost(self, callback: Callable[[LeaderLatch, str], Any]) -> None:
         """Run ``callback(latch, reason)`` on a worker of the client's handler each time
         leadership ends (also on close, whatever the close mode), after the listeners."""
-        self._lost_callbacks.append(callback)
+        self._core.add_lost_callback(callback)
 
     def check(self) -> None:
         """Raise :class:`LockLostError` unless we lead and our node is known to be ours now
         (its deletion is checked with the server when not yet watched)."""
-        monitor = self._leader_monitor()
-        if not monitor.confirm():
-            raise LockLostError(self.path, monitor.reason)
+        run(self.client, self._core.check_steps())
 
     def participants(self) -> list[Participant]:
         """Every participant in queue order, the leader first (Java's and Python's alike).
@@ -321,37 +188,20 @@ class LeaderLatch(LatchBase):
         Rides through a reconnect: waits for the connection up to the client's session
         timeout, then raises ``ConnectionLoss``.
         """
-        return run(self.client, participants_steps(self._engine))
+        return run(self.client, self._core.participants_steps())
 
     def leader(self) -> Participant:
         """The current leader, or ``Participant("", False)`` when there is none (read as
         :meth:`participants` reads)."""
         return leader_of(self.participants())
 
-    # -- news from the election (called by its steps: never block) ----------------------------
-
-    def _elected(self, node: HeldNode, monitor: HoldMonitor) -> None:
-        self.lost_event.clear()
-        for listener in list(self._listeners):
-            self._notices.post(listener.is_leader)
-        self._changes.changed()
-
-    def _deposed(self, reason: str) -> None:
-        self.lost_event.set()
-        for listener in list(self._listeners):
-            self._notices.post(listener.not_leader)
-        for callback in list(self._lost_callbacks):
-            self._notices.post(callback, self, reason)
-        self._changes.changed()
-
-    def _troubled(self, error: Exception | None) -> None:
-        self._changes.changed()
+    def __repr__(self) -> str:
+        return self._core.describe("LeaderLatch")
 
 
 __all__ = [
     "CLOSE_WAIT",
     "CloseMode",
-    "LatchBase",
     "LeaderLatch",
     "LeaderLatchListener",
     "Participant",

@@ -1,5 +1,5 @@
-"""The asyncio leader latch: the election's steps (:mod:`pycurator._election`) run as a task
-on the event loop, with no thread and no executor."""
+"""The asyncio leader latch: the latch's core (:mod:`pycurator._latch`), whose election steps
+run as a task on the event loop, with no thread and no executor."""
 
 from __future__ import annotations
 
@@ -11,16 +11,12 @@ from kazoo.client import KazooClient
 
 from .._checks import ConnectionPolicy, check_timeout
 from .._deadline import Deadline
-from .._election import Lifecycle
-from .._engine import HeldNode
-from .._errors import LockLostError
-from .._leader import CLOSE_WAIT, LatchBase
-from .._monitor import HoldMonitor
-from .._participants import CloseMode, Participant, leader_of, participants_steps
+from .._latch import CLOSE_WAIT, LatchCore
+from .._participants import CloseMode, Participant, leader_of
 from ._runner import LoopEvent, log_failure, loop_spawner, run_async, wait_event
 
 
-class LeaderLatch(LatchBase):
+class LeaderLatch:
     """The asyncio form of :class:`pycurator.LeaderLatch`: the same nodes and election as
     Curator's ``LeaderLatch``; ``await latch.wait()`` for leadership.
 
@@ -41,12 +37,41 @@ class LeaderLatch(LatchBase):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        super().__init__(client, path, id, close_mode, acl, connection_policy)
+        self._core = LatchCore(client, path, id, close_mode, acl, connection_policy)
         self._task: asyncio.Task[str] | None = None
         self._changed: asyncio.Event | None = None
-        self._spawn: Callable[..., None] | None = None
         #: Set when leadership ends, cleared when it begins.
         self.lost_event = asyncio.Event()
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client this latch uses."""
+        return self._core.client
+
+    @property
+    def path(self) -> str:
+        """The latch path, as given."""
+        return self._core.path
+
+    @property
+    def id(self) -> str:
+        """This participant's id, written to its node."""
+        return self._core.id
+
+    @property
+    def our_path(self) -> str | None:
+        """Our node's full path, or None while there is none."""
+        return self._core.our_path
+
+    @property
+    def fencing_token(self) -> int:
+        """Our node's creation zxid while we lead: it grows with every new leader of this path.
+        Raises :class:`LockLostError` when not leading."""
+        return self._core.fencing_token
+
+    def has_leadership(self) -> bool:
+        """True while started and leading (as last heard; no request)."""
+        return self._core.has_leadership()
 
     async def start(self) -> None:
         """Join the election (in the background, on the running loop).
@@ -54,9 +79,11 @@ class LeaderLatch(LatchBase):
         Raises RuntimeError when started before (Curator: "Cannot be started more than once").
         """
         loop = asyncio.get_running_loop()
-        self._spawn = loop_spawner()
-        changed = self._changed = asyncio.Event()
-        election = self._begin(LoopEvent(loop, changed).set)
+        changed = asyncio.Event()
+        election = self._core.begin(
+            self, loop_spawner(), LoopEvent(loop, changed).set, self.lost_event
+        )
+        self._changed = changed
         self._task = loop.create_task(run_async(self.client, election.steps()))
         self._task.add_done_callback(log_failure)
         self._task.add_done_callback(lambda _: changed.set())
@@ -68,21 +95,19 @@ class LeaderLatch(LatchBase):
 
         Raises RuntimeError when not started or already closed.
         """
-        self._finish(close_mode)
+        self._core.finish(close_mode)
         task = self._task
         if task is not None:
             task.cancel()
             await asyncio.wait({task}, timeout=CLOSE_WAIT)
-        self._listeners.clear()
-        if self._changed is not None:
-            self._changed.set()
+        self._core.closed()
 
     async def __aenter__(self) -> LeaderLatch:
         await self.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._state is Lifecycle.STARTED:
+        if self._core.started:
             await self.close()
 
     async def wait(self, timeout: float | None = None) -> bool:
@@ -92,17 +117,16 @@ class LeaderLatch(LatchBase):
         once it has ended the latch's part; ``ConnectionClosedError`` once the client is
         stopped)."""
         timeout = check_timeout(timeout)
-        if self._state is not Lifecycle.STARTED or self._changed is None:
-            raise RuntimeError(f"the latch is not started, or closed: {self.path}")
-        deadline = Deadline(timeout)
+        core = self._core
+        core.check_waitable()
         changed = self._changed
+        assert changed is not None  # made by start()
+        deadline = Deadline(timeout)
         while True:
             changed.clear()
-            if self.has_leadership():
-                return True
-            if self._state is not Lifecycle.STARTED:
-                return False
-            self._raise_if_stuck(self._task is not None and self._task.done())
+            outcome = core.outcome(self._task is not None and self._task.done())
+            if outcome is not None:
+                return outcome
             remaining = deadline.remaining()
             if remaining == 0:
                 return False
@@ -111,54 +135,33 @@ class LeaderLatch(LatchBase):
     def add_listener(self, listener: Any) -> None:
         """Call ``listener.is_leader()`` and ``listener.not_leader()`` on each change of
         leadership, in order, on the loop (an awaitable they return runs as a task)."""
-        self._add_listener(listener)
+        self._core.add_listener(listener)
+
+    def remove_listener(self, listener: Any) -> None:
+        """Stop telling ``listener`` of changes."""
+        self._core.remove_listener(listener)
 
     def on_lost(self, callback: Callable[[LeaderLatch, str], Any]) -> None:
         """Run ``callback(latch, reason)`` on the loop each time leadership ends (also on
         close, whatever the close mode), after the listeners."""
-        self._lost_callbacks.append(callback)
+        self._core.add_lost_callback(callback)
 
     async def check(self) -> None:
         """Raise :class:`LockLostError` unless we lead and our node is known to be ours now
         (its deletion is checked with the server when not yet watched)."""
-        monitor = self._leader_monitor()
-        if not await run_async(self.client, monitor.confirm_steps()):
-            raise LockLostError(self.path, monitor.reason)
+        await run_async(self.client, self._core.check_steps())
 
     async def participants(self) -> list[Participant]:
         """Every participant in queue order, the leader first (read as the threaded latch
         reads them, riding through a reconnect)."""
-        return await run_async(self.client, participants_steps(self._engine))
+        return await run_async(self.client, self._core.participants_steps())
 
     async def leader(self) -> Participant:
         """The current leader, or ``Participant("", False)`` when there is none."""
         return leader_of(await self.participants())
 
-    # -- news from the election (its steps run on the loop: never block) ---------------------
-
-    def _post(self, callback: Callable[..., Any], *args: Any) -> None:
-        if self._spawn is not None:
-            self._spawn(callback, *args)
-
-    def _elected(self, node: HeldNode, monitor: HoldMonitor) -> None:
-        self.lost_event.clear()
-        for listener in list(self._listeners):
-            self._post(listener.is_leader)
-        if self._changed is not None:
-            self._changed.set()
-
-    def _deposed(self, reason: str) -> None:
-        self.lost_event.set()
-        for listener in list(self._listeners):
-            self._post(listener.not_leader)
-        for callback in list(self._lost_callbacks):
-            self._post(callback, self, reason)
-        if self._changed is not None:
-            self._changed.set()
-
-    def _troubled(self, error: Exception | None) -> None:
-        if self._changed is not None:
-            self._changed.set()
+    def __repr__(self) -> str:
+        return self._core.describe("aio.LeaderLatch")
 
 
 __all__ = ["LeaderLatch"]
