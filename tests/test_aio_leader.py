@@ -38,6 +38,26 @@ def test_a_latch_leads_and_hands_over_when_closed(
     run(main())
 
 
+def test_a_latch_started_twice_refuses_and_its_waiters_still_hear_the_election(
+    zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    a, b = zk_client_factory(), zk_client_factory()
+
+    async def main() -> None:
+        first, second = aio.LeaderLatch(a, zk_path, "a"), aio.LeaderLatch(b, zk_path, "b")
+        await first.start()
+        assert await first.wait(SOON)
+        await second.start()
+        with pytest.raises(RuntimeError, match="more than once"):
+            await second.start()
+        waiting = asyncio.create_task(second.wait(SOON))
+        await first.close()
+        assert await waiting  # woken by the election the first start() began
+        await second.close()
+
+    run(main())
+
+
 def test_a_selector_runs_lead_on_the_loop_and_cancels_it_when_the_term_ends(
     zk_client_factory: ClientFactory, zk_path: str
 ) -> None:
