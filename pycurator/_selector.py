@@ -18,11 +18,18 @@ Curator's rules for a term, which both the threaded and the asyncio selector fol
 - an error no retry fixes (``NoAuthError``, ``InvalidACLError``...) ends the term: it is logged
   once at ERROR, the node is deleted, and the selector does not queue again by itself, not even
   with ``auto_requeue`` (Curator's selector loses the error and, with ``autoRequeue()``, tries
-  again at once, forever); :meth:`LeaderSelector.requeue` tries again.
+  again at once, forever); :meth:`LeaderSelector.requeue` tries again;
+- any other end of a term, an error included (the term's node could not be deleted, say: it
+  is logged), is followed by the next term with ``auto_requeue``, as Curator's selector queues
+  again after a failed release; the selector's close and the client's stop are not.
+
+Both front ends hold a :class:`~pycurator._selector_core.SelectorCore`, which keeps these
+rules; each keeps only how its terms' steps and ``lead`` run.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from collections.abc import Callable, Sequence
@@ -30,54 +37,19 @@ from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from ._checks import ConnectionPolicy, check_client_type, check_policy, check_timeout
-from ._drivers import MUTEX_DRIVER
-from ._election import Election, Lifecycle
-from ._engine import HeldNode, LockEngine
-from ._errors import LockLostError
+from ._checks import ConnectionPolicy, check_timeout
+from ._engine import HeldNode
 from ._handlers import unit_getter
 from ._monitor import HoldMonitor
-from ._observe import Reporter
-from ._participants import Participant, id_bytes, leader_of, participants_steps
-from ._paths import validate_path
-from ._runtime import CLIENT_STOPPED, services_of
-from ._steps import Task, run, start
+from ._participants import Participant, leader_of
+from ._runtime import services_of
+from ._selector_core import LeadershipCore, SelectorCore, Term, ending_of
+from ._steps import Task, run
 
 log = logging.getLogger("pycurator")
 
 
-class LeadershipBase:
-    """What a term of leadership is, threaded or asyncio: our node, the monitor that follows
-    it, and why the term ended (:attr:`reason`, empty while it lasts)."""
-
-    def __init__(self, path: str, node: HeldNode, monitor: HoldMonitor) -> None:
-        self.path = path
-        self.node_path = node.path
-        self._node = node
-        self._monitor = monitor
-        self.reason = ""
-
-    @property
-    def fencing_token(self) -> int:
-        """Our node's creation zxid: it grows with every new leader of this path."""
-        return self._node.czxid
-
-    def guarded_transaction(self) -> TransactionRequest:
-        """A kazoo transaction that also checks that our node exists, so a leader whose node
-        has gone (with its session) cannot commit."""
-        transaction = self._monitor.client.transaction()
-        transaction.check(self.node_path, -1)
-        return transaction
-
-    def _lost(self) -> LockLostError:
-        return LockLostError(self.path, self.reason or self._monitor.reason or "lost")
-
-    def __repr__(self) -> str:
-        module = "aio." if type(self).__module__.startswith("pycurator.aio") else ""
-        return f"{module}Leadership({self.node_path!r}, token={self.fencing_token})"
-
-
-class Leadership(LeadershipBase):
+class Leadership:
     """One term of leadership, as ``lead`` receives it; it follows the leader's node as a lock
     hold does.
 
@@ -91,158 +63,64 @@ class Leadership(LeadershipBase):
     """
 
     def __init__(self, path: str, node: HeldNode, monitor: HoldMonitor, event: Any) -> None:
-        super().__init__(path, node, monitor)
+        self._core = LeadershipCore(path, node, monitor, event)
         self.lost_event = event
+
+    @property
+    def path(self) -> str:
+        """The leader path."""
+        return self._core.path
+
+    @property
+    def node_path(self) -> str:
+        """Our node's full path."""
+        return self._core.node.path
+
+    @property
+    def reason(self) -> str:
+        """Why the term ended; empty while it lasts."""
+        return self._core.reason
+
+    @property
+    def fencing_token(self) -> int:
+        """Our node's creation zxid: it grows with every new leader of this path."""
+        return self._core.fencing_token
+
+    def guarded_transaction(self) -> TransactionRequest:
+        """A kazoo transaction that also checks that our node exists, so a leader whose node
+        has gone (with its session) cannot commit."""
+        return self._core.guarded_transaction()
 
     def is_held(self) -> bool:
         """True while the term lasts and our node is known to be ours now (its deletion is
         checked with the server when not yet watched)."""
-        return not self.lost_event.is_set() and self._monitor.confirm()
+        return not self._core.ended and self._core.confirm()
 
     def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`; call it before each side effect."""
         if not self.is_held():
-            raise self._lost()
-
-    def _end(self, reason: str) -> None:
-        if not self.lost_event.is_set():
-            self.reason = reason
-            self.lost_event.set()
-
-
-class SelectorBase:
-    """What the threaded and the asyncio selector share: the checked arguments, the life
-    cycle, and how a term's election is made."""
-
-    def __init__(
-        self,
-        client: KazooClient,
-        path: str,
-        lead: Callable[..., Any],
-        id: str,
-        auto_requeue: bool,
-        acl: Sequence[Any] | None,
-        connection_policy: ConnectionPolicy,
-    ) -> None:
-        validate_path(path)
-        check_client_type(client)
-        if not callable(lead):
-            raise TypeError(f"lead must be callable, not {type(lead).__name__}")
-        data = id_bytes(id) or None  # Curator writes its default data for an empty id
-        if not isinstance(auto_requeue, bool):
-            raise TypeError(f"auto_requeue must be a bool, not {type(auto_requeue).__name__}")
-        self._policy: ConnectionPolicy = check_policy(connection_policy)
-        self._engine = LockEngine(client, path, MUTEX_DRIVER, data=data, acl=acl)
-        self._report = Reporter("selector", path)
-        self._lead = lead
-        self._id = id
-        #: Whether the selector queues again by itself once a term ends.
-        self.auto_requeue = auto_requeue
-        self._state = Lifecycle.LATENT
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this selector uses."""
-        return self._engine.client
-
-    @property
-    def path(self) -> str:
-        """The leader path, as given."""
-        return self._engine.base_path
-
-    @property
-    def id(self) -> str:
-        """This participant's id, written to its node."""
-        return self._id
-
-    def _check_started(self, doing: str) -> None:
-        if self._state is not Lifecycle.STARTED:
-            raise RuntimeError(f"{doing}: {self.path}")
-
-    def _start(self) -> None:
-        if self._state is not Lifecycle.LATENT:
-            raise RuntimeError(f"Cannot be started more than once: {self.path}")
-        self._state = Lifecycle.STARTED
-
-    def _close(self) -> None:
-        self._check_started("Already closed or has not been started")
-        self._state = Lifecycle.CLOSED
-
-    def _election(
-        self,
-        on_elected: Callable[[HeldNode, HoldMonitor], None],
-        on_deposed: Callable[[str], None],
-    ) -> Election:
-        """A term's election: one term, leaving the queue on a connection error."""
-        return Election(
-            self._engine,
-            self._policy,
-            on_elected,
-            on_deposed,
-            reporter=self._report,
-            one_term=True,
-            queue_ends_on_error=True,
-        )
+            raise self._core.lost_error()
 
     def __repr__(self) -> str:
-        module = "aio." if type(self).__module__.startswith("pycurator.aio") else ""
-        return f"{module}LeaderSelector({self.path!r}, id={self._id!r}, state={self._state.value})"
+        return self._core.repr_as("Leadership")
 
 
-class TermBase:
-    """What both selectors' terms share: the term's election, whether the term is ending, and
-    whether :meth:`LeaderSelector.requeue` asked for the next one meanwhile."""
+class _Run:
+    """A term's threaded side: the task that drives its steps on kazoo's callbacks, and the
+    thread (or greenlet) that runs ``lead``, which cannot be interrupted, only told."""
 
-    def __init__(self) -> None:
-        self.election: Election | None = None
-        self.ending = False  # it will not lead (again): its steps are ending
-        self.requeue = False  # queue again once its steps have ended
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        self.lead_unit: object = None
 
-    def queues_again(self, auto_requeue: bool) -> bool:
-        """Once the term's steps have ended: whether the next term is owed (``auto_requeue``,
-        or asked for meanwhile), which an error no retry fixes rules out."""
-        failed = self.election is not None and self.election.failed is not None
-        return (auto_requeue or self.requeue) and not failed
+    def cancel_steps(self) -> None:
+        self.task.cancel()
 
-    def requeue_when_over(self, auto_requeue: bool) -> bool:
-        """For ``requeue()`` during this term: True when the next term is now owed (it is
-        ending, the selector does not requeue by itself, and nobody asked before)."""
-        if not self.ending or auto_requeue or self.requeue:
-            return False
-        self.requeue = True
-        return True
+    def interrupt_lead(self) -> None:
+        pass  # a thread cannot be interrupted: its Leadership's lost_event tells it
 
 
-class _Term(TermBase):
-    """One turn in the queue: its election's steps (on kazoo's callbacks), and the leadership
-    it got, while ``lead`` runs on a worker of its own."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.task: Task | None = None
-        self.leadership: Leadership | None = None
-        self.leading = False  # ``lead`` runs
-        self.lead_unit: object = None  # the thread (or greenlet) running ``lead``
-
-    def deposed(self, reason: str) -> None:
-        self.ending = True
-        if self.leadership is not None:
-            self.leadership._end(reason)
-
-    def end(self, reason: str) -> None:
-        """End the term: a leader's ``lead`` is told (the node goes once it returns), a queued
-        term leaves the queue now."""
-        self.ending = True
-        if self.leading and self.leadership is not None:
-            self.leadership._end(reason)
-            return
-        if self.election is not None:
-            self.election.stop(reason)
-        if self.task is not None:
-            self.task.cancel()
-
-
-class LeaderSelector(SelectorBase):
+class LeaderSelector:
     """A participant in a leader election shared with Java Curator's ``LeaderSelector`` (and
     ``InterProcessMutex``) on the same path: when it leads, ``lead(leadership)`` runs on a worker
     of the client's handler (one for the term: that is the contract); returning from it gives
@@ -276,23 +154,46 @@ class LeaderSelector(SelectorBase):
                 "lead is a coroutine function, which a thread cannot run: use"
                 " pycurator.aio.LeaderSelector"
             )
-        super().__init__(client, path, lead, id, auto_requeue, acl, connection_policy)
+        self._core: SelectorCore[_Run] = SelectorCore(
+            client, path, lead, id, auto_requeue, acl, connection_policy
+        )
         self._lock = client.handler.rlock_object()
         self._unit = unit_getter(client.handler)
-        self._term: _Term | None = None
         self._requeues = services_of(client.handler).serial_queue()
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client this selector uses."""
+        return self._core.client
+
+    @property
+    def path(self) -> str:
+        """The leader path, as given."""
+        return self._core.path
+
+    @property
+    def id(self) -> str:
+        """This participant's id, written to its node."""
+        return self._core.id
+
+    @property
+    def auto_requeue(self) -> bool:
+        """Whether the selector queues again by itself once a term ends."""
+        return self._core.auto_requeue
+
+    @auto_requeue.setter
+    def auto_requeue(self, value: bool) -> None:
+        self._core.auto_requeue = value
 
     @property
     def our_path(self) -> str | None:
         """Our node's full path in the current term, or None."""
-        term = self._term
-        node = term.election.node if term is not None and term.election is not None else None
-        return node.path if node is not None else None
+        return self._core.our_path
 
     def start(self) -> None:
         """Queue for leadership. Raises RuntimeError when started before."""
         with self._lock:
-            self._start()
+            self._core.start()
             self._queue()
 
     def requeue(self) -> bool:
@@ -301,26 +202,18 @@ class LeaderSelector(SelectorBase):
 
         Raises RuntimeError when not started or closed."""
         with self._lock:
-            self._check_started("close() has already been called, or not started")
+            self._core.check_started("close() has already been called, or not started")
             return self._queue(asked=True)
 
     def has_leadership(self) -> bool:
         """True while ``lead`` runs and its term has not ended."""
-        term = self._term
-        leadership = term.leadership if term is not None else None
-        return (
-            leadership is not None
-            and term is not None
-            and term.leading
-            and (not leadership.lost_event.is_set())
-        )
+        return self._core.has_leadership()
 
     def interrupt_leadership(self) -> None:
         """End the current term (its :attr:`Leadership.lost_event` is set); ``lead`` should
         return, and the node goes once it does."""
-        term = self._term
-        if term is not None and term.leadership is not None:
-            term.deposed("leadership interrupted")
+        with self._lock:
+            self._core.interrupt()
 
     def close(self, timeout: float | None = None) -> bool:
         """Leave the election, and wait until the node is gone: a queued node is deleted now;
@@ -340,15 +233,14 @@ class LeaderSelector(SelectorBase):
         """
         timeout = check_timeout(timeout)
         with self._lock:
-            self._close()
-            term = self._term
-            if term is not None:
-                term.end("selector closed")
-        if term is None or term.task is None:
+            term = self._core.close()
+            run = term.run if term is not None else None
+            from_lead = term is not None and term.leading
+        if run is None:
             return True
-        if term.leading and term.lead_unit is self._unit():
+        if from_lead and run.lead_unit is self._unit():
             return False
-        return bool(term.task.done.wait(timeout))
+        return bool(run.task.done.wait(timeout))
 
     def participants(self) -> list[Participant]:
         """Every participant in queue order, the leader first (Java's and Python's alike).
@@ -356,58 +248,50 @@ class LeaderSelector(SelectorBase):
         Rides through a reconnect: waits for the connection up to the client's session
         timeout, then raises ``ConnectionLoss``.
         """
-        return run(self.client, participants_steps(self._engine))
+        return run(self.client, self._core.participants_steps())
 
     def leader(self) -> Participant:
         """The current leader, or ``Participant("", False)`` when there is none."""
         return leader_of(self.participants())
 
-    # -- terms --------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return self._core.repr_as("LeaderSelector")
+
+    # -- terms: the steps on kazoo's callbacks, ``lead`` on a worker of the handler ----------
 
     def _queue(self, asked: bool = False) -> bool:
-        """Start a term unless one is under way (under the lock); ``asked`` by
-        :meth:`requeue`, one that is ending queues again once it has ended."""
-        if self._term is not None:
-            return asked and self._term.requeue_when_over(self.auto_requeue)
-        if self._state is not Lifecycle.STARTED:
-            return False
-        term = self._term = _Term()
-        term.election = self._election(
-            lambda node, monitor: self._elected(term, node, monitor), term.deposed
-        )
-        term.task = start(self.client, term.election.steps(), lambda task: self._over(term, task))
-        return True
+        """Start a term unless one is under way (under the lock; see SelectorCore.queue)."""
+        return self._core.queue(self._begin, self._elected, asked)
 
-    def _elected(self, term: _Term, node: HeldNode, monitor: HoldMonitor) -> None:
+    def _begin(self, term: Term[_Run]) -> _Run:
+        task = Task(self.client, term.election.steps(), functools.partial(self._over, term))
+        task.start()
+        return _Run(task)
+
+    def _elected(self, term: Term[_Run], node: HeldNode, monitor: HoldMonitor) -> None:
         """Our node leads (called by the term's steps: must not block): run ``lead``."""
+        leadership = Leadership(self.path, node, monitor, self.client.handler.event_object())
         with self._lock:
-            if self._term is not term or self._state is not Lifecycle.STARTED:
+            if not self._core.elected(term, leadership._core):
                 return  # closed meanwhile: the steps end and delete the node
-            term.leadership = Leadership(
-                self.path, node, monitor, self.client.handler.event_object()
-            )
-            term.leading = True
-        self.client.handler.spawn(self._run_lead, term, term.leadership)
+        self.client.handler.spawn(self._run_lead, term, leadership)
 
-    def _run_lead(self, term: _Term, leadership: Leadership) -> None:
-        term.lead_unit = self._unit()
+    def _run_lead(self, term: Term[_Run], leadership: Leadership) -> None:
+        if term.run is not None:
+            term.run.lead_unit = self._unit()
         try:
-            self._lead(leadership)
+            self._core.lead(leadership)
         except Exception:
             log.exception("lead() of the leader selector on %s failed", self.path)
         finally:
-            leadership._end("leadership given up")
             with self._lock:
-                term.leading = False
-                term.ending = True
-                term.end("leadership given up")  # the node goes now
+                self._core.lead_ended(term)  # the steps end: the node goes
 
-    def _over(self, term: _Term, task: Task) -> None:
-        """A term's steps have ended (its node deleted): queue again if asked to."""
+    def _over(self, term: Term[_Run], task: Task) -> None:
+        """A term's steps have ended (its node deleted): queue again if the rule says so."""
         with self._lock:
-            if self._term is term:
-                self._term = None
-        if term.queues_again(self.auto_requeue) and task.value != CLIENT_STOPPED:
+            again = self._core.over(term, ending_of(task.value, task.error))
+        if again:
             # not on the thread that ended the term, which may be the caller of close()
             self._requeues.post(self._requeue_after)
 
@@ -416,4 +300,4 @@ class LeaderSelector(SelectorBase):
             self._queue()
 
 
-__all__ = ["LeaderSelector", "Leadership", "LeadershipBase", "SelectorBase", "TermBase"]
+__all__ = ["LeaderSelector", "Leadership"]

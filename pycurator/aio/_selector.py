@@ -5,89 +5,97 @@ When a term ends (leadership lost, :meth:`LeaderSelector.interrupt_leadership`, 
 closed), the ``lead`` task is cancelled: unlike a thread, a coroutine can be interrupted, at its
 next ``await``. The node is deleted once ``lead`` has ended, as Curator releases its mutex once
 ``takeLeadership`` returns.
+
+The selector's rules (:mod:`pycurator._selector`) are kept by the
+:class:`~pycurator._selector_core.SelectorCore` it holds, as the threaded selector holds one;
+this module keeps only how a term's steps and ``lead`` run on the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, TransactionRequest
 
 from .._checks import ConnectionPolicy, check_timeout
-from .._election import Lifecycle
 from .._engine import HeldNode
 from .._monitor import HoldMonitor
-from .._participants import Participant, leader_of, participants_steps
-from .._runtime import CLIENT_STOPPED
-from .._selector import LeadershipBase, SelectorBase, TermBase
+from .._participants import Participant, leader_of
+from .._selector_core import LeadershipCore, SelectorCore, Term, ending_of
 from ._runner import log_failure, run_async
 
 log = logging.getLogger("pycurator")
 
 
-class Leadership(LeadershipBase):
+class Leadership:
     """One term of leadership, as ``lead`` receives it: :attr:`lost_event` (an
     :class:`asyncio.Event`) is set when the term ends, and ``lead`` is cancelled then."""
 
     def __init__(self, path: str, node: HeldNode, monitor: HoldMonitor) -> None:
-        super().__init__(path, node, monitor)
         self.lost_event = asyncio.Event()
+        self._core = LeadershipCore(path, node, monitor, self.lost_event)
+
+    @property
+    def path(self) -> str:
+        """The leader path."""
+        return self._core.path
+
+    @property
+    def node_path(self) -> str:
+        """Our node's full path."""
+        return self._core.node.path
+
+    @property
+    def reason(self) -> str:
+        """Why the term ended; empty while it lasts."""
+        return self._core.reason
+
+    @property
+    def fencing_token(self) -> int:
+        """Our node's creation zxid: it grows with every new leader of this path."""
+        return self._core.fencing_token
+
+    def guarded_transaction(self) -> TransactionRequest:
+        """A kazoo transaction that also checks that our node exists, so a leader whose node
+        has gone (with its session) cannot commit."""
+        return self._core.guarded_transaction()
 
     async def is_held(self) -> bool:
         """True while the term lasts and our node is known to be ours now."""
-        if self.lost_event.is_set():
+        if self._core.ended:
             return False
-        return await run_async(self._monitor.client, self._monitor.confirm_steps())
+        return await run_async(self._core.client, self._core.confirm_steps())
 
     async def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`."""
         if not await self.is_held():
-            raise self._lost()
+            raise self._core.lost_error()
 
-    def _end(self, reason: str) -> None:
-        if not self.lost_event.is_set():
-            self.reason = reason
-            self.lost_event.set()
+    def __repr__(self) -> str:
+        return self._core.repr_as("aio.Leadership")
 
 
-class _Term(TermBase):
-    """One turn in the queue: its election's task, and while it leads, ``lead``'s task."""
+class _Run:
+    """A term's asyncio side: the task that runs its steps, and while it leads, ``lead``'s."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.task: asyncio.Task[str] | None = None
-        self.leadership: Leadership | None = None
+    def __init__(self, task: asyncio.Task[str]) -> None:
+        self.task = task
         self.lead_task: asyncio.Task[None] | None = None
 
-    @property
-    def leading(self) -> bool:
-        return self.lead_task is not None and not self.lead_task.done()
+    def cancel_steps(self) -> None:
+        self.task.cancel()
 
-    def deposed(self, reason: str) -> None:
-        self.ending = True
-        if self.leadership is not None:
-            self.leadership._end(reason)
+    def interrupt_lead(self) -> None:
         if self.lead_task is not None:
             self.lead_task.cancel()
 
-    def end(self, reason: str) -> None:
-        """End the term: a leader's ``lead`` is cancelled (the node goes once it has ended), a
-        queued term leaves the queue now."""
-        self.ending = True
-        if self.leading:
-            self.deposed(reason)
-            return
-        if self.election is not None:
-            self.election.stop(reason)
-        if self.task is not None:
-            self.task.cancel()
 
-
-class LeaderSelector(SelectorBase):
+class LeaderSelector:
     """The asyncio form of :class:`pycurator.LeaderSelector`: the same nodes and queue as
     Curator's ``LeaderSelector``; ``await lead(leadership)`` runs as a task while leading, and
     returning gives leadership up (with ``auto_requeue`` the selector queues again).
@@ -109,31 +117,48 @@ class LeaderSelector(SelectorBase):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        super().__init__(client, path, lead, id, auto_requeue, acl, connection_policy)
+        self._core: SelectorCore[_Run] = SelectorCore(
+            client, path, lead, id, auto_requeue, acl, connection_policy
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._term: _Term | None = None
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client this selector uses."""
+        return self._core.client
+
+    @property
+    def path(self) -> str:
+        """The leader path, as given."""
+        return self._core.path
+
+    @property
+    def id(self) -> str:
+        """This participant's id, written to its node."""
+        return self._core.id
+
+    @property
+    def auto_requeue(self) -> bool:
+        """Whether the selector queues again by itself once a term ends."""
+        return self._core.auto_requeue
+
+    @auto_requeue.setter
+    def auto_requeue(self, value: bool) -> None:
+        self._core.auto_requeue = value
 
     @property
     def our_path(self) -> str | None:
         """Our node's full path in the current term, or None."""
-        term = self._term
-        node = term.election.node if term is not None and term.election is not None else None
-        return node.path if node is not None else None
+        return self._core.our_path
 
     def has_leadership(self) -> bool:
         """True while ``lead`` runs and its term has not ended."""
-        term = self._term
-        return (
-            term is not None
-            and term.leading
-            and term.leadership is not None
-            and not term.leadership.lost_event.is_set()
-        )
+        return self._core.has_leadership()
 
     async def start(self) -> None:
         """Queue for leadership, ``lead`` to run on the running loop; RuntimeError when
         started before."""
-        self._start()
+        self._core.start()
         self._loop = asyncio.get_running_loop()
         self._queue()
 
@@ -142,14 +167,12 @@ class LeaderSelector(SelectorBase):
         queued once it is), False when already queued or leading.
 
         Raises RuntimeError when not started or closed."""
-        self._check_started("close() has already been called, or not started")
+        self._core.check_started("close() has already been called, or not started")
         return self._queue(asked=True)
 
     def interrupt_leadership(self) -> None:
         """End the current term: ``lead`` is cancelled, and the node goes once it has ended."""
-        term = self._term
-        if term is not None and term.leading:
-            term.deposed("leadership interrupted")
+        self._core.interrupt()
 
     async def close(self, timeout: float | None = None) -> bool:
         """Leave the election, and wait until the node is gone: a queued node is deleted now; a
@@ -166,57 +189,55 @@ class LeaderSelector(SelectorBase):
         for a timeout that is not a number >= 0 (a huge or infinite one means no limit).
         """
         timeout = check_timeout(timeout)
-        self._close()
-        term = self._term
-        if term is None:
+        term = self._core.close()
+        run = term.run if term is not None else None
+        if run is None:
             return True
-        term.end("selector closed")
-        if term.lead_task is not None and term.lead_task is asyncio.current_task():
+        if run.lead_task is not None and run.lead_task is asyncio.current_task():
             return False
-        tasks = {task for task in (term.lead_task, term.task) if task is not None}
-        if not tasks:
-            return True
+        tasks: set[asyncio.Task[Any]] = {run.task}
+        if run.lead_task is not None:
+            tasks.add(run.lead_task)
         _, pending = await asyncio.wait(tasks, timeout=timeout)
         return not pending
 
     async def participants(self) -> list[Participant]:
         """Every participant in queue order, the leader first (read as the threaded
         selector reads them, riding through a reconnect)."""
-        return await run_async(self.client, participants_steps(self._engine))
+        return await run_async(self.client, self._core.participants_steps())
 
     async def leader(self) -> Participant:
         """The current leader, or ``Participant("", False)`` when there is none."""
         return leader_of(await self.participants())
 
-    # -- terms --------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return self._core.repr_as("aio.LeaderSelector")
+
+    # -- terms: the steps and ``lead`` as tasks on the loop ---------------------------------
 
     def _queue(self, asked: bool = False) -> bool:
-        """Start a term unless one is under way; ``asked`` by :meth:`requeue`, one that is
-        ending queues again once it has ended."""
-        loop = self._loop
-        if self._term is not None:
-            return asked and self._term.requeue_when_over(self.auto_requeue)
-        if self._state is not Lifecycle.STARTED or loop is None:
+        """Start a term unless one is under way (see SelectorCore.queue)."""
+        if self._loop is None:
             return False
-        term = self._term = _Term()
-        term.election = self._election(
-            lambda node, monitor: self._elected(term, node, monitor), term.deposed
-        )
-        term.task = loop.create_task(run_async(self.client, term.election.steps()))
-        term.task.add_done_callback(log_failure)
-        term.task.add_done_callback(lambda task: self._over(term, task))
-        return True
+        return self._core.queue(self._begin, self._elected, asked)
 
-    def _elected(self, term: _Term, node: HeldNode, monitor: HoldMonitor) -> None:
+    def _begin(self, term: Term[_Run]) -> _Run:
+        assert self._loop is not None
+        task = self._loop.create_task(run_async(self.client, term.election.steps()))
+        task.add_done_callback(log_failure)
+        task.add_done_callback(functools.partial(self._over, term))
+        return _Run(task)
+
+    def _elected(self, term: Term[_Run], node: HeldNode, monitor: HoldMonitor) -> None:
         """Our node leads (called by the term's steps, on the loop): run ``lead``."""
-        if self._term is not term or self._state is not Lifecycle.STARTED or self._loop is None:
+        leadership = Leadership(self.path, node, monitor)
+        if self._loop is None or term.run is None or not self._core.elected(term, leadership._core):
             return  # closed meanwhile: the steps end and delete the node
-        term.leadership = Leadership(self.path, node, monitor)
-        term.lead_task = self._loop.create_task(self._run_lead(term, term.leadership))
+        term.run.lead_task = self._loop.create_task(self._run_lead(term, leadership))
 
-    async def _run_lead(self, term: _Term, leadership: Leadership) -> None:
+    async def _run_lead(self, term: Term[_Run], leadership: Leadership) -> None:
         try:
-            outcome = self._lead(leadership)
+            outcome = self._core.lead(leadership)
             if not inspect.isawaitable(outcome):
                 raise TypeError(
                     "lead must return an awaitable (be an async def function), not"
@@ -229,17 +250,16 @@ class LeaderSelector(SelectorBase):
         except Exception:
             log.exception("lead() of the leader selector on %s failed", self.path)
         finally:
-            leadership._end("leadership given up")
-            term.ending = True
-            if term.election is not None:
-                term.election.stop("leadership given up")  # the steps end: the node goes
+            self._core.lead_ended(term)  # the steps end: the node goes
 
-    def _over(self, term: _Term, task: asyncio.Task[str]) -> None:
-        """A term's steps have ended (its node deleted): queue again if asked to."""
-        if self._term is term:
-            self._term = None
-        ended_by = None if task.cancelled() or task.exception() else task.result()
-        if term.queues_again(self.auto_requeue) and ended_by not in (None, CLIENT_STOPPED):
+    def _over(self, term: Term[_Run], task: asyncio.Task[str]) -> None:
+        """A term's steps have ended (its node deleted): queue again if the rule says so."""
+        if task.cancelled():
+            ending = ending_of(None, asyncio.CancelledError())
+        else:
+            error = task.exception()
+            ending = ending_of(None if error is not None else task.result(), error)
+        if self._core.over(term, ending):
             self._queue()
 
 
