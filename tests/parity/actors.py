@@ -1,7 +1,8 @@
-"""Participants that run a recipe object's operations, in order, on one unit of a front end:
-a thread of its own (``pycurator``), or a long-lived task on the test's event loop
+"""Actors: each runs a recipe object's operations, in order, on one unit of a front end: a
+thread of its own (``pycurator``), or a long-lived task on the test's event loop
 (``pycurator.aio``). Ownership is per thread or per task, so each participant keeps to its
-unit; a scenario asks it ``p.do("acquire", 1.0)`` and gets the result, or the exception, back.
+unit; a scenario asks its actor ``p.do("acquire", 1.0)`` and gets the result, or the
+exception, back.
 """
 
 from __future__ import annotations
@@ -161,8 +162,9 @@ class LoopThread:
         self.loop.close()
 
 
-class Participant:
-    """One participant of a scenario: ``target``'s operations, run in order on its unit."""
+class Actor:
+    """One participant of a scenario (an actor): ``target``'s operations, run in order on its
+    unit."""
 
     def __init__(self, unit: Unit, target: Any, name: str) -> None:
         self._unit = unit
@@ -191,6 +193,6 @@ class Participant:
         """Run ``op`` on the unit and return its result (its exception is raised here)."""
         return self.start(op, *args).result(timeout)
 
-    def view(self, target: Any) -> Participant:
+    def view(self, target: Any) -> Actor:
         """The same participant (the same thread or task) acting on another object."""
-        return Participant(self._unit, target, f"{self.name}/{type(target).__name__}")
+        return Actor(self._unit, target, f"{self.name}/{type(target).__name__}")

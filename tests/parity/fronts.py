@@ -15,7 +15,7 @@ import pycurator
 from pycurator.testing import ClientFactory
 
 from ..support import SOON
-from .actors import LoopThread, Participant, TaskUnit, ThreadUnit, Unit
+from .actors import Actor, LoopThread, TaskUnit, ThreadUnit, Unit
 
 FrontName = Literal["threads", "asyncio"]
 FRONTS: list[FrontName] = ["threads", "asyncio"]
@@ -42,18 +42,19 @@ class Front:
         self._made.append(client)
         return client
 
-    def participant(self, target: Any, name: str = "") -> Participant:
+    def actor(self, target: Any, name: str = "") -> Actor:
         """A participant acting on ``target`` from a thread, or a task, of its own."""
         unit: Unit = TaskUnit(self._loop.loop) if self._loop is not None else ThreadUnit(name)
         self._units.append(unit)
-        return Participant(unit, target, name or f"participant {len(self._units)}")
+        return Actor(unit, target, name or f"participant {len(self._units)}")
 
     def make(self, recipe: str, *args: Any, **kwargs: Any) -> Any:
         """``recipe``'s object of this front end (``make("InterProcessMutex", client, path)``)."""
         return getattr(self.module, recipe)(*args, **kwargs)
 
-    def lead(self, *, raises: bool = False) -> Lead:
-        """A ``lead`` for this front end's selector (see :class:`Lead`)."""
+    def lead(self, *, raises: int = 0) -> Lead:
+        """A ``lead`` for this front end's selector whose first ``raises`` terms raise at
+        once (see :class:`Lead`)."""
         return Lead(self, raises=raises)
 
     def close(self) -> None:
@@ -92,12 +93,12 @@ class Term:
 
 class Lead:
     """A selector's ``lead`` that scenarios drive alike on both front ends: it leads until told
-    to return (:meth:`Term.give_up`) or its term ends, or, with ``raises``, raises at once.
+    to return (:meth:`Term.give_up`) or its term ends; its first ``raises`` terms raise at once.
 
     The threaded one is a function that watches ``leadership.lost_event`` (a thread cannot be
     interrupted); the asyncio one is a coroutine function, cancelled at the term's end."""
 
-    def __init__(self, front: Front, *, raises: bool) -> None:
+    def __init__(self, front: Front, *, raises: int) -> None:
         self.front = front
         self.raises = raises
         self.terms: list[Term] = []
@@ -124,7 +125,7 @@ class Lead:
 
     def _threaded(self, leadership: Any) -> None:
         term = self._begin(leadership)
-        if self.raises:
+        if len(self.terms) <= self.raises:
             term._finish("raised")
             raise RuntimeError("lead failed")
         while not term._asked.is_set() and not leadership.lost_event.is_set():
@@ -133,7 +134,7 @@ class Lead:
 
     async def _coroutine(self, leadership: Any) -> None:
         term = self._begin(leadership)
-        if self.raises:
+        if len(self.terms) <= self.raises:
             term._finish("raised")
             raise RuntimeError("lead failed")
         asked = asyncio.Event()

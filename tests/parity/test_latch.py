@@ -16,8 +16,8 @@ def test_the_first_leads_and_closing_hands_leadership_to_the_next(
 ) -> None:
     observer = front.client()
     told_a, told_b = Calls(), Calls()
-    a = front.participant(front.make("LeaderLatch", front.client(), zk_path, "a"), "a")
-    b = front.participant(front.make("LeaderLatch", front.client(), zk_path, "b"), "b")
+    a = front.actor(front.make("LeaderLatch", front.client(), zk_path, "a"), "a")
+    b = front.actor(front.make("LeaderLatch", front.client(), zk_path, "b"), "b")
     a.do("add_listener", told_a)
     b.do("add_listener", told_b)
     with pytest.raises(RuntimeError):
@@ -52,7 +52,7 @@ def test_a_leaders_node_deleted_ends_leadership_and_the_latch_leads_again(
     observer = front.client()
     told, lost = Calls(), Calls()
     latch = front.make("LeaderLatch", front.client(), zk_path, "a")
-    a = front.participant(latch)
+    a = front.actor(latch)
     a.do("add_listener", told)
     a.do("on_lost", lost.on_lost)
     a.do("start")
@@ -69,8 +69,8 @@ def test_a_leaders_node_deleted_ends_leadership_and_the_latch_leads_again(
 
 
 def test_a_latch_that_does_not_lead_fails_its_check(front: Front, zk_path: str) -> None:
-    a = front.participant(front.make("LeaderLatch", front.client(), zk_path, "a"))
-    b = front.participant(front.make("LeaderLatch", front.client(), zk_path, "b"))
+    a = front.actor(front.make("LeaderLatch", front.client(), zk_path, "a"))
+    b = front.actor(front.make("LeaderLatch", front.client(), zk_path, "b"))
     a.do("start")
     assert a.do("wait", SOON) is True
     b.do("start")
@@ -88,7 +88,7 @@ def test_a_latch_refuses_bad_input_and_misuse_alike(front: Front, zk_path: str) 
         front.make("LeaderLatch", client, zk_path, 7)
     with pytest.raises(TypeError):
         front.make("LeaderLatch", client, zk_path, close_mode="silent")
-    a = front.participant(front.make("LeaderLatch", client, zk_path, "a"))
+    a = front.actor(front.make("LeaderLatch", client, zk_path, "a"))
     with pytest.raises(RuntimeError):
         a.do("close")  # not started
     with pytest.raises(TypeError):

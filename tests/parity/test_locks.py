@@ -10,7 +10,7 @@ from pycurator import LockLostError
 from pycurator.testing import expire_kazoo_session
 
 from ..support import SOON, eventually
-from .actors import Participant, Pending
+from .actors import Actor, Pending
 from .fronts import Front
 from .kinds import KINDS, MULTI, Kind
 from .observe import Calls, nodes
@@ -22,7 +22,7 @@ def test_acquire_holds_one_node_and_release_deletes_it(
     front: Front, zk_path: str, kind: Kind
 ) -> None:
     client = front.client()
-    p = front.participant(kind.make(front, client, zk_path))
+    p = front.actor(kind.make(front, client, zk_path))
     assert p.do("acquire", SOON) is True
     held = nodes(client, kind.parents(zk_path))
     assert len(held) == (2 if kind is MULTI else 1)
@@ -34,11 +34,11 @@ def test_acquire_holds_one_node_and_release_deletes_it(
 def test_a_timed_out_acquire_returns_false_and_leaves_no_node(
     front: Front, zk_path: str, kind: Kind
 ) -> None:
-    holder = front.participant(kind.blocker(front, front.client(), zk_path))
+    holder = front.actor(kind.blocker(front, front.client(), zk_path))
     assert holder.do("acquire", SOON) is True
     client = front.client()
     held = nodes(client, kind.parents(zk_path))
-    waiter = front.participant(kind.make(front, client, zk_path))
+    waiter = front.actor(kind.make(front, client, zk_path))
     assert waiter.do("acquire", 0.2) is False
     assert waiter.do("acquire", 0) is False
     assert nodes(client, kind.parents(zk_path)) == held
@@ -51,7 +51,7 @@ def test_a_reentrant_acquire_is_counted_and_released_in_turn(
     if not kind.reentrant:
         pytest.skip(f"{kind} is not re-entrant (Curator's semaphore is not)")
     client = front.client()
-    p = front.participant(kind.make(front, client, zk_path))
+    p = front.actor(kind.make(front, client, zk_path))
     assert p.do("acquire", SOON) is True
     held = nodes(client, kind.parents(zk_path))
     assert p.do("acquire", 0) is True
@@ -69,8 +69,8 @@ def test_a_second_participant_waits_while_held_and_gets_it_on_release(
     front: Front, zk_path: str, kind: Kind
 ) -> None:
     observer = front.client()
-    holder = front.participant(kind.blocker(front, front.client(), zk_path))
-    waiter = front.participant(kind.make(front, front.client(), zk_path))
+    holder = front.actor(kind.blocker(front, front.client(), zk_path))
+    waiter = front.actor(kind.make(front, front.client(), zk_path))
     assert holder.do("acquire", SOON) is True
     queued = len(nodes(observer, [kind.queue(zk_path)]))
     waiting = waiter.start("acquire", SOON)
@@ -88,17 +88,17 @@ def test_waiters_get_the_lock_in_the_order_they_queued(
     if kind.name == "read":
         pytest.skip("readers share: they do not wait for one another")
     observer = front.client()
-    holder = front.participant(kind.make(front, front.client(), zk_path), "holder")
+    holder = front.actor(kind.make(front, front.client(), zk_path), "holder")
     assert holder.do("acquire", SOON) is True
 
     def queued() -> int:
         return len(nodes(observer, [kind.queue(zk_path)]))
 
     before = queued()
-    waiters: list[Participant] = []
+    waiters: list[Actor] = []
     pending: list[Pending] = []
     for number in range(3):
-        waiter = front.participant(kind.make(front, front.client(), zk_path), f"w{number}")
+        waiter = front.actor(kind.make(front, front.client(), zk_path), f"w{number}")
         pending.append(waiter.start("acquire", SOON))
         eventually(lambda: queued() > before + len(waiters), what="the next waiter queued")
         waiters.append(waiter)
@@ -115,7 +115,7 @@ def test_a_node_deleted_on_the_server_ends_the_hold_and_tells_on_lost(
 ) -> None:
     observer = front.client()
     lost = Calls()
-    p = front.participant(kind.make(front, front.client(), zk_path))
+    p = front.actor(kind.make(front, front.client(), zk_path))
     p.do("on_lost", lost.on_lost)
     assert p.do("acquire", SOON) is True
     assert p.do("is_held") is True
@@ -136,8 +136,8 @@ def test_the_fencing_token_grows_with_each_new_holder(
 ) -> None:
     if not kind.tokens:
         pytest.skip(f"{kind} has no fencing token (each member lock has one)")
-    first = front.participant(kind.make(front, front.client(), zk_path))
-    second = front.participant(kind.make(front, front.client(), zk_path))
+    first = front.actor(kind.make(front, front.client(), zk_path))
+    second = front.actor(kind.make(front, front.client(), zk_path))
     assert first.do("acquire", SOON) is True
     token = first.do("fencing_token")
     first.do("release")
@@ -151,7 +151,7 @@ def test_a_holders_session_expiry_ends_the_hold_with_a_lost_notice(
 ) -> None:
     client, observer = front.client(), front.client()
     lost = Calls()
-    p = front.participant(kind.make(front, client, zk_path))
+    p = front.actor(kind.make(front, client, zk_path))
     p.do("on_lost", lost.on_lost)
     assert p.do("acquire", SOON) is True
     members = len(nodes(observer, kind.parents(zk_path)))
@@ -170,11 +170,11 @@ def test_stopping_the_client_ends_a_wait_with_connection_closed(
     front: Front, zk_path: str, kind: Kind
 ) -> None:
     observer = front.client()
-    holder = front.participant(kind.blocker(front, front.client(), zk_path))
+    holder = front.actor(kind.blocker(front, front.client(), zk_path))
     assert holder.do("acquire", SOON) is True
     queued = len(nodes(observer, [kind.queue(zk_path)]))
     client = front.client()
-    waiter = front.participant(kind.make(front, client, zk_path))
+    waiter = front.actor(kind.make(front, client, zk_path))
     waiting = waiter.start("acquire", SOON)
     eventually(lambda: len(nodes(observer, [kind.queue(zk_path)])) > queued, what="queued")
     client.stop()
@@ -190,7 +190,7 @@ def test_a_bad_timeout_is_refused_with_the_same_error(
     front: Front, zk_path: str, kind: Kind, timeout: object, error: type[Exception]
 ) -> None:
     client = front.client()
-    p = front.participant(kind.make(front, client, zk_path))
+    p = front.actor(kind.make(front, client, zk_path))
     with pytest.raises(error):
         p.do("acquire", timeout)
     assert nodes(client, kind.parents(zk_path)) == []
@@ -208,6 +208,6 @@ def test_a_relative_path_or_a_client_of_the_wrong_type_is_refused(
 def test_releasing_a_lock_not_held_raises_not_owned(front: Front, zk_path: str, kind: Kind) -> None:
     if kind.name == "lease":
         pytest.skip("a lease is released by closing it: there is no lease before acquire")
-    p = front.participant(kind.make(front, front.client(), zk_path))
+    p = front.actor(kind.make(front, front.client(), zk_path))
     with pytest.raises(kind.not_owned):
         p.do("release")

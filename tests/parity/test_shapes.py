@@ -17,10 +17,10 @@ def test_the_writer_may_take_the_read_lock_and_keep_it_after_releasing_the_write
 ) -> None:
     observer = front.client()
     rw = front.make("InterProcessReadWriteLock", front.client(), zk_path)
-    p = front.participant(rw, "downgrader")
+    p = front.actor(rw, "downgrader")
     write, read = p.view(rw.write_lock()), p.view(rw.read_lock())
     other_rw = front.make("InterProcessReadWriteLock", front.client(), zk_path)
-    other = front.participant(other_rw.write_lock(), "writer")
+    other = front.actor(other_rw.write_lock(), "writer")
     assert write.do("acquire", SOON) is True
     assert read.do("acquire", 0) is True
     write.do("release")
@@ -35,7 +35,7 @@ def test_the_writer_may_take_the_read_lock_and_keep_it_after_releasing_the_write
 def test_a_reader_never_gets_the_write_lock(front: Front, zk_path: str) -> None:
     client = front.client()
     rw = front.make("InterProcessReadWriteLock", client, zk_path)
-    p = front.participant(rw)
+    p = front.actor(rw)
     write, read = p.view(rw.write_lock()), p.view(rw.read_lock())
     assert read.do("acquire", SOON) is True
     held = nodes(client, [zk_path])
@@ -51,7 +51,7 @@ def test_a_semaphore_of_two_leases_admits_two_and_queues_the_third(
     observer = front.client()
     leases = f"{zk_path}/leases"
     p1, p2, p3 = (
-        front.participant(front.make("InterProcessSemaphoreV2", front.client(), zk_path, 2))
+        front.actor(front.make("InterProcessSemaphoreV2", front.client(), zk_path, 2))
         for _ in range(3)
     )
     first, second = p1.do("acquire", SOON), p2.do("acquire", SOON)
@@ -72,8 +72,8 @@ def test_a_semaphore_of_two_leases_admits_two_and_queues_the_third(
 def test_a_multi_lock_takes_all_or_none(front: Front, zk_path: str) -> None:
     observer = front.client()
     paths = [f"{zk_path}/one", f"{zk_path}/two"]
-    blocker = front.participant(front.make("InterProcessMutex", front.client(), paths[1]))
-    multi = front.participant(front.make("InterProcessMultiLock", front.client(), paths))
+    blocker = front.actor(front.make("InterProcessMutex", front.client(), paths[1]))
+    multi = front.actor(front.make("InterProcessMultiLock", front.client(), paths))
     assert blocker.do("acquire", SOON) is True
     assert multi.do("acquire", 0.3) is False
     assert nodes(observer, [paths[0]]) == []
@@ -89,7 +89,7 @@ def test_lock_data_is_the_deprecated_name_of_node_data(front: Front, zk_path: st
     client = front.client()
     with pytest.warns(DeprecationWarning, match="lock_data"):
         rw = front.make("InterProcessReadWriteLock", client, zk_path, lock_data=b"old name")
-    p = front.participant(rw)
+    p = front.actor(rw)
     write, read = p.view(rw.write_lock()), p.view(rw.read_lock())
     assert write.do("acquire", SOON) is True
     assert read.do("acquire", 0) is True
@@ -128,7 +128,7 @@ def test_a_multi_lock_asks_every_member_that_can_say_whether_it_is_held(
     member = front.make("InterProcessMutex", client, f"{zk_path}/asked")
     mutex = front.make("InterProcessSemaphoreMutex", client, f"{zk_path}/mutex")
     multi = front.make("InterProcessMultiLock", [mutex, AskedMember(member)])
-    p = front.participant(multi)
+    p = front.actor(multi)
     assert p.do("acquire", SOON) is True
     assert p.do("is_held") is True
     observer.delete(nodes(observer, [f"{zk_path}/asked"])[0])
