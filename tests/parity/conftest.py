@@ -17,3 +17,12 @@ def front(request: pytest.FixtureRequest, zk_client_factory: ClientFactory) -> I
     made = Front(request.param, zk_client_factory)
     yield made
     made.close()
+
+
+@pytest.fixture
+def both_fronts(zk_client_factory: ClientFactory) -> Iterator[list[Front]]:
+    """Both front ends at once, for a scenario that compares their answers."""
+    made = [Front(name, zk_client_factory) for name in FRONTS]
+    yield made
+    for front in made:
+        front.close()

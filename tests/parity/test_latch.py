@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import pytest
 
 from pycurator import CloseMode, LockLostError, Participant
@@ -101,3 +104,23 @@ def test_a_latch_refuses_bad_input_and_misuse_alike(front: Front, zk_path: str) 
     a.do("close")
     with pytest.raises(RuntimeError):
         a.do("close")
+
+
+def test_a_wait_ends_false_when_the_latch_is_closed_meanwhile(front: Front, zk_path: str) -> None:
+    a = front.actor(front.make("LeaderLatch", front.client(), zk_path, "a"), "a")
+    latch = front.make("LeaderLatch", front.client(), zk_path, "b")
+    b, closer = front.actor(latch, "b"), front.actor(latch, "closer")
+    a.do("start")
+    assert a.do("wait", SOON) is True
+    b.do("start")
+    began = threading.Event()
+
+    def wait(latch: Any, timeout: float) -> Any:
+        began.set()
+        return latch.wait(timeout)
+
+    waiting = b.start(wait, SOON)
+    assert began.wait(SOON)
+    closer.do("close")
+    assert waiting.result() is False
+    a.do("close")

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ..support import SOON, eventually
+from .actors import Actor
 from .fronts import Front
 from .observe import nodes
 
@@ -120,19 +121,46 @@ class AskedMember:
         return self.lock.is_held()
 
 
-def test_a_multi_lock_asks_every_member_that_can_say_whether_it_is_held(
-    front: Front, zk_path: str
+def outcome(actor: Actor, op: str) -> object:
+    """What ``op`` gave: its result, or its exception's type."""
+    try:
+        return actor.do(op)
+    except Exception as exc:
+        return type(exc)
+
+
+def multi_lock_answers(front: Front, path: str, members: str) -> dict[str, object]:
+    """What a multi-lock's ``is_held`` and ``check`` say while held, to another participant,
+    and once a member's node is deleted on the server."""
+    observer, client = front.client(), front.client()
+    if members == "paths":
+        multi = front.make("InterProcessMultiLock", client, [f"{path}/followed", f"{path}/b"])
+        follower = multi.locks[0]
+    else:
+        follower = front.make("InterProcessMutex", client, f"{path}/followed")
+        mutex = front.make("InterProcessSemaphoreMutex", client, f"{path}/mutex")
+        multi = front.make("InterProcessMultiLock", [mutex, AskedMember(follower)])
+    holder, other = front.actor(multi, "holder"), front.actor(multi, "other")
+    answers: dict[str, object] = {"before": outcome(holder, "is_held")}
+    assert holder.do("acquire", SOON) is True
+    answers |= {"held": outcome(holder, "is_held"), "checked": outcome(holder, "check")}
+    answers |= {
+        "elsewhere": outcome(other, "is_held"),
+        "checked elsewhere": outcome(other, "check"),
+    }
+    observer.delete(nodes(observer, [f"{path}/followed"])[0])
+    member = holder.view(follower)
+    eventually(lambda: member.do("is_held") is False, what="the member's hold ended")
+    answers |= {"lost": outcome(holder, "is_held"), "checked lost": outcome(holder, "check")}
+    holder.do("release")
+    return answers
+
+
+@pytest.mark.parametrize("members", ["paths", "locks"])
+def test_a_multi_lock_answers_is_held_alike_on_both_front_ends(
+    both_fronts: list[Front], zk_path: str, members: str
 ) -> None:
-    observer = front.client()
-    client = front.client()
-    member = front.make("InterProcessMutex", client, f"{zk_path}/asked")
-    mutex = front.make("InterProcessSemaphoreMutex", client, f"{zk_path}/mutex")
-    multi = front.make("InterProcessMultiLock", [mutex, AskedMember(member)])
-    p = front.actor(multi)
-    assert p.do("acquire", SOON) is True
-    assert p.do("is_held") is True
-    observer.delete(nodes(observer, [f"{zk_path}/asked"])[0])
-    eventually(lambda: p.view(member).do("is_held") is False, what="the member's hold ended")
-    assert p.do("is_held") is False
-    p.do("release")
-    assert nodes(observer, [f"{zk_path}/asked", f"{zk_path}/mutex/leases"]) == []
+    threads, tasks = (
+        multi_lock_answers(front, f"{zk_path}/{front.name}", members) for front in both_fronts
+    )
+    assert threads == tasks
