@@ -44,9 +44,10 @@ class Front:
 
     def actor(self, target: Any, name: str = "") -> Actor:
         """A participant acting on ``target`` from a thread, or a task, of its own."""
+        name = name or f"participant {len(self._units) + 1}"
         unit: Unit = TaskUnit(self._loop.loop) if self._loop is not None else ThreadUnit(name)
         self._units.append(unit)
-        return Actor(unit, target, name or f"participant {len(self._units)}")
+        return Actor(unit, target, name)
 
     def make(self, recipe: str, *args: Any, **kwargs: Any) -> Any:
         """``recipe``'s object of this front end (``make("InterProcessMutex", client, path)``)."""
