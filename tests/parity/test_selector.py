@@ -9,8 +9,6 @@ from collections.abc import Callable
 import pytest
 
 from pycurator import LockLostError, Participant
-from pycurator._election import Election
-from pycurator._steps import Signal, Steps
 from pycurator.testing import expire_kazoo_session
 
 from ..support import SOON, eventually
@@ -167,54 +165,6 @@ def test_a_leaders_session_expiry_ends_its_term_and_auto_requeue_brings_it_back(
     second = lead.term(2)
     assert second.leadership.fencing_token > first.leadership.fencing_token
     assert p.do("close") is True
-
-
-def test_a_term_whose_election_steps_fail_queues_again_under_auto_requeue(
-    front: Front, zk_path: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    take_part = Election._take_part
-    failures = [RuntimeError("the election's steps failed")]
-
-    def fails_once(self: Election, wake: Signal) -> Steps[str]:
-        if failures:
-            raise failures.pop()
-        return (yield from take_part(self, wake))
-
-    monkeypatch.setattr(Election, "_take_part", fails_once)
-    lead = front.lead()
-    p = front.actor(
-        front.make("LeaderSelector", front.client(), zk_path, lead.function, "a", auto_requeue=True)
-    )
-    p.do("start")
-    lead.term(1)  # led in the selector's second term in the queue
-    assert failures == []
-    assert p.do("has_leadership") is True
-    assert p.do("close") is True
-
-
-@pytest.mark.parametrize(
-    ("args", "kwargs", "error"),
-    [
-        (("relative",), {}, ValueError),
-        ((None, "not callable"), {}, TypeError),
-        ((None, None, 7), {}, TypeError),
-        ((None,), {"auto_requeue": 1}, TypeError),
-        ((None,), {"connection_policy": "lax"}, ValueError),
-    ],
-)
-def test_a_selector_refuses_bad_input_alike(
-    front: Front,
-    zk_path: str,
-    args: tuple[object, ...],
-    kwargs: dict[str, object],
-    error: type[Exception],
-) -> None:
-    lead = front.lead()
-    defaults = (zk_path, lead.function, "a")
-    given = [arg if arg is not None else defaults[n] for n, arg in enumerate(args)]
-    given += defaults[len(given) :]
-    with pytest.raises(error):
-        front.make("LeaderSelector", front.client(), *given, **kwargs)
 
 
 def test_a_selector_refuses_misuse_alike(front: Front, zk_path: str) -> None:
