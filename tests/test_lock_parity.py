@@ -15,6 +15,7 @@ from pycurator import (
     InterProcessMultiLock,
     InterProcessMutex,
     InterProcessReadWriteLock,
+    InterProcessSemaphoreMutex,
     LockLostError,
     aio,
 )
@@ -31,15 +32,16 @@ Answer = tuple[bool, bool, str]
 #: deleted on the server (and its client has seen it): a member that follows its node tells;
 #: a plain member knows only its bookkeeping, and still counts as held.
 EXPECTED: dict[str, list[Answer]] = {
-    "followed": [(True, True, "held"), (True, False, "lost: lock node deleted")],
-    "plain": [(True, True, "held"), (True, True, "held")],
+    "mutexes": [(True, True, "held"), (True, False, "lost: lock node deleted")],
+    "semaphore mutexes": [(True, True, "held"), (True, False, "lost: lock node deleted")],
+    "plain members": [(True, True, "held"), (True, True, "held")],
 }
 
 
 class PlainMember:
     """A user's lock with only what a multi-lock needs: nothing that follows a node."""
 
-    def __init__(self, lock: InterProcessMutex) -> None:
+    def __init__(self, lock: InterProcessMutex | InterProcessSemaphoreMutex) -> None:
         self.inner = lock
 
     def acquire(self, timeout: float | None = None) -> bool:
@@ -55,7 +57,7 @@ class PlainMember:
 class AsyncPlainMember:
     """The asyncio form of :class:`PlainMember`."""
 
-    def __init__(self, lock: aio.InterProcessMutex) -> None:
+    def __init__(self, lock: aio.InterProcessMutex | aio.InterProcessSemaphoreMutex) -> None:
         self.inner = lock
 
     async def acquire(self, timeout: float | None = None) -> bool:
@@ -84,10 +86,18 @@ async def asyncio_check(check: Callable[[], Awaitable[None]]) -> str:
     return "held"
 
 
+def node_of(lock: Any) -> str:
+    """The node a held mutex or semaphore mutex of either front end holds."""
+    node = lock.lease.path if hasattr(lock, "lease") else lock.lock_path
+    assert isinstance(node, str)
+    return node
+
+
 def threaded_answers(factory: ClientFactory, path: str, members: str) -> list[Answer]:
     client = factory()
-    mutexes = [InterProcessMutex(client, f"{path}/a"), InterProcessMutex(client, f"{path}/b")]
-    locks: list[Any] = mutexes if members == "followed" else [PlainMember(m) for m in mutexes]
+    make = InterProcessSemaphoreMutex if members == "semaphore mutexes" else InterProcessMutex
+    inner = [make(client, f"{path}/a"), make(client, f"{path}/b")]
+    locks: list[Any] = [PlainMember(m) for m in inner] if members == "plain members" else inner
     multi = InterProcessMultiLock(locks)
 
     def answer() -> Answer:
@@ -97,10 +107,8 @@ def threaded_answers(factory: ClientFactory, path: str, members: str) -> list[An
     answers = []
     with multi:
         answers.append(answer())
-        node = mutexes[1].lock_path
-        assert node is not None
-        factory().delete(node)
-        assert mutexes[1].lost_event.wait(SOON)
+        factory().delete(node_of(inner[1]))
+        assert inner[1].lost_event.wait(SOON)
         answers.append(answer())
     assert not multi.is_acquired_in_this_process()
     return answers
@@ -110,12 +118,11 @@ def asyncio_answers(factory: ClientFactory, path: str, members: str) -> list[Ans
     client = factory()
 
     async def main() -> list[Answer]:
-        mutexes = [
-            aio.InterProcessMutex(client, f"{path}/a"),
-            aio.InterProcessMutex(client, f"{path}/b"),
-        ]
+        semaphores = members == "semaphore mutexes"
+        make = aio.InterProcessSemaphoreMutex if semaphores else aio.InterProcessMutex
+        inner = [make(client, f"{path}/a"), make(client, f"{path}/b")]
         locks: list[Any] = (
-            mutexes if members == "followed" else [AsyncPlainMember(m) for m in mutexes]
+            [AsyncPlainMember(m) for m in inner] if members == "plain members" else inner
         )
         multi = aio.InterProcessMultiLock(locks)
 
@@ -126,10 +133,8 @@ def asyncio_answers(factory: ClientFactory, path: str, members: str) -> list[Ans
         answers = []
         async with multi:
             answers.append(await answer())
-            node = mutexes[1].lock_path
-            assert node is not None
-            factory().delete(node)
-            await asyncio.wait_for(mutexes[1].lost_event.wait(), SOON)
+            factory().delete(node_of(inner[1]))
+            await asyncio.wait_for(inner[1].lost_event.wait(), SOON)
             answers.append(await answer())
         assert not multi.is_acquired_in_this_process()
         return answers
@@ -153,6 +158,8 @@ def test_one_rule_says_which_member_follows_its_node_for_both_front_ends() -> No
     assert followed(threaded) is threaded
     assert followed(asynchronous) is asynchronous
     assert followed(InterProcessReadWriteLock(client, "/rw").read_lock()) is not None
+    assert followed(InterProcessSemaphoreMutex(client, "/s")) is not None
+    assert followed(aio.InterProcessSemaphoreMutex(client, "/s")) is not None
     assert followed(PlainMember(threaded)) is None
     assert followed(AsyncPlainMember(asynchronous)) is None
 
