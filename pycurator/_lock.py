@@ -1,28 +1,114 @@
-"""The re-entrant lock over the engine: per-thread hold counts, context managers, release rules.
+"""The re-entrant lock: :class:`LockCore`, what a lock is whatever waits on it, and
+:class:`ReentrantLock`, the threaded lock over it (per-thread hold counts, context managers,
+release rules).
 
 Curator's ``InterProcessMutex`` body, shared by the mutex and both sides of the read/write lock.
+The asyncio lock (:mod:`pycurator.aio._lock`) is a shell over the same :class:`LockCore`, so the
+two front ends differ only in how they wait.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, TransactionRequest
 
+from . import _wire
 from ._checks import ConnectionPolicy, check_policy, check_timeout
 from ._drivers import Driver
-from ._engine import HeldNode, LockEngine
+from ._engine import LockEngine
 from ._errors import LockLostError, LockTimeout
 from ._handlers import unit_getter
-from ._hold import FollowedNode, LossNotice, ReentrantHolds
-from ._observe import HoldReport, Reporter
-from ._steps import run
+from ._hold import FollowedNode, Held, LossNotice, ReentrantHolds
+from ._observe import Reporter
+from ._steps import Steps, run
 
 L = TypeVar("L", bound="ReentrantLock")
 C = TypeVar("C", bound="LockContext")
+
+
+class LockCore:
+    """One re-entrant lock, whatever waits on it (a blocked thread or an awaiting task).
+
+    It holds the lock's ``engine`` (:meth:`make_revocable` swaps it for a revocable copy), its
+    connection ``policy``, its ``holds`` per unit (``unit()`` names the calling one, see
+    :class:`~pycurator._hold.ReentrantHolds`) and its ``report`` (waits and holds reported as
+    ``recipe``, see :mod:`pycurator._observe`). Each front end's lock is a shell over one core.
+    """
+
+    __slots__ = ("engine", "holds", "policy", "report")
+
+    def __init__(
+        self,
+        engine: LockEngine,
+        recipe: str,
+        connection_policy: ConnectionPolicy,
+        unit: Callable[[], Hashable],
+        unit_name: str = "thread",
+        finished: Callable[[Hashable], bool] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.report = Reporter(recipe, engine.base_path)
+        self.policy: ConnectionPolicy = check_policy(connection_policy)
+        self.holds = ReentrantHolds(engine.client, engine.base_path, unit, unit_name, finished)
+
+    @property
+    def path(self) -> str:
+        """The lock path, as given."""
+        return self.engine.base_path
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client of the lock."""
+        return self.engine.client
+
+    def acquire_steps(
+        self, timeout: float | None, driver: Driver | None = None
+    ) -> Steps[Held | None]:
+        """The engine's acquire, reported as one wait: the node held and its hold's report, or
+        None on timeout (``driver``: this acquire's, if not the engine's)."""
+        return self.report.wait_steps(self.engine.acquire_steps(timeout, driver))
+
+    def follow(
+        self, held: Held, notice: LossNotice, subject: object, unit: Hashable | None = None
+    ) -> None:
+        """``unit`` (by default the calling one) now holds ``held``'s node: clear ``notice``'s
+        event, follow the node, and tell ``notice`` of each change, naming ``subject``."""
+        node, report = held
+        notice.mark(False)
+        hold = FollowedNode(
+            self.engine.client,
+            node,
+            self.policy,
+            lambda state, reason: notice.changed(subject, state, reason),
+            report,
+        )
+        self.holds.add(hold, unit)
+
+    def lock_path(self, unit: Hashable | None = None) -> str | None:
+        """The node ``unit`` (by default the calling one) holds, or None."""
+        hold = self.holds.current(unit)
+        return hold.path if hold is not None else None
+
+    def participant_steps(self, own_kind_only: bool = False) -> Steps[list[str]]:
+        """Full paths of the nodes queued on the lock path, holder first (any language); with
+        ``own_kind_only``, only the nodes named like the engine's own (one read/write side's).
+        A read that rides through a reconnect."""
+        engine = self.engine
+        children = yield from engine.sorted_children_steps()
+        nodes = _wire.full_paths(engine.base_path, children)
+        if own_kind_only:
+            token = engine.driver.token
+            nodes = [node for node in nodes if token in _wire.node_name(node)]
+        return nodes
+
+    def make_revocable(self, on_revoke: Callable[[], None]) -> None:
+        """Make the next acquires' nodes revocable: ``on_revoke()`` runs when another client
+        writes Curator's revocation message to our node."""
+        self.engine = self.engine.revocable(on_revoke)
 
 
 class LockContext:
@@ -70,21 +156,18 @@ class ReentrantLock(LockContext):
 
     A held lock follows its node: when the node is lost (see :mod:`pycurator._monitor` for what
     ``connection_policy`` counts as lost), :meth:`is_held` turns False, :attr:`lost_event` is set
-    and every :meth:`on_lost` callback runs. Its waits and holds are reported as ``_recipe``
+    and every :meth:`on_lost` callback runs. Its waits and holds are reported as ``recipe``
     (see :mod:`pycurator._observe`).
     """
 
-    _recipe = "mutex"
-
     def __init__(
-        self, engine: LockEngine, *, connection_policy: ConnectionPolicy = "standard"
+        self,
+        engine: LockEngine,
+        *,
+        connection_policy: ConnectionPolicy = "standard",
+        recipe: str = "mutex",
     ) -> None:
-        self._engine = engine
-        self._report = Reporter(self._recipe, engine.base_path)
-        self._policy: ConnectionPolicy = check_policy(connection_policy)
-        self._holds = ReentrantHolds(
-            engine.client, engine.base_path, unit_getter(engine.client.handler)
-        )
+        self._core = LockCore(engine, recipe, connection_policy, unit_getter(engine.client.handler))
         self._notice = LossNotice(engine.client)
 
     @property
@@ -97,17 +180,17 @@ class ReentrantLock(LockContext):
     @property
     def path(self) -> str:
         """The lock path, as given."""
-        return self._engine.base_path
+        return self._core.path
 
     @property
     def client(self) -> KazooClient:
         """The kazoo client this lock uses."""
-        return self._engine.client
+        return self._core.client
 
     @property
     def connection_policy(self) -> ConnectionPolicy:
         """``standard`` (a suspended connection counts as lost) or ``session`` (only expiry)."""
-        return self._policy
+        return self._core.policy
 
     def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever; 0: one try) for the lock.
@@ -117,31 +200,18 @@ class ReentrantLock(LockContext):
         :data:`~pycurator._engine.DELETE_WAIT` seconds, whatever the connection does.
         """
         timeout = check_timeout(timeout)
-        if self._holds.enter():
+        core = self._core
+        if core.holds.enter():
             return True
-        engine = self._engine
-        steps = engine.acquire_steps(timeout, self._acquire_driver())
-        held = run(engine.client, self._report.wait_steps(steps))
+        held = run(core.client, core.acquire_steps(timeout, self._acquire_driver()))
         if held is None:
             return False
-        self._held(*held)
+        core.follow(held, self._notice, self)
         return True
 
     def _acquire_driver(self) -> Driver | None:
         """The driver of the calling thread's acquire, if not the engine's."""
         return None
-
-    def _held(self, node: HeldNode, report: HoldReport) -> None:
-        self._notice.mark(False)
-        self._holds.add(
-            FollowedNode(
-                self._engine.client,
-                node,
-                self._policy,
-                lambda state, reason: self._notice.changed(self, state, reason),
-                report,
-            )
-        )
 
     def release(self) -> None:
         """Release one hold of the calling thread; the last one deletes our node.
@@ -152,23 +222,22 @@ class ReentrantLock(LockContext):
 
         Raises :class:`LockNotOwnedError` when the calling thread does not hold the lock.
         """
-        hold = self._holds.leave()
+        hold = self._core.holds.leave()
         if hold is not None:
-            self._engine.release(hold.path)
+            self._core.engine.release(hold.path)
 
     def is_acquired_in_this_process(self) -> bool:
         """True if any thread holds this lock object."""
-        return self._holds.any()
+        return self._core.holds.any()
 
     def is_owned_by_current_thread(self) -> bool:
         """True if the calling thread holds this lock object."""
-        return self._holds.owned()
+        return self._core.holds.owned()
 
     @property
     def lock_path(self) -> str | None:
         """The node the calling thread holds, or None."""
-        hold = self._holds.current()
-        return hold.path if hold is not None else None
+        return self._core.lock_path()
 
     def is_held(self) -> bool:
         """True if the calling thread holds the lock and its node is known to be ours now.
@@ -176,12 +245,12 @@ class ReentrantLock(LockContext):
         Unlike :meth:`is_owned_by_current_thread`, this follows the node: False once the node is
         deleted or the session ends, and (``standard`` policy) while the connection is suspended.
         """
-        hold = self._holds.current()
+        hold = self._core.holds.current()
         return hold is not None and hold.is_held()
 
     def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`; call it before each side effect."""
-        hold = self._holds.required()
+        hold = self._core.holds.required()
         if not hold.is_held():
             raise LockLostError(self.path, hold.reason)
 
@@ -196,7 +265,7 @@ class ReentrantLock(LockContext):
 
         Raises :class:`LockLostError` when the calling thread does not hold the lock.
         """
-        return self._holds.required().fencing_token
+        return self._core.holds.required().fencing_token
 
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that our lock node exists.
@@ -204,11 +273,11 @@ class ReentrantLock(LockContext):
         ZooKeeper applies all of it or nothing, so a holder that lost the lock (its node gone
         with its session) cannot commit: the check fails and nothing is written.
         """
-        return self._holds.required().guarded_transaction()
+        return self._core.holds.required().guarded_transaction()
 
     def participant_nodes(self) -> list[str]:
         """Full paths of every node queued on the lock path, holder first (any language)."""
-        return self._engine.participant_nodes()
+        return run(self._core.client, self._core.participant_steps())
 
     def make_revocable(self: L, listener: Callable[[L], None]) -> None:
         """Make the lock revocable; call before :meth:`acquire`.
@@ -217,7 +286,7 @@ class ReentrantLock(LockContext):
         Curator's revocation message to it, ``listener(self)`` runs on a worker thread. Releasing
         is up to the listener (or the thread it signals).
         """
-        self._engine = self._engine.revocable(lambda: listener(self))
+        self._core.make_revocable(lambda: listener(self))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path!r})"

@@ -1,4 +1,9 @@
-"""``InterProcessMultiLock``: several locks taken as one, all or nothing."""
+"""``InterProcessMultiLock``: several locks taken as one, all or nothing.
+
+The rules of a multi-lock that do not depend on how it waits (which members it has, how each is
+asked whether it is still held, how a release's failures end) are functions here, used by the
+threaded multi-lock below and by the asyncio one alike.
+"""
 
 from __future__ import annotations
 
@@ -30,12 +35,19 @@ class Lock(Protocol):
 
 
 @runtime_checkable
-class _Followed(Protocol):
-    """A member that knows whether its hold is still real (see :meth:`ReentrantLock.is_held`)."""
+class Followed(Protocol):
+    """A member that follows its node (see :meth:`ReentrantLock.is_held`), as every pycurator
+    lock does; an asyncio member's ``is_held()`` and ``check()`` return awaitables."""
 
-    def is_held(self) -> bool: ...
+    def is_held(self) -> Any: ...
 
-    def check(self) -> None: ...
+    def check(self) -> Any: ...
+
+
+class InProcess(Protocol):
+    """What a member of either front end's multi-lock knows of itself: its bookkeeping."""
+
+    def is_acquired_in_this_process(self) -> bool: ...
 
 
 M = TypeVar("M")
@@ -72,6 +84,49 @@ def member_locks(
     return locks
 
 
+def followed(member: object) -> Followed | None:
+    """How both front ends' multi-locks ask a member whether it is still held.
+
+    A member that follows its node (it has ``is_held`` and ``check``) is returned: ask it
+    those. Any other member (None here) knows only its bookkeeping: it counts as held while
+    ``is_acquired_in_this_process()``, and :func:`check_unfollowed` checks it.
+    """
+    return member if isinstance(member, Followed) else None
+
+
+def check_unfollowed(member: InProcess) -> None:
+    """Raise :class:`LockLostError` unless ``member``, one that does not follow its node (see
+    :func:`followed`), is acquired in this process."""
+    if not member.is_acquired_in_this_process():
+        raise LockLostError(repr(member), "not acquired")
+
+
+def members_path(locks: Sequence[object]) -> str:
+    """A multi-lock's members, for messages: their paths where they have one."""
+    return ", ".join(getattr(lock, "path", repr(lock)) for lock in locks)
+
+
+def release_failed(failures: list[Exception], count: int, *, quietly: bool) -> None:
+    """The end of releasing ``count`` members, given the errors of those that failed: nothing
+    when none did; a WARNING each when ``quietly`` (an error is already on its way to the
+    caller); else :class:`LockReleaseError` with every failure."""
+    if not failures:
+        return
+    if quietly:
+        for failure in failures:
+            log.warning("multi-lock rollback could not release a lock: %r", failure)
+        return
+    raise LockReleaseError(f"could not release {len(failures)} of {count} locks", failures)
+
+
+def add_on_lost(locks: Sequence[object], callback: Callable[[Any, str], Any]) -> None:
+    """Register ``callback`` with every member that reports losses (it has ``on_lost``)."""
+    for lock in locks:
+        register = getattr(lock, "on_lost", None)
+        if register is not None:
+            register(callback)
+
+
 class InterProcessMultiLock(LockContext):
     """Several locks taken as one: all of them, or none.
 
@@ -97,7 +152,7 @@ class InterProcessMultiLock(LockContext):
     @property
     def path(self) -> str:
         """The member locks, for messages: their paths where they have one."""
-        return ", ".join(getattr(lock, "path", repr(lock)) for lock in self._locks)
+        return members_path(self._locks)
 
     @property
     def locks(self) -> list[Lock]:
@@ -136,39 +191,33 @@ class InterProcessMultiLock(LockContext):
                 lock.release()
             except Exception as exc:
                 failures.append(exc)
-        if not failures:
-            return
-        if quietly:  # an error is already on its way to the caller
-            for failure in failures:
-                log.warning("multi-lock rollback could not release a lock: %r", failure)
-            return
-        raise LockReleaseError(f"could not release {len(failures)} of {len(locks)} locks", failures)
+        release_failed(failures, len(locks), quietly=quietly)
 
     def is_acquired_in_this_process(self) -> bool:
         """True only when every member lock is held in this process."""
         return all(lock.is_acquired_in_this_process() for lock in self._locks)
 
     def is_held(self) -> bool:
-        """True when every member is held now (members that follow their nodes are asked)."""
-        return all(
-            lock.is_held() if isinstance(lock, _Followed) else lock.is_acquired_in_this_process()
-            for lock in self._locks
-        )
+        """True when every member is held now (:func:`followed` says how each is asked)."""
+        for lock in self._locks:
+            member = followed(lock)
+            held = lock.is_acquired_in_this_process() if member is None else member.is_held()
+            if not held:
+                return False
+        return True
 
     def check(self) -> None:
         """Raise :class:`LockLostError` unless every member is still held."""
         for lock in self._locks:
-            if isinstance(lock, _Followed):
-                lock.check()
-            elif not lock.is_acquired_in_this_process():
-                raise LockLostError(repr(lock), "not acquired")
+            member = followed(lock)
+            if member is not None:
+                member.check()
+            else:
+                check_unfollowed(lock)
 
     def on_lost(self, callback: Callable[[object, str], None]) -> None:
         """Run ``callback(member, reason)`` when any member that reports losses loses its hold."""
-        for lock in self._locks:
-            register = getattr(lock, "on_lost", None)
-            if register is not None:
-                register(callback)
+        add_on_lost(self._locks, callback)
 
     def __repr__(self) -> str:
         return f"InterProcessMultiLock({self._locks!r})"

@@ -8,41 +8,36 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from . import _wire
 from ._checks import ConnectionPolicy, check_client_type, check_data
 from ._drivers import Driver, ReadSideDriver, write_driver
 from ._engine import LockEngine
 from ._lock import ReentrantLock
 from ._paths import validate_path
+from ._steps import run
 
 
 class _Side(ReentrantLock):
     """One side of the read/write lock: the mutex surface, with participants of its own kind."""
 
-    def __init__(self, engine: LockEngine, *, connection_policy: ConnectionPolicy) -> None:
-        super().__init__(engine, connection_policy=connection_policy)
-
     def participant_nodes(self) -> list[str]:
         """Full paths of this side's nodes (read or write) in queue order, holders first."""
-        token = self._engine.driver.token
-        return [node for node in super().participant_nodes() if token in _wire.node_name(node)]
+        return run(self._core.client, self._core.participant_steps(own_kind_only=True))
 
 
 class WriteLock(_Side):
     """The write side: held by one thread of one process at a time, with no reader."""
 
-    _recipe = "write"
+    def __init__(self, engine: LockEngine, *, connection_policy: ConnectionPolicy) -> None:
+        super().__init__(engine, connection_policy=connection_policy, recipe="write")
 
 
 class ReadLock(_Side):
     """The read side: shared by readers while no writer holds the lock or queues ahead."""
 
-    _recipe = "read"
-
     def __init__(
         self, engine: LockEngine, write: WriteLock, *, connection_policy: ConnectionPolicy
     ) -> None:
-        super().__init__(engine, connection_policy=connection_policy)
+        super().__init__(engine, connection_policy=connection_policy, recipe="read")
         self._write = write
 
     def _acquire_driver(self) -> Driver:
@@ -80,28 +75,9 @@ class InterProcessReadWriteLock:
         connection_policy: ConnectionPolicy = "standard",
         lock_data: bytes | None = None,
     ) -> None:
-        if lock_data is not None:
-            if node_data is not None:
-                raise TypeError("give node_data or lock_data (its former name), not both")
-            warnings.warn(
-                "InterProcessReadWriteLock(lock_data=...) is deprecated: use node_data=",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            node_data = lock_data
-        validate_path(path)
-        check_client_type(client)
-        check_data(node_data, "lock_data" if lock_data is not None else "node_data")
-        lock_data = node_data
-        self._write = WriteLock(
-            LockEngine(client, path, write_driver(), data=lock_data, acl=acl),
-            connection_policy=connection_policy,
-        )
-        self._read = ReadLock(
-            LockEngine(client, path, ReadSideDriver(), data=lock_data, acl=acl),
-            self._write,
-            connection_policy=connection_policy,
-        )
+        write, read = read_write_engines(client, path, node_data, acl, lock_data)
+        self._write = WriteLock(write, connection_policy=connection_policy)
+        self._read = ReadLock(read, self._write, connection_policy=connection_policy)
 
     @property
     def path(self) -> str:
@@ -118,3 +94,37 @@ class InterProcessReadWriteLock:
 
     def __repr__(self) -> str:
         return f"InterProcessReadWriteLock({self.path!r})"
+
+
+def read_write_engines(
+    client: KazooClient,
+    path: str,
+    node_data: bytes | None,
+    acl: Sequence[Any] | None,
+    lock_data: bytes | None = None,
+) -> tuple[LockEngine, LockEngine]:
+    """The write side's and the read side's engines of a read/write lock on ``path``, after
+    checking every argument: shared by the threaded and the asyncio read/write lock.
+
+    ``lock_data`` is the former name of ``node_data``: it still works, with a DeprecationWarning
+    pointing at the caller of the lock's constructor; giving both raises :class:`TypeError`.
+    """
+    if lock_data is not None:
+        if node_data is not None:
+            raise TypeError("give node_data or lock_data (its former name), not both")
+        warnings.warn(
+            "InterProcessReadWriteLock(lock_data=...) is deprecated: use node_data=",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        node_data = lock_data
+    validate_path(path)
+    check_client_type(client)
+    check_data(node_data, "lock_data" if lock_data is not None else "node_data")
+    return (
+        LockEngine(client, path, write_driver(), data=node_data, acl=acl),
+        LockEngine(client, path, ReadSideDriver(), data=node_data, acl=acl),
+    )
+
+
+__all__ = ["InterProcessReadWriteLock", "ReadLock", "WriteLock", "read_write_engines"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
@@ -38,6 +38,7 @@ from ._steps import NewSignal, Steps, WaitSignal, run
 from .handlers import runs_inline
 
 LostCallback = Callable[[Any, str], None]
+LeaseT = TypeVar("LeaseT")
 
 
 class Lease:
@@ -62,72 +63,58 @@ class Lease:
         """``held``: the lease node and its hold's report (from the semaphore's acquire);
         ``notice`` and ``subject``: whom to tell of a loss, and what to name (by default a
         notice of the lease's own, naming the lease)."""
-        self._client = client
-        self._closed = False
-        self._notice = LossNotice(client) if notice is None else notice
-        named = self if subject is None else subject
-        node, report = held
-        self._hold = FollowedNode(
+        self._core = LeaseCore(
             client,
-            node,
+            held,
             policy,
-            lambda state, reason: self._notice.changed(named, state, reason),
-            report,
+            LossNotice(client) if notice is None else notice,
+            self if subject is None else subject,
         )
 
     @property
     def lost_event(self) -> Any:
         """Set while the lease node is not known to be ours (see the class doc)."""
-        return self._notice.lost_event
+        return self._core.notice.lost_event
 
     @property
     def path(self) -> str:
         """The lease node's full path."""
-        return self._hold.path
+        return self._core.path
 
     @property
     def node_name(self) -> str:
         """The lease node's name, as Curator's ``Lease.getNodeName()``."""
-        return _wire.node_name(self._hold.path)
+        return self._core.node_name
 
     @property
     def fencing_token(self) -> int:
         """The lease node's creation zxid (see the class doc)."""
-        return self._hold.fencing_token
+        return self._core.fencing_token
 
     def data(self) -> bytes:
         """The lease node's data, read from ZooKeeper (riding through a reconnect, as every
         read-only query)."""
-        return run(self._client, lease_data_steps(self._client, self._hold.path))
+        return run(self._core.client, self._core.data_steps())
 
     def is_held(self) -> bool:
         """True while the lease node is known to be ours (and the lease not returned)."""
-        return not self._closed and self._hold.is_held()
+        return not self._core.closed and self._core.hold.is_held()
 
     def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`."""
-        if self._closed:
-            raise LockLostError(self._hold.path, "lease returned")
-        self._hold.check()
+        self._core.check_open()
+        self._core.hold.check()
 
     def on_lost(self, callback: LostCallback) -> None:
         """Run ``callback(lease, reason)`` on a worker thread when the lease stops being held."""
-        self._notice.add(callback)
-
-    def _close(self) -> str | None:
-        """Mark the lease returned; the node to delete, the first time only."""
-        if self._closed:
-            return None
-        self._closed = True
-        self._hold.close()
-        return self._hold.path
+        self._core.notice.add(callback)
 
     def close(self) -> None:
         """Return the lease: delete its node (retried in the background if the connection is
         down). Returning it twice, or after it was lost, does nothing more."""
-        path = self._close()
+        path = self._core.close()
         if path is not None:
-            delete_guaranteed(self._client, path)
+            delete_guaranteed(self._core.client, path)
 
     def __enter__(self) -> Lease:
         return self
@@ -141,7 +128,67 @@ class Lease:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Lease({self._hold.path!r})"
+        return f"Lease({self._core.path!r})"
+
+
+class LeaseCore:
+    """One lease, whatever waits on it: its node, followed until the lease is returned, and the
+    ``notice`` told of a loss (naming ``subject``). Each front end's lease is a shell over one."""
+
+    __slots__ = ("client", "closed", "hold", "notice")
+
+    def __init__(
+        self,
+        client: KazooClient,
+        held: Held,
+        policy: ConnectionPolicy,
+        notice: LossNotice,
+        subject: object,
+    ) -> None:
+        self.client = client
+        self.closed = False
+        self.notice = notice
+        node, report = held
+        self.hold = FollowedNode(
+            client,
+            node,
+            policy,
+            lambda state, reason: notice.changed(subject, state, reason),
+            report,
+        )
+
+    @property
+    def path(self) -> str:
+        """The lease node's full path."""
+        return self.hold.path
+
+    @property
+    def node_name(self) -> str:
+        """The lease node's name."""
+        return _wire.node_name(self.hold.path)
+
+    @property
+    def fencing_token(self) -> int:
+        """The lease node's creation zxid."""
+        return self.hold.fencing_token
+
+    def data_steps(self) -> Steps[bytes]:
+        """The lease node's data (a read that rides through a reconnect)."""
+        return lease_data_steps(self.client, self.hold.path)
+
+    def check_open(self) -> None:
+        """Raise :class:`LockLostError` once the lease was returned."""
+        if self.closed:
+            raise LockLostError(self.hold.path, "lease returned")
+
+    def close(self) -> str | None:
+        """Mark the lease returned and stop following its node; the node to delete, the first
+        time only."""
+        if self.closed:
+            return None
+        self.closed = True
+        self.hold.close()
+        return self.hold.path
 
 
 def lease_data_steps(client: KazooClient, path: str) -> Steps[bytes]:
@@ -307,8 +354,13 @@ class SemaphoreSteps:
         return _wire.sort_children(children, _wire.LEASE_NAME)
 
 
-class SemaphoreBase:
-    """What both forms of the semaphore share: its settings, and the protocol's steps."""
+class InterProcessSemaphoreV2:
+    """A pool of ``max_leases`` leases shared with Java Curator's ``InterProcessSemaphoreV2``.
+
+    Waiters are served in arrival order through the internal mutex. Nothing checks that every
+    participant uses the same ``max_leases`` (Curator does not either). Lease nodes hold
+    ``node_data`` (by default the host address, as Curator writes it).
+    """
 
     def __init__(
         self,
@@ -341,15 +393,6 @@ class SemaphoreBase:
     def connection_policy(self) -> ConnectionPolicy:
         """What counts as a lost lease (see :mod:`pycurator._monitor`)."""
         return self._steps.policy
-
-
-class InterProcessSemaphoreV2(SemaphoreBase):
-    """A pool of ``max_leases`` leases shared with Java Curator's ``InterProcessSemaphoreV2``.
-
-    Waiters are served in arrival order through the internal mutex. Nothing checks that every
-    participant uses the same ``max_leases`` (Curator does not either). Lease nodes hold
-    ``node_data`` (by default the host address, as Curator writes it).
-    """
 
     def acquire(self, timeout: float | None = None) -> Lease | None:
         """One lease within ``timeout`` seconds (None: wait forever), or None on timeout."""
@@ -384,6 +427,53 @@ class InterProcessSemaphoreV2(SemaphoreBase):
         return f"InterProcessSemaphoreV2({self.path!r}, {self.max_leases})"
 
 
+class SemaphoreMutexCore(Generic[LeaseT]):
+    """A semaphore mutex, whatever waits on it: the ``steps`` of its one-lease semaphore, and
+    the lease of the current hold (of either front end's kind), kept under a guard: any thread
+    or task may release. Each front end's semaphore mutex is a shell over one."""
+
+    def __init__(
+        self,
+        client: KazooClient,
+        path: str,
+        node_data: bytes | None,
+        acl: Sequence[Any] | None,
+        connection_policy: ConnectionPolicy,
+    ) -> None:
+        self.steps = SemaphoreSteps(
+            client, path, 1, node_data, acl, connection_policy, "semaphore-mutex"
+        )
+        self._lease: LeaseT | None = None
+        self._guard = client.handler.lock_object()
+
+    @property
+    def lease(self) -> LeaseT | None:
+        """The lease of the current hold, or None."""
+        return self._lease
+
+    def hold(self, lease: LeaseT) -> None:
+        """``lease`` is the current hold's."""
+        with self._guard:
+            self._lease = lease
+
+    def take(self) -> LeaseT:
+        """The current hold's lease, which is no longer current (to return it):
+        :class:`LockNotOwnedError` if the mutex is not held."""
+        with self._guard:
+            lease, self._lease = self._lease, None
+        if lease is None:
+            path = self.steps.path
+            raise LockNotOwnedError(path, f"Not acquired: {path}")
+        return lease
+
+    def required(self) -> LeaseT:
+        """The current hold's lease; :class:`LockLostError` if the mutex is not held."""
+        lease = self._lease
+        if lease is None:
+            raise LockLostError(self.steps.path, "not acquired")
+        return lease
+
+
 class InterProcessSemaphoreMutex(LockContext):
     """A mutex on a one-lease :class:`InterProcessSemaphoreV2`, shared with Java Curator's
     ``InterProcessSemaphoreMutex``.
@@ -401,11 +491,9 @@ class InterProcessSemaphoreMutex(LockContext):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._steps = SemaphoreSteps(
-            client, path, 1, node_data, acl, connection_policy, "semaphore-mutex"
+        self._core: SemaphoreMutexCore[Lease] = SemaphoreMutexCore(
+            client, path, node_data, acl, connection_policy
         )
-        self._lease: Lease | None = None
-        self._guard = client.handler.lock_object()
         self._notice = LossNotice(client)
         self._notice.mark(True)  # not held yet
 
@@ -418,44 +506,35 @@ class InterProcessSemaphoreMutex(LockContext):
     @property
     def path(self) -> str:
         """The semaphore's path, as given."""
-        return self._steps.path
+        return self._core.steps.path
 
     def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for the lock; False on timeout."""
-        steps = self._steps
+        steps = self._core.steps
         leases = run(steps.client, steps.acquire_steps(1, timeout))
         if leases is None:
             return False
         self._notice.mark(False)
-        lease = Lease(steps.client, leases[0], steps.policy, self._notice, subject=self)
-        with self._guard:
-            self._lease = lease
+        self._core.hold(Lease(steps.client, leases[0], steps.policy, self._notice, subject=self))
         return True
 
     def release(self) -> None:
         """Release the lock, from any thread; :class:`LockNotOwnedError` if it is not held."""
-        with self._guard:
-            lease, self._lease = self._lease, None
-        if lease is None:
-            raise LockNotOwnedError(self.path, f"Not acquired: {self.path}")
-        lease.close()
+        self._core.take().close()
         self._notice.mark(True)
 
     def is_acquired_in_this_process(self) -> bool:
         """True while this object holds the lock (by local bookkeeping)."""
-        return self._lease is not None
+        return self._core.lease is not None
 
     def is_held(self) -> bool:
         """True while the lock is held and its lease node is known to be ours."""
-        lease = self._lease
+        lease = self._core.lease
         return lease is not None and lease.is_held()
 
     def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`."""
-        lease = self._lease
-        if lease is None:
-            raise LockLostError(self.path, "not acquired")
-        lease.check()
+        self._core.required().check()
 
     def on_lost(self, callback: LostCallback) -> None:
         """Run ``callback(lock, reason)`` on a worker thread when a hold stops being held."""
@@ -464,19 +543,17 @@ class InterProcessSemaphoreMutex(LockContext):
     @property
     def lease(self) -> Lease | None:
         """The lease behind the current hold, or None."""
-        return self._lease
+        return self._core.lease
 
     @property
     def fencing_token(self) -> int:
         """The czxid of the current hold's lease node; :class:`LockLostError` if not held."""
-        lease = self._lease
-        if lease is None:
-            raise LockLostError(self.path, "not acquired")
-        return lease.fencing_token
+        return self._core.required().fencing_token
 
     def participant_nodes(self) -> list[str]:
         """Names of the lease nodes: the holder, and at most one waiter about to wait."""
-        return run(self._steps.client, self._steps.participant_steps())
+        steps = self._core.steps
+        return run(steps.client, steps.participant_steps())
 
     def __repr__(self) -> str:
         return f"InterProcessSemaphoreMutex({self.path!r})"

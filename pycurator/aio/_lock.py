@@ -21,24 +21,24 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from .. import _wire
 from .._calls import delete_guaranteed_steps
-from .._checks import (
-    ConnectionPolicy,
-    check_client_type,
-    check_data,
-    check_policy,
-    check_timeout,
-)
+from .._checks import ConnectionPolicy, check_timeout
 from .._deadline import Deadline
-from .._drivers import Driver, ReadSideDriver, write_driver
-from .._engine import HeldNode, LockEngine
-from .._errors import LockLostError, LockReleaseError, LockTimeout
-from .._hold import FollowedNode, LossNotice, ReentrantHolds
-from .._multilock import member_locks
+from .._drivers import Driver, ReadSideDriver
+from .._engine import LockEngine
+from .._errors import LockTimeout
+from .._hold import Held, LossNotice
+from .._lock import LockCore
+from .._multilock import (
+    add_on_lost,
+    check_unfollowed,
+    followed,
+    member_locks,
+    members_path,
+    release_failed,
+)
 from .._mutex import mutex_engine
-from .._observe import HoldReport, Reporter
-from .._paths import validate_path
+from .._rwlock import read_write_engines
 from ._runner import loop_notice, loop_spawner, run_async
 
 log = logging.getLogger("pycurator")
@@ -104,6 +104,34 @@ class AsyncLockContext:
         await self.release()
 
 
+class TaskNotice:
+    """An asyncio recipe's notice of lost holds: :attr:`event`, an :class:`asyncio.Event` made
+    with the recipe (maybe before any loop runs), and the ``on_lost`` callbacks, bound to the
+    running loop by :meth:`bound` at the first hold."""
+
+    def __init__(self, client: KazooClient, *, lost: bool = False) -> None:
+        self.event = asyncio.Event()
+        if lost:
+            self.event.set()
+        self._client = client
+        self._notice: LossNotice | None = None
+        self._callbacks: list[Callable[[Any, str], Any]] = []
+
+    def add(self, callback: Callable[[Any, str], Any]) -> None:
+        """Run ``callback(subject, reason)`` on the loop each time a hold stops being held."""
+        self._callbacks.append(callback)
+        if self._notice is not None:
+            self._notice.add(callback)
+
+    def bound(self) -> LossNotice:
+        """The notice on the running loop (made at the first call, with the callbacks so far)."""
+        if self._notice is None:
+            self._notice = loop_notice(self._client, self.event)
+            for callback in self._callbacks:
+                self._notice.add(callback)
+        return self._notice
+
+
 class AsyncReentrantLock(AsyncLockContext):
     """A lock held per asyncio task and per lock object; re-entry only counts.
 
@@ -111,41 +139,39 @@ class AsyncReentrantLock(AsyncLockContext):
     ``asyncio.wait_for``, ``asyncio.timeout`` and anyio's ``fail_after`` keep the caller the
     owner). A task cancelled while it waits in :meth:`acquire` leaves no node and no watch
     behind, and the cancellation propagates. A held lock follows its node as the threaded lock
-    does: ``await is_held()``, ``await check()``, :attr:`lost_event` (an :class:`asyncio.Event`)
-    and :meth:`on_lost` callbacks (run on the loop). Its waits and holds are reported as the
-    threaded lock's are.
+    does (both are shells over one :class:`~pycurator._lock.LockCore`): ``await is_held()``,
+    ``await check()``, :attr:`lost_event` (an :class:`asyncio.Event`) and :meth:`on_lost`
+    callbacks (run on the loop). Its waits and holds are reported as ``recipe``.
     """
 
-    _recipe = "mutex"
-
     def __init__(
-        self, engine: LockEngine, *, connection_policy: ConnectionPolicy = "standard"
+        self,
+        engine: LockEngine,
+        *,
+        connection_policy: ConnectionPolicy = "standard",
+        recipe: str = "mutex",
     ) -> None:
-        self._engine = engine
-        self._report = Reporter(self._recipe, engine.base_path)
-        self._policy: ConnectionPolicy = check_policy(connection_policy)
-        self._holds = ReentrantHolds(
-            engine.client, engine.base_path, current_task, "task", finished=_finished
+        self._core = LockCore(
+            engine, recipe, connection_policy, current_task, "task", finished=_finished
         )
         self._acquiring: dict[Hashable, asyncio.Future[None]] = {}
-        self.lost_event = asyncio.Event()
-        self._notice: LossNotice | None = None
-        self._callbacks: list[Callable[[Any, str], Any]] = []
+        self._notice = TaskNotice(engine.client)
+        self.lost_event = self._notice.event
 
     @property
     def path(self) -> str:
         """The lock path, as given."""
-        return self._engine.base_path
+        return self._core.path
 
     @property
     def client(self) -> KazooClient:
         """The kazoo client this lock uses."""
-        return self._engine.client
+        return self._core.client
 
     @property
     def connection_policy(self) -> ConnectionPolicy:
         """``standard`` (a suspended connection counts as lost) or ``session`` (only expiry)."""
-        return self._policy
+        return self._core.policy
 
     def acquire(self, timeout: float | None = None) -> Coroutine[Any, Any, bool]:
         """Wait up to ``timeout`` seconds (None, or a huge one: forever; 0: one try) for the
@@ -159,8 +185,9 @@ class AsyncReentrantLock(AsyncLockContext):
 
     async def _acquire(self, owner: Hashable | None, timeout: float | None) -> bool:
         owner = owner or current_task()
+        core = self._core
         deadline = Deadline(timeout)
-        while not self._holds.enter(owner):
+        while not core.holds.enter(owner):
             earlier = self._acquiring.get(owner)
             if earlier is None:
                 break
@@ -172,11 +199,11 @@ class AsyncReentrantLock(AsyncLockContext):
             return True
         done = self._acquiring[owner] = asyncio.get_running_loop().create_future()
         try:
-            steps = self._engine.acquire_steps(deadline.remaining(), self._acquire_driver(owner))
-            held = await run_async(self._engine.client, self._report.wait_steps(steps))
+            steps = core.acquire_steps(deadline.remaining(), self._acquire_driver(owner))
+            held = await run_async(core.client, steps)
             if held is None:
                 return False
-            self._held(*held, owner)
+            self._held(held, owner)
             return True
         finally:
             del self._acquiring[owner]
@@ -186,28 +213,13 @@ class AsyncReentrantLock(AsyncLockContext):
         """The driver of ``owner``'s acquire, if not the engine's."""
         return None
 
-    def _held(self, node: HeldNode, report: HoldReport, owner: Hashable) -> None:
-        if self._notice is None:
-            self._notice = loop_notice(self._engine.client, self.lost_event)
-            for callback in self._callbacks:
-                self._notice.add(callback)
-        notice = self._notice
-        self.lost_event.clear()
-        self._holds.add(
-            FollowedNode(
-                self._engine.client,
-                node,
-                self._policy,
-                lambda state, reason: notice.changed(self, state, reason),
-                report,
-            ),
-            owner,
-        )
+    def _held(self, held: Held, owner: Hashable) -> None:
+        self._core.follow(held, self._notice.bound(), self, owner)
         if isinstance(owner, asyncio.Task):
             owner.add_done_callback(self._owner_ended)
 
     def _owner_ended(self, task: asyncio.Task[Any]) -> None:
-        hold = self._holds.current(task)
+        hold = self._core.holds.current(task)
         if hold is not None:
             log.warning(
                 "task %s ended holding %s: any task may release it now",
@@ -228,72 +240,68 @@ class AsyncReentrantLock(AsyncLockContext):
 
     async def _release(self, owner: Hashable | None) -> None:
         owner = owner or current_task()
-        hold = self._holds.leave(owner)
+        hold = self._core.holds.leave(owner)
         if hold is None:
             return
         if isinstance(owner, asyncio.Task):
             owner.remove_done_callback(self._owner_ended)
-        client = self._engine.client
+        client = self._core.client
         await run_async(client, delete_guaranteed_steps(client, hold.path))
 
     def is_acquired_in_this_process(self) -> bool:
         """True if any task holds this lock object."""
-        return self._holds.any()
+        return self._core.holds.any()
 
     def is_owned_by_current_task(self) -> bool:
         """True if the calling task holds this lock object."""
         task = calling_task()
-        return task is not None and self._holds.owned(task)
+        return task is not None and self._core.holds.owned(task)
 
     is_owned_by_current_thread = is_owned_by_current_task
 
     @property
     def lock_path(self) -> str | None:
         """The node the calling task holds, or None."""
-        hold = self._holds.current()
-        return hold.path if hold is not None else None
+        return self._core.lock_path()
 
     async def is_held(self) -> bool:
         """True if the calling task holds the lock and its node is known to be ours now."""
-        hold = self._holds.current()
+        hold = self._core.holds.current()
         if hold is None:
             return False
-        return await run_async(self._engine.client, hold.is_held_steps())
+        return await run_async(self._core.client, hold.is_held_steps())
 
     async def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`."""
-        hold = self._holds.required()
-        await run_async(self._engine.client, hold.check_steps())
+        hold = self._core.holds.required()
+        await run_async(self._core.client, hold.check_steps())
 
     def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
         """Run ``callback(lock, reason)`` on the loop each time a hold stops being held (an
         awaitable it returns runs as a task)."""
-        self._callbacks.append(callback)
-        if self._notice is not None:
-            self._notice.add(callback)
+        self._notice.add(callback)
 
     @property
     def fencing_token(self) -> int:
         """Our node's creation zxid (see the threaded lock's ``fencing_token``)."""
-        return self._holds.required().fencing_token
+        return self._core.holds.required().fencing_token
 
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that our lock node exists (commit it with
         ``await aio.commit(transaction)``)."""
-        return self._holds.required().guarded_transaction()
+        return self._core.holds.required().guarded_transaction()
 
     async def participant_nodes(self) -> list[str]:
         """Full paths of every node queued on the lock path, holder first (any language);
         rides through a reconnect, as every read-only query."""
-        children = await run_async(self._engine.client, self._engine.sorted_children_steps())
-        return _wire.full_paths(self._engine.base_path, children)
+        return await run_async(self._core.client, self._core.participant_steps())
 
     def make_revocable(self, listener: Callable[[Any], Any]) -> None:
         """Make the lock revocable; call before :meth:`acquire`, from the loop.
         ``listener(self)`` runs on the loop when another client asks for the lock (an awaitable
         it returns runs as a task); releasing is up to it."""
         spawn = loop_spawner()
-        self._engine = self._engine.revocable(lambda: spawn(listener, self))
+        self._core.make_revocable(lambda: spawn(listener, self))
 
     def __repr__(self) -> str:
         return f"aio.{type(self).__name__}({self.path!r})"
@@ -320,36 +328,34 @@ class InterProcessMutex(AsyncReentrantLock):
 class _Side(AsyncReentrantLock):
     async def participant_nodes(self) -> list[str]:
         """Full paths of this side's nodes (read or write) in queue order, holders first."""
-        token = self._engine.driver.token
-        nodes = await super().participant_nodes()
-        return [node for node in nodes if token in _wire.node_name(node)]
+        core = self._core
+        return await run_async(core.client, core.participant_steps(own_kind_only=True))
 
 
 class WriteLock(_Side):
     """The write side: held by one task of one process at a time, with no reader."""
 
-    _recipe = "write"
+    def __init__(self, engine: LockEngine, *, connection_policy: ConnectionPolicy) -> None:
+        super().__init__(engine, connection_policy=connection_policy, recipe="write")
 
 
 class ReadLock(_Side):
     """The read side: shared by readers while no writer holds the lock or queues ahead."""
 
-    _recipe = "read"
-
     def __init__(
         self, engine: LockEngine, write: WriteLock, *, connection_policy: ConnectionPolicy
     ) -> None:
-        super().__init__(engine, connection_policy=connection_policy)
+        super().__init__(engine, connection_policy=connection_policy, recipe="read")
         self._write = write
 
     def _acquire_driver(self, owner: Hashable) -> Driver:
-        hold = self._write._holds.current(owner)
-        return ReadSideDriver(hold.path if hold is not None else None)
+        return ReadSideDriver(self._write._core.lock_path(owner))
 
 
 class InterProcessReadWriteLock:
     """The asyncio form of :class:`pycurator.InterProcessReadWriteLock` (per task: the task
-    holding the write lock may take the read lock)."""
+    holding the write lock may take the read lock). ``lock_data``, the former name of
+    ``node_data``, still works and warns (DeprecationWarning)."""
 
     def __init__(
         self,
@@ -359,19 +365,11 @@ class InterProcessReadWriteLock:
         *,
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
+        lock_data: bytes | None = None,
     ) -> None:
-        validate_path(path)
-        check_client_type(client)
-        check_data(node_data)
-        self._write = WriteLock(
-            LockEngine(client, path, write_driver(), data=node_data, acl=acl),
-            connection_policy=connection_policy,
-        )
-        self._read = ReadLock(
-            LockEngine(client, path, ReadSideDriver(), data=node_data, acl=acl),
-            self._write,
-            connection_policy=connection_policy,
-        )
+        write, read = read_write_engines(client, path, node_data, acl, lock_data)
+        self._write = WriteLock(write, connection_policy=connection_policy)
+        self._read = ReadLock(read, self._write, connection_policy=connection_policy)
 
     @property
     def path(self) -> str:
@@ -429,7 +427,7 @@ class InterProcessMultiLock(AsyncLockContext):
     @property
     def path(self) -> str:
         """The member locks, for messages: their paths where they have one."""
-        return ", ".join(getattr(lock, "path", repr(lock)) for lock in self._locks)
+        return members_path(self._locks)
 
     @property
     def locks(self) -> list[AsyncLock]:
@@ -475,23 +473,18 @@ class InterProcessMultiLock(AsyncLockContext):
                 await _member_release(lock, owner)
             except Exception as exc:
                 failures.append(exc)
-        if not failures:
-            return
-        if quietly:
-            for failure in failures:
-                log.warning("multi-lock rollback could not release a lock: %r", failure)
-            return
-        raise LockReleaseError(f"could not release {len(failures)} of {len(locks)} locks", failures)
+        release_failed(failures, len(locks), quietly=quietly)
 
     def is_acquired_in_this_process(self) -> bool:
         """True only when every member lock is held in this process."""
         return all(lock.is_acquired_in_this_process() for lock in self._locks)
 
     async def is_held(self) -> bool:
-        """True when every member is held now."""
+        """True when every member is held now (:func:`~pycurator._multilock.followed` says how
+        each is asked, as for the threaded multi-lock)."""
         for lock in self._locks:
-            is_held = getattr(lock, "is_held", None)
-            held = await is_held() if is_held is not None else lock.is_acquired_in_this_process()
+            member = followed(lock)
+            held = lock.is_acquired_in_this_process() if member is None else await member.is_held()
             if not held:
                 return False
         return True
@@ -499,19 +492,16 @@ class InterProcessMultiLock(AsyncLockContext):
     async def check(self) -> None:
         """Raise :class:`LockLostError` unless every member is still held."""
         for lock in self._locks:
-            check = getattr(lock, "check", None)
-            if check is not None:
-                await check()
-            elif not lock.is_acquired_in_this_process():
-                raise LockLostError(repr(lock), "not acquired")
+            member = followed(lock)
+            if member is not None:
+                await member.check()
+            else:
+                check_unfollowed(lock)
 
     def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
         """Run ``callback(member, reason)`` on the loop when any member that reports losses
         loses its hold."""
-        for lock in self._locks:
-            register = getattr(lock, "on_lost", None)
-            if register is not None:
-                register(callback)
+        add_on_lost(self._locks, callback)
 
     def __repr__(self) -> str:
         return f"aio.InterProcessMultiLock({self._locks!r})"

@@ -1,5 +1,6 @@
-"""The asyncio semaphore, its leases and the semaphore mutex, over the threaded semaphore's
-steps (the same nodes and queue as Curator's ``InterProcessSemaphoreV2``)."""
+"""The asyncio semaphore, its leases and the semaphore mutex: shells over the threaded
+semaphore's steps and cores (the same nodes and queue as Curator's ``InterProcessSemaphoreV2``),
+awaited instead of blocked on."""
 
 from __future__ import annotations
 
@@ -10,13 +11,11 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .. import _wire
 from .._calls import delete_guaranteed_steps
 from .._checks import ConnectionPolicy
-from .._errors import LockLostError, LockNotOwnedError
-from .._hold import FollowedNode, Held, LossNotice
-from .._semaphore import SemaphoreBase, SemaphoreSteps, lease_data_steps
-from ._lock import AsyncLockContext
+from .._hold import Held, LossNotice
+from .._semaphore import LeaseCore, SemaphoreMutexCore, SemaphoreSteps
+from ._lock import AsyncLockContext, TaskNotice
 from ._runner import loop_notice, run_async
 
 
@@ -38,68 +37,60 @@ class Lease:
         """``held``: the lease node and its hold's report (from the semaphore's acquire);
         ``notice`` and ``subject``: whom to tell of a loss, and what to name (by default a
         notice of the lease's own, naming the lease); made on the running loop."""
-        self._client = client
-        self._closed = False
-        self._notice = loop_notice(client, asyncio.Event()) if notice is None else notice
-        named = self if subject is None else subject
-        notice_ = self._notice
-        node, report = held
-        self._hold = FollowedNode(
+        self._core = LeaseCore(
             client,
-            node,
+            held,
             policy,
-            lambda state, reason: notice_.changed(named, state, reason),
-            report,
+            loop_notice(client, asyncio.Event()) if notice is None else notice,
+            self if subject is None else subject,
         )
 
     @property
     def lost_event(self) -> asyncio.Event:
         """Set while the lease node is not known to be ours (see the class doc)."""
-        event: asyncio.Event = self._notice.lost_event.event
+        event: asyncio.Event = self._core.notice.lost_event.event
         return event
 
     @property
     def path(self) -> str:
         """The lease node's full path."""
-        return self._hold.path
+        return self._core.path
 
     @property
     def node_name(self) -> str:
         """The lease node's name, as Curator's ``Lease.getNodeName()``."""
-        return _wire.node_name(self._hold.path)
+        return self._core.node_name
 
     @property
     def fencing_token(self) -> int:
         """The lease node's creation zxid."""
-        return self._hold.fencing_token
+        return self._core.fencing_token
 
     async def data(self) -> bytes:
         """The lease node's data, read from ZooKeeper (riding through a reconnect)."""
-        return await run_async(self._client, lease_data_steps(self._client, self._hold.path))
+        return await run_async(self._core.client, self._core.data_steps())
 
     async def is_held(self) -> bool:
         """True while the lease node is known to be ours (and the lease not returned)."""
-        if self._closed:
+        if self._core.closed:
             return False
-        return await run_async(self._client, self._hold.is_held_steps())
+        return await run_async(self._core.client, self._core.hold.is_held_steps())
 
     async def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`."""
-        if self._closed:
-            raise LockLostError(self._hold.path, "lease returned")
-        await run_async(self._client, self._hold.check_steps())
+        self._core.check_open()
+        await run_async(self._core.client, self._core.hold.check_steps())
 
     def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
         """Run ``callback(lease, reason)`` on the loop when the lease stops being held."""
-        self._notice.add(callback)
+        self._core.notice.add(callback)
 
     async def close(self) -> None:
         """Return the lease (its node is deleted, in the background if need be); once only."""
-        if self._closed:
-            return
-        self._closed = True
-        self._hold.close()
-        await run_async(self._client, delete_guaranteed_steps(self._client, self._hold.path))
+        path = self._core.close()
+        if path is not None:
+            client = self._core.client
+            await run_async(client, delete_guaranteed_steps(client, path))
 
     async def __aenter__(self) -> Lease:
         return self
@@ -113,11 +104,43 @@ class Lease:
         await self.close()
 
     def __repr__(self) -> str:
-        return f"aio.Lease({self._hold.path!r})"
+        return f"aio.Lease({self._core.path!r})"
 
 
-class InterProcessSemaphoreV2(SemaphoreBase):
+class InterProcessSemaphoreV2:
     """The asyncio form of :class:`pycurator.InterProcessSemaphoreV2`."""
+
+    def __init__(
+        self,
+        client: KazooClient,
+        path: str,
+        max_leases: int,
+        *,
+        node_data: bytes | None = None,
+        acl: Sequence[Any] | None = None,
+        connection_policy: ConnectionPolicy = "standard",
+    ) -> None:
+        self._steps = SemaphoreSteps(client, path, max_leases, node_data, acl, connection_policy)
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client this semaphore uses."""
+        return self._steps.client
+
+    @property
+    def path(self) -> str:
+        """The semaphore's path, as given."""
+        return self._steps.path
+
+    @property
+    def max_leases(self) -> int:
+        """How many leases there are (as this participant counts them)."""
+        return self._steps.max_leases
+
+    @property
+    def connection_policy(self) -> ConnectionPolicy:
+        """What counts as a lost lease (see :mod:`pycurator._monitor`)."""
+        return self._steps.policy
 
     async def acquire(self, timeout: float | None = None) -> Lease | None:
         """One lease within ``timeout`` seconds (None: wait forever), or None on timeout."""
@@ -162,82 +185,66 @@ class InterProcessSemaphoreMutex(AsyncLockContext):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._steps = SemaphoreSteps(
-            client, path, 1, node_data, acl, connection_policy, "semaphore-mutex"
+        self._core: SemaphoreMutexCore[Lease] = SemaphoreMutexCore(
+            client, path, node_data, acl, connection_policy
         )
-        self._lease: Lease | None = None
+        self._notice = TaskNotice(client, lost=True)  # not held yet
         #: Set while the lock is not held by this object or its hold is not ours; clear
         #: while held (an :class:`asyncio.Event`).
-        self.lost_event = asyncio.Event()
-        self.lost_event.set()  # not held yet
-        self._notice: LossNotice | None = None
-        self._callbacks: list[Callable[[Any, str], Any]] = []
+        self.lost_event = self._notice.event
 
     @property
     def path(self) -> str:
         """The semaphore's path, as given."""
-        return self._steps.path
+        return self._core.steps.path
 
     def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
         """Run ``callback(lock, reason)`` on the loop when a hold stops being held."""
-        self._callbacks.append(callback)
-        if self._notice is not None:
-            self._notice.add(callback)
+        self._notice.add(callback)
 
     @property
     def lease(self) -> Lease | None:
         """The lease behind the current hold, or None."""
-        return self._lease
+        return self._core.lease
 
     async def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for the lock; False on timeout."""
-        steps = self._steps
+        steps = self._core.steps
         leases = await run_async(steps.client, steps.acquire_steps(1, timeout))
         if leases is None:
             return False
-        if self._notice is None:
-            self._notice = loop_notice(steps.client, self.lost_event)
-            for callback in self._callbacks:
-                self._notice.add(callback)
-        self.lost_event.clear()
-        self._lease = Lease(steps.client, leases[0], steps.policy, self._notice, subject=self)
+        notice = self._notice.bound()
+        notice.mark(False)
+        self._core.hold(Lease(steps.client, leases[0], steps.policy, notice, subject=self))
         return True
 
     async def release(self) -> None:
         """Release the lock, from any task; :class:`LockNotOwnedError` if it is not held."""
-        lease, self._lease = self._lease, None
-        if lease is None:
-            raise LockNotOwnedError(self.path, f"Not acquired: {self.path}")
-        await lease.close()
+        await self._core.take().close()
         self.lost_event.set()
 
     def is_acquired_in_this_process(self) -> bool:
         """True while this object holds the lock (by local bookkeeping)."""
-        return self._lease is not None
+        return self._core.lease is not None
 
     async def is_held(self) -> bool:
         """True while the lock is held and its lease node is known to be ours."""
-        lease = self._lease
+        lease = self._core.lease
         return lease is not None and await lease.is_held()
 
     async def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`."""
-        lease = self._lease
-        if lease is None:
-            raise LockLostError(self.path, "not acquired")
-        await lease.check()
+        await self._core.required().check()
 
     @property
     def fencing_token(self) -> int:
         """The czxid of the current hold's lease node; :class:`LockLostError` if not held."""
-        lease = self._lease
-        if lease is None:
-            raise LockLostError(self.path, "not acquired")
-        return lease.fencing_token
+        return self._core.required().fencing_token
 
     async def participant_nodes(self) -> list[str]:
         """Names of the lease nodes: the holder, and at most one waiter about to wait."""
-        return await run_async(self._steps.client, self._steps.participant_steps())
+        steps = self._core.steps
+        return await run_async(steps.client, steps.participant_steps())
 
     def __repr__(self) -> str:
         return f"aio.InterProcessSemaphoreMutex({self.path!r})"
