@@ -26,7 +26,7 @@ from .._checks import ConnectionPolicy, check_timeout
 from .._deadline import Deadline
 from .._drivers import Driver, ReadSideDriver
 from .._engine import LockEngine
-from .._errors import LockTimeout
+from .._errors import LockLostError, LockTimeout
 from .._hold import Held, LossNotice
 from .._lock import LockCore
 from .._multilock import (
@@ -272,9 +272,11 @@ class AsyncReentrantLock(AsyncLockContext):
         return await run_async(self._core.client, hold.is_held_steps())
 
     async def check(self) -> None:
-        """Raise :class:`LockLostError` unless :meth:`is_held`."""
+        """Raise :class:`LockLostError` (naming the lock's path, as the threaded lock's does)
+        unless :meth:`is_held`."""
         hold = self._core.holds.required()
-        await run_async(self._core.client, hold.check_steps())
+        if not await run_async(self._core.client, hold.is_held_steps()):
+            raise LockLostError(self.path, hold.reason)
 
     def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
         """Run ``callback(lock, reason)`` on the loop each time a hold stops being held (an

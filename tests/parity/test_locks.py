@@ -14,8 +14,14 @@ from pycurator.testing import expire_kazoo_session
 from ..support import SOON, eventually
 from .actors import Actor, Pending
 from .fronts import Front
-from .kinds import KINDS, LEASE, MULTI, READ, Kind
+from .kinds import KINDS, LEASE, MULTI, READ, SEMAPHORE_MUTEX, Kind
 from .observe import Calls, nodes
+
+
+def lost_path(kind: Kind, path: str, held: list[str]) -> str:
+    """The path a lost hold's LockLostError names: a lock's path (a multi-lock's first
+    member's), a lease's node."""
+    return held[0] if kind in (LEASE, SEMAPHORE_MUTEX) else kind.parents(path)[0]
 
 
 def kinds(*, unless: Callable[[Kind], bool] = lambda kind: False) -> pytest.MarkDecorator:
@@ -135,8 +141,9 @@ def test_a_node_deleted_on_the_server_ends_the_hold_and_tells_on_lost(
         observer.delete(path)
     assert lost.wait_for(len(held)) == ["lock node deleted"] * len(held)
     assert p.do("is_held") is False
-    with pytest.raises(LockLostError):
+    with pytest.raises(LockLostError) as lost_error:
         p.do("check")
+    assert lost_error.value.path == lost_path(kind, zk_path, held)
     p.do("release")
     assert nodes(observer, kind.parents(zk_path)) == []
 
@@ -165,14 +172,16 @@ def test_a_holders_session_expiry_ends_the_hold_with_a_lost_notice(
     p = front.actor(kind.make(front, client, zk_path))
     p.do("on_lost", lost.on_lost)
     assert p.do("acquire", SOON) is True
-    members = len(nodes(observer, kind.parents(zk_path)))
+    held = nodes(observer, kind.parents(zk_path))
+    members = len(held)
     expire_kazoo_session(client)
     # the standard policy ends the hold as the connection drops, before the expiry is known
     assert set(lost.wait_for(members)) <= {"connection suspended", "session expired"}
     eventually(lambda: client.connected, what="the client in a new session")
     assert p.do("is_held") is False
-    with pytest.raises(LockLostError):
+    with pytest.raises(LockLostError) as lost_error:
         p.do("check")
+    assert lost_error.value.path == lost_path(kind, zk_path, held)
     p.do("release")
     assert nodes(observer, kind.parents(zk_path)) == []
 
