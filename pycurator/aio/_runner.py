@@ -29,7 +29,8 @@ from kazoo.client import KazooClient
 
 from .._deadline import Deadline, DeadlineExpired
 from .._hold import LossNotice
-from .._steps import Await, NewSignal, Steps
+from .._steps import Await, NewSignal, Steps, WaitSignal, perform
+from .._transport import KazooTransport
 
 T = TypeVar("T")
 
@@ -115,6 +116,7 @@ async def run_async(client: KazooClient, steps: Steps[T]) -> T:
     """Perform ``steps`` on the running loop; the generator's value. A cancellation is thrown
     into the generator, whose clean-up runs (its waits awaited too) before it propagates."""
     loop = asyncio.get_running_loop()
+    transport = KazooTransport(client)
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -128,9 +130,11 @@ async def run_async(client: KazooClient, steps: Steps[T]) -> T:
                 value = await _answer(loop, step.result, step.deadline)
             elif isinstance(step, NewSignal):
                 value = LoopSignal(loop)
-            else:
+            elif isinstance(step, WaitSignal):
                 assert isinstance(step.signal, LoopSignal)
                 value = await step.signal.wait(step.timeout)
+            else:
+                value = perform(transport, step)
         except BaseException as exc:  # CancelledError included: the clean-up must run
             error = exc
 
