@@ -41,7 +41,6 @@ from . import _kazoo, _requests, _wire
 from ._calls import (
     RETRYABLE,
     connected_steps,
-    delete_guaranteed,
     delete_node_steps,
     read_sent_steps,
     resent_steps,
@@ -229,6 +228,8 @@ class LockEngine:
                 except NoNodeError:
                     yield from _requests.container_parents_steps(node_path, self.acl, deadline)
                     continue
+                except RETRYABLE:
+                    raise  # the node may be made: the next try looks for it by its prefix
                 except BaseException:
                     # the deadline passed, or the wait was interrupted (perhaps just as the
                     # answer came): undo what the create made, now or when it lands
@@ -252,6 +253,10 @@ class LockEngine:
                 except BaseException:
                     sender.start(self._orphans_steps(prefix))
                     raise
+            except BaseException:
+                if failures:  # a create whose answer was lost may have made a node after all
+                    sender.start(self._orphans_steps(prefix))
+                raise
 
     def _child_path(self, server_path: str) -> str:
         """The client's path of our node, from the one the server answers a create with (a
@@ -418,7 +423,7 @@ class LockEngine:
 
     def release(self, node: str) -> None:
         """Delete our node (guaranteed: retried in the background if the connection is down)."""
-        delete_guaranteed(self.client, node)
+        run(self.client, delete_node_steps(node))
 
     def sorted_children_steps(self, deadline: Deadline | None = None) -> Steps[list[str]]:
         """:meth:`sorted_children`, as steps (``deadline``: by default the client's session
