@@ -245,6 +245,13 @@ class ScriptedServer:
         assert not self.script, f"the protocol ended before the script: {self.script}"
         assert not self.listeners, f"listeners left: {self.listeners}"
 
+    def fire(self, path: str, type: str = EventType.DELETED) -> None:
+        """The watches on ``path`` fire with ``type`` (as :class:`Fire`, but at any time)."""
+        watches = self.watches.pop(path, [])
+        self._check(bool(watches), f"no watch on {path} to fire")
+        for watch in watches:
+            watch(WatchedEvent(type, KazooState.CONNECTED, path))
+
     def land(self) -> None:
         """The answers held back so far land, in order (their linked callbacks run)."""
         held, self._held = self._held, []
@@ -279,10 +286,7 @@ class ScriptedServer:
             if isinstance(entry, Timeout):
                 return False
             if isinstance(entry, Fire):
-                watches = self.watches.pop(entry.path, [])
-                self._check(bool(watches), f"no watch on {entry.path} to fire")
-                for watch in watches:
-                    watch(WatchedEvent(entry.type, KazooState.CONNECTED, entry.path))
+                self.fire(entry.path, entry.type)
             elif isinstance(entry, State):
                 self.is_connected = entry.state == KazooState.CONNECTED
                 if entry.session is not None:

@@ -17,10 +17,10 @@ from kazoo.exceptions import (
     NoAuthError,
     NoNodeError,
 )
-from kazoo.protocol.states import KazooState
+from kazoo.protocol.states import EventType, KazooState
 
 from pycurator import _wire
-from pycurator._drivers import MUTEX_DRIVER
+from pycurator._drivers import MUTEX_DRIVER, write_driver
 from pycurator._engine import HeldNode, LockEngine
 from pycurator._ops import CreateNode, DeleteNode, GetData, ListChildren, MakeContainer, NodeExists
 
@@ -79,9 +79,15 @@ def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def engine() -> LockEngine:
-    """The mutex's engine on a client that never connects: the script is its server."""
-    return LockEngine(KazooClient(hosts="127.0.0.1:1"), BASE, MUTEX_DRIVER, data=DATA)
+def client() -> KazooClient:
+    """A client that is never started: the script is its server."""
+    return KazooClient(hosts="127.0.0.1:1")
+
+
+@pytest.fixture
+def engine(client: KazooClient) -> LockEngine:
+    """The mutex's engine."""
+    return LockEngine(client, BASE, MUTEX_DRIVER, data=DATA)
 
 
 def test_holds_at_once_on_the_listing_pipelined_behind_the_create(engine: LockEngine) -> None:
@@ -422,3 +428,49 @@ def test_the_script_fails_a_request_that_a_callback_sent_and_swallowed(
     )
     with pytest.raises(AssertionError, match="expected ListChildren"):
         server.run(engine.acquire_steps(None))
+
+
+def test_a_write_waiter_lists_again_before_it_holds(client: KazooClient) -> None:
+    engine = LockEngine(client, BASE, write_driver(), data=DATA)
+    write = _wire.WRITE_LOCK_NAME
+    ours, ahead = f"{prefix()}{write}{3:010d}", f"{OTHER}{write}{2:010d}"
+    server = ScriptedServer(
+        [
+            Reply(
+                CreateNode(path(prefix() + write), DATA, None, ephemeral=True, sequence=True),
+                (path(ours), stat(30, SESSION)),
+            ),
+            Reply(LISTING, [ahead, ours]),
+            Reply(GetData(path(ahead), watch=WATCHED), (b"", stat(20, 7))),
+            Fire(path(ahead)),
+            Reply(RELIST, [ours]),  # a listing, not an exists: the write side relists
+        ],
+        session=SESSION,
+    )
+    assert server.run(engine.acquire_steps(None)) == HeldNode(path(ours), 30, SESSION)
+    server.finish()
+
+
+def test_a_revocable_holder_watches_its_node_and_hears_the_revocation(
+    client: KazooClient,
+) -> None:
+    revoked: list[bool] = []
+    engine = LockEngine(client, BASE, MUTEX_DRIVER, data=DATA).revocable(
+        lambda: revoked.append(True)
+    )
+    empty = CreateNode(path(prefix() + _wire.LOCK_NAME), b"", None, ephemeral=True, sequence=True)
+    server = ScriptedServer(
+        [
+            Reply(empty, (path(name(3)), stat(30, SESSION))),
+            Reply(LISTING, [name(3)]),
+            Reply(GetData(path(name(3)), watch=WATCHED), (b"", stat(30, SESSION))),
+            # once our node's data changes: read it again, watching again
+            Reply(GetData(path(name(3)), watch=WATCHED), (_wire.REVOKE_MESSAGE, stat(30, SESSION))),
+        ],
+        session=SESSION,
+    )
+    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert not revoked
+    server.fire(path(name(3)), EventType.CHANGED)
+    assert revoked == [True]
+    server.finish()
