@@ -190,9 +190,10 @@ class ScriptedServer:
     """Runs steps on a script (see the module doc); also the protocol's transport and sender.
 
     ``session``: the session id the client has; ``connected``: whether it is connected.
-    :attr:`sent` lists every request the protocol sent; :attr:`log` each send and each await,
-    in order (``("send", request)``, ``("await", request)``); :attr:`listeners` the connection
-    listeners still registered; :attr:`watches` the watches still set, by path.
+    :attr:`sent` lists every request the protocol sent; :attr:`log` each send, await and wait,
+    in order (``("send", request)``, ``("await", request)``, ``("woken", None)`` or
+    ``("timed out", None)``); :attr:`listeners` the connection listeners still registered;
+    :attr:`watches` the watches still set, by path.
     """
 
     def __init__(
@@ -203,7 +204,7 @@ class ScriptedServer:
         self.is_connected = connected
         self.stopped = False
         self.sent: list[Request] = []
-        self.log: list[tuple[str, Request]] = []
+        self.log: list[tuple[str, Request | None]] = []
         self.listeners: list[Callable[[str], object]] = []
         self.watches: defaultdict[str, list[Callable[[WatchedEvent], None]]] = defaultdict(list)
         self._held: list[Answer] = []
@@ -281,6 +282,11 @@ class ScriptedServer:
         return answer.get_nowait()
 
     def _wait(self, signal: Any) -> bool:
+        woken = self._waited(signal)
+        self.log.append(("woken" if woken else "timed out", None))
+        return woken
+
+    def _waited(self, signal: Any) -> bool:
         while not signal.is_set():
             entry = self._next("waits")
             if isinstance(entry, Timeout):

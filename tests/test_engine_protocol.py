@@ -20,6 +20,7 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import EventType, KazooState
 
 from pycurator import _wire
+from pycurator._deadline import Deadline
 from pycurator._drivers import MUTEX_DRIVER, write_driver
 from pycurator._engine import HeldNode, LockEngine
 from pycurator._ops import CreateNode, DeleteNode, GetData, ListChildren, MakeContainer, NodeExists
@@ -130,6 +131,19 @@ def test_a_waiter_watches_only_its_predecessor_and_confirms_its_node_once_it_is_
     assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
     server.finish()
     assert not any(server.watches.values())
+    # each next request is sent as the deletion is read, before the waiter wakes
+    assert [(kind, type(request).__name__) for kind, request in server.log[4:]] == [
+        ("send", "GetData"),
+        ("await", "GetData"),
+        ("send", "ListChildren"),
+        ("woken", "NoneType"),
+        ("await", "ListChildren"),
+        ("send", "GetData"),
+        ("await", "GetData"),
+        ("send", "NodeExists"),
+        ("woken", "NoneType"),
+        ("await", "NodeExists"),
+    ]
 
 
 def test_a_predecessor_gone_before_its_watch_decides_again_at_once(engine: LockEngine) -> None:
@@ -473,4 +487,19 @@ def test_a_revocable_holder_watches_its_node_and_hears_the_revocation(
     assert not revoked
     server.fire(path(name(3)), EventType.CHANGED)
     assert revoked == [True]
+    server.finish()
+
+
+def test_a_plain_create_gives_the_listing_that_came_with_it(engine: LockEngine) -> None:
+    # as the election and the semaphore create: the listing itself, not a decision
+    server = ScriptedServer(
+        [
+            Reply(create(), (path(name(3)), stat(30, SESSION))),
+            Reply(RELIST, [name(3), name(2, OTHER)]),
+        ],
+        session=SESSION,
+    )
+    node, listed = server.run(engine.create_node_steps(Deadline(None)))
+    assert node == HeldNode(path(name(3)), 30, SESSION)
+    assert listed == [name(3), name(2, OTHER)]
     server.finish()
