@@ -439,7 +439,7 @@ class LockEngine:
     def sorted_children(self) -> list[str]:
         """All children of the lock path in queue order; empty if the path does not exist.
 
-        A read that rides through a reconnect (see :func:`~pycurator._calls.read_steps`).
+        A read that rides through a reconnect (see :func:`~pycurator._calls.read_sent_steps`).
         """
         return run(self.client, self.sorted_children_steps())
 
