@@ -251,12 +251,12 @@ def run(client: KazooClient, steps: Steps[T]) -> T:
         try:
             if isinstance(step, Await):
                 value = wait_result(client, step.result, step.deadline)
+            elif (effect := _PERFORM.get(type(step))) is not None:
+                value = effect(transport, step)
             elif isinstance(step, NewSignal):
                 value = client.handler.event_object()
-            elif isinstance(step, WaitSignal):
-                value = bool(step.signal.wait(step.timeout))  # type: ignore[attr-defined]
             else:
-                value = _PERFORM[type(step)](transport, step)
+                value = bool(step.signal.wait(step.timeout))  # type: ignore[union-attr]
         except BaseException as exc:  # thrown in, so the protocol's clean-up runs
             error = exc
 

@@ -128,13 +128,13 @@ async def run_async(client: KazooClient, steps: Steps[T]) -> T:
         try:
             if isinstance(step, Await):
                 value = await _answer(loop, step.result, step.deadline)
+            elif not isinstance(step, (NewSignal, WaitSignal)):
+                value = perform(transport, step)
             elif isinstance(step, NewSignal):
                 value = LoopSignal(loop)
-            elif isinstance(step, WaitSignal):
+            else:
                 assert isinstance(step.signal, LoopSignal)
                 value = await step.signal.wait(step.timeout)
-            else:
-                value = perform(transport, step)
         except BaseException as exc:  # CancelledError included: the clean-up must run
             error = exc
 
