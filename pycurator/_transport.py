@@ -35,7 +35,7 @@ from kazoo.security import OPEN_ACL_UNSAFE
 from . import _kazoo
 from ._background import SerialQueue, Timer
 from ._ops import CreateNode, DeleteNode, GetData, ListChildren, MakeContainer, NodeExists
-from ._runtime import Runtime, runtime_of, services_of
+from ._runtime import Runtime, closed_error, runtime_of, services_of
 
 #: ZooKeeper's ``CreateMode.CONTAINER`` flag.
 CONTAINER_FLAG = 4
@@ -256,11 +256,10 @@ class KazooTransport:
         self.runtime.unlisten(listener)
 
     def check_open(self, message: str | None = None) -> None:
-        """ConnectionClosedError once the client is stopped (or not started)."""
-        if message is None:
-            self.runtime.check_open()
-        elif self.runtime.stopped:
-            raise ConnectionClosedError(message)
+        """ConnectionClosedError once the client is stopped (or not started): ``message``, or
+        the runtime's (:func:`~pycurator._runtime.closed_error`)."""
+        if _kazoo.is_stopped(self.client):
+            raise ConnectionClosedError(message) if message is not None else closed_error()
 
     def connected(self) -> bool:
         return bool(self.client.connected)
