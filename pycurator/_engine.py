@@ -457,10 +457,11 @@ def decision_on_arrival(create: Any, driver: Driver) -> Callable[[list[str]], De
     decides there, as it would have."""
 
     def reduce(children: list[str]) -> Decision | None:
-        if not create.ready():
+        # read without the result's lock: the acquiring thread may be taking it as it wakes
+        if not create.ready() or not create.successful():
             return None
+        created, _ = create.value
         try:
-            created, _ = create.get_nowait()
             return driver.decide(driver.sort(children), _wire.node_name(created))
         except Exception:
             return None

@@ -87,9 +87,14 @@ class WaitSignal:
 
 
 class Pending(Protocol):
-    """A request's answer to come: kazoo's async result (or a scripted server's)."""
+    """A request's answer to come: kazoo's async result (or a scripted server's). Once
+    :meth:`ready` and :meth:`successful`, :attr:`value` is the answer (read without a lock)."""
+
+    value: Any
 
     def ready(self) -> bool: ...
+
+    def successful(self) -> bool: ...
 
     def get_nowait(self) -> Any: ...
 

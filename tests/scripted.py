@@ -135,6 +135,11 @@ class Answer:
     def successful(self) -> bool:
         return self._ready and self.reply.error is None
 
+    @property
+    def value(self) -> Any:
+        """The answer, once it is in and is not an error (None otherwise)."""
+        return self.get_nowait() if self.successful() else None
+
     def get_nowait(self) -> Any:
         assert self._ready, "read before it was answered"
         if self.reply.error is not None:
