@@ -1,6 +1,11 @@
 """The waits every recipe shares, as steps (:mod:`pycurator._steps`): for the connection, for
 a request's answer with retries, for a watch to be set; and Curator's guaranteed delete.
 
+Each comes twice for now: as steps that say what they send (:mod:`pycurator._ops` requests,
+performed by the runner: ``*_sent_steps``, :func:`connected_steps`, :func:`delete_node_steps`),
+which the lock engine uses, and as steps that take a ``client`` and call kazoo themselves, for
+the recipes not yet written with requests.
+
 Every wait honours a deadline, whatever the connection does. Deletes never wait for longer than
 :data:`DELETE_WAIT`: one the server has not confirmed by then goes on in the background
 (Curator's guaranteed delete).
@@ -8,6 +13,7 @@ Every wait honours a deadline, whatever the connection does. Deletes never wait 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
@@ -25,10 +31,25 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import WatchedEvent
 
-from . import _kazoo, _requests
+from . import _kazoo, _transport
 from ._deadline import Deadline, DeadlineExpired
+from ._ops import DeleteNode, GetData, ListChildren, Request
 from ._runtime import runtime_of, services_of
-from ._steps import Await, NewSignal, Steps, WaitSignal, run
+from ._steps import (
+    Await,
+    CheckOpen,
+    GetSender,
+    IsConnected,
+    Listen,
+    NewSignal,
+    OweDelete,
+    Send,
+    Sender,
+    Steps,
+    Unlisten,
+    WaitSignal,
+    run,
+)
 
 log = logging.getLogger("pycurator")
 
@@ -238,11 +259,7 @@ def forget_watch(
 ) -> None:
     """Drop a data (or child) watch we no longer wait on, in kazoo and (when no other watcher of
     this client shares it) on the server, so a waiter that gives up leaves no watch behind."""
-    server_path = _requests.prefixed(client, path)
-    if _kazoo.discard_watcher(client, server_path, watcher, children=children):
-        return
-    kind = _requests.WATCHER_TYPE_CHILDREN if children else _requests.WATCHER_TYPE_DATA
-    _requests.remove_watches(client, path, kind)
+    _transport.forget_watch(client, path, watcher, children=children)
 
 
 def delete_guaranteed_steps(client: KazooClient, path: str) -> Steps[None]:
@@ -281,18 +298,165 @@ def delete_guaranteed_later(client: KazooClient, path: str) -> None:
     runtime_of(client).owe_delete(path)
 
 
+# -- the same, as requests the runner sends ---------------------------------------------------
+
+
+def connected_steps(deadline: Deadline) -> Steps[None]:
+    """:func:`wait_connected_steps`, said as steps: wait until the client is connected;
+    DeadlineExpired when the deadline passes, ConnectionClosedError once it is stopped."""
+    if (yield IsConnected()):
+        return
+    event = yield NewSignal()
+
+    def listener(state: str) -> None:
+        event.set()
+
+    yield Listen(listener)
+    try:
+        while True:
+            yield CheckOpen()
+            if (yield IsConnected()):
+                return
+            remaining = deadline.remaining()
+            if remaining is not None and remaining <= 0:
+                raise DeadlineExpired()
+            event.clear()
+            yield CheckOpen()
+            if (yield IsConnected()):
+                return  # connected before the listener could hear it
+            yield WaitSignal(event, remaining)
+    finally:
+        yield Unlisten(listener)
+
+
+def resent_steps(request: Request, deadline: Deadline, sent: Any = None) -> Steps[Any]:
+    """:func:`retrying_steps` for ``request``: its answer within ``deadline``, sent again after
+    connection loss once the client is connected. ``sent``: the pending answer of the same
+    request, already sent, to wait for first."""
+    while True:
+        if sent is None:
+            sent = yield Send(request)
+        answer, sent = sent, None
+        try:
+            return (yield Await(answer, deadline))
+        except RETRYABLE:
+            yield from connected_steps(deadline)
+
+
+def watch_sent_steps(request: GetData | ListChildren, deadline: Deadline) -> Steps[Any]:
+    """:func:`watch_steps` for ``request`` (a :class:`~pycurator._ops.GetData` or
+    :class:`~pycurator._ops.ListChildren` with a watch): its answer within ``deadline``, sent
+    again after connection loss; NoNodeError if the path is gone. A watch set by an answer that
+    comes after we stopped waiting is dropped again."""
+    watch = request.watch
+    assert watch is not None, "a request that sets a watch"
+    children = not isinstance(request, GetData)
+    while True:
+        answer = yield Send(request)
+        try:
+            return (yield Await(answer, deadline))
+        except RETRYABLE:
+            yield from connected_steps(deadline)
+        except BaseException:
+            # the deadline passed or the wait was interrupted (perhaps just as the answer
+            # came): a watch the request sets, now or later, is dropped again
+            sender = yield GetSender()
+            answer.rawlink(
+                functools.partial(_drop_late_watch, sender, request.path, watch, children)
+            )
+            raise
+
+
+def _drop_late_watch(
+    sender: Sender,
+    path: str,
+    watcher: Callable[[WatchedEvent], None],
+    children: bool,
+    answer: Any,
+) -> None:
+    """:func:`_forget_late_watch` through a sender."""
+    try:
+        answer.get_nowait()
+    except Exception:
+        return
+    sender.call_later(
+        LATE_WATCH_DELAY, functools.partial(sender.forget_watch, path, watcher, children)
+    )
+
+
+def delete_node_steps(path: str) -> Steps[None]:
+    """:func:`delete_guaranteed_steps`, said as steps: the same guaranteed delete."""
+    if not (yield IsConnected()):
+        yield OweDelete(path)
+        return
+    answer = yield Send(DeleteNode(path))
+    try:
+        yield Await(answer, Deadline(DELETE_WAIT))
+    except (NoNodeError, SessionExpiredError, ConnectionClosedError):
+        pass
+    except (ConnectionLoss, OperationTimeoutError, DeadlineExpired):
+        log.info("delete of %s deferred until the connection is back", path)
+        yield OweDelete(path, answer)
+    except BaseException as exc:
+        if not isinstance(exc, KazooException):  # interrupted: the answer is not read yet
+            yield OweDelete(path, answer)
+        raise
+
+
+def read_sent_steps(request: Request, deadline: Deadline) -> Steps[Any]:
+    """:func:`read_steps` for one read-only ``request``: its answer, riding through a reconnect
+    (sent once connected, and again after a connection loss or an expiry met while waiting);
+    the server's error raised, ConnectionLoss once ``deadline`` passes without an answer."""
+    wake = yield NewSignal()
+
+    def on_state(state: str) -> None:
+        wake.set()
+
+    def answered(_: Any) -> None:
+        wake.set()
+
+    yield Listen(on_state)
+    try:
+        while True:
+            try:
+                yield from connected_steps(deadline)
+            except DeadlineExpired:
+                raise ConnectionLoss(
+                    f"not connected to ZooKeeper within {_within(deadline)}"
+                ) from None
+            wake.clear()
+            answer = yield Send(request)
+            answer.rawlink(answered)
+            try:
+                woken = yield WaitSignal(wake, deadline.remaining())
+            finally:
+                answer.unlink(answered)
+            if answer.ready():
+                with contextlib.suppress(*RETRYABLE):  # sent again once connected
+                    return answer.get_nowait()
+            if not woken:
+                raise ConnectionLoss(f"no answer from ZooKeeper within {_within(deadline)}")
+    finally:
+        yield Unlisten(on_state)
+
+
 __all__ = [
     "DELETE_WAIT",
     "RETRYABLE",
+    "connected_steps",
     "delete_guaranteed",
     "delete_guaranteed_later",
     "delete_guaranteed_steps",
+    "delete_node_steps",
     "forget_watch",
+    "read_sent_steps",
     "read_steps",
+    "resent_steps",
     "retrying",
     "retrying_steps",
     "wait_connected",
     "wait_connected_steps",
     "watch",
+    "watch_sent_steps",
     "watch_steps",
 ]

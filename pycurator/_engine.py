@@ -12,6 +12,11 @@ still unanswered when the deadline passes is left to land later, and what it wou
 (a node, a watch) is undone when it does. Deletes never block for longer than
 :data:`DELETE_WAIT`: one the server has not confirmed by then goes on in the background
 (Curator's guaranteed delete).
+
+The protocol does no I/O: its steps say what to send (:mod:`pycurator._ops` requests), what to
+listen to and what to owe, and the runner does it (through :mod:`pycurator._transport` on a real
+client). Its callbacks (the watcher, the undo of a late create) send through the runner's
+sender. So ``tests/test_engine_protocol.py`` runs it on a scripted server.
 """
 
 from __future__ import annotations
@@ -32,23 +37,36 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import EventType, WatchedEvent
 
-from . import _requests, _wire
+from . import _kazoo, _requests, _wire
 from ._calls import (
     RETRYABLE,
-    delete_guaranteed,
-    delete_guaranteed_later,
-    delete_guaranteed_steps,
-    forget_watch,
-    read_steps,
-    retrying_steps,
-    wait_connected_steps,
-    watch_steps,
+    connected_steps,
+    delete_node_steps,
+    read_sent_steps,
+    resent_steps,
+    watch_sent_steps,
 )
-from ._checks import check_client
+from ._checks import check_client_type
 from ._deadline import Deadline, DeadlineExpired
 from ._drivers import Decision, Driver, NodeVanishedError, after_wake, asks_first
-from ._runtime import runtime_of, services_of
-from ._steps import Await, NewSignal, Signal, Steps, WaitSignal, run, start
+from ._ops import CreateNode, GetData, ListChildren, NodeExists, Request
+from ._steps import (
+    Await,
+    CheckOpen,
+    ForgetWatch,
+    GetSender,
+    Listen,
+    NewSignal,
+    OweDelete,
+    Send,
+    Sender,
+    SessionId,
+    Signal,
+    Steps,
+    Unlisten,
+    WaitSignal,
+    run,
+)
 from .handlers import link_inline, runs_inline
 
 log = logging.getLogger("pycurator")
@@ -57,6 +75,8 @@ log = logging.getLogger("pycurator")
 MAX_NODE_DATA = 0xFFFFF
 #: How many times a protected create is retried on connection loss before giving up.
 CREATE_RETRIES = 10
+#: The error an acquire on a client that cannot send requests ends with.
+NOT_STARTED = "the kazoo client is not started, or has been stopped"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +148,8 @@ class LockEngine:
         self, timeout: float | None, driver: Driver | None = None
     ) -> Steps[HeldNode | None]:
         """:meth:`acquire`, as steps."""
-        check_client(self.client)
+        check_client_type(self.client)
+        yield CheckOpen(NOT_STARTED)
         driver = driver or self.driver
         deadline = Deadline(timeout)
         while True:
@@ -140,7 +161,7 @@ class LockEngine:
             wait = self._wait(node.path, decision, deadline, driver)
             try:
                 held = yield from wait
-                if held and not self.is_current_session(node):
+                if held and (yield SessionId()) != node.session_id:
                     raise NodeVanishedError(_wire.node_name(node.path))
             except NodeVanishedError:
                 continue  # our session expired while we waited: queue again with a new node
@@ -148,7 +169,7 @@ class LockEngine:
                 pass
             finally:
                 if not held:
-                    yield from delete_guaranteed_steps(self.client, node.path)
+                    yield from delete_node_steps(node.path)
             return node if held else None
 
     def is_current_session(self, node: HeldNode) -> bool:
@@ -179,7 +200,6 @@ class LockEngine:
         way then (or when the wait is interrupted) is undone when it lands. Whatever error ends
         this call, no node of ours is left: one made before the error is deleted first.
         """
-        client = self.client
         driver = driver or self.driver
         deadline = deadline.for_requests()
         prefix = _wire.protected_prefix(_wire.new_protected_id())
@@ -187,6 +207,7 @@ class LockEngine:
         name = prefix + driver.token + (sequence or "")
         node_path = _wire.join_path(self.base_path, name)
         data = b"" if self.on_revoke is not None else self.data
+        sender: Sender = yield GetSender()
         failures = 0
         while True:
             try:
@@ -194,34 +215,33 @@ class LockEngine:
                     found = yield from self._find_protected(prefix, deadline)
                     if found is not None:
                         return found, None
-                create = _requests.create_node_async(
-                    client, node_path, data, self.acl, ephemeral=True, sequence=sequence is None
+                create = yield Send(
+                    CreateNode(node_path, data, self.acl, ephemeral=True, sequence=sequence is None)
                 )
                 if decide:
-                    listing = _requests.reduced_children_async(
-                        client, self.base_path, decision_on_arrival(create, driver)
-                    )
+                    reduce = decision_on_arrival(create, driver)
+                    listing = yield Send(ListChildren(self.base_path, reduce=reduce))
                 else:
-                    listing = client.get_children_async(self.base_path)
+                    listing = yield Send(ListChildren(self.base_path))
                 try:
                     created, stat = yield Await(create, deadline)
                 except NoNodeError:
-                    yield from _requests.ensure_container_parents_steps(
-                        client, node_path, self.acl, deadline
-                    )
+                    yield from _requests.container_parents_steps(node_path, self.acl, deadline)
                     continue
+                except RETRYABLE:
+                    raise  # the node may be made: the next try looks for it by its prefix
                 except BaseException:
                     # the deadline passed, or the wait was interrupted (perhaps just as the
                     # answer came): undo what the create made, now or when it lands
-                    create.rawlink(functools.partial(self._undo_late_create, prefix))
+                    create.rawlink(functools.partial(self._undo_late_create, sender, prefix))
                     raise
-                node = HeldNode(client.unchroot(created), stat.czxid, stat.ephemeralOwner)
+                node = HeldNode(self._child_path(created), stat.czxid, stat.ephemeralOwner)
                 try:
                     listed: list[str] | Decision | None = yield Await(listing, deadline)
                 except (*RETRYABLE, DeadlineExpired):
                     listed = None  # the lock loop lists again, or gives up, and deletes
                 except BaseException:
-                    yield from delete_guaranteed_steps(client, node.path)
+                    yield from delete_node_steps(node.path)
                     raise
                 return node, listed
             except RETRYABLE:
@@ -229,62 +249,66 @@ class LockEngine:
                 try:
                     if failures > CREATE_RETRIES:
                         raise
-                    yield from wait_connected_steps(client, deadline)
+                    yield from connected_steps(deadline)
                 except BaseException:
-                    self._delete_protected_orphans(prefix)
+                    sender.start(self._orphans_steps(prefix))
                     raise
+            except BaseException:
+                if failures:  # a create whose answer was lost may have made a node after all
+                    sender.start(self._orphans_steps(prefix))
+                raise
 
-    def _undo_late_create(self, prefix: str, result: Any) -> None:
+    def _child_path(self, server_path: str) -> str:
+        """The client's path of our node, from the one the server answers a create with (a
+        child of the lock path, whatever the chroot)."""
+        return _wire.join_path(self.base_path, _wire.node_name(server_path))
+
+    def _undo_late_create(self, sender: Sender, prefix: str, result: Any) -> None:
         """A create we stopped waiting for has been answered: undo what it made."""
         try:
-            created, _ = result.get()
+            created, _ = result.get_nowait()
         except (ConnectionLoss, OperationTimeoutError):
-            self._delete_protected_orphans(prefix)
+            sender.start(self._orphans_steps(prefix))
         except Exception:
             return  # nothing was made, or it went with its session
         else:
-            delete_guaranteed_later(self.client, self.client.unchroot(created))
+            sender.owe_delete(self._child_path(created))
 
     def _find_protected(self, prefix: str, deadline: Deadline) -> Steps[HeldNode | None]:
         """Our node from an earlier create whose reply was lost, if the server made it.
 
         A node with our prefix that belongs to an earlier session is deleted (CURATOR-498).
         """
-        client = self.client
         try:
-            children = yield Await(client.get_children_async(self.base_path), deadline)
+            children = yield Await((yield Send(ListChildren(self.base_path))), deadline)
         except NoNodeError:
             return None
-        session_id = client.client_id[0] if client.client_id else None
+        session_id = yield SessionId()
         for child in children:
             if child.startswith(prefix):
                 path = _wire.join_path(self.base_path, child)
-                stat = yield Await(client.exists_async(path), deadline)
+                stat = yield Await((yield Send(NodeExists(path))), deadline)
                 if stat is not None and stat.ephemeralOwner == session_id:
                     return HeldNode(path, stat.czxid, stat.ephemeralOwner)
                 if stat is not None:
-                    delete_guaranteed_later(client, path)
+                    yield OweDelete(path)
         return None
 
-    def _delete_protected_orphans(self, prefix: str) -> None:
+    def _orphans_steps(self, prefix: str) -> Steps[None]:
         """After a create that gave up: delete a node it may have made after all (in the
         background, once the client is connected)."""
-        start(self.client, self._orphans_steps(prefix))
-
-    def _orphans_steps(self, prefix: str) -> Steps[None]:
         with contextlib.suppress(ConnectionClosedError):
             for child in (yield from self.children_steps(Deadline(None))):
                 if child.startswith(prefix):
-                    delete_guaranteed_later(self.client, _wire.join_path(self.base_path, child))
+                    yield OweDelete(_wire.join_path(self.base_path, child))
 
     def children_steps(self, deadline: Deadline, answer: Any = None) -> Steps[list[str]]:
         """The lock path's children, listed within ``deadline``; none if the path is gone (it
         went away with our node: our session expired). ``answer``: a listing already asked
         for."""
-        client = self.client
         try:
-            children: list[str] = yield from retrying_steps(
-                client, lambda: client.get_children_async(self.base_path), deadline, answer
+            children: list[str] = yield from resent_steps(
+                ListChildren(self.base_path), deadline, answer
             )
         except NoNodeError:
             return []
@@ -305,20 +329,18 @@ class LockEngine:
         drops its watch. ``decision``: the one made over the listing that came with our
         create, if any.
         """
-        client = self.client
         requests = deadline.for_requests()
         ours = _wire.node_name(node)
         if decision is not None and decision.holds and self.on_revoke is None:
             return True  # held on the listing that came with the create: nothing to set up
-        watcher = _Watcher((yield NewSignal()))
-        runtime = runtime_of(client)
-        runtime.listen(watcher.on_state)
+        watcher = _Watcher((yield NewSignal()), (yield GetSender()))
+        yield Listen(watcher.on_state)
         try:
             if self.on_revoke is not None:
                 yield from self._watch_for_revocation(node, requests)
             confirmed = decision is not None  # decided over a listing made since our create
             while True:
-                runtime.check_open()
+                yield CheckOpen()
                 if decision is None:
                     watcher.state_changed = False
                     children = yield from self.children_steps(requests, watcher.take_answer())
@@ -326,11 +348,8 @@ class LockEngine:
                     del children  # a waiter keeps no listing while it waits
                 if decision.holds:
                     if not confirmed:
-                        exists = yield from retrying_steps(
-                            client,
-                            lambda: client.exists_async(node),
-                            requests,
-                            watcher.take_answer(),
+                        exists = yield from resent_steps(
+                            NodeExists(node), requests, watcher.take_answer()
                         )
                         if exists is None:
                             raise NodeVanishedError(ours)
@@ -343,7 +362,7 @@ class LockEngine:
                 decision = after_wake(decision, *woken, driver.relist_before_holding)
                 confirmed = False
         finally:
-            runtime.unlisten(watcher.on_state)
+            yield Unlisten(watcher.on_state)
 
     def _watch_and_wait(
         self, watcher: _Watcher, node: str, decision: Decision, driver: Driver, deadline: Deadline
@@ -351,37 +370,39 @@ class LockEngine:
         """Watch the node ``decision`` names and wait for an event: whether the node was
         deleted and whether the connection changed meanwhile; None when the deadline passed
         first (the watch is then dropped)."""
-        client = self.client
         assert decision.watch is not None
         watched = _wire.join_path(self.base_path, decision.watch)
+        ahead: Request
         if asks_first(decision, driver.relist_before_holding) == "exists":
-            ahead = functools.partial(client.exists_async, node)
+            ahead = NodeExists(node)
         else:
-            ahead = functools.partial(client.get_children_async, self.base_path)
+            ahead = ListChildren(self.base_path)
         watcher.arm(watched, ahead)
         try:
-            yield from watch_steps(client, watched, watcher.on_event, deadline.for_requests())
+            yield from watch_sent_steps(
+                GetData(watched, watch=watcher.on_event), deadline.for_requests()
+            )
         except NoNodeError:
             return True, watcher.state_changed  # gone before we could watch it
         try:
             woken = yield WaitSignal(watcher.wake, deadline.remaining())
         except BaseException:
-            forget_watch(client, watched, watcher.on_event)
+            yield ForgetWatch(watched, watcher.on_event)
             raise
         if not woken:
-            forget_watch(client, watched, watcher.on_event)
+            yield ForgetWatch(watched, watcher.on_event)
             return None
         return watcher.deleted, watcher.state_changed
 
     # -- revocation --------------------------------------------------------------------------
 
     def _watch_for_revocation(self, node: str, deadline: Deadline) -> Steps[None]:
-        client = self.client
-        notices = services_of(client.handler).serial_queue()
+        sender: Sender = yield GetSender()
+        notices = sender.serial_queue()
 
         def on_change(event: WatchedEvent) -> None:
             if event.type == EventType.CHANGED:
-                client.get_async(node, watch=on_change).rawlink(checked)
+                sender.send(GetData(node, watch=on_change)).rawlink(checked)
 
         def checked(result: Any) -> None:
             try:
@@ -396,22 +417,21 @@ class LockEngine:
                 notices.post(callback)
 
         # the watch dies with our node, so a late answer leaves nothing behind
-        yield Await(client.get_async(node, watch=on_change), deadline)
+        yield Await((yield Send(GetData(node, watch=on_change))), deadline)
 
     # -- releasing and reading ---------------------------------------------------------------
 
     def release(self, node: str) -> None:
         """Delete our node (guaranteed: retried in the background if the connection is down)."""
-        delete_guaranteed(self.client, node)
+        run(self.client, delete_node_steps(node))
 
     def sorted_children_steps(self, deadline: Deadline | None = None) -> Steps[list[str]]:
         """:meth:`sorted_children`, as steps (``deadline``: by default the client's session
         timeout from now)."""
-        client = self.client
+        if deadline is None:
+            deadline = Deadline(_kazoo.session_timeout(self.client))
         try:
-            children: list[str] = yield from read_steps(
-                client, lambda: client.get_children_async(self.base_path), deadline
-            )
+            children: list[str] = yield from read_sent_steps(ListChildren(self.base_path), deadline)
         except NoNodeError:
             return []
         return self.driver.sort(children)
@@ -419,7 +439,7 @@ class LockEngine:
     def sorted_children(self) -> list[str]:
         """All children of the lock path in queue order; empty if the path does not exist.
 
-        A read that rides through a reconnect (see :func:`~pycurator._calls.read_steps`).
+        A read that rides through a reconnect (see :func:`~pycurator._calls.read_sent_steps`).
         """
         return run(self.client, self.sorted_children_steps())
 
@@ -437,6 +457,7 @@ def decision_on_arrival(create: Any, driver: Driver) -> Callable[[list[str]], De
     decides there, as it would have."""
 
     def reduce(children: list[str]) -> Decision | None:
+        # read without the result's lock: the acquiring thread may be taking it as it wakes
         if not create.ready() or not create.successful():
             return None
         created, _ = create.value
@@ -454,16 +475,17 @@ class _Watcher:
     the watcher sends as it reads the notification (a thread hand-off sooner; the same request,
     sent no earlier than the deletion was seen). Only events of the node watched now count."""
 
-    def __init__(self, wake: Signal) -> None:
+    def __init__(self, wake: Signal, sender: Sender) -> None:
         self.wake = wake
         self.watched: str | None = None
         self.deleted = False
         self.state_changed = False
-        self._ahead: Callable[[], Any] | None = None
+        self._sender = sender
+        self._ahead: Request | None = None
         self._answer: Any = None
 
-    def arm(self, watched: str, ahead: Callable[[], Any]) -> None:
-        """Watch ``watched`` next; ``ahead`` sends the request to make once it is deleted."""
+    def arm(self, watched: str, ahead: Request) -> None:
+        """Watch ``watched`` next; ``ahead``: the request to send once it is deleted."""
         self.watched, self._ahead, self._answer = watched, ahead, None
         self.deleted = False
         self.wake.clear()
@@ -481,10 +503,10 @@ class _Watcher:
             return  # left over from an earlier wait
         if event.type == EventType.DELETED:
             self.deleted = True
-            send, self._ahead = self._ahead, None
-            if send is not None:
+            ahead, self._ahead = self._ahead, None
+            if ahead is not None:
                 with contextlib.suppress(Exception):  # then the loop sends it, and sees why
-                    self._answer = send()
+                    self._answer = self._sender.send(ahead)
                 # wake the waiter once the answer is in, where that takes no extra hand-off
                 if self._answer is not None and link_inline(self._answer, self._answered):
                     return

@@ -1,157 +1,40 @@
-"""ZooKeeper requests that kazoo cannot send itself, sent through kazoo's connection.
+"""Sending the requests kazoo cannot send itself, and making container parents.
 
-kazoo serialises any request object with ``type``, ``serialize()`` and ``deserialize()``; these
-follow ZooKeeper's jute records.
+The jute records of those requests (``createContainer``, ``removeWatches``, a listing reduced
+as it is read) live with the transport (:mod:`pycurator._transport`) and are named here too.
+:func:`container_parents_steps` makes a node's parents as steps that say what they send (for
+the lock engine); the other helpers send through a client themselves.
 """
 
 from __future__ import annotations
 
-import contextlib
-import struct
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
-from kazoo.protocol.serialization import (
-    Create2,
-    Exists,
-    GetChildren,
-    read_string,
-    write_buffer,
-    write_string,
-)
-from kazoo.protocol.states import ZnodeStat
+from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.protocol.serialization import Exists
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from . import _kazoo
 from ._deadline import Deadline
-from ._steps import Await, Steps, run
-
-#: ZooKeeper's ``CreateMode.CONTAINER`` flag.
-CONTAINER_FLAG = 4
-#: ``ZooDefs.OpCode.createContainer``.
-OP_CREATE_CONTAINER = 19
-#: ``ZooDefs.OpCode.removeWatches``.
-OP_REMOVE_WATCHES = 18
-#: ``Watcher.WatcherType.Data`` as sent in a removeWatches request.
-WATCHER_TYPE_DATA = 2
-#: ``Watcher.WatcherType.Children``.
-WATCHER_TYPE_CHILDREN = 1
-
-_int = struct.Struct("!i")
-_stat = struct.Struct("!qqqqiiiqiiq")
-
-
-def prefixed(client: KazooClient, path: str) -> str:
-    chroot: str = client.chroot or ""
-    return chroot + path if path != "/" or not chroot else chroot
-
-
-@dataclass(frozen=True)
-class CreateContainer:
-    """``createContainer``: a CONTAINER node, which the server deletes once it had children and is
-    empty again. The reply carries the created path and its stat (``Create2Response``)."""
-
-    path: str
-    data: bytes
-    acl: Sequence[Any]
-    flags: int = CONTAINER_FLAG
-
-    type: ClassVar[int] = OP_CREATE_CONTAINER
-
-    def serialize(self) -> bytearray:
-        b = bytearray()
-        b.extend(write_string(self.path))
-        b.extend(write_buffer(self.data))
-        b.extend(_int.pack(len(self.acl)))
-        for acl in self.acl:
-            b.extend(_int.pack(acl.perms) + write_string(acl.id.scheme) + write_string(acl.id.id))
-        b.extend(_int.pack(self.flags))
-        return b
-
-    @classmethod
-    def deserialize(cls, data: bytes, offset: int) -> tuple[str, ZnodeStat]:
-        path, offset = read_string(data, offset)
-        return path, ZnodeStat._make(_stat.unpack_from(data, offset))
-
-
-@dataclass(frozen=True)
-class ReducedChildren:
-    """``getChildren`` without a watch, whose answer is reduced as the connection thread reads
-    it: the listing goes to ``reduce`` there, and only what that returns is kept for the
-    reader. A listing nobody has read yet then costs nothing while its reader waits its turn
-    (thousands of tasks queueing at once on one event loop would otherwise hold thousands of
-    listings of thousands of names each, until the loop came to them). ``reduce`` must not
-    raise: kazoo logs an error raised there."""
-
-    path: str
-    reduce: Callable[[list[str]], Any]
-
-    type: ClassVar[int] = GetChildren.type
-
-    def serialize(self) -> bytearray:
-        return bytearray(GetChildren(self.path, None).serialize())
-
-    def deserialize(self, data: bytes, offset: int) -> Any:
-        return self.reduce(GetChildren.deserialize(data, offset))
-
-
-def reduced_children_async(
-    client: KazooClient, path: str, reduce: Callable[[list[str]], Any]
-) -> Any:
-    """An async result answered with ``reduce(children of path)``, the reduction made by the
-    connection thread as the reply is read (:class:`ReducedChildren`); errors are kazoo's
-    (NoNodeError when ``path`` is gone)."""
-    result = client.handler.async_result()
-    _kazoo.call(client, ReducedChildren(prefixed(client, path), reduce), result)
-    return result
-
-
-@dataclass(frozen=True)
-class RemoveWatches:
-    """``removeWatches`` for the data watches this session holds on ``path``."""
-
-    path: str
-    watcher_type: int = WATCHER_TYPE_DATA
-
-    type: ClassVar[int] = OP_REMOVE_WATCHES
-
-    def serialize(self) -> bytearray:
-        return bytearray(write_string(self.path) + _int.pack(self.watcher_type))
-
-    @classmethod
-    def deserialize(cls, data: bytes, offset: int) -> None:
-        return None
-
-
-def create_node_async(
-    client: KazooClient,
-    path: str,
-    data: bytes,
-    acl: Sequence[Any] | None,
-    *,
-    ephemeral: bool,
-    sequence: bool,
-) -> Any:
-    """kazoo's ``create_async(path, data, acl, ephemeral, sequence, include_data=True)`` without
-    its completion step: the answer, ``(server path, stat)``, is set on the returned async
-    result by the connection thread itself, where kazoo's would go through its completion
-    worker first (a thread hand-off per create). The path is the server's, chroot included
-    (``client.unchroot`` gives the client's); errors are kazoo's (NoNodeError when a parent is
-    missing: no parent is made). No ``acl`` (or an empty one) is the client's default ACL, or
-    open to all when it has none, as kazoo's ``create`` does."""
-    flags = (1 if ephemeral else 0) | (2 if sequence else 0)
-    result = client.handler.async_result()
-    _kazoo.call(
-        client,
-        Create2(
-            prefixed(client, path), data, list(acl or client.default_acl or OPEN_ACL_UNSAFE), flags
-        ),
-        result,
-    )
-    return result
+from ._ops import MakeContainer
+from ._steps import Await, Chroot, Send, Steps, run
+from ._transport import (
+    CAN_REMOVE_WATCHES,
+    CONTAINER_FLAG,
+    OP_CREATE_CONTAINER,
+    OP_REMOVE_WATCHES,
+    WATCHER_TYPE_CHILDREN,
+    WATCHER_TYPE_DATA,
+    CreateContainer,
+    ReducedChildren,
+    RemoveWatches,
+    create_node_async,
+    prefixed,
+    reduced_children_async,
+    remove_watches,
+)
 
 
 def send_steps(client: KazooClient, request: Any, deadline: Deadline | None = None) -> Steps[Any]:
@@ -237,6 +120,38 @@ def _ensure_parents_at(
         yield from _create_container_at(client, parent, parent_acl, deadline)
 
 
+def container_parents_steps(
+    path: str, acl: Sequence[Any] | None = None, deadline: Deadline | None = None
+) -> Steps[None]:
+    """:func:`ensure_container_parents_steps` as requests (:class:`~pycurator._ops.MakeContainer`)
+    sent by the runner: the same containers, the same ACLs, the same errors."""
+    chroot = yield Chroot()
+    yield from _parents_sent(chroot + path, len(chroot), acl, deadline or Deadline(None))
+
+
+def _parents_sent(
+    server_path: str, chroot_length: int, acl: Sequence[Any] | None, deadline: Deadline
+) -> Steps[None]:
+    parent = server_path.rsplit("/", 1)[0]
+    if not parent:
+        return
+    parent_acl = acl if len(parent) > chroot_length else None
+    try:
+        yield from _container_sent(parent, parent_acl, deadline)
+    except NoNodeError:
+        yield from _parents_sent(parent, chroot_length, acl, deadline)
+        yield from _container_sent(parent, parent_acl, deadline)
+
+
+def _container_sent(server_path: str, acl: Sequence[Any] | None, deadline: Deadline) -> Steps[bool]:
+    """Make the container ``server_path``; False if it exists already."""
+    try:
+        yield Await((yield Send(MakeContainer(server_path, acl))), deadline)
+    except NodeExistsError:
+        return False
+    return True
+
+
 def make_containers_steps(
     client: KazooClient, server_path: str, below: int, deadline: Deadline | None = None
 ) -> Steps[None]:
@@ -257,36 +172,19 @@ def make_containers_steps(
         yield from _create_container_at(client, level, None, deadline)
 
 
-#: Whether this kazoo can read the server's answer to a removeWatches for a watch that is gone
-#: (``NoWatcherError``, kazoo 2.11.0 on): an older kazoo (below the package's floor, installed
-#: anyway) ends its connection loop on it, so there the request is not sent.
-CAN_REMOVE_WATCHES = _kazoo.reads_error(_kazoo.NO_WATCHER)
-
-
-def remove_watches(client: KazooClient, path: str, watcher_type: int = WATCHER_TYPE_DATA) -> bool:
-    """Ask the server to drop this session's data (or child) watches on ``path``, without
-    waiting for the answer: a missing watch or a lost connection is fine (the watch dies with
-    the session). Whether the request was queued: on a kazoo older than 2.11 it is never sent
-    (see :data:`CAN_REMOVE_WATCHES`), and the server keeps the watch until it fires or the
-    session ends."""
-    if not CAN_REMOVE_WATCHES:
-        return False
-    with contextlib.suppress(KazooException):
-        _kazoo.call(
-            client,
-            RemoveWatches(prefixed(client, path), watcher_type),
-            client.handler.async_result(),
-        )
-        return True
-    return False
-
-
 __all__ = [
     "CAN_REMOVE_WATCHES",
+    "CONTAINER_FLAG",
+    "OP_CREATE_CONTAINER",
+    "OP_REMOVE_WATCHES",
+    "WATCHER_TYPE_CHILDREN",
+    "WATCHER_TYPE_DATA",
     "CreateContainer",
     "ReducedChildren",
     "RemoveWatches",
+    "container_parents_steps",
     "create_container",
+    "create_node_async",
     "ensure_container_parents",
     "ensure_container_parents_steps",
     "make_containers_steps",

@@ -1,13 +1,23 @@
 """The protocol's waiting, written once: steps that a blocking or an asyncio runner performs.
 
 The recipes' protocols (the lock loop, the semaphore loop, the hold check) are generators that
-send kazoo's asynchronous requests themselves (sending never blocks) and *yield* what they need
-to wait for:
+*yield* what they need:
 
+- :class:`Send`: send a request (:mod:`pycurator._ops`, as data); the value is its pending
+  answer, awaited later, so that requests can be pipelined;
 - :class:`Await`: the answer to a request, no later than a deadline (else
   :class:`DeadlineExpired` is thrown in);
 - :class:`NewSignal`: a flag that kazoo's callbacks may set from any thread;
-- :class:`WaitSignal`: the flag being set, for at most a number of seconds (True when set).
+- :class:`WaitSignal`: the flag being set, for at most a number of seconds (True when set);
+- the client's side: :class:`Listen` / :class:`Unlisten` to its connection states,
+  :class:`CheckOpen`, :class:`IsConnected`, :class:`SessionId`, :class:`Chroot`; what outlives
+  a wait: :class:`OweDelete`, :class:`ForgetWatch`; and :class:`GetSender`, the
+  :class:`Sender` a protocol's callbacks use (they run on kazoo's threads, outside the steps).
+
+A runner performs the client's side through a transport (:func:`perform`): on a real client,
+:class:`pycurator._transport.KazooTransport`; in tests, a scripted server. Protocols written
+before requests were data still send kazoo's requests themselves and await their async results;
+the runners serve both.
 
 A runner performs each step and sends its value (or throws its error) back in, as h11 and
 httpcore keep HTTP's rules free of I/O. Three runners drive the same generators:
@@ -32,11 +42,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from kazoo.client import KazooClient
-from kazoo.protocol.states import Callback
+from kazoo.protocol.states import Callback, WatchedEvent
 
 from ._background import Timer
 from ._deadline import Deadline, DeadlineExpired, wait_result
+from ._ops import Request
 from ._runtime import services_of
+from ._transport import KazooTransport
 
 log = logging.getLogger("pycurator")
 
@@ -74,13 +86,165 @@ class WaitSignal:
     timeout: float | None
 
 
-Step = Await | NewSignal | WaitSignal
+class Pending(Protocol):
+    """A request's answer to come: kazoo's async result (or a scripted server's). Once
+    :meth:`ready` and :meth:`successful`, :attr:`value` is the answer (read without a lock)."""
+
+    value: Any
+
+    def ready(self) -> bool: ...
+
+    def successful(self) -> bool: ...
+
+    def get_nowait(self) -> Any: ...
+
+    def rawlink(self, callback: Callable[[Any], None]) -> None: ...
+
+    def unlink(self, callback: Callable[[Any], None]) -> None: ...
+
+
+class Sender(Protocol):
+    """What a protocol's callbacks may do from any thread, without a step: send a request, owe
+    a delete, drop a watch, call later, queue work in order, start steps in the background."""
+
+    def send(self, request: Request) -> Any: ...
+
+    def owe_delete(self, path: str, sent: Any = None) -> None: ...
+
+    def forget_watch(
+        self, path: str, watcher: Callable[[WatchedEvent], None], children: bool = False
+    ) -> None: ...
+
+    def call_later(self, delay: float, function: Callable[[], None]) -> Any: ...
+
+    def serial_queue(self) -> Any: ...
+
+    def start(self, steps: Steps[Any]) -> None: ...
+
+
+class Transport(Sender, Protocol):
+    """A runner's way to the client: a :class:`Sender`, and the client's state."""
+
+    def listen(self, listener: Callable[[str], object]) -> None: ...
+
+    def unlisten(self, listener: Callable[[str], object]) -> None: ...
+
+    def check_open(self, message: str | None = None) -> None: ...
+
+    def connected(self) -> bool: ...
+
+    def session_id(self) -> int | None: ...
+
+    def chroot(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send ``request``; its :class:`Pending` answer (await it with :class:`Await`)."""
+
+    request: Request
+
+
+@dataclass(frozen=True, slots=True)
+class Listen:
+    """Call ``listener(state)`` on each connection state change of the client (on kazoo's
+    connection thread: short, never blocking, never sending); a stop is told as LOST."""
+
+    listener: Callable[[str], object]
+
+
+@dataclass(frozen=True, slots=True)
+class Unlisten:
+    """Stop calling ``listener``."""
+
+    listener: Callable[[str], object]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOpen:
+    """ConnectionClosedError (thrown in) once the client is stopped (with ``message``, if
+    given); else None."""
+
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IsConnected:
+    """Whether the client is connected now."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionId:
+    """The client's session id, or None before it has one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Chroot:
+    """The client's chroot (``""`` for none)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OweDelete:
+    """Curator's guaranteed delete of ``path`` in the background, until it is gone or the
+    client is stopped; ``sent``: the pending answer of a delete of it already sent."""
+
+    path: str
+    sent: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetWatch:
+    """Drop ``watcher`` from the data (or ``children``) watches of ``path``, on the server too
+    when no other watcher of the client shares it."""
+
+    path: str
+    watcher: Callable[[WatchedEvent], None]
+    children: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GetSender:
+    """The runner's :class:`Sender`, for the protocol's callbacks."""
+
+
+Effect = (
+    Send
+    | Listen
+    | Unlisten
+    | CheckOpen
+    | IsConnected
+    | SessionId
+    | Chroot
+    | OweDelete
+    | ForgetWatch
+    | GetSender
+)
+Step = Await | NewSignal | WaitSignal | Effect
 #: A protocol's generator: yields steps, receives their values, returns a ``T``.
 Steps = Generator[Step, Any, T]
+
+_PERFORM: dict[type[Any], Callable[[Transport, Any], Any]] = {
+    Send: lambda t, step: t.send(step.request),
+    Listen: lambda t, step: t.listen(step.listener),
+    Unlisten: lambda t, step: t.unlisten(step.listener),
+    CheckOpen: lambda t, step: t.check_open(step.message),
+    IsConnected: lambda t, step: t.connected(),
+    SessionId: lambda t, step: t.session_id(),
+    Chroot: lambda t, step: t.chroot(),
+    OweDelete: lambda t, step: t.owe_delete(step.path, step.sent),
+    ForgetWatch: lambda t, step: t.forget_watch(step.path, step.watcher, step.children),
+    GetSender: lambda t, step: t,
+}
+
+
+def perform(transport: Transport, step: Effect) -> Any:
+    """Perform an :data:`Effect` through ``transport``; its value (its error raised)."""
+    return _PERFORM[type(step)](transport, step)
 
 
 def run(client: KazooClient, steps: Steps[T]) -> T:
     """Perform ``steps`` blocking the calling thread (or greenlet); the generator's value."""
+    transport = KazooTransport(client)
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -92,10 +256,12 @@ def run(client: KazooClient, steps: Steps[T]) -> T:
         try:
             if isinstance(step, Await):
                 value = wait_result(client, step.result, step.deadline)
+            elif (effect := _PERFORM.get(type(step))) is not None:
+                value = effect(transport, step)
             elif isinstance(step, NewSignal):
                 value = client.handler.event_object()
             else:
-                value = bool(step.signal.wait(step.timeout))  # type: ignore[attr-defined]
+                value = bool(step.signal.wait(step.timeout))  # type: ignore[union-attr]
         except BaseException as exc:  # thrown in, so the protocol's clean-up runs
             error = exc
 
@@ -166,6 +332,7 @@ class Task:
         on_done: Callable[[Task], None] | None = None,
     ) -> None:
         self._handler = client.handler
+        self._transport = KazooTransport(client)
         self._steps = steps
         self._on_done = on_done
         self.lock = threading.Lock()  # held for bookkeeping only, never across a step
@@ -249,6 +416,12 @@ class Task:
             if isinstance(step, NewSignal):
                 value = TaskSignal(self)
                 continue
+            if not isinstance(step, (Await, WaitSignal)):
+                try:
+                    value = _PERFORM[type(step)](self._transport, step)
+                except BaseException as exc:  # thrown in, so the protocol's clean-up runs
+                    error = exc
+                continue
             if isinstance(step, Await):
                 if step.result.ready():
                     value, error = _outcome(step.result)
@@ -317,13 +490,28 @@ def start(
 __all__ = [
     "Await",
     "Cancelled",
+    "CheckOpen",
+    "Chroot",
+    "Effect",
+    "ForgetWatch",
+    "GetSender",
+    "IsConnected",
+    "Listen",
     "NewSignal",
+    "OweDelete",
+    "Pending",
+    "Send",
+    "Sender",
+    "SessionId",
     "Signal",
     "Step",
     "Steps",
     "Task",
     "TaskSignal",
+    "Transport",
+    "Unlisten",
     "WaitSignal",
+    "perform",
     "run",
     "start",
 ]

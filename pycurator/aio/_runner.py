@@ -29,7 +29,8 @@ from kazoo.client import KazooClient
 
 from .._deadline import Deadline, DeadlineExpired
 from .._hold import LossNotice
-from .._steps import Await, NewSignal, Steps
+from .._steps import Await, NewSignal, Steps, WaitSignal, perform
+from .._transport import KazooTransport
 
 T = TypeVar("T")
 
@@ -115,6 +116,7 @@ async def run_async(client: KazooClient, steps: Steps[T]) -> T:
     """Perform ``steps`` on the running loop; the generator's value. A cancellation is thrown
     into the generator, whose clean-up runs (its waits awaited too) before it propagates."""
     loop = asyncio.get_running_loop()
+    transport = KazooTransport(client)
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -126,6 +128,8 @@ async def run_async(client: KazooClient, steps: Steps[T]) -> T:
         try:
             if isinstance(step, Await):
                 value = await _answer(loop, step.result, step.deadline)
+            elif not isinstance(step, (NewSignal, WaitSignal)):
+                value = perform(transport, step)
             elif isinstance(step, NewSignal):
                 value = LoopSignal(loop)
             else:
