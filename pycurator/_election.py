@@ -43,11 +43,11 @@ from ._checks import ConnectionPolicy
 from ._deadline import Deadline, DeadlineExpired
 from ._engine import HeldNode, LockEngine
 from ._errors import UNFIXABLE
+from ._handlers import runs_inline
 from ._monitor import HoldMonitor, HoldState
 from ._observe import LockEventKind, Reporter
 from ._runtime import CLIENT_STOPPED, runtime_of
 from ._steps import NewSignal, Signal, Steps, WaitSignal
-from .handlers import runs_inline
 
 log = logging.getLogger("pycurator")
 

@@ -49,6 +49,7 @@ from ._calls import (
 from ._checks import check_client_type
 from ._deadline import Deadline, DeadlineExpired
 from ._drivers import Decision, Driver, NodeVanishedError, after_wake, asks_first
+from ._handlers import link_inline, runs_inline
 from ._ops import CreateNode, GetData, ListChildren, NodeExists, Request
 from ._steps import (
     Await,
@@ -67,7 +68,6 @@ from ._steps import (
     WaitSignal,
     run,
 )
-from .handlers import link_inline, runs_inline
 
 log = logging.getLogger("pycurator")
 

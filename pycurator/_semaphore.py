@@ -29,13 +29,13 @@ from ._deadline import Deadline, DeadlineExpired
 from ._drivers import MUTEX_DRIVER, StandardDriver
 from ._engine import HeldNode, LockEngine
 from ._errors import LockLostError, LockNotOwnedError
+from ._handlers import runs_inline
 from ._hold import FollowedNode, Held, LossNotice
 from ._lock import LockContext
 from ._observe import Reporter
 from ._paths import validate_path
 from ._runtime import runtime_of
 from ._steps import NewSignal, Steps, WaitSignal, run
-from .handlers import runs_inline
 
 LostCallback = Callable[[Any, str], None]
 LeaseT = TypeVar("LeaseT")

@@ -1,0 +1,159 @@
+"""The architecture page (docs/architecture.md) is true: it lists every module of the package
+once, under its layer, lists no module that does not exist, and the imports keep to its rules."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "architecture.md"
+#: The layers that make the core, as the page's headings name them.
+CORE = (
+    "Protocol: pure rules",
+    "Protocol: steps and their runners",
+    "Transport: kazoo, and what pycurator keeps per client",
+    "Engine: each protocol written once",
+)
+SHARED = "Recipes: what both front ends share"
+THREADED = "Recipes: the threaded front end"
+ASYNCIO = "Recipes: the asyncio front end"
+#: What the core never imports: the optional handler and everything built on the core.
+NOT_FOR_THE_CORE = ("pycurator.handlers", "pycurator.aio", "pycurator.cli", "pycurator.testing")
+
+
+def layers() -> dict[str, list[str]]:
+    """The page's modules (paths from the checkout's root), by the heading they are under."""
+    found: dict[str, list[str]] = {}
+    heading = ""
+    for line in PAGE.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            heading = line[3:].strip()
+        elif match := re.match(r"- `(pycurator/[\w/]+\.py)`: \S", line):
+            found.setdefault(heading, []).append(match.group(1))
+    return found
+
+
+def module_name(path: str) -> str:
+    name = path.removesuffix(".py").replace("/", ".")
+    return name.removesuffix(".__init__")
+
+
+def imports_of(path: str) -> set[str]:
+    """The modules ``path`` imports, absolute, whether at the top or inside a function."""
+    name = module_name(path)
+    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse((ROOT / path).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package
+            for _ in range(node.level - 1):
+                base = base.rpartition(".")[0]
+            module = node.module or ""
+            absolute = (f"{base}.{module}" if module else base) if node.level else module
+            if module:  # "from . import x" imports x, not the package's own __init__
+                found.add(absolute)
+            found.update(f"{absolute}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_the_page_lists_every_module_of_the_package_once_and_nothing_else() -> None:
+    listed = [path for paths in layers().values() for path in paths]
+    on_disk = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "pycurator").rglob("*.py"))
+    assert sorted(set(listed)) == on_disk, "docs/architecture.md and pycurator/ differ"
+    twice = sorted({path for path in listed if listed.count(path) > 1})
+    assert not twice, f"listed more than once: {twice}"
+
+
+def test_the_page_has_each_layer_it_names() -> None:
+    assert set(CORE) | {SHARED, THREADED, ASYNCIO} <= set(layers())
+
+
+@pytest.mark.parametrize(
+    "path", [path for layer in CORE for path in layers().get(layer, [])], ids=lambda p: p
+)
+def test_the_core_imports_no_recipe_front_end_entry_point_or_optional_part(path: str) -> None:
+    above = {module_name(p) for layer in (THREADED, ASYNCIO) for p in layers().get(layer, [])}
+    above |= {"pycurator", "pycurator._connect", "pycurator.demo"}
+    optional = tuple(f"{name}." for name in NOT_FOR_THE_CORE)
+    wrong = sorted(
+        module
+        for module in imports_of(path)
+        if module in above or module in NOT_FOR_THE_CORE or module.startswith(optional)
+    )
+    assert not wrong, f"{path} imports {wrong}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for layer in (SHARED, THREADED, ASYNCIO) for p in layers().get(layer, [])],
+    ids=lambda p: p,
+)
+def test_the_recipes_import_no_optional_part_and_the_cores_no_front_end(path: str) -> None:
+    own = ("pycurator.aio",) if path.startswith("pycurator/aio/") else ()
+    optional = tuple(name for name in NOT_FOR_THE_CORE if name not in own)
+    shells: set[str] = set()
+    if path in layers().get(SHARED, []):
+        shells = {module_name(p) for p in layers()[THREADED] + layers()[ASYNCIO]}
+    wrong = sorted(
+        module
+        for module in imports_of(path)
+        if module in optional
+        or module.startswith(tuple(f"{name}." for name in optional))
+        or module in shells
+    )
+    assert not wrong, f"{path} imports {wrong}"
+
+
+def foreign_private_members(path: str) -> list[str]:
+    """The underscored attributes ``path`` reads or calls that it does not define itself (an
+    attribute set on ``self``, a method, a class attribute) and that are not modules it
+    imports: another module's insides."""
+    tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+    defined: set[str] = set()
+    used: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            defined.add(node.name)
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            if isinstance(node.ctx, ast.Store):
+                defined.add(node.attr)
+            else:
+                used.add(node.attr)
+        elif isinstance(node, ast.AnnAssign | ast.Assign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom):
+            defined.update(alias.asname or alias.name for alias in node.names)
+            defined.update((node.module or "").split("."))
+    return sorted(name for name in used - defined if not name.startswith("__"))
+
+
+@pytest.mark.parametrize("path", layers().get(ASYNCIO, []), ids=lambda p: p)
+def test_no_asyncio_module_uses_another_modules_underscored_members(path: str) -> None:
+    assert not foreign_private_members(path)
+
+
+@pytest.mark.parametrize("front", [THREADED, ASYNCIO])
+def test_no_class_of_a_front_end_is_built_on_a_class_of_the_other(front: str) -> None:
+    other = THREADED if front == ASYNCIO else ASYNCIO
+    theirs = {module_name(path) for path in layers().get(other, [])}
+    wrong = []
+    for path in layers().get(front, []):
+        module = importlib.import_module(module_name(path))
+        for name, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ != module.__name__:
+                continue  # imported, judged where it is defined
+            wrong += [
+                f"{module.__name__}.{name} < {base.__module__}.{base.__qualname__}"
+                for base in cls.__mro__[1:]
+                if base.__module__ in theirs
+            ]
+    assert not wrong
