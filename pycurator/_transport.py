@@ -296,6 +296,19 @@ class KazooTransport:
 
         start(self.client, steps)
 
+    # -- for the hold check's callbacks (pycurator._monitor.HoldSender) -----------------------
+
+    def call_batched(self, delay: float, function: Callable[[Any], None], argument: Any) -> None:
+        """Call ``function(argument)`` about ``delay`` seconds from now, batched with the other
+        calls due then by the handler's one delayed-call unit: for calls that mostly find
+        nothing left to do (the watch of a hold that has ended)."""
+        services_of(self.client.handler).delayed.add(delay, function, argument)
+
+    def post_request(self, function: Callable[[], None]) -> None:
+        """Run ``function()`` on the handler's queue of the requests sent after news on kazoo's
+        connection thread, which must not send them itself: one worker, in turn."""
+        services_of(self.client.handler).requests.post(function)
+
 
 __all__ = [
     "CAN_REMOVE_WATCHES",
