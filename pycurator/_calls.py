@@ -440,6 +440,72 @@ def read_sent_steps(request: Request, deadline: Deadline) -> Steps[Any]:
         yield Unlisten(on_state)
 
 
+# -- the election's reads, as requests the runner sends ---------------------------------------
+
+
+def read_all_sent_steps(
+    requests: Sequence[Request], deadline: Deadline
+) -> Steps[list[tuple[Any, BaseException | None]]]:
+    """:func:`read_all_steps` for read-only ``requests``, sent together: the answers, each as
+    ``(value, None)`` or ``(None, error)`` for a server's error (``NoNodeError``...), riding
+    through a reconnect (those unanswered are sent again after a connection loss or an expiry
+    met while waiting). ``ConnectionLoss`` once ``deadline`` passes without every answer,
+    ``ConnectionClosedError`` once the client is stopped."""
+    if not requests:
+        return []
+    outcomes: list[tuple[Any, BaseException | None] | None] = [None] * len(requests)
+    wake = yield NewSignal()
+    lock = threading.Lock()
+    unanswered = [0]
+
+    def on_state(state: str) -> None:
+        wake.set()
+
+    def answered(_: Any) -> None:
+        with lock:
+            unanswered[0] -= 1
+            last = unanswered[0] == 0
+        if last:
+            wake.set()
+
+    yield Listen(on_state)
+    try:
+        while True:
+            pending = [index for index, outcome in enumerate(outcomes) if outcome is None]
+            if not pending:
+                return [outcome for outcome in outcomes if outcome is not None]
+            try:
+                yield from connected_steps(deadline)
+            except DeadlineExpired:
+                raise ConnectionLoss(
+                    f"not connected to ZooKeeper within {_within(deadline)}"
+                ) from None
+            wake.clear()
+            unanswered[0] = len(pending)
+            answers = []
+            for index in pending:
+                answers.append((index, (yield Send(requests[index]))))
+            for _, answer in answers:
+                answer.rawlink(answered)
+            try:
+                woken = yield WaitSignal(wake, deadline.remaining())
+            finally:
+                for _, answer in answers:
+                    answer.unlink(answered)
+            for index, answer in answers:
+                if answer.ready():
+                    try:
+                        outcomes[index] = (answer.get_nowait(), None)
+                    except RETRYABLE:
+                        pass  # sent again once connected
+                    except Exception as exc:
+                        outcomes[index] = (None, exc)
+            if not woken:
+                raise ConnectionLoss(f"no answer from ZooKeeper within {_within(deadline)}")
+    finally:
+        yield Unlisten(on_state)
+
+
 __all__ = [
     "DELETE_WAIT",
     "RETRYABLE",
@@ -449,6 +515,7 @@ __all__ = [
     "delete_guaranteed_steps",
     "delete_node_steps",
     "forget_watch",
+    "read_all_sent_steps",
     "read_sent_steps",
     "read_steps",
     "resent_steps",
