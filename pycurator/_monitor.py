@@ -17,7 +17,7 @@ when the holder asks (:meth:`HoldMonitor.confirm`, behind ``is_held()`` and ``ch
 The monitor never calls kazoo. It confirms as steps (:meth:`HoldMonitor.confirm_steps`,
 :mod:`pycurator._steps`); it is made with the runner's transport, its :class:`HoldSender`
 (:meth:`HoldMonitor.follow_steps`; the constructor takes the client's
-:class:`~pycurator._transport.KazooTransport`, a scripted server stands in for it in tests),
+:class:`~pycurator._steps.RunnerTransport`, a scripted server stands in for it in tests),
 through which it listens and its callbacks send from kazoo's threads. No monitor has a
 thread of its own: it listens to the client's connection; the handler's one delayed-call unit
 sets the watches of lasting holds; after a reconnect, one worker of the handler's pool sends the
@@ -42,9 +42,8 @@ from ._deadline import Deadline, DeadlineExpired
 from ._observe import HoldReport
 from ._ops import NodeExists
 from ._runtime import CLIENT_STOPPED, SESSION_EXPIRED
-from ._steps import Await, GetSender, IsConnected, Send, Steps, run
+from ._steps import Await, GetSender, IsConnected, RunnerTransport, Send, Steps, run
 from ._steps import Transport as _Transport
-from ._transport import KazooTransport
 
 log = logging.getLogger("pycurator")
 
@@ -117,7 +116,7 @@ class HoldMonitor:
         report: HoldReport,
     ) -> None:
         self._setup(client, node, policy, on_change, session_id, report)
-        self._start(KazooTransport(client))
+        self._start(RunnerTransport(client))
 
     @classmethod
     def follow_steps(

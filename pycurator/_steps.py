@@ -237,6 +237,18 @@ _PERFORM: dict[type[Any], Callable[[Transport, Any], Any]] = {
 }
 
 
+class RunnerTransport(KazooTransport):
+    """The transport a runner hands the protocol it runs: :class:`KazooTransport`, and steps
+    started in the background on kazoo's callbacks (:func:`start`), which the transport itself,
+    under the runners, knows nothing of."""
+
+    __slots__ = ()
+
+    def start(self, steps: Steps[Any]) -> None:
+        """Run ``steps`` in the background, driven by kazoo's callbacks."""
+        start(self.client, steps)
+
+
 def perform(transport: Transport, step: Effect) -> Any:
     """Perform an :data:`Effect` through ``transport``; its value (its error raised)."""
     return _PERFORM[type(step)](transport, step)
@@ -244,7 +256,7 @@ def perform(transport: Transport, step: Effect) -> Any:
 
 def run(client: KazooClient, steps: Steps[T]) -> T:
     """Perform ``steps`` blocking the calling thread (or greenlet); the generator's value."""
-    transport = KazooTransport(client)
+    transport = RunnerTransport(client)
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -332,7 +344,7 @@ class Task:
         on_done: Callable[[Task], None] | None = None,
     ) -> None:
         self._handler = client.handler
-        self._transport = KazooTransport(client)
+        self._transport = RunnerTransport(client)
         self._steps = steps
         self._on_done = on_done
         self.lock = threading.Lock()  # held for bookkeeping only, never across a step
@@ -500,6 +512,7 @@ __all__ = [
     "NewSignal",
     "OweDelete",
     "Pending",
+    "RunnerTransport",
     "Send",
     "Sender",
     "SessionId",

@@ -290,12 +290,6 @@ class KazooTransport:
         """A new queue whose calls run one at a time, in order, on the handler's workers."""
         return services_of(self.client.handler).serial_queue()
 
-    def start(self, steps: Any) -> None:
-        """Run ``steps`` in the background, driven by kazoo's callbacks."""
-        from ._steps import start  # the runners use this module
-
-        start(self.client, steps)
-
     # -- for the hold check's callbacks (pycurator._monitor.HoldSender) -----------------------
 
     def call_batched(self, delay: float, function: Callable[[Any], None], argument: Any) -> None:
