@@ -137,6 +137,8 @@ class Transport(Sender, Protocol):
 
     def chroot(self) -> str: ...
 
+    def claims(self) -> dict[str, object]: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Send:
@@ -184,6 +186,12 @@ class Chroot:
 
 
 @dataclass(frozen=True, slots=True)
+class Claims:
+    """The client's claims on its lock nodes (path to claimant): which acquire owns each
+    node whose name does not tell (:class:`~pycurator._drivers.Naming`)."""
+
+
+@dataclass(frozen=True, slots=True)
 class OweDelete:
     """Curator's guaranteed delete of ``path`` in the background, until it is gone or the
     client is stopped; ``sent``: the pending answer of a delete of it already sent."""
@@ -215,6 +223,7 @@ Effect = (
     | IsConnected
     | SessionId
     | Chroot
+    | Claims
     | OweDelete
     | ForgetWatch
     | GetSender
@@ -231,6 +240,7 @@ _PERFORM: dict[type[Any], Callable[[Transport, Any], Any]] = {
     IsConnected: lambda t, step: t.connected(),
     SessionId: lambda t, step: t.session_id(),
     Chroot: lambda t, step: t.chroot(),
+    Claims: lambda t, step: t.claims(),
     OweDelete: lambda t, step: t.owe_delete(step.path, step.sent),
     ForgetWatch: lambda t, step: t.forget_watch(step.path, step.watcher, step.children),
     GetSender: lambda t, step: t,
@@ -504,6 +514,7 @@ __all__ = [
     "Cancelled",
     "CheckOpen",
     "Chroot",
+    "Claims",
     "Effect",
     "ForgetWatch",
     "GetSender",

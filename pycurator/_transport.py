@@ -137,7 +137,7 @@ def reduced_children_async(
 def create_node_async(
     client: KazooClient,
     path: str,
-    data: bytes,
+    data: bytes | None,
     acl: Sequence[Any] | None,
     *,
     ephemeral: bool,
@@ -270,6 +270,9 @@ class KazooTransport:
 
     def chroot(self) -> str:
         return self.client.chroot or ""
+
+    def claims(self) -> dict[str, object]:
+        return self.runtime.claims
 
     # -- what outlives a wait ----------------------------------------------------------------
 
