@@ -1,10 +1,7 @@
-"""The waits every recipe shares, as steps (:mod:`pycurator._steps`): for the connection, for
-a request's answer with retries, for a watch to be set; and Curator's guaranteed delete.
-
-Each comes twice for now: as steps that say what they send (:mod:`pycurator._ops` requests,
-performed by the runner: ``*_sent_steps``, :func:`connected_steps`, :func:`delete_node_steps`),
-which the lock engine uses, and as steps that take a ``client`` and call kazoo themselves, for
-the recipes not yet written with requests.
+"""The waits every recipe shares, as steps (:mod:`pycurator._steps`) that say what they send
+(:mod:`pycurator._ops` requests, performed by the runner): for the connection, for a request's
+answer with retries, for a watch to be set, for reads that ride through a reconnect; and
+Curator's guaranteed delete.
 
 Every wait honours a deadline, whatever the connection does. Deletes never wait for longer than
 :data:`DELETE_WAIT`: one the server has not confirmed by then goes on in the background
@@ -20,7 +17,6 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import (
     ConnectionClosedError,
     ConnectionLoss,
@@ -31,10 +27,8 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import WatchedEvent
 
-from . import _kazoo, _transport
 from ._deadline import Deadline, DeadlineExpired
 from ._ops import DeleteNode, GetData, ListChildren, Request
-from ._runtime import runtime_of, services_of
 from ._steps import (
     Await,
     CheckOpen,
@@ -48,7 +42,6 @@ from ._steps import (
     Steps,
     Unlisten,
     WaitSignal,
-    run,
 )
 
 log = logging.getLogger("pycurator")
@@ -63,247 +56,13 @@ DELETE_WAIT = 2.0
 LATE_WATCH_DELAY = 0.05
 
 
-def wait_connected_steps(client: KazooClient, deadline: Deadline) -> Steps[None]:
-    """Wait until ``client`` is connected; raise DeadlineExpired when the deadline passes, and
-    ConnectionClosedError when the client is stopped (at once: stopping it is a state change)."""
-    if client.connected:
-        return
-    runtime = runtime_of(client)
-    event = yield NewSignal()
-
-    def listener(state: str) -> None:
-        event.set()
-
-    runtime.listen(listener)
-    try:
-        while not client.connected:
-            runtime.check_open()
-            remaining = deadline.remaining()
-            if remaining is not None and remaining <= 0:
-                raise DeadlineExpired()
-            event.clear()
-            if client.connected or runtime.stopped:
-                continue  # changed before the listener could hear it
-            yield WaitSignal(event, remaining)
-    finally:
-        runtime.unlisten(listener)
-
-
-def wait_connected(client: KazooClient, deadline: Deadline) -> None:
-    """:func:`wait_connected_steps`, blocking."""
-    run(client, wait_connected_steps(client, deadline))
-
-
-def retrying_steps(
-    client: KazooClient, send: Callable[[], Any], deadline: Deadline, sent: Any = None
-) -> Steps[Any]:
-    """Send a request (``send`` returns kazoo's async result) and wait for its answer within
-    ``deadline``, sending it again after connection loss once the client is connected.
-    ``sent``: the async result of the same request, already sent, to wait for first."""
-    while True:
-        result, sent = (send() if sent is None else sent), None
-        try:
-            return (yield Await(result, deadline))
-        except RETRYABLE:
-            yield from wait_connected_steps(client, deadline)
-
-
-def retrying(client: KazooClient, send: Callable[[], Any], deadline: Deadline) -> Any:
-    """:func:`retrying_steps`, blocking."""
-    return run(client, retrying_steps(client, send, deadline))
-
-
-def read_steps(
-    client: KazooClient, send: Callable[[], Any], deadline: Deadline | None = None
-) -> Steps[Any]:
-    """The answer to one read-only request, riding through a reconnect (see
-    :func:`read_all_steps`); the server's error (``NoNodeError``...) is raised."""
-    ((value, error),) = yield from read_all_steps(client, [send], deadline)
-    if error is not None:
-        raise error
-    return value
-
-
-def read_all_steps(
-    client: KazooClient, sends: Sequence[Callable[[], Any]], deadline: Deadline | None = None
-) -> Steps[list[tuple[Any, BaseException | None]]]:
-    """The answers to read-only requests sent together, each as ``(value, None)`` or ``(None,
-    error)`` for a server's error (``NoNodeError``...), riding through a reconnect.
-
-    Each ``send()`` sends its request and returns kazoo's async result. They are sent once the
-    client is connected, and those unanswered are sent again after a connection loss or a
-    session expiry met while waiting (kazoo drops a request queued while disconnected when the
-    session then expires: its answer never comes). ``deadline`` defaults to the client's
-    session timeout from now; ``ConnectionLoss`` is raised once it passes without every
-    answer, and ``ConnectionClosedError`` once the client is stopped.
-    """
-    deadline = Deadline(_kazoo.session_timeout(client)) if deadline is None else deadline
-    outcomes: list[tuple[Any, BaseException | None] | None] = [None] * len(sends)
-    wake = yield NewSignal()
-    lock = threading.Lock()
-    unanswered = [0]
-
-    def on_state(state: str) -> None:
-        wake.set()
-
-    def answered(_: Any) -> None:
-        with lock:
-            unanswered[0] -= 1
-            last = unanswered[0] == 0
-        if last:
-            wake.set()
-
-    runtime = runtime_of(client)
-    runtime.listen(on_state)
-    try:
-        while True:
-            pending = [index for index, outcome in enumerate(outcomes) if outcome is None]
-            if not pending:
-                return [outcome for outcome in outcomes if outcome is not None]
-            try:
-                yield from wait_connected_steps(client, deadline)
-            except DeadlineExpired:
-                raise ConnectionLoss(
-                    f"not connected to ZooKeeper within {_within(deadline)}"
-                ) from None
-            wake.clear()
-            unanswered[0] = len(pending)
-            results = [(index, sends[index]()) for index in pending]
-            for _, result in results:
-                result.rawlink(answered)
-            try:
-                woken = yield WaitSignal(wake, deadline.remaining())
-            finally:
-                for _, result in results:
-                    result.unlink(answered)
-            for index, result in results:
-                if result.ready():
-                    try:
-                        outcomes[index] = (result.get_nowait(), None)
-                    except RETRYABLE:
-                        pass  # sent again once connected
-                    except Exception as exc:
-                        outcomes[index] = (None, exc)
-            if not woken:
-                raise ConnectionLoss(f"no answer from ZooKeeper within {_within(deadline)}")
-    finally:
-        runtime.unlisten(on_state)
-
-
 def _within(deadline: Deadline) -> str:
     return f"{deadline.timeout:g}s" if deadline.timeout is not None else "the time allowed"
 
 
-def watch_steps(
-    client: KazooClient,
-    path: str,
-    watcher: Callable[[WatchedEvent], None],
-    deadline: Deadline,
-    *,
-    children: bool = False,
-) -> Steps[Any]:
-    """Set ``watcher`` on ``path`` (``getData``, or ``getChildren`` with ``children``) within
-    ``deadline``, sending again after connection loss; the answer's value. NoNodeError if the
-    path is gone. A watch set by an answer that comes after we stopped waiting (the deadline
-    passed, or the waiter was interrupted or cancelled) is dropped again."""
-    while True:
-        if children:
-            result = client.get_children_async(path, watch=watcher)
-        else:
-            result = client.get_async(path, watch=watcher)
-        try:
-            return (yield Await(result, deadline))
-        except RETRYABLE:
-            yield from wait_connected_steps(client, deadline)
-        except BaseException:
-            # the deadline passed or the wait was interrupted (perhaps just as the answer
-            # came): a watch the request sets, now or later, is dropped again
-            result.rawlink(functools.partial(_forget_late_watch, client, path, watcher, children))
-            raise
-
-
-def watch(
-    client: KazooClient,
-    path: str,
-    watcher: Callable[[WatchedEvent], None],
-    deadline: Deadline,
-    *,
-    children: bool = False,
-) -> Any:
-    """:func:`watch_steps`, blocking."""
-    return run(client, watch_steps(client, path, watcher, deadline, children=children))
-
-
-def _forget_late_watch(
-    client: KazooClient,
-    path: str,
-    watcher: Callable[[WatchedEvent], None],
-    children: bool,
-    result: Any,
-) -> None:
-    """A watch request we stopped waiting for has been answered: if it set the watch, drop it
-    (a moment later: kazoo's connection thread registers the watcher right after it answers)."""
-    if result.successful():
-        services_of(client.handler).call_later(
-            LATE_WATCH_DELAY,
-            functools.partial(forget_watch, client, path, watcher, children=children),
-        )
-
-
-def forget_watch(
-    client: KazooClient,
-    path: str,
-    watcher: Callable[[WatchedEvent], None],
-    *,
-    children: bool = False,
-) -> None:
-    """Drop a data (or child) watch we no longer wait on, in kazoo and (when no other watcher of
-    this client shares it) on the server, so a waiter that gives up leaves no watch behind."""
-    _transport.forget_watch(client, path, watcher, children=children)
-
-
-def delete_guaranteed_steps(client: KazooClient, path: str) -> Steps[None]:
-    """Curator's guaranteed delete of one of our ephemeral nodes; done within
-    :data:`DELETE_WAIT` seconds whatever the connection does.
-
-    A missing node is fine. A delete the server has not confirmed in time (the client is not
-    connected, the answer is late, or the waiter is interrupted) goes on in the background, sent
-    again each time the client connects, until the node is deleted or gone (with its session),
-    or the client is stopped.
-    """
-    if not client.connected:
-        runtime_of(client).owe_delete(path)
-        return
-    result = client.delete_async(path)
-    try:
-        yield Await(result, Deadline(DELETE_WAIT))
-    except (NoNodeError, SessionExpiredError, ConnectionClosedError):
-        pass
-    except (ConnectionLoss, OperationTimeoutError, DeadlineExpired):
-        log.info("delete of %s deferred until the connection is back", path)
-        runtime_of(client).owe_delete(path, result)
-    except BaseException as exc:
-        if not isinstance(exc, KazooException):  # interrupted: the answer is not read yet
-            runtime_of(client).owe_delete(path, result)
-        raise
-
-
-def delete_guaranteed(client: KazooClient, path: str) -> None:
-    """:func:`delete_guaranteed_steps`, blocking."""
-    run(client, delete_guaranteed_steps(client, path))
-
-
-def delete_guaranteed_later(client: KazooClient, path: str) -> None:
-    """Curator's guaranteed delete without waiting at all (from callbacks and background work)."""
-    runtime_of(client).owe_delete(path)
-
-
-# -- the same, as requests the runner sends ---------------------------------------------------
-
-
 def connected_steps(deadline: Deadline) -> Steps[None]:
-    """:func:`wait_connected_steps`, said as steps: wait until the client is connected;
-    DeadlineExpired when the deadline passes, ConnectionClosedError once it is stopped."""
+    """Wait until the client is connected; DeadlineExpired when the deadline passes,
+    ConnectionClosedError once it is stopped."""
     if (yield IsConnected()):
         return
     event = yield NewSignal()
@@ -330,9 +89,9 @@ def connected_steps(deadline: Deadline) -> Steps[None]:
 
 
 def resent_steps(request: Request, deadline: Deadline, sent: Any = None) -> Steps[Any]:
-    """:func:`retrying_steps` for ``request``: its answer within ``deadline``, sent again after
-    connection loss once the client is connected. ``sent``: the pending answer of the same
-    request, already sent, to wait for first."""
+    """The answer to ``request`` within ``deadline``, sent again after connection loss once
+    the client is connected. ``sent``: the pending answer of the same request, already sent, to
+    wait for first."""
     while True:
         if sent is None:
             sent = yield Send(request)
@@ -344,7 +103,7 @@ def resent_steps(request: Request, deadline: Deadline, sent: Any = None) -> Step
 
 
 def watch_sent_steps(request: GetData | ListChildren, deadline: Deadline) -> Steps[Any]:
-    """:func:`watch_steps` for ``request`` (a :class:`~pycurator._ops.GetData` or
+    """Set the watch of ``request`` (a :class:`~pycurator._ops.GetData` or
     :class:`~pycurator._ops.ListChildren` with a watch): its answer within ``deadline``, sent
     again after connection loss; NoNodeError if the path is gone. A watch set by an answer that
     comes after we stopped waiting is dropped again."""
@@ -374,7 +133,8 @@ def _drop_late_watch(
     children: bool,
     answer: Any,
 ) -> None:
-    """:func:`_forget_late_watch` through a sender."""
+    """Once the late ``answer`` of a watch request nobody waits for has set its watch, drop
+    that watch (through the runner's ``sender``)."""
     try:
         answer.get_nowait()
     except Exception:
@@ -385,7 +145,14 @@ def _drop_late_watch(
 
 
 def delete_node_steps(path: str) -> Steps[None]:
-    """:func:`delete_guaranteed_steps`, said as steps: the same guaranteed delete."""
+    """Curator's guaranteed delete of one of our ephemeral nodes; done within
+    :data:`DELETE_WAIT` seconds whatever the connection does.
+
+    A missing node is fine. A delete the server has not confirmed in time (the client is not
+    connected, the answer is late, or the waiter is interrupted) goes on in the background, sent
+    again each time the client connects, until the node is deleted or gone (with its session),
+    or the client is stopped.
+    """
     if not (yield IsConnected()):
         yield OweDelete(path)
         return
@@ -404,7 +171,7 @@ def delete_node_steps(path: str) -> Steps[None]:
 
 
 def read_sent_steps(request: Request, deadline: Deadline) -> Steps[Any]:
-    """:func:`read_steps` for one read-only ``request``: its answer, riding through a reconnect
+    """The answer to one read-only ``request``, riding through a reconnect
     (sent once connected, and again after a connection loss or an expiry met while waiting);
     the server's error raised, ConnectionLoss once ``deadline`` passes without an answer."""
     wake = yield NewSignal()
@@ -440,23 +207,76 @@ def read_sent_steps(request: Request, deadline: Deadline) -> Steps[Any]:
         yield Unlisten(on_state)
 
 
+def read_all_sent_steps(
+    requests: Sequence[Request], deadline: Deadline
+) -> Steps[list[tuple[Any, BaseException | None]]]:
+    """The answers to read-only ``requests``, sent together, each as
+    ``(value, None)`` or ``(None, error)`` for a server's error (``NoNodeError``...), riding
+    through a reconnect (those unanswered are sent again after a connection loss or an expiry
+    met while waiting). ``ConnectionLoss`` once ``deadline`` passes without every answer,
+    ``ConnectionClosedError`` once the client is stopped."""
+    if not requests:
+        return []
+    outcomes: list[tuple[Any, BaseException | None] | None] = [None] * len(requests)
+    wake = yield NewSignal()
+    lock = threading.Lock()
+    unanswered = [0]
+
+    def on_state(state: str) -> None:
+        wake.set()
+
+    def answered(_: Any) -> None:
+        with lock:
+            unanswered[0] -= 1
+            last = unanswered[0] == 0
+        if last:
+            wake.set()
+
+    yield Listen(on_state)
+    try:
+        while True:
+            pending = [index for index, outcome in enumerate(outcomes) if outcome is None]
+            if not pending:
+                return [outcome for outcome in outcomes if outcome is not None]
+            try:
+                yield from connected_steps(deadline)
+            except DeadlineExpired:
+                raise ConnectionLoss(
+                    f"not connected to ZooKeeper within {_within(deadline)}"
+                ) from None
+            wake.clear()
+            unanswered[0] = len(pending)
+            answers = []
+            for index in pending:
+                answers.append((index, (yield Send(requests[index]))))
+            for _, answer in answers:
+                answer.rawlink(answered)
+            try:
+                woken = yield WaitSignal(wake, deadline.remaining())
+            finally:
+                for _, answer in answers:
+                    answer.unlink(answered)
+            for index, answer in answers:
+                if answer.ready():
+                    try:
+                        outcomes[index] = (answer.get_nowait(), None)
+                    except RETRYABLE:
+                        pass  # sent again once connected
+                    except Exception as exc:
+                        outcomes[index] = (None, exc)
+            if not woken:
+                raise ConnectionLoss(f"no answer from ZooKeeper within {_within(deadline)}")
+    finally:
+        yield Unlisten(on_state)
+
+
 __all__ = [
     "DELETE_WAIT",
     "RETRYABLE",
     "connected_steps",
-    "delete_guaranteed",
-    "delete_guaranteed_later",
-    "delete_guaranteed_steps",
     "delete_node_steps",
-    "forget_watch",
+    "read_all_sent_steps",
     "read_sent_steps",
-    "read_steps",
     "resent_steps",
-    "retrying",
-    "retrying_steps",
-    "wait_connected",
-    "wait_connected_steps",
-    "watch",
     "watch_sent_steps",
-    "watch_steps",
 ]

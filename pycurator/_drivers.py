@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from . import _wire
 
@@ -63,6 +63,43 @@ class Driver(Protocol):
     def decide(self, children: Sequence[str], ours: str) -> Decision:
         """Do we hold it, and if not, whom do we watch? ``children`` are in queue order."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Naming:
+    """How a lock system names its node, and finds it again after a create whose answer was
+    lost.
+
+    Curator's (the default, ``protected``): ``_c_<uuid>-`` then the driver's token, the uuid
+    fresh for each acquire, so the name alone tells our node; missing parents are made as
+    containers. Another system's: ``head``, then the session id and ``-`` when ``session``
+    (``x-<sessionId>-``), then the sequence; missing parents are made persistent. Such a name
+    tells at most the session, and several acquires of one client may share it: a lost create
+    is found again among the client's nodes no other acquire has claimed (``claims``), and a
+    node of another session is never touched.
+    """
+
+    head: str = ""
+    session: bool = False
+    protected: bool = True
+    parents: Literal["containers", "persistent"] = "containers"
+
+    @property
+    def claims(self) -> bool:
+        """Whether nodes made this way are claimed by the acquire that made them."""
+        return not self.protected
+
+    def prefix(self, token: str, session_id: int | None, protected_id: str) -> str:
+        """The name of our node before its sequence number."""
+        if self.protected:
+            return _wire.protected_prefix(protected_id) + token
+        if self.session:
+            return f"{self.head}{session_id}-"
+        return self.head
+
+
+#: Curator's naming: protected names, container parents.
+CURATOR_NAMING = Naming()
 
 
 def _index_of(children: Sequence[str], ours: str) -> int:

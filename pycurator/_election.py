@@ -19,6 +19,10 @@ The steps run on either runner: kazoo's callbacks for the threaded recipes (so a
 costs a node and a watch, never a thread), or a task on the event loop for :mod:`pycurator.aio`.
 They tell the recipe what happens through callbacks called from the steps (keep them short,
 never block), and delete our node on the way out, however they end.
+
+The steps do no I/O: they say what to send (:mod:`pycurator._ops` requests), what to listen to
+and what to owe, and the runner does it; only the leader's monitor is made on the client. So
+``tests/test_election_protocol.py`` runs them on a scripted server.
 """
 
 from __future__ import annotations
@@ -28,17 +32,11 @@ import logging
 import time
 from collections.abc import Callable
 
-from kazoo.exceptions import ConnectionClosedError, NoNodeError
+from kazoo.exceptions import ConnectionClosedError, KazooException, NoNodeError
 from kazoo.protocol.states import KazooState, WatchedEvent
 
 from . import _wire
-from ._calls import (
-    RETRYABLE,
-    delete_guaranteed_later,
-    delete_guaranteed_steps,
-    forget_watch,
-    watch_steps,
-)
+from ._calls import RETRYABLE, delete_node_steps, watch_sent_steps
 from ._checks import ConnectionPolicy
 from ._deadline import Deadline, DeadlineExpired
 from ._engine import HeldNode, LockEngine
@@ -46,8 +44,23 @@ from ._errors import UNFIXABLE
 from ._handlers import runs_inline
 from ._monitor import HoldMonitor, HoldState
 from ._observe import LockEventKind, Reporter
-from ._runtime import CLIENT_STOPPED, runtime_of
-from ._steps import NewSignal, Signal, Steps, WaitSignal
+from ._ops import GetData
+from ._runtime import CLIENT_STOPPED, SESSION_EXPIRED
+from ._steps import (
+    CheckOpen,
+    ForgetWatch,
+    GetSender,
+    IsConnected,
+    Listen,
+    NewSignal,
+    OweDelete,
+    Sender,
+    SessionId,
+    Signal,
+    Steps,
+    Unlisten,
+    WaitSignal,
+)
 
 log = logging.getLogger("pycurator")
 
@@ -127,7 +140,9 @@ class Election:
         self._failure: Exception | None = None  # the same, while the steps clean up
         self.termed = False  # led once
         self._stop: str | None = None  # why the steps should end
+        self._stop_on_loss = False  # _stop came from a loss heard: the client says which one
         self._wake: Signal | None = None
+        self._sender: Sender | None = None  # the runner's, for a clean-up made without steps
         self._watched: str | None = None  # the predecessor we watch
         self._watch_spent = False  # its watch has fired (kazoo has dropped it)
 
@@ -150,15 +165,15 @@ class Election:
     def steps(self) -> Steps[str]:
         """Take part until stopped, or until the client is stopped, an error no retry fixes
         is met, or (``queue_ends_on_error``) the queue is left; why it ended."""
-        client = self.client
         self._wake = wake = yield NewSignal()
         if self._stop is not None:
             return self._stop
+        self._sender = yield GetSender()
         self._waiting_since = self._reporter.waiting()
-        runtime_of(client).listen(self._on_state)
         try:
+            yield Listen(self._on_state)
             reason = yield from self._take_part(wake)
-        except GeneratorExit:  # dropped unfinished: no more steps can be made
+        except GeneratorExit:  # dropped unfinished: no more steps can be made here
             self._leave_later()
             raise
         except BaseException as exc:  # cancelled (or a bug): the clean-up runs first
@@ -172,18 +187,18 @@ class Election:
         return reason
 
     def _take_part(self, wake: Signal) -> Steps[str]:
-        client = self.client
-        runtime = runtime_of(client)
         while True:
             wake.clear()
             if self._stop is not None:
-                return self._stop
+                return (yield from self._stop_reason())
             monitor = self.leading
             if monitor is not None and not monitor.held:
                 self._depose(monitor.reason)
-            if runtime.stopped:
+            try:
+                yield CheckOpen()
+            except ConnectionClosedError:
                 return CLIENT_STOPPED
-            if (self._one_term and self.termed) or not client.connected:
+            if (self._one_term and self.termed) or not (yield IsConnected()):
                 # a spent term waits to be stopped; the next CONNECTED wakes the others
                 yield WaitSignal(wake, None)
                 continue
@@ -220,9 +235,21 @@ class Election:
                 continue
             yield WaitSignal(wake, None)
 
+    def _stop_reason(self) -> Steps[str]:
+        """Why the steps end (asked once :attr:`_stop` is set): a session that ended while we
+        queued ended with the client's stop or expired, which only the client can say."""
+        if self._stop_on_loss:
+            self._stop_on_loss = False
+            try:
+                yield CheckOpen()
+            except ConnectionClosedError:
+                self._stop = CLIENT_STOPPED
+        assert self._stop is not None
+        return self._stop
+
     def _step(self, wake: Signal) -> Steps[None]:
         """Create our node if there is none, list the children, and lead or watch."""
-        client, engine = self.client, self.engine
+        engine = self.engine
         deadline = Deadline(STEP_WAIT)
         children: list[str] | None = None
         node = self.node
@@ -235,13 +262,14 @@ class Election:
             children = yield from engine.children_steps(deadline)  # none: the path is gone
         ordered = engine.driver.sort(children)
         ours = _wire.node_name(node.path)
-        if ours not in ordered or not engine.is_current_session(node):
-            self._reset(node, "election node gone")
+        # a decision over a listing does not hold once the session that made our node ended
+        if ours not in ordered or (yield SessionId()) != node.session_id:
+            yield from self._reset(node, "election node gone")
             wake.set()
             return
         decision = engine.driver.decide(ordered, ours)
         if decision.holds:
-            self._unwatch()
+            yield from self._unwatch()
             if self.leading is None:
                 self._elect(node)
             return
@@ -249,12 +277,15 @@ class Election:
         assert decision.watch is not None
         watched = _wire.join_path(engine.base_path, decision.watch)
         if watched != self._watched:
-            self._unwatch()
+            yield from self._unwatch()
             self._watched = watched
         self._watch_spent = False
         try:
-            yield from watch_steps(client, watched, self._on_watch, deadline)
-        except NoNodeError:
+            yield from watch_sent_steps(GetData(watched, watch=self._on_watch), deadline)
+        except KazooException as exc:
+            self._watch_spent = True  # an error answer sets no watch: none to drop
+            if not isinstance(exc, NoNodeError):
+                raise
             wake.set()  # gone before we could watch it: list again
 
     def _elect(self, node: HeldNode) -> None:
@@ -289,50 +320,53 @@ class Election:
         if self._on_trouble is not None:
             self._on_trouble(error)
 
-    def _reset(self, node: HeldNode, reason: str) -> None:
+    def _reset(self, node: HeldNode, reason: str) -> Steps[None]:
         """Our node is gone or not this session's: stop leading, delete it, make a new one."""
         self._depose(reason)
         if self.node is node:
             self.node = None
-        self._unwatch()
-        delete_guaranteed_later(self.client, node.path)
+        yield from self._unwatch()
+        yield OweDelete(node.path)
 
-    def _leave(self, reason: str, cancelled: bool) -> Steps[None]:
+    def _leave(self, reason: str, cancelled: bool, *, later: bool = False) -> Steps[None]:
         """Stop leading, stop listening and watching, and delete our node; a turn in the queue
-        ends as ``cancelled`` (by the owner, or the runner), else as failed."""
-        node = self._quit(reason, cancelled)
-        if node is not None:
-            yield from delete_guaranteed_steps(self.client, node.path)
-
-    def _leave_later(self) -> None:
-        node = self._quit(self._stop or "election ended", True)
-        if node is not None:
-            delete_guaranteed_later(self.client, node.path)
-
-    def _quit(self, reason: str, cancelled: bool) -> HeldNode | None:
+        ends as ``cancelled`` (by the owner, or the runner), else as failed. With ``later``,
+        the delete is owed at once, not waited for."""
         if self._stop is None:
             self._stop = reason
-        runtime_of(self.client).unlisten(self._on_state)
+        yield Unlisten(self._on_state)
         self._depose(reason)
         started, self._waiting_since = self._waiting_since, None
         if started is not None:
             kind = LockEventKind.CANCELLED if cancelled else LockEventKind.FAILED
             self._reporter.ended(started, kind, reason)
-        self._unwatch()
+        yield from self._unwatch()
         node, self.node = self.node, None
-        return node
+        if node is None:
+            return
+        if later:
+            yield OweDelete(node.path)
+        else:
+            yield from delete_node_steps(node.path)
 
-    def _unwatch(self) -> None:
+    def _leave_later(self) -> None:
+        """:meth:`_leave`, once the steps can make no more steps: in the background."""
+        sender = self._sender
+        if sender is not None:
+            sender.start(self._leave(self._stop or "election ended", True, later=True))
+
+    def _unwatch(self) -> Steps[None]:
         watched, self._watched = self._watched, None
         if watched is not None and not self._watch_spent:
-            forget_watch(self.client, watched, self._on_watch)
+            yield ForgetWatch(watched, self._on_watch)
 
     # -- news from kazoo's threads: note it and wake the steps -------------------------------
 
     def _on_state(self, state: str) -> None:
         if self._queue_ends_on_error and self.leading is None and self._stop is None:
             if state == KazooState.LOST:
-                self._stop = runtime_of(self.client).end_reason()
+                # or the client's stop: the steps ask the client (_stop_reason)
+                self._stop, self._stop_on_loss = SESSION_EXPIRED, True
             elif state == KazooState.SUSPENDED and self.policy == "standard":
                 self._stop = "connection suspended"
         self._wake_up()

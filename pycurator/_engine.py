@@ -48,12 +48,21 @@ from ._calls import (
 )
 from ._checks import check_client_type
 from ._deadline import Deadline, DeadlineExpired
-from ._drivers import Decision, Driver, NodeVanishedError, after_wake, asks_first
+from ._drivers import (
+    CURATOR_NAMING,
+    Decision,
+    Driver,
+    Naming,
+    NodeVanishedError,
+    after_wake,
+    asks_first,
+)
 from ._handlers import link_inline, runs_inline
 from ._ops import CreateNode, GetData, ListChildren, NodeExists, Request
 from ._steps import (
     Await,
     CheckOpen,
+    Claims,
     ForgetWatch,
     GetSender,
     Listen,
@@ -91,7 +100,9 @@ class HeldNode:
 class LockEngine:
     """Create, list, decide, watch, wait and clean up, for one lock path and one driver.
 
-    ``data`` is written to our node (Curator's default, the host address, when None). With
+    ``data`` is written to our node (Curator's default, the host address, when None; no data
+    at all, as Java's ``null``, with ``null_data``). ``naming``: how the node is named and its
+    parents made (Curator's by default; see :class:`~pycurator._drivers.Naming`). With
     ``on_revoke``, our node is made empty and watched for Curator's revocation message, and
     ``on_revoke()`` runs (on a kazoo worker) when it comes. An engine does not change once
     built: :meth:`revocable` makes a revocable copy.
@@ -106,10 +117,14 @@ class LockEngine:
         data: bytes | None = None,
         acl: Sequence[Any] | None = None,
         on_revoke: Callable[[], None] | None = None,
+        naming: Naming = CURATOR_NAMING,
+        null_data: bool = False,
     ) -> None:
         self.client = client
         self.base_path = base_path
         self.driver = driver
+        self.naming = naming
+        self.null_data = null_data
         self.data = _wire.default_node_data() if data is None else bytes(data)
         if len(self.data) > MAX_NODE_DATA:
             raise ValueError(
@@ -128,6 +143,8 @@ class LockEngine:
             data=self.data,
             acl=self.acl,
             on_revoke=on_revoke,
+            naming=self.naming,
+            null_data=self.null_data,
         )
 
     # -- acquiring ---------------------------------------------------------------------------
@@ -169,7 +186,7 @@ class LockEngine:
                 pass
             finally:
                 if not held:
-                    yield from delete_node_steps(node.path)
+                    yield from self.delete_steps(node.path)
             return node if held else None
 
     def is_current_session(self, node: HeldNode) -> bool:
@@ -202,19 +219,30 @@ class LockEngine:
         """
         driver = driver or self.driver
         deadline = deadline.for_requests()
-        prefix = _wire.protected_prefix(_wire.new_protected_id())
+        naming = self.naming
+        protected_id = _wire.new_protected_id() if naming.protected else ""
         sequence = driver.node_sequence()
-        name = prefix + driver.token + (sequence or "")
-        node_path = _wire.join_path(self.base_path, name)
-        data = b"" if self.on_revoke is not None else self.data
+        data = b"" if self.on_revoke is not None else None if self.null_data else self.data
         sender: Sender = yield GetSender()
+        claims: dict[str, object] | None = (yield Claims()) if naming.claims else None
+        session_id: int | None = None
+        prefix = naming.prefix(driver.token, session_id, protected_id)
         failures = 0
         while True:
             try:
                 if failures:
-                    found = yield from self._find_protected(prefix, deadline)
+                    found = yield from self._find_lost(prefix, deadline, claims)
                     if found is not None:
                         return found, None
+                if naming.session:  # the name carries the session: the one the create is in
+                    current = yield SessionId()
+                    while current is None:  # between an expiry and the next session
+                        yield from connected_steps(deadline)
+                        current = yield SessionId()
+                    if current != session_id:
+                        session_id = current
+                        prefix = naming.prefix(driver.token, session_id, protected_id)
+                node_path = _wire.join_path(self.base_path, prefix + (sequence or ""))
                 create = yield Send(
                     CreateNode(node_path, data, self.acl, ephemeral=True, sequence=sequence is None)
                 )
@@ -226,22 +254,32 @@ class LockEngine:
                 try:
                     created, stat = yield Await(create, deadline)
                 except NoNodeError:
-                    yield from _requests.container_parents_steps(node_path, self.acl, deadline)
+                    if naming.parents == "containers":
+                        yield from _requests.container_parents_steps(node_path, self.acl, deadline)
+                    else:
+                        yield from _requests.persistent_parents_steps(node_path, self.acl, deadline)
                     continue
                 except RETRYABLE:
                     raise  # the node may be made: the next try looks for it by its prefix
                 except BaseException:
                     # the deadline passed, or the wait was interrupted (perhaps just as the
                     # answer came): undo what the create made, now or when it lands
-                    create.rawlink(functools.partial(self._undo_late_create, sender, prefix))
+                    create.rawlink(
+                        functools.partial(self._undo_late_create, sender, prefix, claims)
+                    )
                     raise
                 node = HeldNode(self._child_path(created), stat.czxid, stat.ephemeralOwner)
+                if claims is not None and claims.setdefault(node.path, deadline) is not deadline:
+                    # a recovery of another acquire of this client took it for its own lost
+                    # create: that one's node, if made, is ours to find
+                    failures += 1
+                    continue
                 try:
                     listed: list[str] | Decision | None = yield Await(listing, deadline)
                 except (*RETRYABLE, DeadlineExpired):
                     listed = None  # the lock loop lists again, or gives up, and deletes
                 except BaseException:
-                    yield from delete_node_steps(node.path)
+                    yield from self.delete_steps(node.path)
                     raise
                 return node, listed
             except RETRYABLE:
@@ -251,11 +289,11 @@ class LockEngine:
                         raise
                     yield from connected_steps(deadline)
                 except BaseException:
-                    sender.start(self._orphans_steps(prefix))
+                    sender.start(self._orphans_steps(prefix, claims))
                     raise
             except BaseException:
                 if failures:  # a create whose answer was lost may have made a node after all
-                    sender.start(self._orphans_steps(prefix))
+                    sender.start(self._orphans_steps(prefix, claims))
                 raise
 
     def _child_path(self, server_path: str) -> str:
@@ -263,44 +301,68 @@ class LockEngine:
         child of the lock path, whatever the chroot)."""
         return _wire.join_path(self.base_path, _wire.node_name(server_path))
 
-    def _undo_late_create(self, sender: Sender, prefix: str, result: Any) -> None:
+    def _undo_late_create(
+        self, sender: Sender, prefix: str, claims: dict[str, object] | None, result: Any
+    ) -> None:
         """A create we stopped waiting for has been answered: undo what it made."""
         try:
             created, _ = result.get_nowait()
         except (ConnectionLoss, OperationTimeoutError):
-            sender.start(self._orphans_steps(prefix))
+            sender.start(self._orphans_steps(prefix, claims))
         except Exception:
             return  # nothing was made, or it went with its session
         else:
             sender.owe_delete(self._child_path(created))
 
-    def _find_protected(self, prefix: str, deadline: Deadline) -> Steps[HeldNode | None]:
+    def _find_lost(
+        self, prefix: str, deadline: Deadline, claims: dict[str, object] | None
+    ) -> Steps[HeldNode | None]:
         """Our node from an earlier create whose reply was lost, if the server made it.
 
-        A node with our prefix that belongs to an earlier session is deleted (CURATOR-498).
+        Under a protected name, a node with our prefix that belongs to an earlier session is
+        deleted (CURATOR-498). Otherwise (``claims``) the node is one of our session's with
+        ``prefix`` that no other acquire of the client has claimed, and it becomes ours; a
+        node of another session is never touched.
         """
         try:
             children = yield Await((yield Send(ListChildren(self.base_path))), deadline)
         except NoNodeError:
             return None
         session_id = yield SessionId()
-        for child in children:
-            if child.startswith(prefix):
-                path = _wire.join_path(self.base_path, child)
-                stat = yield Await((yield Send(NodeExists(path))), deadline)
-                if stat is not None and stat.ephemeralOwner == session_id:
+        for child in self.driver.sort(children) if claims is not None else children:
+            path = _wire.join_path(self.base_path, child)
+            if not child.startswith(prefix) or (claims is not None and path in claims):
+                continue
+            stat = yield Await((yield Send(NodeExists(path))), deadline)
+            if stat is not None and stat.ephemeralOwner == session_id:
+                if claims is None or claims.setdefault(path, deadline) is deadline:
                     return HeldNode(path, stat.czxid, stat.ephemeralOwner)
-                if stat is not None:
-                    yield OweDelete(path)
+            elif stat is not None and claims is None:
+                yield OweDelete(path)
         return None
 
-    def _orphans_steps(self, prefix: str) -> Steps[None]:
+    def _orphans_steps(self, prefix: str, claims: dict[str, object] | None) -> Steps[None]:
         """After a create that gave up: delete a node it may have made after all (in the
-        background, once the client is connected)."""
+        background, once the client is connected): any with our protected prefix, or, under
+        another naming (``claims``), any of our session with ``prefix`` that no acquire of the
+        client claims."""
         with contextlib.suppress(ConnectionClosedError):
-            for child in (yield from self.children_steps(Deadline(None))):
-                if child.startswith(prefix):
-                    yield OweDelete(_wire.join_path(self.base_path, child))
+            children = yield from self.children_steps(Deadline(None))
+            session_id = yield SessionId()
+            for child in children:
+                path = _wire.join_path(self.base_path, child)
+                if not child.startswith(prefix):
+                    continue
+                if claims is not None:
+                    if path in claims:
+                        continue
+                    try:
+                        stat = yield Await((yield Send(NodeExists(path))), Deadline(None))
+                    except RETRYABLE:
+                        continue
+                    if stat is None or stat.ephemeralOwner != session_id or path in claims:
+                        continue
+                yield OweDelete(path)
 
     def children_steps(self, deadline: Deadline, answer: Any = None) -> Steps[list[str]]:
         """The lock path's children, listed within ``deadline``; none if the path is gone (it
@@ -423,7 +485,19 @@ class LockEngine:
 
     def release(self, node: str) -> None:
         """Delete our node (guaranteed: retried in the background if the connection is down)."""
-        run(self.client, delete_node_steps(node))
+        run(self.client, self.delete_steps(node))
+
+    def delete_steps(self, node: str) -> Steps[None]:
+        """:meth:`release`, as steps: also how an acquire that gave up deletes its node. Under
+        a naming whose nodes are claimed, the claim goes with the node."""
+        if not self.naming.claims:
+            yield from delete_node_steps(node)
+            return
+        claims = yield Claims()
+        try:
+            yield from delete_node_steps(node)
+        finally:
+            claims.pop(node, None)
 
     def sorted_children_steps(self, deadline: Deadline | None = None) -> Steps[list[str]]:
         """:meth:`sorted_children`, as steps (``deadline``: by default the client's session

@@ -115,6 +115,25 @@ class FollowedNode:
         self.node = node
         self.monitor = HoldMonitor(client, node.path, policy, on_change, node.session_id, report)
 
+    @classmethod
+    def follow_steps(
+        cls,
+        client: KazooClient,
+        node: HeldNode,
+        policy: ConnectionPolicy,
+        on_change: Callable[[HoldState, str], None],
+        report: HoldReport,
+    ) -> Steps[FollowedNode]:
+        """The hold, made by steps (the constructor runs the same on ``client``; see
+        :meth:`HoldMonitor.follow_steps`)."""
+        hold = cls.__new__(cls)
+        hold.client = client
+        hold.node = node
+        hold.monitor = yield from HoldMonitor.follow_steps(
+            client, node.path, policy, on_change, node.session_id, report
+        )
+        return hold
+
     @property
     def path(self) -> str:
         return self.node.path
@@ -155,7 +174,8 @@ class FollowedNode:
         return transaction
 
     def close(self) -> None:
-        """Stop following the node (on release)."""
+        """Stop following the node (on release): no request; its watch is spent when the node
+        is deleted."""
         self.monitor.close()
 
 

@@ -23,12 +23,13 @@ Watch = Callable[[WatchedEvent], None]
 
 @dataclass(frozen=True, slots=True)
 class CreateNode:
-    """``create`` of ``path`` with ``data``; ``acl`` None (or empty) is the client's default
-    ACL, or open to all when it has none. Answer: ``(path as the server names it, ZnodeStat)``;
-    NoNodeError when a parent is missing (no parent is made)."""
+    """``create`` of ``path`` with ``data`` (None: no data, as Java's ``null``); ``acl`` None
+    (or empty) is the client's default ACL, or open to all when it has none. Answer: ``(path
+    as the server names it, ZnodeStat)``; NoNodeError when a parent is missing (no parent is
+    made)."""
 
     path: str
-    data: bytes
+    data: bytes | None
     acl: Sequence[Any] | None = None
     ephemeral: bool = False
     sequence: bool = False

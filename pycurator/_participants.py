@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import enum
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -12,9 +11,10 @@ from typing import Protocol
 from kazoo.exceptions import NoNodeError
 
 from . import _kazoo, _wire
-from ._calls import read_all_steps
+from ._calls import read_all_sent_steps
 from ._deadline import Deadline
 from ._engine import LockEngine
+from ._ops import GetData
 from ._steps import Steps
 
 
@@ -58,14 +58,12 @@ def participants_steps(engine: LockEngine) -> Steps[list[Participant]]:
     """Curator's ``LeaderSelector.getParticipants`` on ``engine``'s path: each node's data as
     its id, in queue order; nodes gone while reading are skipped and the first one still there
     leads. Reads that ride through a reconnect, within the client's session timeout (see
-    :func:`~pycurator._calls.read_all_steps`)."""
-    client = engine.client
-    deadline = Deadline(_kazoo.session_timeout(client))
+    :func:`~pycurator._calls.read_all_sent_steps`): one listing, then every node's data asked
+    for at once."""
+    deadline = Deadline(_kazoo.session_timeout(engine.client))
     names = yield from engine.sorted_children_steps(deadline)
     paths = _wire.full_paths(engine.base_path, names)
-    outcomes = yield from read_all_steps(
-        client, [functools.partial(client.get_async, path) for path in paths], deadline
-    )
+    outcomes = yield from read_all_sent_steps([GetData(path) for path in paths], deadline)
     participants: list[Participant] = []
     for answer, error in outcomes:
         if isinstance(error, NoNodeError):

@@ -8,6 +8,7 @@ the lock engine); the other helpers send through a client themselves.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ from kazoo.security import OPEN_ACL_UNSAFE
 
 from . import _kazoo
 from ._deadline import Deadline
-from ._ops import MakeContainer
+from ._ops import CreateNode, MakeContainer
 from ._steps import Await, Chroot, Send, Steps, run
 from ._transport import (
     CAN_REMOVE_WATCHES,
@@ -152,6 +153,33 @@ def _container_sent(server_path: str, acl: Sequence[Any] | None, deadline: Deadl
     return True
 
 
+def persistent_parents_steps(
+    path: str, acl: Sequence[Any] | None = None, deadline: Deadline | None = None
+) -> Steps[None]:
+    """Make the missing ancestors of ``path`` (the client's path) as empty PERSISTENT nodes
+    with ``acl``, as the Java lock systems other than Curator make their lock's directory
+    (they make only its last level; missing levels above it are made too, and a missing
+    chroot as containers, as :func:`container_parents_steps` makes it). A level made
+    meanwhile by someone else is fine; any other error of the server is raised unchanged."""
+    parent = path.rsplit("/", 1)[0]
+    deadline = deadline or Deadline(None)
+    if not parent:  # only the chroot can be missing: made as Curator makes its namespace
+        chroot = yield Chroot()
+        if chroot:
+            yield from _parents_sent(chroot + path, len(chroot), acl, deadline)
+        return
+    try:
+        yield from _persistent_sent(parent, acl, deadline)
+    except NoNodeError:
+        yield from persistent_parents_steps(parent, acl, deadline)
+        yield from _persistent_sent(parent, acl, deadline)
+
+
+def _persistent_sent(path: str, acl: Sequence[Any] | None, deadline: Deadline) -> Steps[None]:
+    with contextlib.suppress(NodeExistsError):
+        yield Await((yield Send(CreateNode(path, b"", acl))), deadline)
+
+
 def make_containers_steps(
     client: KazooClient, server_path: str, below: int, deadline: Deadline | None = None
 ) -> Steps[None]:
@@ -188,6 +216,7 @@ __all__ = [
     "ensure_container_parents",
     "ensure_container_parents_steps",
     "make_containers_steps",
+    "persistent_parents_steps",
     "prefixed",
     "reduced_children_async",
     "remove_watches",

@@ -119,6 +119,9 @@ class Runtime:
         self.services = services
         self._listeners: set[Listener] = set()
         self._owed: set[str] = set()
+        #: Lock nodes whose names do not tell which acquire made them, by the acquire that
+        #: claimed each (see :class:`~pycurator._drivers.Naming`).
+        self.claims: dict[str, object] = {}
         self._lock = client.handler.lock_object()  # held for bookkeeping only
         self._look: Timer | None = None  # a look for a stop, pending while the state is LOST
         self._told_stop = False  # the listeners have heard of the current stop

@@ -4,6 +4,11 @@ Layout, as Curator's: waiters queue on an internal :class:`InterProcessMutex` at
 its holder creates a lease node ``PATH/leases/_c_<uuid>-lease-<seq>`` and holds a lease when
 there are at most ``max_leases`` lease nodes (a count, not an order), waiting on a child watch
 of ``PATH/leases`` otherwise; it releases the internal mutex once it holds the lease or gives up.
+
+The protocol (:class:`SemaphoreSteps`) does no I/O: its steps say what to send
+(:mod:`pycurator._ops` requests), what to listen to and what to owe, and the runner does it, so
+``tests/test_semaphore_protocol.py`` runs it on a scripted server. A lease's hold is followed as
+a held lock's is (:mod:`pycurator._hold`).
 """
 
 from __future__ import annotations
@@ -16,14 +21,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
-from . import _wire
-from ._calls import (
-    delete_guaranteed,
-    delete_guaranteed_steps,
-    forget_watch,
-    read_steps,
-    watch_steps,
-)
+from . import _kazoo, _wire
+from ._calls import delete_node_steps, read_sent_steps, watch_sent_steps
 from ._checks import ConnectionPolicy, check_client_type, check_data, check_policy, check_timeout
 from ._deadline import Deadline, DeadlineExpired
 from ._drivers import MUTEX_DRIVER, StandardDriver
@@ -33,9 +32,19 @@ from ._handlers import runs_inline
 from ._hold import FollowedNode, Held, LossNotice
 from ._lock import LockContext
 from ._observe import Reporter
+from ._ops import GetData, ListChildren
 from ._paths import validate_path
-from ._runtime import runtime_of
-from ._steps import NewSignal, Steps, WaitSignal, run
+from ._steps import (
+    CheckOpen,
+    ForgetWatch,
+    Listen,
+    NewSignal,
+    SessionId,
+    Steps,
+    Unlisten,
+    WaitSignal,
+    run,
+)
 
 LostCallback = Callable[[Any, str], None]
 LeaseT = TypeVar("LeaseT")
@@ -114,7 +123,7 @@ class Lease:
         down). Returning it twice, or after it was lost, does nothing more."""
         path = self._core.close()
         if path is not None:
-            delete_guaranteed(self._core.client, path)
+            run(self._core.client, delete_node_steps(path))
 
     def __enter__(self) -> Lease:
         return self
@@ -173,8 +182,9 @@ class LeaseCore:
         return self.hold.fencing_token
 
     def data_steps(self) -> Steps[bytes]:
-        """The lease node's data (a read that rides through a reconnect)."""
-        return lease_data_steps(self.client, self.hold.path)
+        """The lease node's data (a read that rides through a reconnect, for at most the
+        client's session timeout)."""
+        return lease_data_steps(self.hold.path, Deadline(_kazoo.session_timeout(self.client)))
 
     def check_open(self) -> None:
         """Raise :class:`LockLostError` once the lease was returned."""
@@ -191,9 +201,10 @@ class LeaseCore:
         return self.hold.path
 
 
-def lease_data_steps(client: KazooClient, path: str) -> Steps[bytes]:
-    """A lease node's data (a read that rides through a reconnect)."""
-    data, _ = yield from read_steps(client, lambda: client.get_async(path))
+def lease_data_steps(path: str, deadline: Deadline) -> Steps[bytes]:
+    """A lease node's data: a read that rides through a reconnect, ConnectionLoss once
+    ``deadline`` passes without an answer."""
+    data, _ = yield from read_sent_steps(GetData(path), deadline)
     return bytes(data)
 
 
@@ -268,7 +279,7 @@ class SemaphoreSteps:
             if not done:
                 for node, report in leases:
                     report.released("returned: the other leases were not taken")
-                    yield from delete_guaranteed_steps(self.client, node.path)
+                    yield from delete_node_steps(node.path)
 
     def _acquire_one(self, deadline: Deadline) -> Steps[HeldNode | None]:
         while True:
@@ -280,10 +291,13 @@ class SemaphoreSteps:
             except _Retry:
                 continue
             finally:
-                yield from delete_guaranteed_steps(self.client, lock.path)
+                yield from delete_node_steps(lock.path)
 
     def _lease_under_lock(self, deadline: Deadline) -> Steps[HeldNode | None]:
-        client = self.client
+        """Under the internal mutex: create our lease node and wait until at most
+        ``max_leases`` lease nodes exist (a count, not an order), woken by the leases' child
+        watch or a connection change; our node when held, None when the deadline passed
+        first. Our node is deleted unless held; :class:`_Retry` if it vanished meanwhile."""
         try:
             node, children = yield from self._leases.create_node_steps(deadline)
         except DeadlineExpired:
@@ -300,11 +314,10 @@ class SemaphoreSteps:
         def on_state(state: str) -> None:
             wake.set()  # a stopped client ends the wait; a new session lists again
 
-        runtime = runtime_of(client)
-        runtime.listen(on_state)
+        yield Listen(on_state)
         try:
             while True:
-                runtime.check_open()
+                yield CheckOpen()
                 if children is None:
                     wake.clear()
                     children = yield from self._watch_leases(on_change, deadline.for_requests())
@@ -312,7 +325,7 @@ class SemaphoreSteps:
                 if ours not in children:
                     raise _Retry()
                 if len(children) <= self.max_leases:
-                    if not self._leases.is_current_session(node):
+                    if (yield SessionId()) != node.session_id:
                         raise _Retry()  # decided over a listing of a session now ended
                     held = True
                     return node
@@ -324,18 +337,18 @@ class SemaphoreSteps:
         except DeadlineExpired:
             return None
         finally:
-            runtime.unlisten(on_state)
+            yield Unlisten(on_state)
             if watched:
-                forget_watch(client, self._leases_path, on_change, children=True)
+                yield ForgetWatch(self._leases_path, on_change, children=True)
             if not held:
-                yield from delete_guaranteed_steps(client, node.path)
+                yield from delete_node_steps(node.path)
 
     def _watch_leases(
         self, watcher: Callable[[WatchedEvent], None], deadline: Deadline
     ) -> Steps[list[str]]:
         try:
-            children: list[str] = yield from watch_steps(
-                self.client, self._leases_path, watcher, deadline, children=True
+            children: list[str] = yield from watch_sent_steps(
+                ListChildren(self._leases_path, watch=watcher), deadline
             )
         except NoNodeError:
             return []  # the parent went away with our node: our session expired
@@ -343,11 +356,11 @@ class SemaphoreSteps:
 
     def participant_steps(self) -> Steps[list[str]]:
         """Names of the lease nodes (holders, and at most one waiter), oldest first: a read
-        that rides through a reconnect."""
-        client = self.client
+        that rides through a reconnect, for at most the client's session timeout."""
+        deadline = Deadline(_kazoo.session_timeout(self.client))
         try:
-            children: list[str] = yield from read_steps(
-                client, lambda: client.get_children_async(self._leases_path)
+            children: list[str] = yield from read_sent_steps(
+                ListChildren(self._leases_path), deadline
             )
         except NoNodeError:
             return []

@@ -137,6 +137,8 @@ class Transport(Sender, Protocol):
 
     def chroot(self) -> str: ...
 
+    def claims(self) -> dict[str, object]: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Send:
@@ -184,6 +186,12 @@ class Chroot:
 
 
 @dataclass(frozen=True, slots=True)
+class Claims:
+    """The client's claims on its lock nodes (path to claimant): which acquire owns each
+    node whose name does not tell (:class:`~pycurator._drivers.Naming`)."""
+
+
+@dataclass(frozen=True, slots=True)
 class OweDelete:
     """Curator's guaranteed delete of ``path`` in the background, until it is gone or the
     client is stopped; ``sent``: the pending answer of a delete of it already sent."""
@@ -215,6 +223,7 @@ Effect = (
     | IsConnected
     | SessionId
     | Chroot
+    | Claims
     | OweDelete
     | ForgetWatch
     | GetSender
@@ -231,10 +240,23 @@ _PERFORM: dict[type[Any], Callable[[Transport, Any], Any]] = {
     IsConnected: lambda t, step: t.connected(),
     SessionId: lambda t, step: t.session_id(),
     Chroot: lambda t, step: t.chroot(),
+    Claims: lambda t, step: t.claims(),
     OweDelete: lambda t, step: t.owe_delete(step.path, step.sent),
     ForgetWatch: lambda t, step: t.forget_watch(step.path, step.watcher, step.children),
     GetSender: lambda t, step: t,
 }
+
+
+class RunnerTransport(KazooTransport):
+    """The transport a runner hands the protocol it runs: :class:`KazooTransport`, and steps
+    started in the background on kazoo's callbacks (:func:`start`), which the transport itself,
+    under the runners, knows nothing of."""
+
+    __slots__ = ()
+
+    def start(self, steps: Steps[Any]) -> None:
+        """Run ``steps`` in the background, driven by kazoo's callbacks."""
+        start(self.client, steps)
 
 
 def perform(transport: Transport, step: Effect) -> Any:
@@ -244,7 +266,7 @@ def perform(transport: Transport, step: Effect) -> Any:
 
 def run(client: KazooClient, steps: Steps[T]) -> T:
     """Perform ``steps`` blocking the calling thread (or greenlet); the generator's value."""
-    transport = KazooTransport(client)
+    transport = RunnerTransport(client)
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -332,7 +354,7 @@ class Task:
         on_done: Callable[[Task], None] | None = None,
     ) -> None:
         self._handler = client.handler
-        self._transport = KazooTransport(client)
+        self._transport = RunnerTransport(client)
         self._steps = steps
         self._on_done = on_done
         self.lock = threading.Lock()  # held for bookkeeping only, never across a step
@@ -492,6 +514,7 @@ __all__ = [
     "Cancelled",
     "CheckOpen",
     "Chroot",
+    "Claims",
     "Effect",
     "ForgetWatch",
     "GetSender",
@@ -500,6 +523,7 @@ __all__ = [
     "NewSignal",
     "OweDelete",
     "Pending",
+    "RunnerTransport",
     "Send",
     "Sender",
     "SessionId",

@@ -137,7 +137,7 @@ def reduced_children_async(
 def create_node_async(
     client: KazooClient,
     path: str,
-    data: bytes,
+    data: bytes | None,
     acl: Sequence[Any] | None,
     *,
     ephemeral: bool,
@@ -271,6 +271,9 @@ class KazooTransport:
     def chroot(self) -> str:
         return self.client.chroot or ""
 
+    def claims(self) -> dict[str, object]:
+        return self.runtime.claims
+
     # -- what outlives a wait ----------------------------------------------------------------
 
     def owe_delete(self, path: str, sent: Any = None) -> None:
@@ -290,11 +293,18 @@ class KazooTransport:
         """A new queue whose calls run one at a time, in order, on the handler's workers."""
         return services_of(self.client.handler).serial_queue()
 
-    def start(self, steps: Any) -> None:
-        """Run ``steps`` in the background, driven by kazoo's callbacks."""
-        from ._steps import start  # the runners use this module
+    # -- for the hold check's callbacks (pycurator._monitor.HoldSender) -----------------------
 
-        start(self.client, steps)
+    def call_batched(self, delay: float, function: Callable[[Any], None], argument: Any) -> None:
+        """Call ``function(argument)`` about ``delay`` seconds from now, batched with the other
+        calls due then by the handler's one delayed-call unit: for calls that mostly find
+        nothing left to do (the watch of a hold that has ended)."""
+        services_of(self.client.handler).delayed.add(delay, function, argument)
+
+    def post_request(self, function: Callable[[], None]) -> None:
+        """Run ``function()`` on the handler's queue of the requests sent after news on kazoo's
+        connection thread, which must not send them itself: one worker, in turn."""
+        services_of(self.client.handler).requests.post(function)
 
 
 __all__ = [

@@ -112,3 +112,32 @@ def default_node_data() -> bytes:
         return socket.gethostbyname(socket.gethostname()).encode("ascii")
     except OSError:
         return b""
+
+
+# -- the other Java lock systems on ZooKeeper (pycurator.zkrecipes, .menagerie, .zklocker) ------
+
+#: ZooKeeper's ``recipes.lock.WriteLock``: nodes ``<dir>/x-<sessionId>-<seq>``
+#: (``LockZooKeeperOperation``).
+ZK_WRITE_LOCK_HEAD = "x-"
+#: ZooKeeper's ``WriteLock.data``: what every WriteLock node holds.
+ZK_WRITE_LOCK_DATA = b"\x12\x34"
+#: ZooKeeper's ``recipes.leader.LeaderElectionSupport``: offers ``<root>/n_<seq>``.
+ZK_ELECTION_HEAD = "n_"
+
+#: menagerie's ``ReentrantZkLock``: ``<base>/lock-<seq>``; its children filter is ``lock``.
+MENAGERIE_LOCK_HEAD = "lock-"
+MENAGERIE_LOCK_FILTER = "lock"
+#: menagerie's ``ReentrantZkReadWriteLock``: ``readLock-<seq>`` and ``writeLock-<seq>``
+#: siblings; a downgrade's node is ``readLock--<write seq>`` (not sequential).
+MENAGERIE_READ_HEAD = "readLock-"
+MENAGERIE_WRITE_HEAD = "writeLock-"
+MENAGERIE_READ_FILTER = "readLock"
+MENAGERIE_WRITE_FILTER = "writeLock"
+#: menagerie's ``ZkSemaphore``: one ``<base>/permit-<seq>`` per permit.
+MENAGERIE_PERMIT_HEAD = "permit-"
+MENAGERIE_PERMIT_FILTER = "permit"
+
+#: ZkLocker's ``ZkLocker``: ``<parent>/dlk-[<key>-]<sessionId>-<seq>``; Java's parent is always
+#: ``/parent`` (``ZkLocker.DIR``).
+ZKLOCKER_HEAD = "dlk-"
+ZKLOCKER_JAVA_PARENT = "/parent"

@@ -212,6 +212,8 @@ class ScriptedServer:
         self.log: list[tuple[str, Request | None]] = []
         self.listeners: list[Callable[[str], object]] = []
         self.watches: defaultdict[str, list[Callable[[WatchedEvent], None]]] = defaultdict(list)
+        #: the client's claims on its lock nodes (:class:`~pycurator._steps.Claims`)
+        self.claimed: dict[str, object] = {}
         self._held: list[Answer] = []
         #: the first way the protocol departed from the script: raised by :meth:`run` and
         #: :meth:`finish` even if the protocol swallowed it (a callback's ``except Exception``)
@@ -363,6 +365,9 @@ class ScriptedServer:
 
     def chroot(self) -> str:
         return ""
+
+    def claims(self) -> dict[str, object]:
+        return self.claimed
 
     def owe_delete(self, path: str, sent: Any = None) -> None:
         entry = self._next(f"owes the delete of {path}")

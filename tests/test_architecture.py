@@ -157,3 +157,26 @@ def test_no_class_of_a_front_end_is_built_on_a_class_of_the_other(front: str) ->
                 if base.__module__ in theirs
             ]
     assert not wrong
+
+
+def test_no_module_of_the_core_or_the_recipes_imports_one_that_imports_it_back() -> None:
+    paths = [p for layer in (*CORE, SHARED, THREADED, ASYNCIO) for p in layers().get(layer, [])]
+    modules = {module_name(path): path for path in paths}
+    graph = {
+        name: {m for m in imports_of(path) if m in modules and m != name}
+        for name, path in modules.items()
+    }
+
+    def reaches(start: str, goal: str) -> bool:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            for nxt in graph[todo.pop()] - seen:
+                if nxt == goal:
+                    return True
+                seen.add(nxt)
+                todo.append(nxt)
+        return False
+
+    circles = sorted(f"{a} <-> {b}" for a in graph for b in graph[a] if a < b and reaches(b, a))
+    assert not circles

@@ -188,6 +188,24 @@ def test_a_dropped_connection_suspends_a_standard_hold_until_the_node_is_proved_
         lock.release()
 
 
+def test_a_session_hold_whose_node_is_deleted_after_a_reconnect_is_lost(
+    own_server: ZooKeeperServer, front: FaultProxy, zk_client_factory: ClientFactory
+) -> None:
+    client = zk_client_factory(hosts=front.hosts, timeout=30.0, connection_retry=STEADY_RECONNECT)
+    lock = InterProcessMutex(client, "/locks/session", connection_policy="session")
+    assert lock.acquire() and lock.is_held()  # confirmed: its node is watched from now on
+    reconnected = _reconnected(client)
+    restart_behind(front, own_server)  # drops the connection; the session outlives it
+    assert reconnected.wait(60)
+    assert not lock.lost_event.is_set()  # the session policy kept the hold through it
+    other = zk_client_factory(hosts=own_server.hosts)
+    (node,) = other.get_children("/locks/session")
+    other.delete(f"/locks/session/{node}")
+    # the watch that went with the connection is set again: the deletion is seen
+    assert lock.lost_event.wait(SOON)
+    assert not lock.is_held()
+
+
 def test_a_stale_holders_guarded_write_is_rejected(
     zk_client_factory: ClientFactory, zk_path: str
 ) -> None:

@@ -21,7 +21,6 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from .._calls import delete_guaranteed_steps
 from .._checks import ConnectionPolicy, check_timeout
 from .._deadline import Deadline
 from .._drivers import Driver, ReadSideDriver
@@ -246,7 +245,7 @@ class AsyncReentrantLock(AsyncLockContext):
         if isinstance(owner, asyncio.Task):
             owner.remove_done_callback(self._owner_ended)
         client = self._core.client
-        await run_async(client, delete_guaranteed_steps(client, hold.path))
+        await run_async(client, self._core.engine.delete_steps(hold.path))
 
     def is_acquired_in_this_process(self) -> bool:
         """True if any task holds this lock object."""

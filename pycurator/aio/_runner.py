@@ -29,8 +29,7 @@ from kazoo.client import KazooClient
 
 from .._deadline import Deadline, DeadlineExpired
 from .._hold import LossNotice
-from .._steps import Await, NewSignal, Steps, WaitSignal, perform
-from .._transport import KazooTransport
+from .._steps import Await, NewSignal, RunnerTransport, Steps, WaitSignal, perform
 
 T = TypeVar("T")
 
@@ -116,7 +115,7 @@ async def run_async(client: KazooClient, steps: Steps[T]) -> T:
     """Perform ``steps`` on the running loop; the generator's value. A cancellation is thrown
     into the generator, whose clean-up runs (its waits awaited too) before it propagates."""
     loop = asyncio.get_running_loop()
-    transport = KazooTransport(client)
+    transport = RunnerTransport(client)
     value: Any = None
     error: BaseException | None = None
     while True:

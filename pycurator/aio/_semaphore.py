@@ -11,7 +11,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._calls import delete_guaranteed_steps
+from .._calls import delete_node_steps
 from .._checks import ConnectionPolicy
 from .._hold import Held, LossNotice
 from .._semaphore import LeaseCore, SemaphoreMutexCore, SemaphoreSteps
@@ -89,8 +89,7 @@ class Lease:
         """Return the lease (its node is deleted, in the background if need be); once only."""
         path = self._core.close()
         if path is not None:
-            client = self._core.client
-            await run_async(client, delete_guaranteed_steps(client, path))
+            await run_async(self._core.client, delete_node_steps(path))
 
     async def __aenter__(self) -> Lease:
         return self

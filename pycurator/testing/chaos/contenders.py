@@ -279,11 +279,14 @@ class PythonContender(Contender):
             self.latch.start()
         if not self.latch.wait(timeout=2):
             return None
+        node = self.latch.our_path
         try:
             token = self.latch.fencing_token
         except LockLostError:  # lost again already
             return None
-        return self.latch.our_path or f"{LATCH}/(gone)", token
+        if node is None or self.latch.our_path != node:
+            return None  # lost, and queued again with a new node, as the path was read
+        return node, token
 
     def release(self) -> None:
         if self.kind == "lease":
@@ -376,7 +379,12 @@ class JavaContender(Contender):
                 self.latch.start()
             if not self.latch.wait(timeout=2):
                 return None
-            node = self.latch.our_path or f"{LATCH}/(gone)"
+            # Curator's latch, reconnected, deletes its node and makes a new one (reset()),
+            # perhaps as wait() returns: the node of a term is the one still ours while the
+            # latch leads; a hold fenced on the new node would fence a term that has ended
+            node = self.latch.our_path
+            if node is None or not self.latch.has_leadership() or self.latch.our_path != node:
+                return None
         elif self.kind == "selector":
             if self.next_term() is None:
                 return None
