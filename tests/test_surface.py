@@ -21,9 +21,11 @@ from pycurator import (
     Leadership,
     Lease,
     aio,
+    zkrecipes,
 )
 from pycurator._engine import HeldNode
 from pycurator._monitor import HoldMonitor
+from pycurator.aio import zkrecipes as aio_zkrecipes
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The longest a Python file of the project may be, in lines.
@@ -67,6 +69,14 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
             Leadership("/sel", node, monitor, client.handler.event_object()),
             aio.Leadership("/sel", node, monitor),
         ),
+        "zookeeper write lock": (
+            zkrecipes.WriteLock(client, "/w"),
+            aio_zkrecipes.WriteLock(client, "/w"),
+        ),
+        "zookeeper election": (
+            zkrecipes.LeaderElection(client, "/e", "host"),
+            aio_zkrecipes.LeaderElection(client, "/e", "host"),
+        ),
     }
 
 
@@ -92,6 +102,8 @@ KINDS = [
     "latch",
     "selector",
     "leadership",
+    "zookeeper write lock",
+    "zookeeper election",
 ]
 
 
