@@ -24,6 +24,8 @@ from pycurator import (
 )
 from pycurator._engine import HeldNode
 from pycurator._monitor import HoldMonitor
+from pycurator.aio import zklocker as aio_zklocker
+from pycurator.zklocker import ZkLocker
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The longest a Python file of the project may be, in lines.
@@ -67,6 +69,7 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
             Leadership("/sel", node, monitor, client.handler.event_object()),
             aio.Leadership("/sel", node, monitor),
         ),
+        "zklocker": (ZkLocker(client, "/z", "k"), aio_zklocker.ZkLocker(client, "/z", "k")),
     }
 
 
@@ -92,6 +95,7 @@ KINDS = [
     "latch",
     "selector",
     "leadership",
+    "zklocker",
 ]
 
 
