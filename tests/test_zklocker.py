@@ -6,6 +6,7 @@ expiry, the fencing token."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,15 +15,19 @@ from kazoo.client import KazooClient
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from pycurator import LockLostError, LockNotOwnedError
+from pycurator._deadline import FIRST_TRY_WAIT
 from pycurator.aio import zklocker as aio_zklocker
-from pycurator.testing import ClientFactory, expire_kazoo_session
+from pycurator.testing import ClientFactory, FaultProxy, expire_kazoo_session
 from pycurator.zklocker import ZkLocker
 
 from .aio_support import watched_paths
 from .parity.actors import Actor, Pending
 from .parity.fronts import FRONTS, Front
 from .parity.observe import Calls
-from .support import SOON, children, eventually
+from .support import SOON, STEADY_RECONNECT, children, eventually
+
+#: What a call may take beyond its timeout on a loaded machine.
+SLACK = 5.0
 
 
 @pytest.fixture(params=FRONTS)
@@ -229,6 +234,49 @@ def test_two_lockers_on_one_client_are_two_parties(
     first.do("release")
     assert waiting.result() is True
     second.do("release")
+
+
+def test_a_waiters_expiry_queues_it_again_under_its_new_sessions_name(
+    front: Front, zk: KazooClient, parent: str
+) -> None:
+    holder = locker(front, parent)
+    assert holder.do("acquire", SOON) is True
+    client = front.client()
+    waiter = locker(front, parent, client=client)
+    waiting = waiter.start("acquire", SOON)
+    eventually(queued(zk, parent, 2), what="queued")
+    old = client.client_id[0]
+    expire_kazoo_session(client)  # Java's waiter would hang on 127.0.0.1:2181 (bug 5)
+    eventually(lambda: client.connected and client.client_id[0] != old, what="a new session")
+    new = client.client_id[0]
+    eventually(
+        lambda: any(name.startswith(f"dlk-k-{new}-") for name in lockers(zk, parent)),
+        what="queued again under the new session's name",
+    )
+    assert not waiting.done()
+    holder.do("release")
+    assert waiting.result() is True
+    assert [name.split("-")[2] for name in lockers(zk, parent)] == [str(new)]
+    waiter.do("release")
+
+
+def test_a_server_that_stops_answering_does_not_hold_acquire_past_its_deadline(
+    front: Front, zk: KazooClient, parent: str, zk_server: Any
+) -> None:
+    with FaultProxy(zk_server.hosts.split(",")[0]) as proxy:
+        client = front.client(hosts=proxy.hosts, timeout=30.0, connection_retry=STEADY_RECONNECT)
+        p = locker(front, parent, client=client)
+        made: list[str] = []
+        zk.get_children(parent, watch=lambda event: made.append(event.type))
+        proxy.blackhole()  # the connection stays up; nothing is answered
+        start = time.monotonic()
+        assert p.do("acquire", 1.0) is False
+        assert time.monotonic() - start < max(1.0, FIRST_TRY_WAIT) + SLACK
+        proxy.heal()  # the create on its way lands now, and is deleted again
+        eventually(lambda: made != [], what="the late create reached the server")
+        eventually(queued(zk, parent, 0), what="the late create undone")
+        assert client.connected
+    assert children(zk, parent) == ["config"]
 
 
 @pytest.mark.parametrize(("key", "error"), [("", ValueError), ("a/b", ValueError), (1, TypeError)])
