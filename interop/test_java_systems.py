@@ -20,6 +20,7 @@ from pycurator.testing import (
     JavaSystems,
     JavaZkLocker,
     JavaZkRecipesWriteLock,
+    JavaZkSemaphore,
     curator_version,
     jclass,
     seed_systems_dir,
@@ -44,23 +45,26 @@ SYSTEM_CLASSES = (
 
 
 class Waiter:
-    """``peer.acquire(SOON)`` in a thread of its own."""
+    """``peer.acquire(timeout)`` in a thread of its own."""
 
-    def __init__(self, peer: LockPeer) -> None:
+    def __init__(self, peer: LockPeer | JavaZkSemaphore, timeout: float | None = SOON) -> None:
         self.result: bool | None = None
         self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(peer,), daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(peer, timeout), daemon=True)
         self._thread.start()
 
-    def _run(self, peer: LockPeer) -> None:
+    def _run(self, peer: LockPeer | JavaZkSemaphore, timeout: float | None) -> None:
         try:
-            self.result = peer.acquire(SOON)
+            self.result = peer.acquire(timeout)
         except BaseException as exc:  # reported by outcome()
             self.error = exc
 
-    def outcome(self) -> bool | None:
+    def finish(self) -> None:
         self._thread.join(2 * SOON)
         assert not self._thread.is_alive(), "the waiter's acquire did not return"
+
+    def outcome(self) -> bool | None:
+        self.finish()
         if self.error is not None:
             raise self.error
         return self.result
@@ -259,6 +263,36 @@ def test_the_peers_close_at_teardown_and_close_is_idempotent(
     peer.close()
     peer.close()
     assert children(zk, zk_base) == []
+
+
+@pytest.mark.parametrize("system", ["write_lock", "reentrant_lock", "semaphore", "zk_locker"])
+def test_closing_a_waiting_peer_ends_its_wait_and_leaves_the_holder_alone(
+    system: str, java_systems: JavaSystems, zk: KazooClient, zk_base: str
+) -> None:
+    key = f"kit-{uuid.uuid4().hex[:8]}"
+    makers: dict[str, Callable[[], LockPeer | JavaZkSemaphore]] = {
+        "write_lock": lambda: java_systems.write_lock(zk_base),
+        "reentrant_lock": lambda: java_systems.reentrant_lock(zk_base),
+        "semaphore": lambda: java_systems.semaphore(zk_base, 1),
+        "zk_locker": lambda: java_systems.zk_locker(key),
+    }
+    make = makers[system]
+    parent = "/parent" if system == "zk_locker" else zk_base
+
+    def nodes() -> list[str]:
+        return [n for n in children(zk, parent) if system != "zk_locker" or key in n]
+
+    first, second = make(), make()
+    assert first.acquire(SOON)
+    waiter = Waiter(second, None)
+    eventually(lambda: len(nodes()) == 2, what="the second peer queued")
+    second.close()
+    waiter.finish()  # with False, or with the error the recipe's wait ends with
+    assert waiter.result is False or waiter.error is not None
+    eventually(lambda: len(nodes()) == 1, what="the closed peer's node gone")
+    assert owners(zk, parent, nodes()) == [first.session_id]
+    first.release()
+    assert nodes() == []
 
 
 def test_a_missing_seed_systems_folder_is_told_when_a_peer_is_made(

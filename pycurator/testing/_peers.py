@@ -117,6 +117,7 @@ class PeerThread:
         )
         self._java_thread: Any = None
         self._current: Future[Any] | None = None
+        self._uninterruptible: set[Future[Any]] = set()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
         self._java_thread = self.call(lambda: jclass("java.lang.Thread").currentThread())
@@ -136,11 +137,15 @@ class PeerThread:
             finally:
                 self._current = None
 
-    def submit(self, call: Callable[[], T]) -> Future[T]:
-        """Run ``call`` on this thread after the calls before it."""
+    def submit(self, call: Callable[[], T], *, interruptible: bool = True) -> Future[T]:
+        """Run ``call`` on this thread after the calls before it; ``interruptible=False`` for
+        a Java call that ignores interrupts (:meth:`cancel_current` then gives up at once)."""
         if not self._thread.is_alive():
             raise RuntimeError(f"{self._thread.name} has stopped")
         future: Future[T] = Future()
+        if not interruptible:
+            self._uninterruptible.add(future)
+            future.add_done_callback(self._uninterruptible.discard)
         self._calls.put((call, future))
         return future
 
@@ -165,7 +170,11 @@ class PeerThread:
         """Interrupt the call running now, if any, until it ends; False if it still runs
         after ``timeout`` (a wait that ignores interrupts, as menagerie's ``lock()``)."""
         current = self._current
-        return current is None or self.interrupt_until_done(current, timeout)
+        if current is None:
+            return True
+        if current in self._uninterruptible:
+            return False
+        return self.interrupt_until_done(current, timeout)
 
     def stop(self, timeout: float = CALL_TIMEOUT) -> None:
         """End the thread after the calls already submitted."""
@@ -241,9 +250,9 @@ class Session:
         expire_session(self.connect, int(handle.getSessionId()), password, timeout)
 
     def close(self, close_java: Callable[[], None]) -> None:
-        """Cancel a wait in progress, run ``close_java`` and close the session on the peer's
-        thread, then end the thread. A wait that ignores interrupts keeps the thread: then
-        both run here, and the thread (a daemon) is left to its wait."""
+        """Cancel a wait in progress (it ends with an error), run ``close_java`` and close the
+        session on the peer's thread, then end the thread. A wait that ignores interrupts
+        keeps the thread: then both run here, and the thread (a daemon) ends after its wait."""
         if self.thread.cancel_current():
             try:
                 self.thread.call(close_java)
@@ -256,7 +265,10 @@ class Session:
             try:
                 close_java()
             finally:
-                self._close()
+                try:
+                    self._close()
+                finally:
+                    self.thread.stop(0)
 
     def _close(self) -> None:
         if self._handle is not None:

@@ -266,7 +266,7 @@ class _MenagerieLock(LockPeer):
     def acquire(self, timeout: float | None = None) -> bool:
         thread = self.session.thread
         if timeout is None:
-            thread.submit(self.java.lock).result()
+            thread.submit(self.java.lock, interruptible=False).result()
             got = True
         elif timeout <= 0:
             got = bool(thread.call(self.java.tryLock))
