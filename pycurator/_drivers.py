@@ -7,6 +7,7 @@ already in queue order (:func:`pycurator._wire.sort_children`), and the name of 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -97,6 +98,17 @@ class Naming:
             return f"{self.head}{session_id}-"
         return self.head
 
+    def made(self, child: str, prefix: str) -> bool:
+        """Whether ``child`` may be a node made with ``prefix``. Under a protected name, any
+        child that starts with it; otherwise the sequence must follow the prefix at once, as a
+        user's part of a name (a key) may make one prefix start another's node name."""
+        if not child.startswith(prefix):
+            return False
+        return self.protected or _SEQUENCE.fullmatch(child, len(prefix)) is not None
+
+
+#: A sequence number as ZooKeeper appends it (``%010d``, negative once the counter wraps).
+_SEQUENCE = re.compile(r"-?[0-9]+")
 
 #: Curator's naming: protected names, container parents.
 CURATOR_NAMING = Naming()

@@ -331,7 +331,7 @@ class LockEngine:
         session_id = yield SessionId()
         for child in self.driver.sort(children) if claims is not None else children:
             path = _wire.join_path(self.base_path, child)
-            if not child.startswith(prefix) or (claims is not None and path in claims):
+            if not self.naming.made(child, prefix) or (claims is not None and path in claims):
                 continue
             stat = yield Await((yield Send(NodeExists(path))), deadline)
             if stat is not None and stat.ephemeralOwner == session_id:
@@ -351,7 +351,7 @@ class LockEngine:
             session_id = yield SessionId()
             for child in children:
                 path = _wire.join_path(self.base_path, child)
-                if not child.startswith(prefix):
+                if not self.naming.made(child, prefix):
                     continue
                 if claims is not None:
                     if path in claims:

@@ -25,7 +25,9 @@ from pycurator import (
 )
 from pycurator._engine import HeldNode
 from pycurator._monitor import HoldMonitor
+from pycurator.aio import zklocker as aio_zklocker
 from pycurator.aio import zkrecipes as aio_zkrecipes
+from pycurator.zklocker import ZkLocker
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The longest a Python file of the project may be, in lines.
@@ -77,6 +79,7 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
             zkrecipes.LeaderElection(client, "/e", "host"),
             aio_zkrecipes.LeaderElection(client, "/e", "host"),
         ),
+        "zklocker": (ZkLocker(client, "/z", "k"), aio_zklocker.ZkLocker(client, "/z", "k")),
     }
 
 
@@ -104,6 +107,7 @@ KINDS = [
     "leadership",
     "zookeeper write lock",
     "zookeeper election",
+    "zklocker",
 ]
 
 
