@@ -21,6 +21,7 @@ from kazoo.exceptions import NoAuthError, NoNodeError
 
 from . import _wire
 from ._drivers import LATCH_DRIVER, MUTEX_DRIVER, ReadDriver, StandardDriver, write_driver
+from ._inspect_systems import SYSTEM_OF_LAYOUT, classify_others, layout_of_others
 from ._revocation import is_lock_node_name
 
 #: Position of a holder; waiters count 1, 2, ... in the order they will be served.
@@ -59,8 +60,9 @@ NOT_A_LOCK = "not-a-lock"
 
 @dataclass(frozen=True)
 class LockView:
-    """A lock path's layout (``mutex``, ``read-write``, ``semaphore``, ``latch``, ``empty`` or
-    :data:`NOT_A_LOCK`) and queue.
+    """A lock path's layout (``mutex``, ``read-write``, ``semaphore``, ``latch``, ``empty``, a
+    layout of another Java lock system, :data:`~pycurator._inspect_systems.SYSTEM_OF_LAYOUT`,
+    or :data:`NOT_A_LOCK`), the ``system`` that writes it, and its queue.
 
     Only ephemeral children named like Curator's lock, lease and latch nodes are participants; the
     other children are listed in ``ignored`` and never called holders. ``note`` says why a
@@ -73,6 +75,7 @@ class LockView:
     participants: tuple[Participant, ...]
     ignored: tuple[str, ...] = ()
     note: str = ""
+    system: str = "curator"
 
 
 # A latch node once the protection prefix is stripped: Curator's ``latch-`` and the sequence.
@@ -238,8 +241,29 @@ def _semaphore_part(client: KazooClient, path: str) -> str:
     return f"this is the {name} node of the semaphore at {parent}: inspect {parent}"
 
 
-def inspect_lock(client: KazooClient, path: str) -> LockView:
-    """The holders and waiters on ``path`` (a validated lock path), whatever recipe made them.
+def _other_system(
+    entries: Sequence[Entry], curator: Sequence[Entry], permits: int | None
+) -> tuple[str, tuple[Participant, ...], tuple[str, ...], str, str] | None:
+    """The layout, participants, other children, note and system of another Java lock
+    system's path, or None when it is Curator's (any protected name) or nobody's."""
+    if any(_wire.protected_id(e.name) is not None for e in curator):
+        return None
+    layout = layout_of_others([e.name for e in entries if e.session != 0])
+    if layout is None:
+        return None
+    by_name = {e.name: e for e in entries}
+    nodes, ignored = classify_others(layout, [(e.name, e.session) for e in entries], permits)
+    participants = tuple(Participant(by_name[n.name], n.kind, n.holder, n.position) for n in nodes)
+    note = ""
+    if layout == "menagerie-semaphore" and permits is None:
+        note = "menagerie keeps its permits out of ZooKeeper: give --permits to tell holders"
+    return layout, participants, tuple(ignored), note, SYSTEM_OF_LAYOUT[layout]
+
+
+def inspect_lock(client: KazooClient, path: str, permits: int | None = None) -> LockView:
+    """The holders and waiters on ``path`` (a validated lock path), whatever recipe made them,
+    Curator's or another Java lock system's (``permits``: a menagerie semaphore's, which
+    ZooKeeper does not keep).
 
     A path that holds no lock (persistent children, children with other names, a semaphore's
     ``locks``/``leases`` node given directly) has the layout :data:`NOT_A_LOCK` and no
@@ -265,6 +289,9 @@ def inspect_lock(client: KazooClient, path: str) -> LockView:
         layout = "semaphore"
     else:
         lock_entries, ignored = _split(entries)
+        other = _other_system(entries, lock_entries, permits)
+        if other is not None:
+            return LockView(path, True, *other)
         layout = layout_of([e.name for e in lock_entries])
         if layout == "read-write":
             participants = classify_read_write(lock_entries)
@@ -274,5 +301,5 @@ def inspect_lock(client: KazooClient, path: str) -> LockView:
             participants = classify_mutex(lock_entries)
     if not participants and ignored and layout != "semaphore":
         layout = NOT_A_LOCK
-        note = "no child is a Curator lock node (ephemeral, named like lock-, latch-, ...)"
+        note = "no child is a lock node (ephemeral, named like lock-, latch-, x-, dlk-, ...)"
     return LockView(path, True, layout, tuple(participants), tuple(ignored), note)

@@ -290,10 +290,17 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Show the holders and waiters of the Curator lock, read/write lock or semaphore at "
             "PATH, or the participants of a leader latch or selector (the leader first), "
-            "Java's and Python's alike."
+            "Java's and Python's alike; also the locks and elections of ZooKeeper's own "
+            "recipes (WriteLock, LeaderElectionSupport), menagerie and ZkLocker."
         ),
     )
     inspect.add_argument("path", metavar="PATH")
+    inspect.add_argument(
+        "--permits",
+        type=int,
+        metavar="N",
+        help="a menagerie semaphore's permits (ZooKeeper does not keep them): the first N hold",
+    )
     inspect.add_argument("--json", action="store_true", help="print JSON instead of a table")
     inspect.add_argument(
         "--tree",

@@ -17,6 +17,7 @@ from .. import _wire
 from .._errors import NotALockNodeError
 from .._inspect import NOT_A_LOCK, LockView, inspect_lock
 from .._inspect import Participant as LockParticipant
+from .._inspect_systems import name_session
 from .._revocation import attempt_revoke
 from ._common import (
     EXIT_REFUSED,
@@ -33,7 +34,11 @@ from ._common import (
 def _state(view: LockView, participant: LockParticipant) -> str:
     if not participant.holder:
         return "waiting"
-    return "leader" if view.layout == "latch" else "holder"
+    return "leader" if view.layout in _ELECTIONS else "holder"
+
+
+#: The layouts whose holder is a leader.
+_ELECTIONS = ("latch", "zookeeper-election")
 
 
 def _data(participant: LockParticipant) -> str:
@@ -45,7 +50,7 @@ def _age(participant: LockParticipant, now_ms: int) -> float:
 
 
 def _participant_json(view: LockView, p: LockParticipant, now_ms: int) -> dict[str, Any]:
-    return {
+    document = {
         "node": _wire.join_path(view.path, p.entry.name),
         "kind": p.kind,
         "state": _state(view, p),
@@ -54,6 +59,10 @@ def _participant_json(view: LockView, p: LockParticipant, now_ms: int) -> dict[s
         "data": _data(p),
         "age_seconds": round(_age(p, now_ms), 3),
     }
+    in_name = name_session(view.layout, p.entry.name)
+    if in_name is not None:  # WriteLock's and ZkLocker's names carry their session
+        document["name_session"] = f"0x{in_name & 0xFFFFFFFFFFFFFFFF:x}"
+    return document
 
 
 def _counts(view: LockView, now_ms: int) -> dict[str, Any]:
@@ -72,6 +81,7 @@ def view_as_json(view: LockView, now_ms: int) -> dict[str, Any]:
     return {
         "path": view.path,
         "exists": view.exists,
+        "system": view.system,
         "layout": view.layout,
         "note": view.note,
         "ignored": list(view.ignored),
@@ -110,12 +120,14 @@ def view_as_table(view: LockView, now_ms: int) -> str:
         return f"{view.path}: not a lock ({view.note}); {ignored or 'no children'}\n"
     holders = sum(p.holder for p in view.participants)
     waiting = _waiting(view)
-    if view.layout == "latch":
+    if view.layout in _ELECTIONS:
         leader = next((p for p in view.participants if p.holder), None)
         led = "no leader" if leader is None else f"leader {_data(leader)!r}"
-        lines = [f"{view.path}: latch, {led}, {waiting} waiting"]
+        lines = [f"{view.path}: {view.layout}, {led}, {waiting} waiting"]
     else:
         lines = [f"{view.path}: {view.layout}, {holders} holder(s), {waiting} waiting"]
+    if view.note:
+        lines.append(view.note)
     if ignored:
         lines.append(ignored)
     if view.participants:
@@ -165,6 +177,7 @@ def _tree_row(view: LockView, now_ms: int) -> dict[str, Any]:
     holders = [p for p in view.participants if p.holder]
     return {
         "path": view.path,
+        "system": view.system,
         "layout": view.layout,
         "holders": [_participant_json(view, p, now_ms) for p in holders],
         **_counts(view, now_ms),
@@ -208,7 +221,7 @@ def changes(before: LockView | None, after: LockView) -> list[str]:
     lines = []
     gone_holders = [old[n] for n in old if n not in new and old[n].holder]
     new_holders = [p for n, p in new.items() if p.holder and not (n in old and old[n].holder)]
-    verb = "leads" if after.layout == "latch" else "holds"
+    verb = "leads" if after.layout in _ELECTIONS else "holds"
     handed = min(len(gone_holders), len(new_holders))
     lines += [
         f"hand-off: {_label(before, a)} -> {_label(after, b)}"
@@ -235,9 +248,11 @@ def watch(
     as_json: bool,
     interval: float,
     stop: threading.Event,
+    permits: int | None = None,
 ) -> None:
     """Print the lock at ``path`` and then every change until ``stop`` is set: a line per
-    event, or with ``as_json`` one JSON document per reading that changed."""
+    event, or with ``as_json`` one JSON document per reading that changed (``permits``: a
+    menagerie semaphore's)."""
     wake = threading.Event()
 
     def woken(_event: object) -> None:
@@ -250,7 +265,7 @@ def watch(
             client.get_children(path, watch=woken)
         except NoNodeError:
             client.exists(path, watch=woken)
-        view = inspect_lock(client, path)
+        view = inspect_lock(client, path, permits)
         if before is None or view != before:
             now_ms = int(time.time() * 1000)
             if as_json:
@@ -268,6 +283,8 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
     """Print the holders and waiters on a lock path, every lock below it (``--tree``), or
     follow it live (``--watch``, until interrupted)."""
     path = checked_path(args.path)
+    if args.permits is not None and args.permits < 1:
+        raise CliError(f"--permits must be 1 or more, not {args.permits}", EXIT_USAGE)
     if args.tree and args.watch:
         raise CliError("--tree and --watch do not go together", EXIT_USAGE)
     with connected(args) as client:
@@ -276,7 +293,7 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
             interrupt = Interrupter()
             try:
                 with signals(interrupt):
-                    watch(client, path, out, args.json, args.interval, stop)
+                    watch(client, path, out, args.json, args.interval, stop, args.permits)
             except KeyboardInterrupt:
                 stop.set()
             except (Interrupted, KazooException) as exc:
@@ -293,7 +310,7 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
             else:
                 out.write(tree_as_table(views, now_ms))
             return 0
-        view = inspect_lock(client, path)
+        view = inspect_lock(client, path, args.permits)
     if args.json:
         out.write(json.dumps(view_as_json(view, now_ms), indent=2) + "\n")
     else:
