@@ -21,9 +21,11 @@ from pycurator import (
     Leadership,
     Lease,
     aio,
+    menagerie,
 )
 from pycurator._engine import HeldNode
 from pycurator._monitor import HoldMonitor
+from pycurator.aio import menagerie as aio_menagerie
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The longest a Python file of the project may be, in lines.
@@ -40,6 +42,8 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
     monitor = HoldMonitor.__new__(HoldMonitor)  # not following anything: only its surface
     threaded_rw = InterProcessReadWriteLock(client, "/rw")
     asyncio_rw = aio.InterProcessReadWriteLock(client, "/rw")
+    threaded_mrw = menagerie.ReentrantZkReadWriteLock(client, "/mrw")
+    asyncio_mrw = aio_menagerie.ReentrantZkReadWriteLock(client, "/mrw")
     return {
         "mutex": (InterProcessMutex(client, "/m"), aio.InterProcessMutex(client, "/m")),
         "read/write lock": (threaded_rw, asyncio_rw),
@@ -67,6 +71,17 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
             Leadership("/sel", node, monitor, client.handler.event_object()),
             aio.Leadership("/sel", node, monitor),
         ),
+        "menagerie lock": (
+            menagerie.ReentrantZkLock(client, "/ml"),
+            aio_menagerie.ReentrantZkLock(client, "/ml"),
+        ),
+        "menagerie read/write lock": (threaded_mrw, asyncio_mrw),
+        "menagerie read lock": (threaded_mrw.read_lock(), asyncio_mrw.read_lock()),
+        "menagerie write lock": (threaded_mrw.write_lock(), asyncio_mrw.write_lock()),
+        "menagerie semaphore": (
+            menagerie.ZkSemaphore(client, "/ms", 2),
+            aio_menagerie.ZkSemaphore(client, "/ms", 2),
+        ),
     }
 
 
@@ -92,6 +107,11 @@ KINDS = [
     "latch",
     "selector",
     "leadership",
+    "menagerie lock",
+    "menagerie read/write lock",
+    "menagerie read lock",
+    "menagerie write lock",
+    "menagerie semaphore",
 ]
 
 
