@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
+from pycurator._runtime import runtime_of
 from pycurator.testing import ClientFactory
 
 from .parity import test_locks as parity
@@ -208,3 +209,21 @@ def test_a_lost_permit_is_told(front: Front, zk_path: str) -> None:
     assert p.do("is_held") is False
     p.do("release")
     assert nodes(observer, [zk_path]) == []
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=repr)
+def test_a_released_node_drops_its_claim(front: Front, zk_path: str, kind: Kind) -> None:
+    """A menagerie name does not tell which acquire made it, so each node is claimed by its
+    acquire until it is deleted: a release (or a timed-out acquire) leaves no claim behind."""
+    client = front.client()
+    claims = runtime_of(client).claims
+    blocker = front.actor(kind.blocker(front, front.client(), zk_path))
+    p = front.actor(kind.make(front, client, zk_path))
+    assert blocker.do("acquire", SOON) is True
+    assert p.do("acquire", 0.1) is False
+    assert claims == {}
+    blocker.do("release")
+    assert p.do("acquire", SOON) is True
+    assert list(claims) == [f"{zk_path}/{name}" for name in children(client, zk_path)]
+    p.do("release")
+    assert claims == {}
