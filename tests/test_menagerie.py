@@ -16,6 +16,7 @@ from kazoo.client import KazooClient
 from pycurator._runtime import runtime_of
 from pycurator.testing import ClientFactory
 
+from .aio_support import watched_paths
 from .parity import test_locks as parity
 from .parity.actors import Actor
 from .parity.fronts import FRONTS, Front
@@ -180,18 +181,28 @@ def test_a_downgrade_takes_the_write_nodes_sequence_and_its_release_deletes_it(
 
 
 def test_a_permit_holds_while_fewer_than_permits_are_ahead(front: Front, zk_path: str) -> None:
-    observer = front.client()
+    observer, client = front.client(), front.client()
     semaphore = menagerie(front).ZkSemaphore(front.client(), zk_path, 2)
-    a, b, c = (front.actor(LeaseLock(semaphore), name) for name in "abc")
+    a, b = (front.actor(LeaseLock(semaphore), name) for name in "ab")
+    c = front.actor(LeaseLock(menagerie(front).ZkSemaphore(client, zk_path, 2)), "c")
+    counts = a.view(semaphore)
+    assert counts.do("available_permits") == 2
     assert a.do("acquire", SOON) is True
+    assert counts.do("available_permits") == 1
     assert b.do("acquire", SOON) is True
     assert c.do("acquire", 0) is False
+    assert counts.do("available_permits") == 0
+    assert counts.do("participant_nodes") == sorted(children(observer, zk_path))
     assert len(children(observer, zk_path)) == 2
     waiting = c.start("acquire", SOON)
     eventually(lambda: len(children(observer, zk_path)) == 3, what="queued")
+    holders = sorted(f"{zk_path}/{name}" for name in children(observer, zk_path))[:2]
+    eventually(lambda: sorted(watched_paths(client)) == holders, what="both holders watched")
     # the release of the first permit, not of the node just ahead, wakes the waiter
     a.do("release")
     assert waiting.result() is True
+    # the waiter watched both holders' nodes; none of its watches is left
+    assert set(watched_paths(client)) <= {c.do("lease").path}
     b.do("release")
     c.do("release")
     assert children(observer, zk_path) == []
