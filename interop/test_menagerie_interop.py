@@ -400,3 +400,30 @@ def test_a_python_permit_holders_expiry_is_told_and_grants_a_java_waiter(
     eventually(lambda: not lease.is_held(), what="the lease lost")
     java.release()
     assert children(zk, base) == []
+
+
+def test_a_child_java_cannot_parse_breaks_java_acquires_and_not_python_ones(
+    java_systems: JavaSystems,
+    zk: KazooClient,
+    zk_client_factory: ClientFactory,
+    base: str,
+    party: Party,
+) -> None:
+    """``lock-notes`` passes menagerie's ``lock`` filter and has no ``int`` tail: Java's sort
+    throws, and the node its failed acquire made stays (menagerie's bug 3) until its session
+    ends, ahead of everyone who comes later."""
+    zk.create(f"{base}/lock-notes")
+    python = party(ReentrantZkLock(zk_client_factory(), base))
+    assert python.do("acquire", SOON) is True
+    python.do("release")
+    java = java_systems.reentrant_lock(base)
+    with pytest.raises(Exception, match="NumberFormatException"):
+        java.acquire(SOON)
+    (left,) = [n for n in children(zk, base) if n != "lock-notes"]
+    assert zk.get(f"{base}/{left}")[1].ephemeralOwner == java.session_id
+    assert python.do("acquire", BRIEF) is False
+    waiting = python.start("acquire", SOON)
+    java.close()
+    assert waiting.result() is True
+    python.do("release")
+    assert children(zk, base) == ["lock-notes"]
