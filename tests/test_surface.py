@@ -21,10 +21,12 @@ from pycurator import (
     Leadership,
     Lease,
     aio,
+    menagerie,
     zkrecipes,
 )
 from pycurator._engine import HeldNode
 from pycurator._monitor import HoldMonitor
+from pycurator.aio import menagerie as aio_menagerie
 from pycurator.aio import zklocker as aio_zklocker
 from pycurator.aio import zkrecipes as aio_zkrecipes
 from pycurator.zklocker import ZkLocker
@@ -44,6 +46,8 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
     monitor = HoldMonitor.__new__(HoldMonitor)  # not following anything: only its surface
     threaded_rw = InterProcessReadWriteLock(client, "/rw")
     asyncio_rw = aio.InterProcessReadWriteLock(client, "/rw")
+    threaded_mrw = menagerie.ReentrantZkReadWriteLock(client, "/mrw")
+    asyncio_mrw = aio_menagerie.ReentrantZkReadWriteLock(client, "/mrw")
     return {
         "mutex": (InterProcessMutex(client, "/m"), aio.InterProcessMutex(client, "/m")),
         "read/write lock": (threaded_rw, asyncio_rw),
@@ -80,6 +84,17 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
             aio_zkrecipes.LeaderElection(client, "/e", "host"),
         ),
         "zklocker": (ZkLocker(client, "/z", "k"), aio_zklocker.ZkLocker(client, "/z", "k")),
+        "menagerie lock": (
+            menagerie.ReentrantZkLock(client, "/ml"),
+            aio_menagerie.ReentrantZkLock(client, "/ml"),
+        ),
+        "menagerie read/write lock": (threaded_mrw, asyncio_mrw),
+        "menagerie read lock": (threaded_mrw.read_lock(), asyncio_mrw.read_lock()),
+        "menagerie write lock": (threaded_mrw.write_lock(), asyncio_mrw.write_lock()),
+        "menagerie semaphore": (
+            menagerie.ZkSemaphore(client, "/ms", 2),
+            aio_menagerie.ZkSemaphore(client, "/ms", 2),
+        ),
     }
 
 
@@ -108,6 +123,11 @@ KINDS = [
     "zookeeper write lock",
     "zookeeper election",
     "zklocker",
+    "menagerie lock",
+    "menagerie read/write lock",
+    "menagerie read lock",
+    "menagerie write lock",
+    "menagerie semaphore",
 ]
 
 
