@@ -60,6 +60,7 @@ from ._run import (
     ENV_NODE,
     ENV_PATH,
     ENV_TOKEN,
+    SYSTEMS,
     cmd_elect,
     cmd_lock,
 )
@@ -239,6 +240,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds between SIGTERM and SIGKILL when the lock is lost (default: 10)",
     )
     lock.add_argument("--data", metavar="TEXT", help="node data (default: this host's address)")
+    lock.add_argument(
+        "--system",
+        choices=SYSTEMS,
+        default="curator",
+        help=(
+            "whose lock to take on PATH: Curator's (default), ZooKeeper's own WriteLock "
+            "(zookeeper), menagerie's ReentrantZkLock, read/write lock (--read, --write) or "
+            "ZkSemaphore (--semaphore), or ZkLocker's (zklocker, PATH its parent, --key)"
+        ),
+    )
+    lock.add_argument("--key", metavar="KEY", help="ZkLocker's key (with --system zklocker)")
     lock.add_argument(
         "--revocable",
         action="store_true",

@@ -19,11 +19,13 @@ from typing import TextIO
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
+from .. import menagerie, zkrecipes
 from .._errors import LockLostError
 from .._lock import ReentrantLock
 from .._mutex import InterProcessMutex
 from .._rwlock import InterProcessReadWriteLock
 from .._semaphore import InterProcessSemaphoreV2
+from ..zklocker import ZkLocker
 from ._common import (
     EXIT_CANNOT_RUN,
     EXIT_LOCK_LOST,
@@ -67,7 +69,46 @@ class Holding:
     release: Callable[[], None] | None
 
 
+#: The lock systems ``lock --system`` takes: Curator's, and the other Java systems'.
+SYSTEMS = ("curator", "zookeeper", "menagerie", "zklocker")
+
+
+def check_system(args: argparse.Namespace) -> None:
+    """Refuse the options ``--system`` does not go with, before anything is sent."""
+    system = args.system
+    if args.key is not None and system != "zklocker":
+        raise CliError("--key is ZkLocker's: give it with --system zklocker", EXIT_USAGE)
+    if system == "curator":
+        return
+    unsupported = [
+        option
+        for option, given, takes in (
+            ("--data", args.data is not None, ()),
+            ("--revocable", args.revocable, ()),
+            ("--read", args.read, ("menagerie",)),
+            ("--write", args.write, ("menagerie",)),
+            ("--semaphore", args.semaphore is not None, ("menagerie",)),
+        )
+        if given and system not in takes
+    ]
+    if unsupported:
+        raise CliError(
+            f"{', '.join(unsupported)} does not go with --system {system}: its Java system"
+            " writes its own node data and has no such lock",
+            EXIT_USAGE,
+        )
+
+
 def _lock_object(client: KazooClient, args: argparse.Namespace) -> ReentrantLock:
+    if args.system == "zookeeper":
+        return zkrecipes.WriteLock(client, args.path)
+    if args.system == "zklocker":
+        return ZkLocker(client, args.path, args.key)
+    if args.system == "menagerie":
+        if args.read or args.write:
+            sides = menagerie.ReentrantZkReadWriteLock(client, args.path)
+            return sides.read_lock() if args.read else sides.write_lock()
+        return menagerie.ReentrantZkLock(client, args.path)
     data = args.data.encode() if args.data is not None else None
     if args.read or args.write:
         rw = InterProcessReadWriteLock(client, args.path, node_data=data)
@@ -98,7 +139,11 @@ def _acquire_lock(
 
 def _acquire_lease(client: KazooClient, args: argparse.Namespace) -> Holding | None:
     data = args.data.encode() if args.data is not None else None
-    semaphore = InterProcessSemaphoreV2(client, args.path, args.semaphore, node_data=data)
+    semaphore: InterProcessSemaphoreV2 | menagerie.ZkSemaphore
+    if args.system == "menagerie":
+        semaphore = menagerie.ZkSemaphore(client, args.path, args.semaphore)
+    else:
+        semaphore = InterProcessSemaphoreV2(client, args.path, args.semaphore, node_data=data)
     lease = semaphore.acquire(args.timeout)
     if lease is None:
         return None
@@ -147,6 +192,7 @@ def _stop_child(child: subprocess.Popen[bytes], name: str, grace: float, err: Te
 def cmd_lock(args: argparse.Namespace, err: TextIO) -> int:
     """Run a command while holding the lock; see ``pycurator lock --help``."""
     args.path = checked_path(args.path)
+    check_system(args)
     if args.semaphore is not None and args.revocable:
         raise CliError("--revocable works with locks, not with --semaphore", EXIT_USAGE)
     command = _resolve_command(args.command, "pycurator lock PATH -- CMD [ARGS...]")
