@@ -61,7 +61,7 @@ def _participant_json(view: LockView, p: LockParticipant, now_ms: int) -> dict[s
     }
     in_name = name_session(view.layout, p.entry.name)
     if in_name is not None:  # WriteLock's and ZkLocker's names carry their session
-        document["name_session"] = f"0x{in_name & 0xFFFFFFFFFFFFFFFF:x}"
+        document["name_session"] = f"0x{in_name:x}"
     return document
 
 

@@ -3,6 +3,7 @@ that system's Java peer on the same path, in both directions."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -111,3 +112,38 @@ def test_options_the_system_does_not_take_are_refused_before_connecting() -> Non
         result = run_cli("lock", *options, *hosts, "/p", *command)
         assert result.returncode == EXIT_USAGE, (options, result.stderr)
         assert refused in result.stderr, result.stderr
+
+
+def test_inspect_tells_each_java_systems_holder(
+    zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str, java_systems: JavaSystems
+) -> None:
+    write_path, rw_path = f"{zk_path}/zk/write", f"{zk_path}/men/rw"
+    for path in (write_path, rw_path, "/parent"):
+        zk.ensure_path(path)
+    write_lock = java_systems.write_lock(write_path)
+    rw_write = java_systems.read_write_lock(rw_path).write_lock()
+    locker = java_systems.zk_locker("inspect")
+    for peer in (write_lock, rw_write, locker):
+        assert peer.acquire(SOON)
+    try:
+        tree = run_cli("inspect", "--tree", "--json", "--hosts", zk_server.hosts, zk_path)
+        parent = run_cli("inspect", "--json", "--hosts", zk_server.hosts, "/parent")
+    finally:
+        for peer in (write_lock, rw_write, locker):
+            peer.release()
+    assert tree.returncode == 0, tree.stderr
+    rows = {row["path"]: row for row in json.loads(tree.stdout)}
+    assert (rows[write_path]["system"], rows[write_path]["layout"]) == (
+        "zookeeper",
+        "zookeeper-write-lock",
+    )
+    (holder,) = rows[write_path]["holders"]
+    assert holder["name_session"] == holder["session"] == f"0x{write_lock.session_id:x}"
+    assert rows[rw_path]["layout"] == "menagerie-read-write"
+    assert [h["kind"] for h in rows[rw_path]["holders"]] == ["write"]
+    assert parent.returncode == 0, parent.stderr
+    view = json.loads(parent.stdout)
+    assert (view["system"], view["layout"]) == ("zklocker", "zklocker")
+    held = [p for p in view["participants"] if p["state"] == "holder"]
+    assert [p["kind"] for p in held] == ["key inspect"]
+    assert held[0]["session"] == f"0x{locker.session_id:x}"
