@@ -202,7 +202,7 @@ class ScriptedServer:
     """
 
     def __init__(
-        self, script: Iterable[Entry], *, session: int = 1, connected: bool = True
+        self, script: Iterable[Entry], *, session: int | None = 1, connected: bool = True
     ) -> None:
         self.script = list(script)
         self.session = session

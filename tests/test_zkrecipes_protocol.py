@@ -399,3 +399,22 @@ def test_a_watch_that_fires_for_a_change_lists_again_and_watches_again(
         Reply(DeleteNode(at(offer(4), ROOT))),
     )
     assert participant.heard == []
+
+
+def test_a_create_between_an_expiry_and_the_next_session_waits_for_the_session_its_name_carries(
+    engine: LockEngine,
+) -> None:
+    # kazoo has no session id between an expiry and the next session: the node is named with
+    # the session it is made in, never with none
+    server = ScriptedServer(
+        [
+            State(KazooState.CONNECTED, session=NEW_SESSION),
+            Reply(create(NEW_SESSION), made(3, NEW_SESSION)),
+            Reply(LISTING, [lock(3, NEW_SESSION)]),
+        ],
+        session=None,
+        connected=False,
+    )
+    held = server.run(engine.acquire_steps(None))
+    assert held == HeldNode(at(lock(3, NEW_SESSION)), 30, NEW_SESSION)
+    server.finish()
