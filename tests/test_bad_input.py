@@ -18,8 +18,11 @@ from pycurator import (
     InterProcessSemaphoreV2,
     NotALockNodeError,
     attempt_revoke,
+    menagerie,
+    zkrecipes,
 )
 from pycurator.testing import ClientFactory
+from pycurator.zklocker import ZkLocker
 
 
 def bad(value: object) -> Any:
@@ -35,6 +38,13 @@ RECIPES: dict[str, Callable[[KazooClient, str], Any]] = {
     "semaphore": lambda client, path: InterProcessSemaphoreV2(client, path, 2),
     "semaphore mutex": lambda client, path: InterProcessSemaphoreMutex(client, path),
     "multi-lock": lambda client, path: InterProcessMultiLock(client, [path]),
+    "zookeeper write lock": lambda client, path: zkrecipes.WriteLock(client, path),
+    "menagerie lock": lambda client, path: menagerie.ReentrantZkLock(client, path),
+    "menagerie read": lambda client, path: menagerie.ReentrantZkReadWriteLock(
+        client, path
+    ).read_lock(),
+    "menagerie semaphore": lambda client, path: menagerie.ZkSemaphore(client, path, 2),
+    "zklocker": lambda client, path: ZkLocker(client, path, "k"),
 }
 
 

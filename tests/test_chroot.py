@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -10,10 +11,11 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import OPEN_ACL_UNSAFE, make_acl, make_digest_acl
 
-from pycurator import InterProcessMutex
+from pycurator import InterProcessMutex, menagerie, zkrecipes
 from pycurator._requests import ensure_container_parents
 from pycurator.testing import ClientFactory
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
+from pycurator.zklocker import ZkLocker
 
 from .recipes import RECIPES, Recipe
 from .support import SOON, Worker, children, eventually
@@ -117,3 +119,35 @@ def test_a_chroot_the_acl_refuses_gives_the_servers_error_and_leaves_nothing(
             assert children(zk, f"{zk_path}/closed") == [], recipe
     finally:
         zk.delete(zk_path, recursive=True)
+
+
+#: The other Java lock systems' locks: their directories are persistent, as Java makes them.
+OTHER_SYSTEMS: dict[str, Callable[[KazooClient, str], Any]] = {
+    "zookeeper write lock": lambda client, path: zkrecipes.WriteLock(client, path),
+    "menagerie lock": lambda client, path: menagerie.ReentrantZkLock(client, path),
+    "menagerie write lock": lambda client, path: menagerie.ReentrantZkReadWriteLock(
+        client, path
+    ).write_lock(),
+    "zklocker": lambda client, path: ZkLocker(client, path, "k"),
+}
+
+
+@pytest.mark.parametrize("system", OTHER_SYSTEMS)
+def test_the_other_systems_locks_make_a_missing_chroot_and_a_persistent_directory(
+    system: str,
+    zk: KazooClient,
+    zk_server: ZooKeeperTarget,
+    zk_client_factory: ClientFactory,
+    zk_path: str,
+) -> None:
+    chroot = f"{zk_path}/app"
+    client = chrooted(zk_server, zk_client_factory, chroot)
+    lock = OTHER_SYSTEMS[system](client, "/locks/one")
+    assert lock.acquire(timeout=SOON)
+    try:
+        assert children(zk, f"{chroot}/locks/one")
+        stat = zk.exists(f"{chroot}/locks/one")
+        assert stat is not None and stat.ephemeralOwner == 0
+    finally:
+        lock.release()
+    assert zk.exists(f"{chroot}/locks/one") is not None  # persistent: Java expects it there
