@@ -36,17 +36,6 @@ _MENAGERIE_RW = re.compile(
 _PERMIT = re.compile(re.escape(_wire.MENAGERIE_PERMIT_HEAD) + r"([0-9]+)")
 _ZKLOCKER = re.compile(re.escape(_wire.ZKLOCKER_HEAD) + r"(?:(.+)-)?(-?[0-9]+)-([0-9]+)")
 
-#: Java's ``int``: a sequence outside it is no sequence to Java's parsers.
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-
-
-def _java_int(text: str) -> int | None:
-    try:
-        value = int(text)
-    except ValueError:
-        return None
-    return value if _INT_MIN <= value <= _INT_MAX else None
-
 
 @dataclass(frozen=True)
 class Node:
@@ -69,7 +58,7 @@ def znode_name_key(name: str) -> tuple[int, int, str]:
         index -= 1
     if index < 0:
         return (1, 0, name)
-    sequence = _java_int(name[index + 1 :])
+    sequence = _wire.java_parse_int(name[index + 1 :])
     prefix = name[:index]
     return (1, 0, prefix) if sequence is None else (0, sequence, prefix)
 
@@ -167,7 +156,8 @@ def _queue(
     numbered = []
     for name, session in ephemeral:
         match = pattern.fullmatch(name)
-        sequence = None if match is None else _java_int(match.group(match.lastindex or 0))
+        tail = None if match is None else match.group(match.lastindex or 0)
+        sequence = None if tail is None else _wire.java_parse_int(tail)
         if sequence is not None:
             numbered.append((sequence, name, session))
     numbered.sort()
@@ -193,7 +183,7 @@ def _read_write(
     numbered = []
     for name, session in ephemeral:
         match = _MENAGERIE_RW.fullmatch(name)
-        sequence = None if match is None else _java_int(match.group(2))
+        sequence = None if match is None else _wire.java_parse_int(match.group(2))
         if match is not None and sequence is not None:
             kind = "read" if match.group(1) == _wire.MENAGERIE_READ_FILTER else "write"
             numbered.append((sequence, name, session, kind))
@@ -217,7 +207,7 @@ def _zklocker(
     numbered = []
     for name, session in ephemeral:
         match = _ZKLOCKER.fullmatch(name)
-        sequence = None if match is None else _java_int(match.group(3))
+        sequence = None if match is None else _wire.java_parse_int(match.group(3))
         if match is not None and sequence is not None:
             numbered.append((sequence, name, session, zklocker_key(name, session) or ""))
     numbered.sort()

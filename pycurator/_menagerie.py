@@ -10,7 +10,6 @@ a Java ``int``) makes every Java acquire on the base throw; here it takes no par
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,7 +17,6 @@ from . import _wire
 from ._drivers import Decision, Naming, NodeVanishedError
 
 #: Java's ``Integer.MIN_VALUE`` and ``Integer.MAX_VALUE``.
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 
 #: How each menagerie recipe names its node: its head, then ZooKeeper's sequence; the base
 #: node and its missing ancestors are made persistent and empty; a lost create is found again
@@ -29,28 +27,11 @@ WRITE_NAMING = Naming(head=_wire.MENAGERIE_WRITE_HEAD, protected=False, parents=
 PERMIT_NAMING = Naming(head=_wire.MENAGERIE_PERMIT_HEAD, protected=False, parents="persistent")
 
 
-def java_int(text: str) -> int | None:
-    """``Integer.parseInt(text)``, or None where Java throws ``NumberFormatException``: an
-    optional sign, then decimal digits (any Unicode decimal digit of the Basic Multilingual
-    Plane, as ``Character.digit``), within Java's ``int``."""
-    digits = text[1:] if text[:1] in ("+", "-") else text
-    if not digits:
-        return None
-    value = 0
-    for char in digits:
-        digit = unicodedata.decimal(char, None) if ord(char) <= 0xFFFF else None
-        if digit is None:
-            return None
-        value = value * 10 + digit
-    value = -value if text[0] == "-" else value
-    return value if INT_MIN <= value <= INT_MAX else None
-
-
 def sequence(name: str) -> int | None:
     """A node's sequence as menagerie reads it: ``Integer.parseInt`` of the text after the
     last ``-`` (``ZkUtils.parseSequenceNumber``); None where Java throws."""
     dash = name.rfind("-")
-    return java_int(name[dash + 1 :]) if dash >= 0 else None
+    return _wire.java_parse_int(name[dash + 1 :]) if dash >= 0 else None
 
 
 def sort_children(children: Sequence[str], prefixes: tuple[str, ...]) -> list[str]:
@@ -192,8 +173,6 @@ class PermitDriver:
 
 
 __all__ = [
-    "INT_MAX",
-    "INT_MIN",
     "LOCK_DRIVER",
     "LOCK_NAMING",
     "PERMIT_NAMING",
@@ -204,7 +183,6 @@ __all__ = [
     "PermitDriver",
     "QueueDriver",
     "ReadSide",
-    "java_int",
     "sequence",
     "sort_children",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import random as _random
 import socket
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 #: ``CreateBuilderImpl.PROTECTED_PREFIX``: marks a name made by a protected create.
@@ -141,3 +142,28 @@ MENAGERIE_PERMIT_FILTER = "permit"
 #: ``/parent`` (``ZkLocker.DIR``).
 ZKLOCKER_HEAD = "dlk-"
 ZKLOCKER_JAVA_PARENT = "/parent"
+
+
+#: Java's ``int``: the sequence numbers the Java systems parse must fit in it.
+JAVA_INT_MIN, JAVA_INT_MAX = -(2**31), 2**31 - 1
+
+
+def java_parse_int(text: str) -> int | None:
+    """``Integer.parseInt(text)``, or None where Java throws ``NumberFormatException``: an
+    optional ``+`` or ``-``, then one or more decimal digits (any script's, one UTF-16 unit
+    each, as ``Character.digit``), within the range of a Java ``int``."""
+    sign, digits = 1, text
+    if text[:1] in ("+", "-"):
+        sign, digits = (-1 if text[0] == "-" else 1), text[1:]
+    if not digits:
+        return None
+    value = 0
+    for char in digits:
+        digit = unicodedata.decimal(char, None) if ord(char) <= 0xFFFF else None
+        if digit is None:
+            return None
+        value = value * 10 + digit
+        if value > JAVA_INT_MAX + 1:
+            return None
+    value *= sign
+    return value if JAVA_INT_MIN <= value <= JAVA_INT_MAX else None

@@ -15,7 +15,6 @@ are the shells.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +34,6 @@ from ._paths import validate_path
 from ._steps import Steps
 
 #: ``Integer.MIN_VALUE`` and ``Integer.MAX_VALUE``.
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 
 #: How ``WriteLock`` names its node: ``x-<sessionId>-<seq>``, the directory made PERSISTENT.
 WRITE_LOCK_NAMING = Naming(
@@ -44,27 +42,6 @@ WRITE_LOCK_NAMING = Naming(
 #: How ``LeaderElectionSupport`` names its offer: ``n_<seq>``; a missing root is made
 #: PERSISTENT (Java requires it to exist).
 ELECTION_NAMING = Naming(head=_wire.ZK_ELECTION_HEAD, protected=False, parents="persistent")
-
-
-def java_parse_int(text: str) -> int | None:
-    """``Integer.parseInt(text)``, or None where Java throws ``NumberFormatException``: an
-    optional ``+`` or ``-``, then one or more decimal digits (any script's, one UTF-16 unit
-    each, as ``Character.digit``), within the range of a Java ``int``."""
-    sign, digits = 1, text
-    if text[:1] in ("+", "-"):
-        sign, digits = (-1 if text[0] == "-" else 1), text[1:]
-    if not digits:
-        return None
-    value = 0
-    for char in digits:
-        digit = unicodedata.decimal(char, None) if ord(char) <= 0xFFFF else None
-        if digit is None:
-            return None
-        value = value * 10 + digit
-        if value > INT_MAX + 1:
-            return None
-    value *= sign
-    return value if INT_MIN <= value <= INT_MAX else None
 
 
 def _java_string_key(text: str) -> bytes:
@@ -81,7 +58,7 @@ def split_znode_name(name: str) -> tuple[str, int | None]:
         return name, None
     if index > 0 and name[index - 1] == "-":
         index -= 1
-    return name[:index], java_parse_int(name[index + 1 :])
+    return name[:index], _wire.java_parse_int(name[index + 1 :])
 
 
 def znode_name_key(name: str) -> tuple[int, int, bytes]:
@@ -137,7 +114,7 @@ def offer_number(name: str) -> int | None:
     it; note that Java reads any two characters as the head: to Java, ``ab12`` is offer 12)."""
     if not name.startswith(_wire.ZK_ELECTION_HEAD):
         return None
-    return java_parse_int(name[len(_wire.ZK_ELECTION_HEAD) :])
+    return _wire.java_parse_int(name[len(_wire.ZK_ELECTION_HEAD) :])
 
 
 class ElectionDriver:
@@ -235,7 +212,6 @@ __all__ = [
     "WriteLockDriver",
     "check_host_name",
     "election_core",
-    "java_parse_int",
     "leader_steps",
     "offer_number",
     "split_znode_name",

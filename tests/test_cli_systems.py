@@ -1,5 +1,5 @@
-"""``pycurator inspect`` on the other Java lock systems' paths: nodes made on a real server as each
-Java system names them (the Java peers themselves are in ``interop/systems/test_cli_systems.py``)."""
+"""``pycurator inspect`` on the other Java lock systems' paths: nodes made on a real server as
+each Java system names them (with the Java peers: ``interop/systems/test_cli_systems.py``)."""
 
 from __future__ import annotations
 

@@ -10,8 +10,6 @@ import pytest
 from pycurator import _wire
 from pycurator._drivers import Decision, Driver, NodeVanishedError
 from pycurator._menagerie import (
-    INT_MAX,
-    INT_MIN,
     LOCK_DRIVER,
     LOCK_NAMING,
     PERMIT_NAMING,
@@ -21,9 +19,11 @@ from pycurator._menagerie import (
     WRITE_NAMING,
     PermitDriver,
     ReadSide,
-    java_int,
     sequence,
 )
+from pycurator._wire import JAVA_INT_MAX as INT_MAX
+from pycurator._wire import JAVA_INT_MIN as INT_MIN
+from pycurator._wire import java_parse_int as java_int
 
 
 def seq(head: str, number: int) -> str:

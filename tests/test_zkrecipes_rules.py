@@ -8,13 +8,13 @@ import random
 import pytest
 
 from pycurator._drivers import Decision, NodeVanishedError
+from pycurator._wire import java_parse_int
 from pycurator._zkrecipes import (
     ELECTION_DRIVER,
     ELECTION_NAMING,
     WRITE_LOCK_DRIVER,
     WRITE_LOCK_NAMING,
     check_host_name,
-    java_parse_int,
     offer_number,
     split_znode_name,
 )
