@@ -81,4 +81,4 @@ def zklocker_engine(client: KazooClient, parent: str, key: str | None) -> LockEn
     )
 
 
-__all__ = ["JAVA_PARENT", "ZkLocker", "zklocker_engine"]
+__all__ = ["JAVA_PARENT", "ZkLocker"]

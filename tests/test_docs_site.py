@@ -33,9 +33,15 @@ import pytest
 
 import pycurator
 import pycurator.aio
+import pycurator.aio.menagerie
+import pycurator.aio.zklocker
+import pycurator.aio.zkrecipes
 import pycurator.contrib.opentelemetry
 import pycurator.contrib.prometheus
+import pycurator.menagerie
 import pycurator.testing
+import pycurator.zklocker
+import pycurator.zkrecipes
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Wide enough for the navigation tabs (Material shows them from 1220 px on).
@@ -47,6 +53,14 @@ WINDOW = f"{WIDE},900"
 API_PAGES = {
     "/api/pycurator/": [pycurator],
     "/api/aio/": [pycurator.aio],
+    "/api/systems/": [
+        pycurator.zkrecipes,
+        pycurator.menagerie,
+        pycurator.zklocker,
+        pycurator.aio.zkrecipes,
+        pycurator.aio.menagerie,
+        pycurator.aio.zklocker,
+    ],
     "/api/testing/": [pycurator.testing],
     "/api/contrib/": [pycurator.contrib.prometheus, pycurator.contrib.opentelemetry],
 }
