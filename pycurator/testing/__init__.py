@@ -1,6 +1,9 @@
 """Real ZooKeeper for tests: a local server, four-letter words, session expiry on demand, and
 Java Curator through JPype (imported only when used), with an adapter per Curator recipe that
-has the interface of pycurator's own.
+has the interface of pycurator's own, and peers of the other Java lock systems (ZooKeeper's
+recipes, menagerie, ZkLocker) behind one small interface. ``JavaWriteLock`` here is Curator's
+read/write lock's write side; ZooKeeper's ``WriteLock`` peer is ``JavaZkRecipesWriteLock``
+(``pycurator.testing._systems.JavaWriteLock``).
 
 The pytest fixtures live in :mod:`pycurator.testing.pytest_plugin`, loaded automatically when the
 package is installed.
@@ -58,14 +61,25 @@ from ._java import (
     lock_class,
     own_node,
 )
+from ._peers import SEED_SYSTEMS_ENV, seed_systems_dir, systems_classpath
 from ._proxy import FaultProxy
 from ._server import ZooKeeperServer, ZooKeeperServerError, free_port
+from ._systems import (
+    JavaLeaderElection,
+    JavaReentrantZkLock,
+    JavaReentrantZkReadWriteLock,
+    JavaSystems,
+    JavaZkLocker,
+    JavaZkSemaphore,
+)
+from ._systems import JavaWriteLock as JavaZkRecipesWriteLock
 from ._worker import Event, WorkerProcess, emit
 
 __all__ = [
     "CURATOR",
     "CURATOR_LEADER",
     "CURATOR_LOCKS",
+    "SEED_SYSTEMS_ENV",
     "SOON",
     "STEADY_RECONNECT",
     "ClientFactory",
@@ -73,15 +87,22 @@ __all__ = [
     "Event",
     "FaultProxy",
     "JavaLatch",
+    "JavaLeaderElection",
     "JavaLease",
     "JavaMultiLock",
     "JavaMutex",
     "JavaReadLock",
     "JavaReadWriteLock",
+    "JavaReentrantZkLock",
+    "JavaReentrantZkReadWriteLock",
     "JavaSelector",
     "JavaSemaphore",
     "JavaSemaphoreMutex",
+    "JavaSystems",
     "JavaWriteLock",
+    "JavaZkLocker",
+    "JavaZkRecipesWriteLock",
+    "JavaZkSemaphore",
     "WorkerProcess",
     "ZooKeeperEnsemble",
     "ZooKeeperServer",
@@ -110,7 +131,9 @@ __all__ = [
     "own_node",
     "parse_dump",
     "paths_by_session",
+    "seed_systems_dir",
     "session_of",
     "split_hosts",
     "start_jvm",
+    "systems_classpath",
 ]

@@ -41,7 +41,9 @@ def curator_classpath() -> str:
 
 
 def start_jvm() -> None:
-    """Start this process's JVM with Curator on its classpath; a no-op once it runs.
+    """Start this process's JVM with Curator on its classpath, followed by the jars of the
+    other Java lock systems that exist (:func:`~pycurator.testing.systems_classpath`); a no-op
+    once it runs.
 
     Raises ``ImportError`` saying how to install JPype when it is missing, and ``RuntimeError``
     naming the classpath when Curator's classes cannot be loaded.
@@ -56,11 +58,15 @@ def start_jvm() -> None:
     with _start_lock:
         if jpype.isJVMStarted():
             return
+        from ._peers import systems_classpath
+
         classpath = curator_classpath()
+        entries = classpath.split(":")
+        entries += [jar for jar in systems_classpath() if jar not in entries]
         jpype.startJVM(
             "-Xmx512m",
             "-Xshare:auto",
-            classpath=classpath.split(":"),
+            classpath=entries,
             convertStrings=False,
             interrupt=False,
         )
@@ -250,7 +256,8 @@ def close_curators() -> None:
 def shutdown() -> None:
     """Tear down what this kit opened, in a safe order, then shut the JVM down.
 
-    Curator clients first (their threads call listeners, watchers and other Python proxies),
+    The other systems' Java peers and Curator clients first (their threads call listeners,
+    watchers and other Python proxies; menagerie's session managers own non-daemon threads),
     then fault proxies, then local ZooKeeper servers and ensembles, and last the JVM, whose
     shutdown must not meet a Java thread running into Python while Python finalizes. Called at
     interpreter exit once :func:`start_jvm` has started the JVM, and at the end of a pytest
@@ -258,11 +265,13 @@ def shutdown() -> None:
     in this process afterwards.
     """
     from ._ensemble import close_all_ensembles
+    from ._peers import close_all_peers
     from ._proxy import close_all_proxies
     from ._server import close_all_servers
 
     try:
         if _jvm_running():
+            close_all_peers()
             close_curators()
         close_all_proxies()
         close_all_servers()

@@ -24,6 +24,7 @@ from ._curator import CLASSPATH_ENV, classpath_curator_version, shutdown
 from ._fourletter import assert_no_ephemerals
 from ._helpers import ClientFactory, CuratorFactory
 from ._server import ZooKeeperServer
+from ._systems import JavaSystems
 
 #: The ensemble the tests run against, named explicitly for them.
 HOSTS_ENV = "PYCURATOR_TEST_ZK_HOSTS"
@@ -235,6 +236,17 @@ def curator_factory(zk_server: ZooKeeperTarget) -> Iterator[CuratorFactory]:
 def curator(curator_factory: CuratorFactory) -> Any:
     """One started Java Curator client on the test server, closed after the test."""
     return curator_factory()
+
+
+@pytest.fixture
+def java_systems(zk_server: ZooKeeperTarget) -> Iterator[JavaSystems]:
+    """Makes Java peers of the other lock systems on the test server, each with its own
+    session and thread: ``java_systems(JavaReentrantZkLock, path)`` or
+    ``java_systems.reentrant_lock(path)`` (see :class:`~pycurator.testing.JavaSystems`); every
+    peer is closed afterwards. Needs JPype, and menagerie's and ZkLocker's jars for theirs."""
+    systems = JavaSystems(zk_server.hosts)
+    yield systems
+    systems.close()
 
 
 @pytest.hookimpl(trylast=True)
