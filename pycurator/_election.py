@@ -36,7 +36,7 @@ from kazoo.exceptions import ConnectionClosedError, KazooException, NoNodeError
 from kazoo.protocol.states import KazooState, WatchedEvent
 
 from . import _wire
-from ._calls import RETRYABLE, delete_node_steps, watch_sent_steps
+from ._calls import RETRYABLE, watch_sent_steps
 from ._checks import ConnectionPolicy
 from ._deadline import Deadline, DeadlineExpired
 from ._engine import HeldNode, LockEngine
@@ -48,6 +48,7 @@ from ._ops import GetData
 from ._runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from ._steps import (
     CheckOpen,
+    Claims,
     ForgetWatch,
     GetSender,
     IsConnected,
@@ -326,7 +327,16 @@ class Election:
         if self.node is node:
             self.node = None
         yield from self._unwatch()
-        yield OweDelete(node.path)
+        yield from self._owe_delete(node.path)
+
+    def _owe_delete(self, path: str) -> Steps[None]:
+        """Delete our node ``path`` in the background; under a naming whose nodes are claimed
+        (:class:`~pycurator._drivers.Naming`), the claim goes with it, as
+        :meth:`~pycurator._engine.LockEngine.delete_steps` drops it."""
+        yield OweDelete(path)
+        if self.engine.naming.claims:
+            claims = yield Claims()
+            claims.pop(path, None)
 
     def _leave(self, reason: str, cancelled: bool, *, later: bool = False) -> Steps[None]:
         """Stop leading, stop listening and watching, and delete our node; a turn in the queue
@@ -345,9 +355,9 @@ class Election:
         if node is None:
             return
         if later:
-            yield OweDelete(node.path)
+            yield from self._owe_delete(node.path)
         else:
-            yield from delete_node_steps(node.path)
+            yield from self.engine.delete_steps(node.path)
 
     def _leave_later(self) -> None:
         """:meth:`_leave`, once the steps can make no more steps: in the background."""

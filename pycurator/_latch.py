@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 
 from ._calls import DELETE_WAIT
 from ._checks import ConnectionPolicy, check_client_type, check_policy
-from ._drivers import LATCH_DRIVER
+from ._drivers import CURATOR_NAMING, LATCH_DRIVER, Driver, Naming
 from ._election import Election, Lifecycle
 from ._engine import HeldNode, LockEngine
 from ._errors import LockLostError
@@ -80,6 +80,8 @@ class LatchCore:
     makes the election and :meth:`finish` stops it; the front end runs the election's steps,
     waits for changes, and calls :meth:`closed` once the steps have ended (or it gave up
     waiting for them). Everything here returns at once: nothing blocks, nothing awaits.
+    ``driver`` and ``naming``: how the nodes are named and ordered (Curator's latch by
+    default; ZooKeeper's ``LeaderElectionSupport`` for :mod:`pycurator.zkrecipes`).
     """
 
     def __init__(
@@ -90,13 +92,16 @@ class LatchCore:
         close_mode: CloseMode,
         acl: Sequence[Any] | None,
         connection_policy: ConnectionPolicy,
+        *,
+        driver: Driver = LATCH_DRIVER,
+        naming: Naming = CURATOR_NAMING,
     ) -> None:
         validate_path(path)
         check_client_type(client)
         data = id_bytes(id)
         self.close_mode = check_close_mode(close_mode)
         self.policy = check_policy(connection_policy)
-        self.engine = LockEngine(client, path, LATCH_DRIVER, data=data, acl=acl)
+        self.engine = LockEngine(client, path, driver, data=data, acl=acl, naming=naming)
         self.id = id
         #: Where the latch stands; only :meth:`begin` and :meth:`finish` move it.
         self.state = Lifecycle.LATENT

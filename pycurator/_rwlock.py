@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -34,6 +34,9 @@ class WriteLock(_Side):
 class ReadLock(_Side):
     """The read side: shared by readers while no writer holds the lock or queues ahead."""
 
+    #: The driver of an acquire, given the write node its thread holds (None if none).
+    _side: Callable[[str | None], Driver] = ReadSideDriver
+
     def __init__(
         self, engine: LockEngine, write: WriteLock, *, connection_policy: ConnectionPolicy
     ) -> None:
@@ -41,7 +44,7 @@ class ReadLock(_Side):
         self._write = write
 
     def _acquire_driver(self) -> Driver:
-        return ReadSideDriver(self._write.lock_path)
+        return self._side(self._write.lock_path)
 
 
 class InterProcessReadWriteLock:

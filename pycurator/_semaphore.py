@@ -68,16 +68,20 @@ class Lease:
         policy: ConnectionPolicy,
         notice: LossNotice | None = None,
         subject: object = None,
+        *,
+        delete: Callable[[str], Steps[None]] = delete_node_steps,
     ) -> None:
         """``held``: the lease node and its hold's report (from the semaphore's acquire);
         ``notice`` and ``subject``: whom to tell of a loss, and what to name (by default a
-        notice of the lease's own, naming the lease)."""
+        notice of the lease's own, naming the lease); ``delete``: how the node is deleted
+        (by default Curator's guaranteed delete)."""
         self._core = LeaseCore(
             client,
             held,
             policy,
             LossNotice(client) if notice is None else notice,
             self if subject is None else subject,
+            delete,
         )
 
     @property
@@ -123,7 +127,7 @@ class Lease:
         down). Returning it twice, or after it was lost, does nothing more."""
         path = self._core.close()
         if path is not None:
-            run(self._core.client, delete_node_steps(path))
+            run(self._core.client, self._core.delete(path))
 
     def __enter__(self) -> Lease:
         return self
@@ -142,9 +146,10 @@ class Lease:
 
 class LeaseCore:
     """One lease, whatever waits on it: its node, followed until the lease is returned, and the
-    ``notice`` told of a loss (naming ``subject``). Each front end's lease is a shell over one."""
+    ``notice`` told of a loss (naming ``subject``), and how its node is deleted (``delete``, as
+    steps). Each front end's lease is a shell over one."""
 
-    __slots__ = ("client", "closed", "hold", "notice")
+    __slots__ = ("client", "closed", "delete", "hold", "notice")
 
     def __init__(
         self,
@@ -153,9 +158,11 @@ class LeaseCore:
         policy: ConnectionPolicy,
         notice: LossNotice,
         subject: object,
+        delete: Callable[[str], Steps[None]] = delete_node_steps,
     ) -> None:
         self.client = client
         self.closed = False
+        self.delete = delete
         self.notice = notice
         node, report = held
         self.hold = FollowedNode(

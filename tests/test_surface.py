@@ -21,9 +21,13 @@ from pycurator import (
     Leadership,
     Lease,
     aio,
+    menagerie,
+    zkrecipes,
 )
 from pycurator._engine import HeldNode
 from pycurator._monitor import HoldMonitor
+from pycurator.aio import menagerie as aio_menagerie
+from pycurator.aio import zkrecipes as aio_zkrecipes
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The longest a Python file of the project may be, in lines.
@@ -40,6 +44,8 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
     monitor = HoldMonitor.__new__(HoldMonitor)  # not following anything: only its surface
     threaded_rw = InterProcessReadWriteLock(client, "/rw")
     asyncio_rw = aio.InterProcessReadWriteLock(client, "/rw")
+    threaded_mrw = menagerie.ReentrantZkReadWriteLock(client, "/mrw")
+    asyncio_mrw = aio_menagerie.ReentrantZkReadWriteLock(client, "/mrw")
     return {
         "mutex": (InterProcessMutex(client, "/m"), aio.InterProcessMutex(client, "/m")),
         "read/write lock": (threaded_rw, asyncio_rw),
@@ -67,6 +73,25 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
             Leadership("/sel", node, monitor, client.handler.event_object()),
             aio.Leadership("/sel", node, monitor),
         ),
+        "zookeeper write lock": (
+            zkrecipes.WriteLock(client, "/w"),
+            aio_zkrecipes.WriteLock(client, "/w"),
+        ),
+        "zookeeper election": (
+            zkrecipes.LeaderElection(client, "/e", "host"),
+            aio_zkrecipes.LeaderElection(client, "/e", "host"),
+        ),
+        "menagerie lock": (
+            menagerie.ReentrantZkLock(client, "/ml"),
+            aio_menagerie.ReentrantZkLock(client, "/ml"),
+        ),
+        "menagerie read/write lock": (threaded_mrw, asyncio_mrw),
+        "menagerie read lock": (threaded_mrw.read_lock(), asyncio_mrw.read_lock()),
+        "menagerie write lock": (threaded_mrw.write_lock(), asyncio_mrw.write_lock()),
+        "menagerie semaphore": (
+            menagerie.ZkSemaphore(client, "/ms", 2),
+            aio_menagerie.ZkSemaphore(client, "/ms", 2),
+        ),
     }
 
 
@@ -92,6 +117,13 @@ KINDS = [
     "latch",
     "selector",
     "leadership",
+    "zookeeper write lock",
+    "zookeeper election",
+    "menagerie lock",
+    "menagerie read/write lock",
+    "menagerie read lock",
+    "menagerie write lock",
+    "menagerie semaphore",
 ]
 
 

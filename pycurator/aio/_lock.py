@@ -343,6 +343,9 @@ class WriteLock(_Side):
 class ReadLock(_Side):
     """The read side: shared by readers while no writer holds the lock or queues ahead."""
 
+    #: The driver of an acquire, given the write node its thread holds (None if none).
+    _side: Callable[[str | None], Driver] = ReadSideDriver
+
     def __init__(
         self, engine: LockEngine, write: WriteLock, *, connection_policy: ConnectionPolicy
     ) -> None:
@@ -350,7 +353,7 @@ class ReadLock(_Side):
         self._write = write
 
     def _acquire_driver(self, owner: Hashable) -> Driver:
-        return ReadSideDriver(self._write._core.lock_path(owner))
+        return self._side(self._write._core.lock_path(owner))
 
 
 class InterProcessReadWriteLock:

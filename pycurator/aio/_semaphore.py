@@ -15,6 +15,7 @@ from .._calls import delete_node_steps
 from .._checks import ConnectionPolicy
 from .._hold import Held, LossNotice
 from .._semaphore import LeaseCore, SemaphoreMutexCore, SemaphoreSteps
+from .._steps import Steps
 from ._lock import AsyncLockContext, TaskNotice
 from ._runner import loop_notice, run_async
 
@@ -33,16 +34,20 @@ class Lease:
         policy: ConnectionPolicy,
         notice: LossNotice | None = None,
         subject: object = None,
+        *,
+        delete: Callable[[str], Steps[None]] = delete_node_steps,
     ) -> None:
         """``held``: the lease node and its hold's report (from the semaphore's acquire);
         ``notice`` and ``subject``: whom to tell of a loss, and what to name (by default a
-        notice of the lease's own, naming the lease); made on the running loop."""
+        notice of the lease's own, naming the lease); ``delete``: how the node is deleted
+        (by default Curator's guaranteed delete); made on the running loop."""
         self._core = LeaseCore(
             client,
             held,
             policy,
             loop_notice(client, asyncio.Event()) if notice is None else notice,
             self if subject is None else subject,
+            delete,
         )
 
     @property
@@ -89,7 +94,7 @@ class Lease:
         """Return the lease (its node is deleted, in the background if need be); once only."""
         path = self._core.close()
         if path is not None:
-            await run_async(self._core.client, delete_node_steps(path))
+            await run_async(self._core.client, self._core.delete(path))
 
     async def __aenter__(self) -> Lease:
         return self

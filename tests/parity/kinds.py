@@ -11,7 +11,8 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from pycurator import LockNotOwnedError, LockReleaseError
+from pycurator import LockNotOwnedError, LockReleaseError, zkrecipes
+from pycurator.aio import zkrecipes as aio_zkrecipes
 
 from .fronts import Front
 
@@ -125,4 +126,11 @@ MULTI = Kind(
     not_owned=LockReleaseError,
 )
 
-KINDS = [MUTEX, READ, WRITE, LEASE, SEMAPHORE_MUTEX, MULTI]
+ZK_WRITE_LOCK = Kind(
+    "zookeeper-write-lock",
+    lambda front, client, path: (aio_zkrecipes if front.name == "asyncio" else zkrecipes).WriteLock(
+        client, path
+    ),
+)
+
+KINDS = [MUTEX, READ, WRITE, LEASE, SEMAPHORE_MUTEX, MULTI, ZK_WRITE_LOCK]

@@ -1,0 +1,144 @@
+"""The asyncio forms of :mod:`pycurator.zkrecipes`: ZooKeeper's ``WriteLock`` and
+``LeaderElectionSupport``, on the same cores as the threaded forms, awaited instead of
+blocked on (locks owned per asyncio task)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from kazoo.client import KazooClient
+
+from .._checks import check_timeout
+from .._deadline import Deadline
+from .._latch import CLOSE_WAIT
+from .._zkrecipes import election_core, leader_steps, write_lock_engine
+from ._lock import AsyncReentrantLock
+from ._runner import LoopEvent, log_failure, loop_spawner, run_async, wait_event
+
+
+class WriteLock(AsyncReentrantLock):
+    """The asyncio form of :class:`pycurator.zkrecipes.WriteLock`: the same nodes and order
+    as ZooKeeper's ``WriteLock``; re-entrant per task."""
+
+    def __init__(self, client: KazooClient, dir: str, *, acl: Sequence[Any] | None = None) -> None:
+        super().__init__(write_lock_engine(client, dir, acl), recipe="write")
+
+    def make_revocable(self, listener: Callable[[Any], Any]) -> NoReturn:
+        """Not offered: revocation would empty our node, whose data Java writes as 0x12 0x34."""
+        raise TypeError("ZooKeeper's WriteLock has no revocation")
+
+
+class LeaderElection:
+    """The asyncio form of :class:`pycurator.zkrecipes.LeaderElection`: the same offers as
+    ZooKeeper's ``LeaderElectionSupport``; ``await election.wait()`` for leadership.
+
+    The election runs as a task on the loop that started it; :meth:`on_lost` callbacks run on
+    that loop, and :attr:`lost_event` is an :class:`asyncio.Event`.
+    """
+
+    def __init__(self, client: KazooClient, root: str, host_name: str) -> None:
+        self._core = election_core(client, root, host_name)
+        self._task: asyncio.Task[str] | None = None
+        self._changed: asyncio.Event | None = None
+        #: Set when leadership ends, cleared when it begins.
+        self.lost_event = asyncio.Event()
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client this participant uses."""
+        return self._core.client
+
+    @property
+    def root(self) -> str:
+        """The election's root, as given."""
+        return self._core.path
+
+    @property
+    def host_name(self) -> str:
+        """This participant's host name, written to its offer."""
+        return self._core.id
+
+    @property
+    def our_path(self) -> str | None:
+        """Our offer's full path, or None while there is none."""
+        return self._core.our_path
+
+    @property
+    def fencing_token(self) -> int:
+        """Our offer's creation zxid while we lead; raises :class:`~pycurator.LockLostError`
+        when not leading."""
+        return self._core.fencing_token
+
+    async def start(self) -> None:
+        """Make an offer and take part (in the background, on the running loop)."""
+        loop = asyncio.get_running_loop()
+        changed = asyncio.Event()
+        election = self._core.begin(
+            self, loop_spawner(), LoopEvent(loop, changed).set, self.lost_event
+        )
+        self._changed = changed
+        self._task = loop.create_task(run_async(self.client, election.steps()))
+        self._task.add_done_callback(log_failure)
+        self._task.add_done_callback(lambda _: changed.set())
+
+    async def close(self) -> None:
+        """Leave the election, as the threaded ``close()``; returns once done."""
+        self._core.finish(None)
+        task = self._task
+        if task is not None:
+            task.cancel()
+            await asyncio.wait({task}, timeout=CLOSE_WAIT)
+        self._core.closed()
+
+    async def __aenter__(self) -> LeaderElection:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._core.started:
+            await self.close()
+
+    def has_leadership(self) -> bool:
+        """True while started and leading (as last heard; no request)."""
+        return self._core.has_leadership()
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds (None: forever) for leadership: True once leading,
+        False on timeout or when closed meanwhile; the errors of the threaded ``wait``."""
+        timeout = check_timeout(timeout)
+        core = self._core
+        core.check_waitable()
+        changed = self._changed
+        assert changed is not None  # made by start()
+        deadline = Deadline(timeout)
+        while True:
+            changed.clear()
+            outcome = core.outcome(self._task is not None and self._task.done())
+            if outcome is not None:
+                return outcome
+            remaining = deadline.remaining()
+            if remaining == 0:
+                return False
+            await wait_event(changed, remaining)
+
+    async def leader(self) -> str | None:
+        """The leader's host name (the first offer's data), or None when there is no offer."""
+        return await run_async(self.client, leader_steps(self._core.engine))
+
+    def on_lost(self, callback: Callable[[LeaderElection, str], Any]) -> None:
+        """Run ``callback(election, reason)`` on the loop each time leadership ends (also on
+        close); an awaitable it returns runs as a task."""
+        self._core.add_lost_callback(callback)
+
+    async def check(self) -> None:
+        """Raise :class:`~pycurator.LockLostError` unless we lead and our offer is known to be
+        ours now."""
+        await run_async(self.client, self._core.check_steps())
+
+    def __repr__(self) -> str:
+        return f"aio.LeaderElection({self.root!r}, host_name={self.host_name!r})"
+
+
+__all__ = ["LeaderElection", "WriteLock"]
