@@ -18,8 +18,10 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import zkrecipes
+from pycurator._zkrecipes import WRITE_LOCK_DRIVER
 from pycurator.aio import zkrecipes as aio_zkrecipes
-from pycurator.testing import ClientFactory, JavaSystems, expire_kazoo_session
+from pycurator.testing import ClientFactory, JavaSystems, expire_kazoo_session, jclass
+from pycurator.testing._peers import system_class
 from tests.parity.fronts import FRONTS, Front
 from tests.parity.observe import Calls
 from tests.support import SOON, Worker, children, eventually
@@ -67,6 +69,32 @@ def sessions(zk: KazooClient, path: str) -> list[int]:
 
 
 # -- WriteLock -------------------------------------------------------------------------------------
+
+
+def test_the_write_locks_order_is_javas_znode_name_order() -> None:
+    znode_name = system_class(
+        "org.apache.zookeeper.recipes.lock.ZNodeName", "zookeeper-recipes-lock.jar"
+    )
+    names = [
+        "x-72057646661894145-0000000007",
+        "x-72057646661894145--2147483648",
+        "x--9-0000000003",
+        "x--9--0000000003",
+        "x-5-0000000003",
+        "_c_0b9c-lock-0000000001",
+        "config",
+        "notes-v2",
+        "x-\uff5e-0000000002",
+        "x-\U0001f600-0000000002",
+        "lock-+12",
+        "-4",
+        "--4",
+    ]
+    ordered = jclass("java.util.TreeSet")()
+    for name in names:
+        ordered.add(znode_name(f"/dir/{name}"))  # WriteLock sorts full paths
+    java = [str(z.getName()).removeprefix("/dir/") for z in ordered]
+    assert WRITE_LOCK_DRIVER.sort(names) == java
 
 
 def test_a_java_holder_wakes_a_python_waiter_and_the_nodes_are_alike(

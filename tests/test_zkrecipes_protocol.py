@@ -141,6 +141,46 @@ def test_after_a_wrap_a_later_negative_node_is_ahead_of_ours(engine: LockEngine)
     server.finish()
 
 
+def test_a_predecessor_gone_before_its_watch_is_no_lost_wake_up(engine: LockEngine) -> None:
+    # Java's bug 2: its exists() finds nothing, it returns false and waits on no live node
+    server = ScriptedServer(
+        [
+            Reply(create(), made(3)),
+            Reply(LISTING, [lock(1, OTHER_SESSION), lock(2, OTHER_SESSION), lock(3)]),
+            Reply(GetData(at(lock(2, OTHER_SESSION)), watch=WATCHED), error=NoNodeError()),
+            Reply(RELIST, [lock(1, OTHER_SESSION), lock(3)]),
+            Reply(GetData(at(lock(1, OTHER_SESSION)), watch=WATCHED), (DATA, stat(10))),
+            Fire(at(lock(1, OTHER_SESSION))),
+            Reply(RELIST, [lock(3)]),
+        ],
+        session=SESSION,
+    )
+    assert server.run(engine.acquire_steps(None)) == HeldNode(at(lock(3)), 30, SESSION)
+    server.finish()
+
+
+def test_each_change_of_the_node_ahead_renews_its_one_watch(engine: LockEngine) -> None:
+    # Java's bug 4: each wake-up runs lock() again and registers one more watcher
+    ahead = at(lock(2, OTHER_SESSION))
+    server = ScriptedServer(
+        [
+            Reply(create(), made(3)),
+            Reply(LISTING, [lock(2, OTHER_SESSION), lock(3)]),
+            Reply(GetData(ahead, watch=WATCHED), (DATA, stat(20))),
+            Fire(ahead, EventType.CHANGED),
+            Reply(GetData(ahead, watch=WATCHED), (DATA, stat(20))),  # no listing, one watch
+            Fire(ahead, EventType.CHANGED),
+            Reply(GetData(ahead, watch=WATCHED), (DATA, stat(20))),
+            Fire(ahead),
+            Reply(RELIST, [lock(3)]),
+        ],
+        session=SESSION,
+    )
+    assert server.run(engine.acquire_steps(None)) == HeldNode(at(lock(3)), 30, SESSION)
+    server.finish()
+    assert not any(server.watches.values())
+
+
 def test_a_timeout_drops_the_watch_deletes_the_node_and_its_claim(engine: LockEngine) -> None:
     server = ScriptedServer(
         [
