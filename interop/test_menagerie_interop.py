@@ -16,7 +16,13 @@ from kazoo.client import KazooClient
 
 from pycurator.aio import menagerie as aio_menagerie
 from pycurator.menagerie import ReentrantZkLock, ReentrantZkReadWriteLock, ZkSemaphore
-from pycurator.testing import ClientFactory, JavaSystems, expire_kazoo_session
+from pycurator.testing import (
+    ClientFactory,
+    JavaSystems,
+    expire_kazoo_session,
+    four_letter_word,
+    paths_by_session,
+)
 from tests.aio_support import run
 from tests.parity.actors import Actor, Pending, ThreadUnit
 from tests.support import SOON, children, eventually
@@ -76,6 +82,12 @@ def party() -> Iterator[Party]:
     yield make
     busy = [unit for unit in units if not unit.close()]
     assert busy == [], f"{len(busy)} Python participants still busy"
+
+
+def watched_by(zk: KazooClient, session_id: int) -> list[str]:
+    """The paths the server holds data watches on for ``session_id`` (``wchc``)."""
+    host, port = zk.hosts[0]
+    return paths_by_session(four_letter_word(host, port, "wchc")).get(f"0x{session_id:x}", [])
 
 
 def queued(zk: KazooClient, base: str, count: int) -> None:
@@ -307,6 +319,9 @@ def test_permits_are_shared_across_languages_and_a_python_waiter_wakes_on_any_gr
     assert children(zk, base) == [n for n in children(zk, base) if n.startswith("permit-")]
     waiting = Background(lambda: python.acquire(SOON))
     queued(zk, base, 3)
+    holders = [f"{base}/{name}" for name in sorted(children(zk, base))[:2]]
+    session = python.client.client_id[0]
+    eventually(lambda: sorted(watched_by(zk, session)) == holders, what="both holders watched")
     # menagerie's release() deletes the lowest permit node: the first's; not the node just
     # ahead of the waiter, which a Java waiter alone would watch
     first.release()
@@ -328,6 +343,10 @@ def test_a_java_waiter_misses_a_release_ahead_of_its_predecessor(
     java = java_systems.semaphore(base, 2)
     waiting = Background(lambda: java.acquire(SOON))
     queued(zk, base, 3)
+    # the Java waiter watches the node just before its own, and that one alone
+    eventually(
+        lambda: watched_by(zk, java.session_id) == [next_one.path], what="the Java waiter's watch"
+    )
     lowest.close()  # a permit is free: the Java waiter should hold, and does not wake
     assert not waiting.done_event.wait(2 * BRIEF)
     next_one.close()  # its predecessor's deletion wakes it
@@ -400,3 +419,30 @@ def test_a_python_permit_holders_expiry_is_told_and_grants_a_java_waiter(
     eventually(lambda: not lease.is_held(), what="the lease lost")
     java.release()
     assert children(zk, base) == []
+
+
+def test_a_child_java_cannot_parse_breaks_java_acquires_and_not_python_ones(
+    java_systems: JavaSystems,
+    zk: KazooClient,
+    zk_client_factory: ClientFactory,
+    base: str,
+    party: Party,
+) -> None:
+    """``lock-notes`` passes menagerie's ``lock`` filter and has no ``int`` tail: Java's sort
+    throws, and the node its failed acquire made stays (menagerie's bug 3) until its session
+    ends, ahead of everyone who comes later."""
+    zk.create(f"{base}/lock-notes")
+    python = party(ReentrantZkLock(zk_client_factory(), base))
+    assert python.do("acquire", SOON) is True
+    python.do("release")
+    java = java_systems.reentrant_lock(base)
+    with pytest.raises(Exception, match="NumberFormatException"):
+        java.acquire(SOON)
+    (left,) = [n for n in children(zk, base) if n != "lock-notes"]
+    assert zk.get(f"{base}/{left}")[1].ephemeralOwner == java.session_id
+    assert python.do("acquire", BRIEF) is False
+    waiting = python.start("acquire", SOON)
+    java.close()
+    assert waiting.result() is True
+    python.do("release")
+    assert children(zk, base) == ["lock-notes"]

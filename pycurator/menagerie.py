@@ -23,7 +23,7 @@ from . import _kazoo, _menagerie, _wire
 from ._calls import read_sent_steps, watch_sent_steps
 from ._checks import ConnectionPolicy, check_client_type, check_policy, check_timeout
 from ._deadline import Deadline, DeadlineExpired
-from ._drivers import NodeVanishedError
+from ._drivers import Driver, Naming, NodeVanishedError
 from ._engine import NOT_STARTED, HeldNode, LockEngine
 from ._handlers import runs_inline
 from ._hold import Held
@@ -51,7 +51,7 @@ EMPTY = b""
 
 
 def engine(
-    client: KazooClient, path: str, driver: Any, naming: Any, acl: Sequence[Any] | None
+    client: KazooClient, path: str, driver: Driver, naming: Naming, acl: Sequence[Any] | None
 ) -> LockEngine:
     """The engine of one menagerie recipe on ``path``, after checking the arguments: empty
     node data, menagerie's ``naming``, persistent parents."""
@@ -100,7 +100,7 @@ class ReadLock(_CuratorReadLock):
     """The read side of a :class:`ReentrantZkReadWriteLock`: shared while no writer with a
     lower sequence exists; the thread holding the write lock downgrades at once."""
 
-    _side: Callable[[str | None], Any] = _menagerie.ReadSide
+    _side: Callable[[str | None], Driver] = _menagerie.ReadSide
 
 
 class ReentrantZkReadWriteLock:

@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
+from pycurator._runtime import runtime_of
 from pycurator.testing import ClientFactory
 
+from .aio_support import watched_paths
 from .parity import test_locks as parity
 from .parity.actors import Actor
 from .parity.fronts import FRONTS, Front
@@ -179,18 +181,28 @@ def test_a_downgrade_takes_the_write_nodes_sequence_and_its_release_deletes_it(
 
 
 def test_a_permit_holds_while_fewer_than_permits_are_ahead(front: Front, zk_path: str) -> None:
-    observer = front.client()
+    observer, client = front.client(), front.client()
     semaphore = menagerie(front).ZkSemaphore(front.client(), zk_path, 2)
-    a, b, c = (front.actor(LeaseLock(semaphore), name) for name in "abc")
+    a, b = (front.actor(LeaseLock(semaphore), name) for name in "ab")
+    c = front.actor(LeaseLock(menagerie(front).ZkSemaphore(client, zk_path, 2)), "c")
+    counts = a.view(semaphore)
+    assert counts.do("available_permits") == 2
     assert a.do("acquire", SOON) is True
+    assert counts.do("available_permits") == 1
     assert b.do("acquire", SOON) is True
     assert c.do("acquire", 0) is False
+    assert counts.do("available_permits") == 0
+    assert counts.do("participant_nodes") == sorted(children(observer, zk_path))
     assert len(children(observer, zk_path)) == 2
     waiting = c.start("acquire", SOON)
     eventually(lambda: len(children(observer, zk_path)) == 3, what="queued")
+    holders = sorted(f"{zk_path}/{name}" for name in children(observer, zk_path))[:2]
+    eventually(lambda: sorted(watched_paths(client)) == holders, what="both holders watched")
     # the release of the first permit, not of the node just ahead, wakes the waiter
     a.do("release")
     assert waiting.result() is True
+    # the waiter watched both holders' nodes; none of its watches is left
+    assert set(watched_paths(client)) <= {c.do("lease").path}
     b.do("release")
     c.do("release")
     assert children(observer, zk_path) == []
@@ -208,3 +220,21 @@ def test_a_lost_permit_is_told(front: Front, zk_path: str) -> None:
     assert p.do("is_held") is False
     p.do("release")
     assert nodes(observer, [zk_path]) == []
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=repr)
+def test_a_released_node_drops_its_claim(front: Front, zk_path: str, kind: Kind) -> None:
+    """A menagerie name does not tell which acquire made it, so each node is claimed by its
+    acquire until it is deleted: a release (or a timed-out acquire) leaves no claim behind."""
+    client = front.client()
+    claims = runtime_of(client).claims
+    blocker = front.actor(kind.blocker(front, front.client(), zk_path))
+    p = front.actor(kind.make(front, client, zk_path))
+    assert blocker.do("acquire", SOON) is True
+    assert p.do("acquire", 0.1) is False
+    assert claims == {}
+    blocker.do("release")
+    assert p.do("acquire", SOON) is True
+    assert list(claims) == [f"{zk_path}/{name}" for name in children(client, zk_path)]
+    p.do("release")
+    assert claims == {}

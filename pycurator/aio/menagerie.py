@@ -10,6 +10,7 @@ from kazoo.client import KazooClient
 
 from .. import _menagerie
 from .._checks import ConnectionPolicy
+from .._drivers import Driver
 from ..menagerie import PermitSteps, lock_engine, read_write_engines
 from ._lock import AsyncReentrantLock, WriteLock
 from ._lock import ReadLock as _CuratorReadLock
@@ -36,7 +37,7 @@ class ReadLock(_CuratorReadLock):
     """The read side of a :class:`ReentrantZkReadWriteLock`: shared while no writer with a
     lower sequence exists; the task holding the write lock downgrades at once."""
 
-    _side: Callable[[str | None], Any] = _menagerie.ReadSide
+    _side: Callable[[str | None], Driver] = _menagerie.ReadSide
 
 
 class ReentrantZkReadWriteLock:
