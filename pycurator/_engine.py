@@ -225,7 +225,7 @@ class LockEngine:
         data = b"" if self.on_revoke is not None else None if self.null_data else self.data
         sender: Sender = yield GetSender()
         claims: dict[str, object] | None = (yield Claims()) if naming.claims else None
-        session_id = (yield SessionId()) if naming.session else None
+        session_id: int | None = None
         prefix = naming.prefix(driver.token, session_id, protected_id)
         failures = 0
         while True:
@@ -234,8 +234,13 @@ class LockEngine:
                     found = yield from self._find_lost(prefix, deadline, claims)
                     if found is not None:
                         return found, None
-                    if naming.session and (yield SessionId()) != session_id:
-                        session_id = yield SessionId()
+                if naming.session:  # the name carries the session: the one the create is in
+                    current = yield SessionId()
+                    while current is None:  # between an expiry and the next session
+                        yield from connected_steps(deadline)
+                        current = yield SessionId()
+                    if current != session_id:
+                        session_id = current
                         prefix = naming.prefix(driver.token, session_id, protected_id)
                 node_path = _wire.join_path(self.base_path, prefix + (sequence or ""))
                 create = yield Send(

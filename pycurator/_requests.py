@@ -158,12 +158,16 @@ def persistent_parents_steps(
 ) -> Steps[None]:
     """Make the missing ancestors of ``path`` (the client's path) as empty PERSISTENT nodes
     with ``acl``, as the Java lock systems other than Curator make their lock's directory
-    (they make only its last level; missing levels above it are made too). A level made
+    (they make only its last level; missing levels above it are made too, and a missing
+    chroot as containers, as :func:`container_parents_steps` makes it). A level made
     meanwhile by someone else is fine; any other error of the server is raised unchanged."""
     parent = path.rsplit("/", 1)[0]
-    if not parent:
-        return
     deadline = deadline or Deadline(None)
+    if not parent:  # only the chroot can be missing: made as Curator makes its namespace
+        chroot = yield Chroot()
+        if chroot:
+            yield from _parents_sent(chroot + path, len(chroot), acl, deadline)
+        return
     try:
         yield from _persistent_sent(parent, acl, deadline)
     except NoNodeError:
