@@ -1,6 +1,7 @@
 """A short run of the chaos checker: mixed Java and Python contenders on a mutex, a read/write
-lock and a semaphore, and leaders of a latch and a selector election, under random faults on a
-3-node ensemble (``pycurator.testing.chaos``)."""
+lock and a semaphore, leaders of a latch and a selector election, and holders of ZooKeeper's
+WriteLock and menagerie's lock, under random faults on a 3-node ensemble
+(``pycurator.testing.chaos``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,17 @@ def test_a_short_chaos_run_keeps_every_guarantee() -> None:
     report = Chaos(seconds=12, seed=11).run()
     summary = report.summary()
     assert report.ok, summary
-    for lock in ("mutex", "rw-read", "rw-write", "semaphore", "latch", "selector"):
+    locks = (
+        "mutex",
+        "rw-read",
+        "rw-write",
+        "semaphore",
+        "latch",
+        "selector",
+        "zkwrite",
+        "menagerie",
+    )
+    for lock in locks:
         for language in ("python", "java"):
             assert report.holds[f"{lock} {language}"] > 0, summary
     for kind in (*FAULTS, "pause"):

@@ -404,8 +404,9 @@ class LockEngine:
             while True:
                 yield CheckOpen()
                 if decision is None:
+                    answer = watcher.take_answer()  # none after a state change, so first
                     watcher.state_changed = False
-                    children = yield from self.children_steps(requests, watcher.take_answer())
+                    children = yield from self.children_steps(requests, answer)
                     decision, confirmed = driver.decide(driver.sort(children), ours), True
                     del children  # a waiter keeps no listing while it waits
                 if decision.holds:

@@ -17,7 +17,7 @@ from kazoo.exceptions import (
     NoAuthError,
     NoNodeError,
 )
-from kazoo.protocol.states import EventType, KazooState
+from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
 from pycurator import _wire
 from pycurator._deadline import Deadline
@@ -144,6 +144,32 @@ def test_a_waiter_watches_only_its_predecessor_and_confirms_its_node_once_it_is_
         ("woken", "NoneType"),
         ("await", "NodeExists"),
     ]
+
+
+def test_a_connection_change_as_the_predecessor_goes_lists_again_not_reading_the_exists_sent_ahead(
+    engine: LockEngine,
+) -> None:
+    predecessor = path(name(2, OTHER))
+    server = ScriptedServer(
+        [
+            Reply(create(), (path(name(3)), stat(30, SESSION))),
+            Reply(LISTING, [name(2, OTHER), name(3)]),
+            Reply(GetData(predecessor, watch=WATCHED), (b"", stat(20, 7))),
+            Fire(predecessor),
+            Reply(NodeExists(path(name(3))), stat(30, SESSION)),  # sent as the deletion is read
+            # our node may have gone with the session: a new listing, not that exists' answer
+            Reply(RELIST, [name(3)]),
+        ],
+        session=SESSION,
+    )
+
+    def reconnected(event: WatchedEvent) -> None:  # before the waiter reads the deletion
+        for listener in list(server.listeners):
+            listener(KazooState.CONNECTED)
+
+    server.watches[predecessor].append(reconnected)
+    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    server.finish()
 
 
 def test_a_predecessor_gone_before_its_watch_decides_again_at_once(engine: LockEngine) -> None:

@@ -158,6 +158,21 @@ def test_a_reentrant_zk_lock_is_reentrant_on_its_peer_and_tries_once_at_zero(
     assert not first.is_held() and children(zk, zk_base) == []
 
 
+def test_a_reentrant_zk_lock_peer_names_the_node_it_holds(
+    java_systems: JavaSystems, zk: KazooClient, zk_base: str
+) -> None:
+    peer = java_systems.reentrant_lock(zk_base)
+    assert peer.lock_path is None
+    assert peer.acquire(SOON) and peer.acquire(SOON)
+    node = peer.lock_path
+    assert node is not None and re.fullmatch(rf"{zk_base}/lock-\d{{10}}", node), node
+    assert zk.get(node)[1].ephemeralOwner == peer.session_id
+    peer.release()
+    assert peer.lock_path == node
+    peer.release()
+    assert peer.lock_path is None and children(zk, zk_base) == []
+
+
 def test_menagerie_writers_exclude_each_other_and_readers(
     java_systems: JavaSystems, zk: KazooClient, zk_base: str
 ) -> None:

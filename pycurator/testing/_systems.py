@@ -288,6 +288,26 @@ class _MenagerieLock(LockPeer):
         does not notice an expiry either)."""
         return self._holds > 0
 
+    @property
+    def lock_path(self) -> str | None:
+        """The node of the peer's hold, or None while it holds none: menagerie keeps it in
+        the lock's ``ThreadLocal`` of ``LockHolder``s (private), read here on the peer's
+        thread. Still the node after an expiry, which menagerie does not notice."""
+        java = self.java
+
+        def read() -> str | None:
+            base = system_class("org.menagerie.locks.ReentrantZkLock", MENAGERIE_JAR)
+            locks = base.class_.getDeclaredField("locks")
+            locks.setAccessible(True)
+            holder = locks.get(java).get()
+            if holder is None:
+                return None
+            node = holder.getClass().getDeclaredField("lockNode")
+            node.setAccessible(True)
+            return str(node.get(holder))
+
+        return self.session.thread.call(read)
+
 
 class JavaReentrantZkLock(_MenagerieLock):
     """menagerie's ``org.menagerie.locks.ReentrantZkLock`` on ``path``: nodes

@@ -1,7 +1,8 @@
 """The chaos checker: Java Curator and pycurator contenders (threads and processes) on one mutex,
-one read/write lock and one semaphore, and leaders of one ``LeaderLatch`` and one
-``LeaderSelector`` election, while random faults hit a 3-node ensemble; every hold (a leader's
-term is a hold) is recorded on one monotonic clock and the merged history is checked.
+one read/write lock and one semaphore, leaders of one ``LeaderLatch`` and one ``LeaderSelector``
+election, and Java and pycurator holders of ZooKeeper's ``WriteLock`` and of menagerie's
+``ReentrantZkLock``, while random faults hit a 3-node ensemble; every hold (a leader's term is a
+hold) is recorded on one monotonic clock and the merged history is checked.
 
 ``python -m pycurator.testing.chaos --seconds 300 --seed 7`` runs it on an embedded ensemble and
 prints a summary; ``interop/test_chaos.py`` runs a short one. Its parts: :mod:`.history` (the

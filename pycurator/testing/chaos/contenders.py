@@ -1,6 +1,6 @@
 """The chaos run's contenders: a thread that takes its lock again and again, each hold fenced
-and recorded, with pycurator or with Java Curator (through :mod:`pycurator.testing`'s
-adapters)."""
+and recorded, with pycurator or with Java (Curator through :mod:`pycurator.testing`'s adapters;
+ZooKeeper's WriteLock and menagerie's lock through its peers of those systems)."""
 
 from __future__ import annotations
 
@@ -32,14 +32,18 @@ from pycurator import (
     LeaderSelector,
     Leadership,
     LockLostError,
+    menagerie,
+    zkrecipes,
 )
 from pycurator.testing import (
     STEADY_RECONNECT,
     JavaLatch,
     JavaMutex,
     JavaReadWriteLock,
+    JavaReentrantZkLock,
     JavaSelector,
     JavaSemaphore,
+    JavaZkRecipesWriteLock,
     java_nano_time,
     jclass,
     new_curator,
@@ -49,11 +53,14 @@ from pycurator.testing import (
 from .history import (
     KINDS,
     LATCH,
+    MENAGERIE,
     MUTEX,
     RW,
     SELECTOR,
     SEMAPHORE,
     SEMAPHORE_MAX,
+    SYSTEM_KINDS,
+    ZKWRITE,
     Hold,
     Outcome,
     counter_path,
@@ -235,6 +242,10 @@ class PythonContender(Contender):
                 self.client, SELECTOR, self.lead, self.who, auto_requeue=True
             )
             self.selector.start()
+        elif self.kind == "zk-write":
+            self.mutex = zkrecipes.WriteLock(self.client, ZKWRITE)
+        elif self.kind == "menagerie":
+            self.mutex = menagerie.ReentrantZkLock(self.client, MENAGERIE)
         elif self.kind != "latch":
             rw = InterProcessReadWriteLock(self.client, RW)
             self.mutex = rw.write_lock() if self.kind == "write" else rw.read_lock()
@@ -328,8 +339,19 @@ class PythonContender(Contender):
         return retry(lambda: self.client.exists(path) is not None, RETRYABLE)
 
 
+#: A Java contender's peer of another lock system.
+SystemPeer = JavaZkRecipesWriteLock | JavaReentrantZkLock
+
+
 class JavaContender(Contender):
+    """A Java contender: Curator's recipes on its Curator client; for :data:`SYSTEM_KINDS`, a
+    peer of ZooKeeper's WriteLock or menagerie's lock (its own session, a fresh one after any
+    trouble: see :meth:`system_peer`), fenced through the Curator client."""
+
     language = "java"
+    #: The peer of another lock system, while there is one; how many were made.
+    peer: SystemPeer | None = None
+    peers_made = 0
 
     def connect(self) -> None:
         self.curator = new_curator(
@@ -338,6 +360,7 @@ class JavaContender(Contender):
             connection_timeout_ms=int(self.session_s * 1000),
         )
         self.latch: JavaLatch | None = None
+        self.rejected = False  # the last fence's outcome, for a peer of another system
         if self.kind == "mutex":
             self.mutex: Any = JavaMutex(self.curator, MUTEX)
         elif self.kind == "lease":
@@ -358,6 +381,7 @@ class JavaContender(Contender):
                 self.latch.close()
             if self.kind == "selector":
                 self.selector.close()
+        self.drop_peer()
         with contextlib.suppress(Exception):
             self.curator.close()
 
@@ -365,7 +389,87 @@ class JavaContender(Contender):
         return java_nano_time()
 
     def session(self) -> tuple[int, bytes]:
+        """The lock's session: the peer's for another system, else the Curator client's."""
+        peer = self.peer
+        if peer is not None:
+            return peer.session_id, peer.session_password
         return session_of(self.curator)
+
+    def system_peer(self) -> SystemPeer:
+        """The peer to acquire with: the last one, or a new one (a new session) if it was
+        dropped or, for a WriteLock, its session expired (the object is then dead).
+
+        The peer is dropped after a timeout, an error or a rejected fence, and its session
+        closed, so that what the Java originals leave behind goes with that session: a
+        WriteLock waiter cancelled on timeout still takes the lock later (its bug 3);
+        menagerie's lock, once a wait saw an expiry, makes a node and fails at every later
+        acquire (bug 2), and a ZooKeeper error in ``tryLock(time)`` leaves its node.
+        """
+        peer = self.peer
+        if isinstance(peer, JavaZkRecipesWriteLock) and not _alive(peer):
+            self.drop_peer()
+            peer = None
+        if peer is None:
+            timeout_ms = int(self.session_s * 1000)
+            if self.kind == "zk-write":
+                peer = JavaZkRecipesWriteLock(self.hosts, ZKWRITE, session_timeout_ms=timeout_ms)
+            else:
+                peer = JavaReentrantZkLock(self.hosts, MENAGERIE, session_timeout_ms=timeout_ms)
+            self.peer = peer
+            self.peers_made += 1
+        return peer
+
+    def drop_peer(self) -> None:
+        """Close the peer, and its session with every node it left."""
+        peer, self.peer = self.peer, None
+        if peer is not None:
+            with contextlib.suppress(Exception):
+                peer.close()
+
+    def _acquire_system(self) -> tuple[str, int] | None:
+        """The peer's node and its czxid once it holds the lock, or None after a timeout (the
+        peer dropped)."""
+        self.rejected = False
+        peer = self.system_peer()
+        try:
+            node = peer.lock_path if peer.acquire(timeout=2) else None
+        except Exception:
+            self.drop_peer()
+            raise
+        if node is None:
+            self.drop_peer()
+            return None
+        # a WriteLock that found its own node after a lost reply knows it by its bare name
+        node = node if node.startswith("/") else f"{ZKWRITE}/{node}"
+        stat = None
+        with contextlib.suppress(Exception):  # the session ended: the fence will be rejected
+            stat = peer.session.zookeeper().exists(node, False)
+        return node, int(stat.getCzxid()) if stat is not None else 0
+
+    def _read_through_peer(self, peer: SystemPeer, path: str) -> int | None:
+        """``path``'s value as the peer's session sees it, or None once that session is gone
+        (and the hold's node with it)."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                return int(bytes(peer.session.zookeeper().getData(path, False, None)))
+            except Exception:
+                if not _alive(peer):
+                    return None
+                time.sleep(0.05)
+        return None
+
+    def _release_system(self) -> None:
+        """Release; after a rejected fence (the node gone with its session) drop the peer."""
+        peer = self.peer
+        if self.rejected or peer is None:
+            self.drop_peer()
+            return
+        try:
+            peer.release()
+        except Exception:
+            self.drop_peer()
+            raise
 
     def acquire(self) -> tuple[str, int] | None:
         if self.kind == "lease":
@@ -389,6 +493,8 @@ class JavaContender(Contender):
             if self.next_term() is None:
                 return None
             node = self.selector.lock_path or f"{SELECTOR}/(gone)"
+        elif self.kind in SYSTEM_KINDS:
+            return self._acquire_system()
         else:
             if not self.mutex.acquire(timeout=2):
                 return None
@@ -406,11 +512,21 @@ class JavaContender(Contender):
             latch.close()
         elif self.kind == "selector":
             self.end_term()
+        elif self.kind in SYSTEM_KINDS:
+            self._release_system()
         else:
             self.mutex.release()
 
     def read_counter(self) -> int:
+        """The counter, read through the session that took the lock: for a peer of another
+        system, its own session, which saw the predecessor's node go and so has applied the
+        predecessor's fence (a server applies writes in order); the Curator client's session
+        may be on a server that has not yet, and would read an old value."""
         path = counter_path(self.lock)
+        peer = self.peer
+        value = None if peer is None else self._read_through_peer(peer, path)
+        if value is not None:
+            return value
         return retry(lambda: int(bytes(self.curator.getData().forPath(path))), Exception)
 
     def commit(self, hold: Hold, value: int | None) -> Outcome:
@@ -428,6 +544,7 @@ class JavaContender(Contender):
         except Exception as exc:
             name = type(exc).__name__
             if "NoNode" in name or "NoNode" in str(exc):
+                self.rejected = True
                 return "rejected"
             return "unknown"
         return "fenced"
@@ -435,6 +552,14 @@ class JavaContender(Contender):
     def logged(self, hold: Hold) -> bool:
         path = log_path(self.lock, hold.hold_id)
         return retry(lambda: self.curator.checkExists().forPath(path) is not None, Exception)
+
+
+def _alive(peer: SystemPeer) -> bool:
+    """Whether the peer's ZooKeeper handle is alive (not closed, its session not expired)."""
+    try:
+        return bool(peer.session.zookeeper().getState().isAlive())
+    except Exception:
+        return False
 
 
 CONTENDERS: dict[str, type[Contender]] = {"python": PythonContender, "java": JavaContender}

@@ -15,6 +15,10 @@ SEMAPHORE = f"{ROOT}/semaphore"
 SEMAPHORE_MAX = 2
 LATCH = f"{ROOT}/latch"
 SELECTOR = f"{ROOT}/selector"
+#: ZooKeeper's own WriteLock (``zookeeper-recipes-lock``) and menagerie's ReentrantZkLock:
+#: exclusive locks of other Java systems, each shared by both languages on its own path.
+ZKWRITE = f"{ROOT}/zkwrite"
+MENAGERIE = f"{ROOT}/menagerie"
 
 
 class Kind(NamedTuple):
@@ -32,10 +36,14 @@ KINDS = {
     "lease": Kind("semaphore", False),
     "latch": Kind("latch", True),
     "selector": Kind("selector", True),
+    "zk-write": Kind("zkwrite", True),
+    "menagerie": Kind("menagerie", True),
 }
 ELECTION_LOCKS = ("latch", "selector")
 #: The locks (and elections) whose holds are exclusive: each has a counter and a log.
-EXCLUSIVE = ("mutex", "rw", "latch", "selector")
+EXCLUSIVE = ("mutex", "rw", "latch", "selector", "zkwrite", "menagerie")
+#: The kinds whose Java contender is a peer of another Java lock system (its own session).
+SYSTEM_KINDS = ("zk-write", "menagerie")
 #: The elections' paths are plain nodes, made before the run: Curator 5.4's latch gives up a
 #: create whose container parent the server reaped meanwhile, and waits for a reconnect.
 ELECTIONS = (LATCH, SELECTOR)
@@ -45,6 +53,8 @@ LOCK_PATHS = (
     f"{SEMAPHORE}/{SEMAPHORE_LEASE_PARENT}",
     f"{SEMAPHORE}/{SEMAPHORE_LOCK_PARENT}",
     *ELECTIONS,
+    ZKWRITE,
+    MENAGERIE,
 )
 
 #: fenced (committed), rejected (node gone), unknown (no answer), killed (before its record).

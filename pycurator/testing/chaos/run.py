@@ -49,6 +49,8 @@ HOLD_S = {
     "lease": 0.02,
     "latch": 0.01,
     "selector": 0.01,
+    "zk-write": 0.004,
+    "menagerie": 0.004,
 }
 
 
@@ -56,9 +58,9 @@ class Chaos:
     """One run: ensemble, proxies, contenders, fault driver; then the history and the tree.
 
     ``kinds`` chooses the contender threads (any of :data:`KINDS`: ``mutex``, ``write``,
-    ``read``, ``lease``, ``latch``, ``selector``); a mutex worker process of each language
-    always runs, as the SIGSTOP and SIGKILL faults need one. :meth:`run` returns the
-    :class:`~pycurator.testing.chaos.checker.Report`.
+    ``read``, ``lease``, ``latch``, ``selector``, ``zk-write``, ``menagerie``); a mutex worker
+    process of each language always runs, as the SIGSTOP and SIGKILL faults need one.
+    :meth:`run` returns the :class:`~pycurator.testing.chaos.checker.Report`.
     """
 
     def __init__(
