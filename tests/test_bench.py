@@ -43,6 +43,11 @@ def counts(row: dict[str, Any]) -> list[float]:
     return [float(v) for v in values]
 
 
+#: The tests that run the benchmark itself (minutes on two cores): ``./dev bench-test`` runs
+#: them (and CI), ``./dev test`` leaves them out.
+BENCH_RUN = pytest.mark.bench_run
+
+
 @pytest.fixture(scope="module")
 def results(zk_server: ZooKeeperTarget, tmp_path_factory: pytest.TempPathFactory) -> Any:
     out = tmp_path_factory.mktemp("bench")
@@ -92,12 +97,14 @@ def test_a_soak_alone_goes_to_its_own_json_and_region(
     assert "main" in written and "### Soak" in written.split(report.SOAK_BEGIN)[1]
 
 
+@BENCH_RUN
 def test_a_tiny_run_reports_every_section_and_the_machine(results: Any) -> None:
     assert set(SECTIONS) - {"scale"} <= set(results)
     assert set(DEFAULT_SECTIONS) == set(SECTIONS) - {"soak", "scale"}
     assert results["machine"]["zookeeper"].startswith("Zookeeper version: 3.8")
 
 
+@BENCH_RUN
 def test_cycles_cover_every_contender_and_count_the_acquire_in_round_trips(results: Any) -> None:
     section = results["cycle"]
     assert set(section["loopback"]["table"]) == set(KINDS)
@@ -126,6 +133,7 @@ def test_cycles_cover_every_contender_and_count_the_acquire_in_round_trips(resul
         assert isinstance(row["acquire_net_round_trips"], float)
 
 
+@BENCH_RUN
 def test_drain_hand_offs_are_counted_by_the_server_for_both_languages(results: Any) -> None:
     for language, variant in itertools.product(("pycurator", "curator"), ("rows", "shared_rows")):
         (row,) = results["drain"][variant][language]
@@ -135,6 +143,7 @@ def test_drain_hand_offs_are_counted_by_the_server_for_both_languages(results: A
         assert row["requests_per_hand_off"] > 0
 
 
+@BENCH_RUN
 def test_hand_offs_are_timed_for_every_pair_and_as_ratios_on_both_handlers(results: Any) -> None:
     table = results["handoff"]["table"]
     assert set(table) == {
@@ -154,6 +163,7 @@ def test_hand_offs_are_timed_for_every_pair_and_as_ratios_on_both_handlers(resul
     assert all(min(counts(row)) > 0 for row in ratios.values())
 
 
+@BENCH_RUN
 def test_contended_throughput_covers_each_recipe_mode_and_side(results: Any) -> None:
     table = results["contended"]["table"]
     assert set(table) == {"rwlock", "semaphore", "mutex"}
@@ -168,6 +178,7 @@ def test_contended_throughput_covers_each_recipe_mode_and_side(results: Any) -> 
     assert 0 < table["rwlock"]["shared"]["pycurator"]["read_share"] < 1
 
 
+@BENCH_RUN
 def test_standalone_programs_cover_each_recipe_mode_and_side_against_the_java_program(
     results: Any,
 ) -> None:
@@ -229,6 +240,7 @@ def test_the_targets_table_says_which_figures_meet_their_targets() -> None:
     assert report._targets({"cycle": {"loopback_repeats": []}}) == []
 
 
+@BENCH_RUN
 def test_the_soak_samples_and_leaves_kazoo_s_registries_empty_once_stopped(results: Any) -> None:
     soak = results["soak"]
     assert len(soak["samples"]) >= 3
@@ -239,6 +251,7 @@ def test_the_soak_samples_and_leaves_kazoo_s_registries_empty_once_stopped(resul
     assert after["state_listeners"] == after["data_watchers"] == after["child_watchers"] == 0
 
 
+@BENCH_RUN
 def test_each_waiting_pycurator_contender_holds_exactly_one_watch(results: Any) -> None:
     table = results["herd"]["table"]
     assert table["pycurator"]["watches_per_waiter"] == 1
@@ -246,6 +259,7 @@ def test_each_waiting_pycurator_contender_holds_exactly_one_watch(results: Any) 
     assert min(counts(table["curator"])) >= 0
 
 
+@BENCH_RUN
 def test_throughput_is_counted_by_language_for_both_recipes_and_handlers(results: Any) -> None:
     for section in (results["throughput"], results["throughput"]["fast"]):
         for recipe in ("semaphore", "rwlock"):
@@ -255,6 +269,7 @@ def test_throughput_is_counted_by_language_for_both_recipes_and_handlers(results
     assert "fast handler" in report.report(results)
 
 
+@BENCH_RUN
 def test_a_timed_out_pycurator_acquire_leaves_no_watch_and_the_others_are_counted(
     results: Any,
 ) -> None:
@@ -265,6 +280,7 @@ def test_a_timed_out_pycurator_acquire_leaves_no_watch_and_the_others_are_counte
     assert all(row["watches_left"] >= 0 for row in table.values())
 
 
+@BENCH_RUN
 def test_the_chart_is_drawn_from_the_json_alone(results: Any, tmp_path: Path) -> None:
     source = tmp_path / "partial.json"
     source.write_text(json.dumps({"machine": results["machine"], "herd": results["herd"]}))
@@ -272,6 +288,7 @@ def test_the_chart_is_drawn_from_the_json_alone(results: Any, tmp_path: Path) ->
     assert (tmp_path / "partial.png").read_bytes().startswith(b"\x89PNG")
 
 
+@BENCH_RUN
 def test_a_scale_run_alone_bounces_every_case_and_replaces_only_its_part_and_region(
     zk_server: ZooKeeperTarget, tmp_path: Path
 ) -> None:
