@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from . import _wire
+from ._zklocker import sequence as zklocker_sequence
+from ._zkrecipes import znode_name_key
 
 #: The layouts of the other systems, by the system that writes them.
 SYSTEM_OF_LAYOUT = {
@@ -47,20 +49,6 @@ class Node:
     kind: str
     holder: bool
     position: int
-
-
-def znode_name_key(name: str) -> tuple[int, int, str]:
-    """ZooKeeper's ``ZNodeName`` order, as ``WriteLock`` sorts every child of its directory:
-    the part after the last ``-`` (a ``-`` right before it is a negative sign) as an ``int``,
-    then the part before; a name without a number after every name with one."""
-    index = name.rfind("-")
-    if index > 0 and name[index - 1] == "-":
-        index -= 1
-    if index < 0:
-        return (1, 0, name)
-    sequence = _wire.java_parse_int(name[index + 1 :])
-    prefix = name[:index]
-    return (1, 0, prefix) if sequence is None else (0, sequence, prefix)
 
 
 def name_session(layout: str, name: str) -> int | None:
@@ -207,7 +195,7 @@ def _zklocker(
     numbered = []
     for name, session in ephemeral:
         match = _ZKLOCKER.fullmatch(name)
-        sequence = None if match is None else _wire.java_parse_int(match.group(3))
+        sequence = None if match is None else zklocker_sequence(name)
         if match is not None and sequence is not None:
             numbered.append((sequence, name, session, zklocker_key(name, session) or ""))
     numbered.sort()
@@ -227,5 +215,4 @@ __all__ = [
     "layout_of_others",
     "name_session",
     "zklocker_key",
-    "znode_name_key",
 ]

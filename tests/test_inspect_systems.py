@@ -10,8 +10,8 @@ from pycurator._inspect_systems import (
     layout_of_others,
     name_session,
     zklocker_key,
-    znode_name_key,
 )
+from pycurator._zkrecipes import znode_name_key
 
 S1, S2, S3 = 72057646661894145, 72057646661894146, -72057646661894147
 
