@@ -16,26 +16,18 @@ from pycurator.testing import JavaSystems
 from tests.aio_support import run, until
 from tests.support import SOON
 
-Make = Callable[[KazooClient, str], Any]
-Peer = Callable[[JavaSystems, str], Any]
+from .peers import SYSTEMS, java_peer, lock_path
 
-SYSTEMS: dict[str, tuple[Make, Peer]] = {
-    "zookeeper write lock": (
-        lambda client, path: zkrecipes.WriteLock(client, path),
-        lambda java, path: java.write_lock(path),
-    ),
-    "menagerie lock": (
-        lambda client, path: menagerie.ReentrantZkLock(client, path),
-        lambda java, path: java.reentrant_lock(path),
-    ),
-    "menagerie write lock": (
-        lambda client, path: menagerie.ReentrantZkReadWriteLock(client, path).write_lock(),
-        lambda java, path: java.read_write_lock(path).write_lock(),
-    ),
-    "zklocker": (
-        lambda client, path: zklocker.ZkLocker(client, path, "aio"),
-        lambda java, path: java.zk_locker("aio"),
-    ),
+Make = Callable[[KazooClient, str], Any]
+
+#: Each system's Python lock on a path.
+LOCKS: dict[str, Make] = {
+    "zookeeper write lock": lambda client, path: zkrecipes.WriteLock(client, path),
+    "menagerie lock": lambda client, path: menagerie.ReentrantZkLock(client, path),
+    "menagerie write lock": lambda client, path: menagerie.ReentrantZkReadWriteLock(
+        client, path
+    ).write_lock(),
+    "zklocker": lambda client, path: zklocker.ZkLocker(client, path, "aio"),
 }
 
 
@@ -43,10 +35,9 @@ SYSTEMS: dict[str, tuple[Make, Peer]] = {
 def test_an_asyncio_lock_and_the_java_peer_hand_over_both_ways(
     system: str, zk: KazooClient, zk_path: str, java_systems: JavaSystems
 ) -> None:
-    make, make_peer = SYSTEMS[system]
-    path = "/parent" if system == "zklocker" else f"{zk_path}/lock"
+    path = lock_path(system, zk_path)
     zk.ensure_path(path)  # the Java systems make only the last level of their path
-    lock, java = make(zk, path), make_peer(java_systems, path)
+    lock, java = LOCKS[system](zk, path), java_peer(system, java_systems, path, "aio")
     woken = threading.Event()
 
     def java_wait() -> None:

@@ -17,26 +17,18 @@ from pycurator.testing import ClientFactory, JavaSystems
 from pycurator.zklocker import ZkLocker
 from tests.support import SOON, eventually
 
-Make = Callable[[KazooClient, str], Any]
-Peer = Callable[[JavaSystems, str], Any]
+from .peers import SYSTEMS, java_peer, lock_path
 
-SYSTEMS: dict[str, tuple[Make, Peer]] = {
-    "zookeeper write lock": (
-        lambda client, path: zkrecipes.WriteLock(client, path),
-        lambda java, path: java.write_lock(path),
-    ),
-    "menagerie lock": (
-        lambda client, path: menagerie.ReentrantZkLock(client, path),
-        lambda java, path: java.reentrant_lock(path),
-    ),
-    "menagerie write lock": (
-        lambda client, path: menagerie.ReentrantZkReadWriteLock(client, path).write_lock(),
-        lambda java, path: java.read_write_lock(path).write_lock(),
-    ),
-    "zklocker": (
-        lambda client, path: ZkLocker(client, path, "fast"),
-        lambda java, path: java.zk_locker("fast"),
-    ),
+Make = Callable[[KazooClient, str], Any]
+
+#: Each system's Python lock on a path.
+LOCKS: dict[str, Make] = {
+    "zookeeper write lock": lambda client, path: zkrecipes.WriteLock(client, path),
+    "menagerie lock": lambda client, path: menagerie.ReentrantZkLock(client, path),
+    "menagerie write lock": lambda client, path: menagerie.ReentrantZkReadWriteLock(
+        client, path
+    ).write_lock(),
+    "zklocker": lambda client, path: ZkLocker(client, path, "fast"),
 }
 
 
@@ -48,12 +40,11 @@ def test_a_python_lock_on_the_fast_handler_and_the_java_peer_hand_over_both_ways
     zk_path: str,
     java_systems: JavaSystems,
 ) -> None:
-    make, make_peer = SYSTEMS[system]
-    path = "/parent" if system == "zklocker" else f"{zk_path}/lock"
+    path = lock_path(system, zk_path)
     zk.ensure_path(path)  # the Java systems make only the last level of their path
     client = zk_client_factory(handler=FastThreadingHandler())
     assert isinstance(client.handler, FastThreadingHandler)
-    lock, java = make(client, path), make_peer(java_systems, path)
+    lock, java = LOCKS[system](client, path), java_peer(system, java_systems, path, "fast")
 
     assert java.acquire(SOON)
     held, let_go, released = threading.Event(), threading.Event(), threading.Event()
