@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pycurator import InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2
-from pycurator._runtime import runtime_of
+from pycurator._client.runtime import runtime_of
 from pycurator.handlers import FastThreadingHandler
 
 from .common import SOON, Clients, Server, Threads, unique_path

@@ -7,7 +7,7 @@ from typing import Any
 from kazoo.security import make_digest_acl
 
 from pycurator import InterProcessMutex
-from pycurator._requests import ensure_container_parents
+from pycurator._client.requests import ensure_container_parents
 from pycurator.testing import ClientFactory, java_acquire
 from tests.support import SOON, children
 

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from . import aio as aio  # the asyncio forms of the recipes
 from ._connect import TLSOptions, connect, reconnecting_retry
-from ._errors import (
+from ._engine.monitor import ConnectionPolicy
+from ._engine.observe import (
+    LockEvent,
+    LockEventKind,
+    LockListener,
+    add_lock_listener,
+    remove_lock_listener,
+)
+from ._engine.revocation import attempt_revoke
+from ._protocol.errors import (
     ConnectTimeout,
     LockLostError,
     LockNotOwnedError,
@@ -13,21 +22,12 @@ from ._errors import (
     NotALockNodeError,
     PyCuratorError,
 )
-from ._leader import CloseMode, LeaderLatch, LeaderLatchListener, Participant
-from ._monitor import ConnectionPolicy
-from ._multilock import InterProcessMultiLock
-from ._mutex import InterProcessMutex
-from ._observe import (
-    LockEvent,
-    LockEventKind,
-    LockListener,
-    add_lock_listener,
-    remove_lock_listener,
-)
-from ._revocation import attempt_revoke
-from ._rwlock import InterProcessReadWriteLock
-from ._selector import LeaderSelector, Leadership
-from ._semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease
+from ._threads.leader import CloseMode, LeaderLatch, LeaderLatchListener, Participant
+from ._threads.multilock import InterProcessMultiLock
+from ._threads.mutex import InterProcessMutex
+from ._threads.rwlock import InterProcessReadWriteLock
+from ._threads.selector import LeaderSelector, Leadership
+from ._threads.semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease
 
 #: The release, read by the packaging metadata too (its one source).
 __version__ = "0.1.0"

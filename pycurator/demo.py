@@ -25,8 +25,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
 from ._connect import connect
-from ._errors import ConnectTimeout
-from ._mutex import InterProcessMutex
+from ._protocol.errors import ConnectTimeout
+from ._threads.mutex import InterProcessMutex
 
 DEMO_ROOT = "/pycurator-demo"
 

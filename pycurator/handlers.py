@@ -43,7 +43,7 @@ from typing import Any
 from kazoo.handlers.threading import AsyncResult, SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
 
-from ._handlers import INLINE_MARK, link_inline, runs_inline
+from ._client.concurrency import INLINE_MARK, link_inline, runs_inline
 
 __all__ = ["FastThreadingHandler", "link_inline", "runs_inline"]
 

@@ -2,8 +2,8 @@
 shared with it on the same parent, with pycurator's conventions.
 
 Java and Python agree on who holds: the same names, data, mode, filter and order
-(:mod:`pycurator._zklocker`). The Python side leaves no node behind a timeout, an error or a
-cancellation, finds a create whose answer was lost again by its session's prefix (without
+(:mod:`pycurator._protocol.zklocker`). The Python side leaves no node behind a timeout, an error or
+a cancellation, finds a create whose answer was lost again by its session's prefix (without
 taking another acquire's node), follows its node while it holds (the lost notice on expiry),
 and waits for its predecessor with a watch, within its deadline whatever the connection does.
 """
@@ -11,16 +11,14 @@ and waits for its predecessor with a watch, within its deadline whatever the con
 from __future__ import annotations
 
 from kazoo.client import KazooClient
-from kazoo.security import OPEN_ACL_UNSAFE
 
-from . import _wire, _zklocker
-from ._checks import ConnectionPolicy, check_client_type
-from ._engine import LockEngine
-from ._lock import ReentrantLock
-from ._paths import validate_path
+from ._client.checks import ConnectionPolicy
+from ._cores.zklocker import zklocker_engine
+from ._protocol import wire
+from ._threads.lock import ReentrantLock
 
 #: Java's parent, always (``ZkLocker.DIR``).
-JAVA_PARENT = _wire.ZKLOCKER_JAVA_PARENT
+JAVA_PARENT = wire.ZKLOCKER_JAVA_PARENT
 
 
 class ZkLocker(ReentrantLock):
@@ -61,24 +59,6 @@ class ZkLocker(ReentrantLock):
 
     def __repr__(self) -> str:
         return f"ZkLocker({self.path!r}, {self.key!r})"
-
-
-def zklocker_engine(client: KazooClient, parent: str, key: str | None) -> LockEngine:
-    """The engine of a ZkLocker named ``key`` under ``parent``, after checking every argument:
-    shared by the threaded and the asyncio ZkLocker."""
-    validate_path(parent)
-    if parent == "/":
-        raise ValueError("parent must not be '/': ZkLocker's nodes go under a parent of their own")
-    key = _zklocker.check_key(key)
-    check_client_type(client)
-    return LockEngine(
-        client,
-        parent,
-        _zklocker.ZkLockerDriver(key),
-        acl=OPEN_ACL_UNSAFE,
-        naming=_zklocker.naming(key),
-        null_data=True,
-    )
 
 
 __all__ = ["JAVA_PARENT", "ZkLocker"]

@@ -6,8 +6,8 @@
 - :class:`LeaderElection`: ``org.apache.zookeeper.recipes.leader.LeaderElectionSupport``'s
   offers, on pycurator's election (the one behind :class:`~pycurator.LeaderLatch`).
 
-The rules are in :mod:`pycurator._zkrecipes`; :mod:`pycurator.aio.zkrecipes` has the asyncio
-forms, over the same cores.
+The rules are in :mod:`pycurator._protocol.zkrecipes`; :mod:`pycurator.aio.zkrecipes` has the
+asyncio forms, over the same cores.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from typing import Any, NoReturn
 
 from kazoo.client import KazooClient
 
-from ._checks import check_timeout
-from ._deadline import Deadline
-from ._latch import CLOSE_WAIT
-from ._leader import _Changes
-from ._lock import ReentrantLock
-from ._runtime import services_of
-from ._steps import Task, run, start
-from ._zkrecipes import election_core, leader_steps, write_lock_engine
+from ._client.checks import check_timeout
+from ._client.runners import Task, run, start
+from ._client.runtime import services_of
+from ._cores.latch import CLOSE_WAIT
+from ._cores.zkrecipes import election_core, leader_steps, write_lock_engine
+from ._protocol.deadline import Deadline
+from ._threads.leader import _Changes
+from ._threads.lock import ReentrantLock
 
 
 class WriteLock(ReentrantLock):
@@ -102,8 +102,8 @@ class LeaderElection:
 
     def close(self) -> None:
         """Leave the election (Java's ``stop()``): leadership ends and our offer is deleted
-        (waiting at most :data:`~pycurator._calls.DELETE_WAIT` seconds for the server, then in
-        the background). RuntimeError when not started or already closed."""
+        (waiting at most :data:`~pycurator._protocol.waits.DELETE_WAIT` seconds for the server, then
+        in the background). RuntimeError when not started or already closed."""
         self._core.finish(None)
         task = self._task
         if task is not None:

@@ -1,4 +1,4 @@
-"""A scripted server: runs a protocol's steps (:mod:`pycurator._steps`) with no server, no
+"""A scripted server: runs a protocol's steps (:mod:`pycurator._protocol.steps`) with no server, no
 thread and no sleep, as httpcore's mock backend stands in for a socket.
 
 A script is the exchange, in order: each request the protocol sends (checked against it, field
@@ -19,10 +19,10 @@ from typing import Any, TypeVar
 from kazoo.exceptions import ConnectionClosedError
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
-from pycurator._deadline import DeadlineExpired
-from pycurator._ops import GetData, ListChildren, NodeExists, Request
-from pycurator._runtime import STOPPED_MESSAGE
-from pycurator._steps import Await, NewSignal, Steps, WaitSignal, perform
+from pycurator._client.runtime import STOPPED_MESSAGE
+from pycurator._protocol.deadline import DeadlineExpired
+from pycurator._protocol.ops import GetData, ListChildren, NodeExists, Request
+from pycurator._protocol.steps import Await, NewSignal, Steps, WaitSignal, perform
 
 T = TypeVar("T")
 
@@ -212,7 +212,7 @@ class ScriptedServer:
         self.log: list[tuple[str, Request | None]] = []
         self.listeners: list[Callable[[str], object]] = []
         self.watches: defaultdict[str, list[Callable[[WatchedEvent], None]]] = defaultdict(list)
-        #: the client's claims on its lock nodes (:class:`~pycurator._steps.Claims`)
+        #: the client's claims on its lock nodes (:class:`~pycurator._protocol.steps.Claims`)
         self.claimed: dict[str, object] = {}
         self._held: list[Answer] = []
         #: the first way the protocol departed from the script: raised by :meth:`run` and

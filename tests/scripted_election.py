@@ -1,8 +1,8 @@
 """A scene for the leader election's scripted tests (tests/test_election_protocol.py): one
-participant (:class:`~pycurator._election.Election`) on a scripted server (:mod:`tests.scripted`),
-what its owner hears, the owner's calls while it waits (:class:`Call`), and the leader's node
-followed by :class:`ScriptedMonitor` in the hold monitor's stead (the monitor has its own tests);
-and the names and requests the scripts are written in.
+participant (:class:`~pycurator._engine.election.Election`) on a scripted server
+(:mod:`tests.scripted`), what its owner hears, the owner's calls while it waits (:class:`Call`), and
+the leader's node followed by :class:`ScriptedMonitor` in the hold monitor's stead (the monitor has
+its own tests); and the names and requests the scripts are written in.
 """
 
 from __future__ import annotations
@@ -15,15 +15,16 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
-from pycurator import _election, _wire
-from pycurator._checks import ConnectionPolicy
-from pycurator._drivers import LATCH_DRIVER
-from pycurator._election import Election
-from pycurator._engine import HeldNode, LockEngine
-from pycurator._monitor import HoldState
-from pycurator._observe import HoldReport, Reporter
-from pycurator._ops import CreateNode, GetData, ListChildren
-from pycurator._runtime import CLIENT_STOPPED, SESSION_EXPIRED
+from pycurator._client.checks import ConnectionPolicy
+from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
+from pycurator._engine import election
+from pycurator._engine.election import Election
+from pycurator._engine.locks import HeldNode, LockEngine
+from pycurator._engine.monitor import HoldState
+from pycurator._engine.observe import HoldReport, Reporter
+from pycurator._protocol import wire
+from pycurator._protocol.drivers import LATCH_DRIVER
+from pycurator._protocol.ops import CreateNode, GetData, ListChildren
 
 from .scripted import WATCHED, Entry, ScriptedServer, stat
 
@@ -40,12 +41,12 @@ RELIST = ListChildren(BASE)
 
 
 def prefix(n: int = 0) -> str:
-    return _wire.protected_prefix(IDS[n])
+    return wire.protected_prefix(IDS[n])
 
 
 def name(seq: int, owner: str | None = None) -> str:
     """A latch node's name, ours (the first create's) unless ``owner`` is another prefix."""
-    return f"{owner or prefix()}{_wire.LATCH_NAME}{seq:010d}"
+    return f"{owner or prefix()}{wire.LATCH_NAME}{seq:010d}"
 
 
 def path(node: str) -> str:
@@ -54,7 +55,7 @@ def path(node: str) -> str:
 
 def create(n: int = 0) -> CreateNode:
     """The ``n``-th create of our node."""
-    return CreateNode(path(prefix(n) + _wire.LATCH_NAME), ID, None, ephemeral=True, sequence=True)
+    return CreateNode(path(prefix(n) + wire.LATCH_NAME), ID, None, ephemeral=True, sequence=True)
 
 
 def made(seq: int, n: int = 0, session: int = SESSION) -> tuple[str, Any]:
@@ -95,7 +96,7 @@ class Server(ScriptedServer):
 
 
 class ScriptedMonitor:
-    """The leader's monitor (:class:`~pycurator._monitor.HoldMonitor`'s contract) on the
+    """The leader's monitor (:class:`~pycurator._engine.monitor.HoldMonitor`'s contract) on the
     scripted server: the hold is lost when the session ends, and when the connection is
     suspended under the ``standard`` policy; :meth:`close` ends it."""
 
@@ -170,7 +171,7 @@ class Scene:
             one_term=selector,
             queue_ends_on_error=selector,
         )
-        monkeypatch.setattr(_election, "HoldMonitor", self._monitor)
+        monkeypatch.setattr(election, "HoldMonitor", self._monitor)
 
     def _monitor(self, client: KazooClient, *args: Any) -> ScriptedMonitor:
         """Made where the election makes its HoldMonitor, with the same arguments."""

@@ -14,8 +14,8 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
-from pycurator import _kazoo
-from pycurator._requests import ReducedChildren
+from pycurator._client import kazoo_internals
+from pycurator._client.requests import ReducedChildren
 from pycurator.testing import (
     SOON,
     STEADY_RECONNECT,
@@ -77,7 +77,7 @@ class RequestCounter:
         self.counts: Counter[str] = Counter()
         #: each request's type, and the thread that sent it, in order
         self.senders: list[tuple[str, threading.Thread]] = []
-        self._restore = _kazoo.observe_calls(client, self._saw)
+        self._restore = kazoo_internals.observe_calls(client, self._saw)
 
     def _saw(self, request: Any) -> None:
         # a listing reduced as it is read is a getChildren on the wire

@@ -8,7 +8,7 @@ from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl
 
 from pycurator import InterProcessMutex, attempt_revoke
-from pycurator._requests import ensure_container_parents
+from pycurator._client.requests import ensure_container_parents
 from pycurator.testing import ClientFactory
 
 from .support import SOON, children

@@ -12,8 +12,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError
 
 from pycurator import InterProcessMutex as ThreadedMutex
-from pycurator import LockLostError, LockNotOwnedError, LockTimeout, _kazoo, aio
-from pycurator._requests import prefixed
+from pycurator import LockLostError, LockNotOwnedError, LockTimeout, aio
+from pycurator._client import kazoo_internals
+from pycurator._client.requests import prefixed
 from pycurator.testing import (
     ClientFactory,
     expire_kazoo_session,
@@ -326,7 +327,7 @@ def test_semaphore_leases_count_time_out_and_return(
 
 
 def lease_data(client: KazooClient) -> bytes:
-    from pycurator._wire import default_node_data
+    from pycurator._protocol.wire import default_node_data
 
     return default_node_data()
 
@@ -343,7 +344,9 @@ def test_a_task_cancelled_waiting_for_a_lease_leaves_no_node_and_no_watch(
         task = asyncio.create_task(waiting.acquire())
         await until(lambda: len(children(a, f"{zk_path}/leases")) == 2, "the waiter's lease")
         leases = prefixed(b, f"{zk_path}/leases")
-        await until(lambda: bool(_kazoo.watchers(b, leases, children=True)), "the waiter watches")
+        await until(
+            lambda: bool(kazoo_internals.watchers(b, leases, children=True)), "the waiter watches"
+        )
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -351,7 +354,7 @@ def test_a_task_cancelled_waiting_for_a_lease_leaves_no_node_and_no_watch(
         assert children(a, f"{zk_path}/locks") == []
         assert watched_paths(b) == []
         assert not has_child_watch(b, f"{zk_path}/leases")
-        assert _kazoo.watchers(b, leases, children=True) == set()
+        assert kazoo_internals.watchers(b, leases, children=True) == set()
         await held.close()
 
     run(main())

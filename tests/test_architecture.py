@@ -25,6 +25,24 @@ THREADED = "Recipes: the threaded front end"
 ASYNCIO = "Recipes: the asyncio front end"
 #: What the core never imports: the optional handler and everything built on the core.
 NOT_FOR_THE_CORE = ("pycurator.handlers", "pycurator.aio", "pycurator.cli", "pycurator.testing")
+#: Where the modules of each layer live (the public modules of the other Java systems are the
+#: threaded shells, named as their asyncio twins in pycurator.aio).
+HOMES = {
+    CORE[0]: ("pycurator/_protocol/",),
+    CORE[1]: ("pycurator/_protocol/", "pycurator/_client/runners.py", "pycurator/aio/_runner.py"),
+    CORE[2]: ("pycurator/_client/",),
+    CORE[3]: ("pycurator/_engine/",),
+    SHARED: ("pycurator/_cores/",),
+    THREADED: (
+        "pycurator/_threads/",
+        "pycurator/zkrecipes.py",
+        "pycurator/zklocker.py",
+        "pycurator/menagerie.py",
+    ),
+    ASYNCIO: ("pycurator/aio/",),
+}
+#: The layers' packages, each above the ones before it: none imports a later one.
+PACKAGES = ("pycurator._protocol", "pycurator._client", "pycurator._engine", "pycurator._cores")
 
 
 def layers() -> dict[str, list[str]]:
@@ -74,6 +92,27 @@ def test_the_page_lists_every_module_of_the_package_once_and_nothing_else() -> N
 
 def test_the_page_has_each_layer_it_names() -> None:
     assert set(CORE) | {SHARED, THREADED, ASYNCIO} <= set(layers())
+
+
+@pytest.mark.parametrize("layer", list(HOMES))
+def test_each_layer_lives_in_its_own_package(layer: str) -> None:
+    strays = [path for path in layers().get(layer, []) if not path.startswith(HOMES[layer])]
+    assert not strays, f"{layer}: {strays} live outside {HOMES[layer]}"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_a_layers_package_imports_no_package_above_it(package: str) -> None:
+    shells = ("pycurator._threads", "pycurator.zkrecipes", "pycurator.zklocker")
+    shells += ("pycurator.menagerie",)
+    above = (*PACKAGES[PACKAGES.index(package) + 1 :], *shells, *NOT_FOR_THE_CORE)
+    folder = ROOT / package.replace(".", "/")
+    wrong = sorted(
+        f"{path.relative_to(ROOT)} imports {module}"
+        for path in folder.glob("*.py")
+        for module in imports_of(str(path.relative_to(ROOT)))
+        if module.startswith(tuple(f"{name}." for name in above)) or module in above
+    )
+    assert not wrong
 
 
 @pytest.mark.parametrize(

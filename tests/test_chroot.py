@@ -12,7 +12,7 @@ from kazoo.exceptions import NoAuthError
 from kazoo.security import OPEN_ACL_UNSAFE, make_acl, make_digest_acl
 
 from pycurator import InterProcessMutex, menagerie, zkrecipes
-from pycurator._requests import ensure_container_parents
+from pycurator._client.requests import ensure_container_parents
 from pycurator.testing import ClientFactory
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from pycurator.zklocker import ZkLocker

@@ -15,8 +15,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex
-from pycurator._calls import DELETE_WAIT
-from pycurator._deadline import FIRST_TRY_WAIT
+from pycurator._protocol.deadline import FIRST_TRY_WAIT
+from pycurator._protocol.waits import DELETE_WAIT
 from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer, assert_no_ephemerals
 
 from .recipes import RECIPES, Recipe

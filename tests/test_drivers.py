@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pycurator._drivers import (
+from pycurator._protocol.drivers import (
     Decision,
     NodeVanishedError,
     ReadDriver,

@@ -1,10 +1,10 @@
 """The leader election's protocol on a scripted server: no ZooKeeper, no thread, no sleep.
 
 Each test plays the server's side of one exchange to one participant, a latch's or a selector's
-term (:class:`~pycurator._election.Election`, set in a scene of :mod:`tests.scripted_election`),
-and checks every request it sends, in order, what its owner hears, and what it leaves behind.
-The same protocol runs on a real server in test_latch.py, test_selector.py,
-test_selector_queue.py, test_unfixable_errors.py and the interop suite.
+term (:class:`~pycurator._engine.election.Election`, set in a scene of
+:mod:`tests.scripted_election`), and checks every request it sends, in order, what its owner hears,
+and what it leaves behind. The same protocol runs on a real server in test_latch.py,
+test_selector.py, test_selector_queue.py, test_unfixable_errors.py and the interop suite.
 """
 
 from __future__ import annotations
@@ -18,14 +18,20 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoAuthError, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
-from pycurator import _wire
-from pycurator._checks import ConnectionPolicy
-from pycurator._monitor import HoldState
-from pycurator._observe import LockEvent, LockEventKind, add_lock_listener, remove_lock_listener
-from pycurator._ops import DeleteNode, GetData
-from pycurator._participants import Participant, participants_steps
-from pycurator._runtime import CLIENT_STOPPED, SESSION_EXPIRED
-from pycurator._steps import Cancelled, Steps, WaitSignal
+from pycurator._client.checks import ConnectionPolicy
+from pycurator._client.runners import Cancelled
+from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
+from pycurator._engine.monitor import HoldState
+from pycurator._engine.observe import (
+    LockEvent,
+    LockEventKind,
+    add_lock_listener,
+    remove_lock_listener,
+)
+from pycurator._engine.participants import Participant, participants_steps
+from pycurator._protocol import wire
+from pycurator._protocol.ops import DeleteNode, GetData
+from pycurator._protocol.steps import Steps, WaitSignal
 
 from .scripted import Entry, Fire, Forgets, Land, Owes, Reply, State, Stop, Timeout, stat
 from .scripted_election import (
@@ -52,7 +58,7 @@ from .scripted_election import (
 @pytest.fixture(autouse=True)
 def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     ids = iter(IDS)
-    monkeypatch.setattr(_wire, "new_protected_id", lambda: next(ids))
+    monkeypatch.setattr(wire, "new_protected_id", lambda: next(ids))
     yield
 
 

@@ -19,11 +19,18 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
-from pycurator import _wire
-from pycurator._deadline import Deadline
-from pycurator._drivers import MUTEX_DRIVER, write_driver
-from pycurator._engine import HeldNode, LockEngine
-from pycurator._ops import CreateNode, DeleteNode, GetData, ListChildren, MakeContainer, NodeExists
+from pycurator._engine.locks import HeldNode, LockEngine
+from pycurator._protocol import wire
+from pycurator._protocol.deadline import Deadline
+from pycurator._protocol.drivers import MUTEX_DRIVER, write_driver
+from pycurator._protocol.ops import (
+    CreateNode,
+    DeleteNode,
+    GetData,
+    ListChildren,
+    MakeContainer,
+    NodeExists,
+)
 
 from .scripted import (
     REDUCED,
@@ -49,12 +56,12 @@ AHEAD = "_c_88888888-8888-4888-8888-888888888888-"
 
 
 def prefix(n: int = 0) -> str:
-    return _wire.protected_prefix(IDS[n])
+    return wire.protected_prefix(IDS[n])
 
 
 def name(seq: int, owner: str | None = None) -> str:
     """A mutex node's name, ours (the first acquire's) unless ``owner`` is another prefix."""
-    return f"{owner or prefix()}{_wire.LOCK_NAME}{seq:010d}"
+    return f"{owner or prefix()}{wire.LOCK_NAME}{seq:010d}"
 
 
 def path(node: str) -> str:
@@ -63,7 +70,7 @@ def path(node: str) -> str:
 
 def create(n: int = 0) -> CreateNode:
     """The create of the ``n``-th acquire's node."""
-    return CreateNode(path(prefix(n) + _wire.LOCK_NAME), DATA, None, ephemeral=True, sequence=True)
+    return CreateNode(path(prefix(n) + wire.LOCK_NAME), DATA, None, ephemeral=True, sequence=True)
 
 
 #: The listing the engine pipelines behind its create, reduced to a decision as it is read.
@@ -75,7 +82,7 @@ RELIST = ListChildren(BASE)
 @pytest.fixture(autouse=True)
 def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     ids = iter(IDS)
-    monkeypatch.setattr(_wire, "new_protected_id", lambda: next(ids))
+    monkeypatch.setattr(wire, "new_protected_id", lambda: next(ids))
     yield
 
 
@@ -310,7 +317,7 @@ def test_a_connection_lost_between_create_and_listing_lists_again_once_connected
 
 def test_an_expiry_mid_wait_queues_again_with_a_new_node(engine: LockEngine) -> None:
     new_session = SESSION + 1
-    ours_again = f"{prefix(1)}{_wire.LOCK_NAME}{5:010d}"
+    ours_again = f"{prefix(1)}{wire.LOCK_NAME}{5:010d}"
     server = ScriptedServer(
         [
             Reply(create(), (path(name(3)), stat(30, SESSION))),
@@ -472,7 +479,7 @@ def test_the_script_fails_a_request_that_a_callback_sent_and_swallowed(
 
 def test_a_write_waiter_lists_again_before_it_holds(client: KazooClient) -> None:
     engine = LockEngine(client, BASE, write_driver(), data=DATA)
-    write = _wire.WRITE_LOCK_NAME
+    write = wire.WRITE_LOCK_NAME
     ours, ahead = f"{prefix()}{write}{3:010d}", f"{OTHER}{write}{2:010d}"
     server = ScriptedServer(
         [
@@ -498,14 +505,14 @@ def test_a_revocable_holder_watches_its_node_and_hears_the_revocation(
     engine = LockEngine(client, BASE, MUTEX_DRIVER, data=DATA).revocable(
         lambda: revoked.append(True)
     )
-    empty = CreateNode(path(prefix() + _wire.LOCK_NAME), b"", None, ephemeral=True, sequence=True)
+    empty = CreateNode(path(prefix() + wire.LOCK_NAME), b"", None, ephemeral=True, sequence=True)
     server = ScriptedServer(
         [
             Reply(empty, (path(name(3)), stat(30, SESSION))),
             Reply(LISTING, [name(3)]),
             Reply(GetData(path(name(3)), watch=WATCHED), (b"", stat(30, SESSION))),
             # once our node's data changes: read it again, watching again
-            Reply(GetData(path(name(3)), watch=WATCHED), (_wire.REVOKE_MESSAGE, stat(30, SESSION))),
+            Reply(GetData(path(name(3)), watch=WATCHED), (wire.REVOKE_MESSAGE, stat(30, SESSION))),
         ],
         session=SESSION,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pycurator._inspect import (
+from pycurator._engine.inspect import (
     Entry,
     Participant,
     classify_latch,

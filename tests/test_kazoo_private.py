@@ -1,8 +1,8 @@
-"""kazoo's private attributes that pycurator relies on (all touched in pycurator._kazoo), and
-the ways kazoo's connection uses a handler that pycurator's fast handler relies on (named in
-pycurator._kazoo's docstring), still behave as in the kazoo releases that module names. A
-failure here means a kazoo release changed them: re-check every function of pycurator._kazoo
-and pycurator.handlers before anything else.
+"""kazoo's private attributes that pycurator relies on (all touched in
+pycurator._client.kazoo_internals), and the ways kazoo's connection uses a handler that pycurator's
+fast handler relies on (named in pycurator._client.kazoo_internals's docstring), still behave as in
+the kazoo releases that module names. A failure here means a kazoo release changed them: re-check
+every function of pycurator._client.kazoo_internals and pycurator.handlers before anything else.
 
 The handler's points are pinned on kazoo's own ``SequentialThreadingHandler``, recording what
 kazoo's connection asks of it, so they test kazoo and not pycurator."""
@@ -26,8 +26,9 @@ from kazoo.handlers.utils import fileobj_to_fd
 from kazoo.protocol.states import Callback, WatchedEvent
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from pycurator import _kazoo, _requests
-from pycurator._requests import CreateContainer, RemoveWatches, prefixed
+from pycurator._client import kazoo_internals
+from pycurator._client import requests as _requests
+from pycurator._client.requests import CreateContainer, RemoveWatches, prefixed
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .support import SOON, eventually
@@ -42,11 +43,12 @@ INSTALLED = release(version("kazoo"))
 
 
 def test_the_kazoo_release_is_of_a_minor_release_checked() -> None:
-    checked = {release(v) for v in _kazoo.CHECKED_VERSIONS}
+    checked = {release(v) for v in kazoo_internals.CHECKED_VERSIONS}
     assert INSTALLED in checked, (
-        f"kazoo {version('kazoo')} is installed; pycurator._kazoo was checked against "
-        f"{', '.join(_kazoo.CHECKED_VERSIONS)}: check its functions and its docstring's list of "
-        "what the fast handler relies on, then add the release to CHECKED_VERSIONS"
+        f"kazoo {version('kazoo')} is installed; pycurator._client.kazoo_internals was checked "
+        f"against {', '.join(kazoo_internals.CHECKED_VERSIONS)}: check its functions and its "
+        "docstring's list of what the fast handler relies on, then add the release to "
+        "CHECKED_VERSIONS"
     )
 
 
@@ -54,14 +56,14 @@ def test_stopped_is_told_before_start_while_started_and_after_stop(
     zk_server: ZooKeeperTarget,
 ) -> None:
     client = KazooClient(hosts=zk_server.hosts)
-    assert _kazoo.is_stopped(client)
+    assert kazoo_internals.is_stopped(client)
     client.start(timeout=30)
     try:
-        assert not _kazoo.is_stopped(client)
+        assert not kazoo_internals.is_stopped(client)
     finally:
         client.stop()
         client.close()
-    assert _kazoo.is_stopped(client)
+    assert kazoo_internals.is_stopped(client)
 
 
 @pytest.mark.parametrize("children", [False, True])
@@ -74,12 +76,12 @@ def test_watchers_are_registered_per_server_path_and_can_be_discarded(
         zk.get_children(zk_path, watch=seen.append)
     else:
         zk.get(zk_path, watch=seen.append)
-    assert _kazoo.watchers(zk, zk_path, children=children) == {seen.append}
-    assert _kazoo.watchers(zk, zk_path, children=not children) == set()
-    assert zk_path in _kazoo.watched_paths(zk, children=children)
-    assert _kazoo.discard_watcher(zk, zk_path, seen.append, children=children) is False
-    assert _kazoo.watchers(zk, zk_path, children=children) == set()
-    assert zk_path not in _kazoo.watched_paths(zk, children=children)
+    assert kazoo_internals.watchers(zk, zk_path, children=children) == {seen.append}
+    assert kazoo_internals.watchers(zk, zk_path, children=not children) == set()
+    assert zk_path in kazoo_internals.watched_paths(zk, children=children)
+    assert kazoo_internals.discard_watcher(zk, zk_path, seen.append, children=children) is False
+    assert kazoo_internals.watchers(zk, zk_path, children=children) == set()
+    assert zk_path not in kazoo_internals.watched_paths(zk, children=children)
 
 
 def test_call_sends_a_request_kazoo_does_not_know(zk: KazooClient, zk_path: str) -> None:
@@ -90,7 +92,7 @@ def test_call_sends_a_request_kazoo_does_not_know(zk: KazooClient, zk_path: str)
     ]
     zk.ensure_path(zk_path)
     result = zk.handler.async_result()
-    _kazoo.call(zk, CreateContainer(f"{zk_path}/box", b"", OPEN_ACL_UNSAFE), result)
+    kazoo_internals.call(zk, CreateContainer(f"{zk_path}/box", b"", OPEN_ACL_UNSAFE), result)
     path, stat = result.get(timeout=SOON)
     assert path == f"{zk_path}/box" and stat.version == 0
 
@@ -115,9 +117,9 @@ def test_the_answer_is_what_the_request_objects_deserialize_returns_on_the_conne
 
 
 def test_kazoo_reads_the_errors_it_knows_and_nowatcher_from_2_11() -> None:
-    assert _kazoo.reads_error(NoNodeError.code)
-    assert not _kazoo.reads_error(-999)
-    assert _kazoo.reads_error(_kazoo.NO_WATCHER) is (INSTALLED >= (2, 11))
+    assert kazoo_internals.reads_error(NoNodeError.code)
+    assert not kazoo_internals.reads_error(-999)
+    assert kazoo_internals.reads_error(kazoo_internals.NO_WATCHER) is (INSTALLED >= (2, 11))
     assert not kazoo.exceptions.EXCEPTIONS.get(-999)  # asking left no entry behind
 
 
@@ -127,10 +129,10 @@ def test_remove_watches_is_sent_only_where_kazoo_reads_nowatcher(
     """On kazoo 2.9 and 2.10 (below the floor, but installable with ``--no-deps``) the
     server's NOWATCHER answer would end the connection loop: pycurator sends nothing there."""
     zk.ensure_path(zk_path)
-    assert _requests.CAN_REMOVE_WATCHES is _kazoo.reads_error(_kazoo.NO_WATCHER)
+    assert _requests.CAN_REMOVE_WATCHES is kazoo_internals.reads_error(kazoo_internals.NO_WATCHER)
     if _requests.CAN_REMOVE_WATCHES:
         result = zk.handler.async_result()
-        _kazoo.call(zk, RemoveWatches(prefixed(zk, zk_path)), result)
+        kazoo_internals.call(zk, RemoveWatches(prefixed(zk, zk_path)), result)
         with pytest.raises(kazoo.exceptions.NoWatcherError):
             result.get(timeout=SOON)
     assert _requests.remove_watches(zk, zk_path) is _requests.CAN_REMOVE_WATCHES
@@ -258,7 +260,7 @@ def test_create_socket_pair_carries_one_wake_byte_per_queued_request_read_one_at
     recorded: tuple[KazooClient, RecordingHandler],
 ) -> None:
     on_pair = [call for call in calls_answering(recorded, 3) if "pair" in call[0]]
-    assert on_pair[::2] == [("pair", "send", _kazoo.WAKE_BYTE)] * 3
+    assert on_pair[::2] == [("pair", "send", kazoo_internals.WAKE_BYTE)] * 3
     assert on_pair[1::2] == [("pair reader", "recv", 1)] * 3
 
 
@@ -321,7 +323,7 @@ def test_select_is_given_the_server_socket_and_the_pairs_reading_end(
 
 def test_observe_calls_sees_each_request_until_restored(zk: KazooClient, zk_path: str) -> None:
     seen: list[str] = []
-    restore = _kazoo.observe_calls(zk, lambda request: seen.append(type(request).__name__))
+    restore = kazoo_internals.observe_calls(zk, lambda request: seen.append(type(request).__name__))
     zk.exists(zk_path)
     zk.get_children("/")
     restore()
@@ -332,7 +334,7 @@ def test_observe_calls_sees_each_request_until_restored(zk: KazooClient, zk_path
 def test_session_timeout_is_the_timeout_asked_for_in_seconds() -> None:
     client = KazooClient(hosts="127.0.0.1:1", timeout=7.25)
     try:
-        assert _kazoo.session_timeout(client) == 7.25
+        assert kazoo_internals.session_timeout(client) == 7.25
     finally:
         client.close()
 

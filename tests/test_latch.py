@@ -12,9 +12,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoChildrenForEphemeralsError
 
 from pycurator import CloseMode, LeaderLatch, LockLostError, Participant
-from pycurator._calls import DELETE_WAIT
-from pycurator._drivers import StandardDriver
-from pycurator._wire import LATCH_NAME, protected_id, sort_children
+from pycurator._protocol.drivers import StandardDriver
+from pycurator._protocol.waits import DELETE_WAIT
+from pycurator._protocol.wire import LATCH_NAME, protected_id, sort_children
 from pycurator.testing import (
     ClientFactory,
     FaultProxy,

@@ -19,7 +19,7 @@ from pycurator import (
     LockLostError,
     aio,
 )
-from pycurator._multilock import followed
+from pycurator._cores.multilock import followed
 from pycurator.testing import ClientFactory
 
 from .aio_support import run

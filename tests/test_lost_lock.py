@@ -20,11 +20,11 @@ from pycurator import (
     InterProcessSemaphoreV2,
     LockLostError,
 )
-from pycurator._drivers import StandardDriver
-from pycurator._engine import LockEngine
-from pycurator._monitor import HoldMonitor, HoldState
-from pycurator._observe import Reporter
-from pycurator._wire import LOCK_NAME
+from pycurator._engine.locks import LockEngine
+from pycurator._engine.monitor import HoldMonitor, HoldState
+from pycurator._engine.observe import Reporter
+from pycurator._protocol.drivers import StandardDriver
+from pycurator._protocol.wire import LOCK_NAME
 from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer, expire_kazoo_session
 
 from .support import SOON, STEADY_RECONNECT, eventually, restart_behind

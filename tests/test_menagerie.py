@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from pycurator._runtime import runtime_of
+from pycurator._client.runtime import runtime_of
 from pycurator.testing import ClientFactory
 
 from .aio_support import watched_paths

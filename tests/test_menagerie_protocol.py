@@ -11,10 +11,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
-from pycurator._engine import HeldNode
-from pycurator._menagerie import ReadSide
-from pycurator._ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
-from pycurator.menagerie import PermitSteps, lock_engine, read_write_engines
+from pycurator._cores.menagerie import PermitSteps, lock_engine, read_write_engines
+from pycurator._engine.locks import HeldNode
+from pycurator._protocol.menagerie import ReadSide
+from pycurator._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
 
 from .scripted import (
     REDUCED,

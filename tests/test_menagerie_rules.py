@@ -1,15 +1,15 @@
 """menagerie's rules on plain lists of names, as Java menagerie writes them: Java's
 ``Integer.parseInt`` of the text after the last ``-``, the prefix filter, the order, and who
 holds and whom a waiter watches, for the lock, both sides of the read/write lock and the
-semaphore (:mod:`pycurator._menagerie`)."""
+semaphore (:mod:`pycurator._protocol.menagerie`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pycurator import _wire
-from pycurator._drivers import Decision, Driver, NodeVanishedError
-from pycurator._menagerie import (
+from pycurator._protocol import wire
+from pycurator._protocol.drivers import Decision, Driver, NodeVanishedError
+from pycurator._protocol.menagerie import (
     LOCK_DRIVER,
     LOCK_NAMING,
     PERMIT_NAMING,
@@ -21,9 +21,9 @@ from pycurator._menagerie import (
     ReadSide,
     sequence,
 )
-from pycurator._wire import JAVA_INT_MAX as INT_MAX
-from pycurator._wire import JAVA_INT_MIN as INT_MIN
-from pycurator._wire import java_parse_int as java_int
+from pycurator._protocol.wire import JAVA_INT_MAX as INT_MAX
+from pycurator._protocol.wire import JAVA_INT_MIN as INT_MIN
+from pycurator._protocol.wire import java_parse_int as java_int
 
 
 def seq(head: str, number: int) -> str:
@@ -229,4 +229,4 @@ def test_each_recipe_names_its_node_with_its_head_and_persistent_parents() -> No
     ]:
         assert naming.prefix("ignored", 77, "ignored") == head
         assert naming.parents == "persistent" and naming.claims
-    assert _wire.MENAGERIE_LOCK_HEAD.startswith(_wire.MENAGERIE_LOCK_FILTER)
+    assert wire.MENAGERIE_LOCK_HEAD.startswith(wire.MENAGERIE_LOCK_FILTER)

@@ -17,7 +17,7 @@ from pycurator import (
     PyCuratorError,
     attempt_revoke,
 )
-from pycurator._wire import default_node_data
+from pycurator._protocol.wire import default_node_data
 from pycurator.testing import ClientFactory
 
 from .support import SOON, RequestCounter, Worker, children, eventually

@@ -24,11 +24,11 @@ from pycurator import (
     Leadership,
     LockEvent,
     LockEventKind,
-    _observe,
     add_lock_listener,
     aio,
     remove_lock_listener,
 )
+from pycurator._engine import observe
 from pycurator.testing import ClientFactory, expire_kazoo_session
 
 from .aio_support import run
@@ -237,8 +237,8 @@ def test_a_lock_acquired_after_a_long_wait_and_held_long_logs_at_info(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_observe, "SLOW_WAIT", 0.2)
-    monkeypatch.setattr(_observe, "LONG_HOLD", 0.2)
+    monkeypatch.setattr(observe, "SLOW_WAIT", 0.2)
+    monkeypatch.setattr(observe, "LONG_HOLD", 0.2)
     holder = InterProcessMutex(zk_client_factory(), zk_path)
     waiter = InterProcessMutex(zk_client_factory(), zk_path)
     with caplog.at_level(logging.INFO, logger="pycurator"):
@@ -446,10 +446,10 @@ def test_nobody_listening_and_a_quiet_logger_build_no_event_and_log_nothing(
 ) -> None:
     """The recipes still report (each wait and hold is told to its reporter), but with no
     listener and the logger above INFO, no report makes a ``LockEvent`` or a record."""
-    monkeypatch.setattr(_observe, "_listeners", ())  # whatever another test left registered
+    monkeypatch.setattr(observe, "_listeners", ())  # whatever another test left registered
     built: list[tuple[Any, ...]] = []
     told: list[LockEvent] = []
-    real_event, real_tell = _observe.LockEvent, _observe._tell
+    real_event, real_tell = observe.LockEvent, observe._tell
 
     def event(*args: Any, **kwargs: Any) -> LockEvent:
         built.append(args)
@@ -459,11 +459,11 @@ def test_nobody_listening_and_a_quiet_logger_build_no_event_and_log_nothing(
         told.append(event)
         real_tell(event, level)
 
-    monkeypatch.setattr(_observe, "LockEvent", event)
-    monkeypatch.setattr(_observe, "_tell", tell)
+    monkeypatch.setattr(observe, "LockEvent", event)
+    monkeypatch.setattr(observe, "_tell", tell)
     reported: list[tuple[str, str]] = []  # (what, recipe) of each report under zk_path
 
-    def spy(owner: type, name: str, reporter: Callable[[Any], _observe.Reporter]) -> None:
+    def spy(owner: type, name: str, reporter: Callable[[Any], observe.Reporter]) -> None:
         real = getattr(owner, name)
 
         def spied(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -474,8 +474,8 @@ def test_nobody_listening_and_a_quiet_logger_build_no_event_and_log_nothing(
         monkeypatch.setattr(owner, name, spied)
 
     for name in ("waiting", "acquired"):
-        spy(_observe.Reporter, name, lambda reporter: reporter)
-    spy(_observe.HoldReport, "released", lambda hold: hold.reporter)
+        spy(observe.Reporter, name, lambda reporter: reporter)
+    spy(observe.HoldReport, "released", lambda hold: hold.reporter)
 
     async def aio_cycle() -> None:
         async with aio.InterProcessMutex(zk, f"{zk_path}/aio"):

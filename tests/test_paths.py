@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pycurator._paths import validate_path
+from pycurator._protocol.paths import validate_path
 
 
 @pytest.mark.parametrize(

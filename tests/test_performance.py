@@ -11,7 +11,9 @@ from collections import Counter
 import pytest
 from kazoo.client import KazooClient
 
-from pycurator import InterProcessMutex, _kazoo, _monitor
+from pycurator import InterProcessMutex
+from pycurator._client import kazoo_internals
+from pycurator._engine import monitor
 from pycurator.testing import (
     ClientFactory,
     expire_kazoo_session,
@@ -27,7 +29,7 @@ from .support import SOON, RequestCounter, Worker, children, eventually
 def no_deferred_watch(monkeypatch: pytest.MonkeyPatch) -> None:
     """Counts here are the engine's: a hold that a loaded machine stretches past the deferred
     watch's delay would add an ``exists`` (tested on its own below)."""
-    monkeypatch.setattr(_monitor, "WATCH_DELAY", 3600.0)
+    monkeypatch.setattr(monitor, "WATCH_DELAY", 3600.0)
 
 
 def watched_paths(client: KazooClient) -> list[str]:
@@ -132,7 +134,7 @@ def test_a_hold_watches_its_node_when_asked_or_once_it_has_lasted(
         assert watched_paths(client) == []
         assert asked.is_held()  # one exists: sets the watch and sees the node
         assert watched_paths(client) == [asked.lock_path]
-    monkeypatch.setattr(_monitor, "WATCH_DELAY", 0.2)
+    monkeypatch.setattr(monitor, "WATCH_DELAY", 0.2)
     lasting = InterProcessMutex(client, f"{zk_path}/lasting")
     with lasting:
         eventually(lambda: watched_paths(client) == [lasting.lock_path], what="deferred watch")
@@ -235,7 +237,7 @@ def test_a_timed_out_acquire_leaves_no_watch_behind(
         assert waiter.acquire(timeout=0.5) is False
         eventually(lambda: watched_paths(waiter_client) == [], what="the waiter's watch removed")
         # nor an emptied entry in kazoo's registry, which would grow with every give-up
-        assert _kazoo.watched_paths(waiter_client, children=False) == set()
+        assert kazoo_internals.watched_paths(waiter_client, children=False) == set()
 
 
 def test_a_last_try_sets_no_watch(zk_client_factory: ClientFactory, zk_path: str) -> None:

@@ -30,8 +30,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError
 from kazoo.handlers.threading import SequentialThreadingHandler
 
-from pycurator import InterProcessMutex, LeaderLatch, _runtime, aio
-from pycurator._runtime import process_lock, runtime_of, services_of
+from pycurator import InterProcessMutex, LeaderLatch, aio
+from pycurator._client import runtime as _runtime
+from pycurator._client.runtime import process_lock, runtime_of, services_of
 from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer
 
 from .aio_support import run
@@ -336,5 +337,5 @@ def test_only_the_runtime_module_keeps_registries_and_the_fork_hook() -> None:
             registries[name] = found
         if count := _fork_hooks(tree):
             hooks[name] = count
-    assert registries == {"pycurator/_runtime.py": ["_RUNTIMES", "_SERVICES"]}
-    assert hooks == {"pycurator/_runtime.py": 1}
+    assert registries == {"pycurator/_client/runtime.py": ["_RUNTIMES", "_SERVICES"]}
+    assert hooks == {"pycurator/_client/runtime.py": 1}

@@ -11,7 +11,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from pycurator import LeaderSelector, Leadership, LockLostError, Participant
-from pycurator._wire import default_node_data, protected_id
+from pycurator._protocol.wire import default_node_data, protected_id
 from pycurator.testing import ClientFactory, FaultProxy, expire_kazoo_session
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 

@@ -17,12 +17,12 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoAuthError, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
-from pycurator import _wire
-from pycurator._deadline import Deadline
-from pycurator._engine import HeldNode
-from pycurator._hold import Held
-from pycurator._ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
-from pycurator._semaphore import SemaphoreSteps, lease_data_steps
+from pycurator._cores.semaphore import SemaphoreSteps, lease_data_steps
+from pycurator._engine.hold import Held
+from pycurator._engine.locks import HeldNode
+from pycurator._protocol import wire
+from pycurator._protocol.deadline import Deadline
+from pycurator._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
 
 from .scripted import (
     REDUCED,
@@ -40,8 +40,8 @@ from .scripted import (
 )
 
 BASE = "/sem/s"
-LOCKS = f"{BASE}/{_wire.SEMAPHORE_LOCK_PARENT}"
-LEASES = f"{BASE}/{_wire.SEMAPHORE_LEASE_PARENT}"
+LOCKS = f"{BASE}/{wire.SEMAPHORE_LOCK_PARENT}"
+LEASES = f"{BASE}/{wire.SEMAPHORE_LEASE_PARENT}"
 DATA = b"me"
 SESSION = 0x51
 #: The protection ids our creates draw, in order: the internal mutex's node, then the lease's.
@@ -58,33 +58,33 @@ WATCHED_LEASES = ListChildren(LEASES, watch=WATCHED)
 
 
 def prefix(n: int) -> str:
-    return _wire.protected_prefix(IDS[n])
+    return wire.protected_prefix(IDS[n])
 
 
 def lock(n: int, seq: int) -> str:
     """The path of the internal mutex's node of our ``n``-th create."""
-    return f"{LOCKS}/{prefix(n)}{_wire.LOCK_NAME}{seq:010d}"
+    return f"{LOCKS}/{prefix(n)}{wire.LOCK_NAME}{seq:010d}"
 
 
 def lease(n: int, seq: int) -> str:
     """The path of the lease node of our ``n``-th create."""
-    return f"{LEASES}/{prefix(n)}{_wire.LEASE_NAME}{seq:010d}"
+    return f"{LEASES}/{prefix(n)}{wire.LEASE_NAME}{seq:010d}"
 
 
 def other(seq: int, owner: str = OTHER) -> str:
     """The name of another participant's lease node."""
-    return f"{owner}{_wire.LEASE_NAME}{seq:010d}"
+    return f"{owner}{wire.LEASE_NAME}{seq:010d}"
 
 
 def name(path: str) -> str:
-    return _wire.node_name(path)
+    return wire.node_name(path)
 
 
 def create_lock(n: int) -> CreateNode:
     """The internal mutex's create (its nodes hold Curator's default data, as Curator's)."""
     return CreateNode(
-        f"{LOCKS}/{prefix(n)}{_wire.LOCK_NAME}",
-        _wire.default_node_data(),
+        f"{LOCKS}/{prefix(n)}{wire.LOCK_NAME}",
+        wire.default_node_data(),
         None,
         ephemeral=True,
         sequence=True,
@@ -93,7 +93,7 @@ def create_lock(n: int) -> CreateNode:
 
 def create_lease(n: int) -> CreateNode:
     return CreateNode(
-        f"{LEASES}/{prefix(n)}{_wire.LEASE_NAME}", DATA, None, ephemeral=True, sequence=True
+        f"{LEASES}/{prefix(n)}{wire.LEASE_NAME}", DATA, None, ephemeral=True, sequence=True
     )
 
 
@@ -108,7 +108,7 @@ def mutex_taken(n: int, seq: int, session: int = SESSION) -> list[Reply]:
 @pytest.fixture(autouse=True)
 def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     ids = iter(IDS)
-    monkeypatch.setattr(_wire, "new_protected_id", lambda: next(ids))
+    monkeypatch.setattr(wire, "new_protected_id", lambda: next(ids))
     yield
 
 
@@ -194,7 +194,7 @@ def test_a_waiter_watches_the_leases_children_and_is_woken_by_a_release(
 def test_waiters_queue_on_the_internal_mutex_before_creating_a_lease(
     client: KazooClient,
 ) -> None:
-    ahead = f"{LOCKS}/{AHEAD}{_wire.LOCK_NAME}{3:010d}"
+    ahead = f"{LOCKS}/{AHEAD}{wire.LOCK_NAME}{3:010d}"
     server = ScriptedServer(
         [
             Reply(create_lock(0), (lock(0, 4), stat(40, SESSION))),
@@ -218,7 +218,7 @@ def test_waiters_queue_on_the_internal_mutex_before_creating_a_lease(
 def test_foreign_children_count_under_leases_and_sort_last_under_locks(
     client: KazooClient,
 ) -> None:
-    foreign_locks = ["readme", f"{OTHER}{_wire.LEASE_NAME}0000000001", "x-lock-0000000009"]
+    foreign_locks = ["readme", f"{OTHER}{wire.LEASE_NAME}0000000001", "x-lock-0000000009"]
     server = ScriptedServer(
         [
             Reply(create_lock(0), (lock(0, 4), stat(40, SESSION))),

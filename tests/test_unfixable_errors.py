@@ -28,12 +28,12 @@ from pycurator import (
     Leadership,
     LockEvent,
     LockEventKind,
-    _election,
     add_lock_listener,
     aio,
     remove_lock_listener,
 )
-from pycurator._engine import LockEngine
+from pycurator._engine import election
+from pycurator._engine.locks import LockEngine
 from pycurator.testing import ClientFactory
 
 from .support import SOON, Worker, children, eventually
@@ -298,7 +298,7 @@ def test_a_latch_without_rights_gives_up_and_wait_raises_the_error(
     zk_client_factory: ClientFactory,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_election, "ERROR_RETRY_DELAY", 0.01)  # a retry would show at once
+    monkeypatch.setattr(election, "ERROR_RETRY_DELAY", 0.01)  # a retry would show at once
     latch = front.latch(zk_client_factory(), guarded.path)
     latch.start()
     try:
@@ -367,7 +367,7 @@ def test_another_error_is_logged_once_while_it_repeats_and_tried_again_until_it_
     zk_path: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_election, "ERROR_RETRY_DELAY", 0.01)
+    monkeypatch.setattr(election, "ERROR_RETRY_DELAY", 0.01)
     healed = threading.Event()
     tried = threading.Condition()
     tries = 0

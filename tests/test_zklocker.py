@@ -15,7 +15,7 @@ from kazoo.client import KazooClient
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from pycurator import LockLostError, LockNotOwnedError
-from pycurator._deadline import FIRST_TRY_WAIT
+from pycurator._protocol.deadline import FIRST_TRY_WAIT
 from pycurator.aio import zklocker as aio_zklocker
 from pycurator.testing import ClientFactory, FaultProxy, expire_kazoo_session
 from pycurator.zklocker import ZkLocker

@@ -13,10 +13,11 @@ from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from pycurator._deadline import Deadline
-from pycurator._engine import HeldNode, LockEngine
-from pycurator._ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
-from pycurator.zklocker import ZkLocker, zklocker_engine
+from pycurator._cores.zklocker import zklocker_engine
+from pycurator._engine.locks import HeldNode, LockEngine
+from pycurator._protocol.deadline import Deadline
+from pycurator._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
+from pycurator.zklocker import ZkLocker
 
 from .scripted import (
     REDUCED,

@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from pycurator._drivers import Decision, NodeVanishedError
-from pycurator._zklocker import (
+from pycurator._protocol.drivers import Decision, NodeVanishedError
+from pycurator._protocol.zklocker import (
     LockerName,
     ZkLockerDriver,
     check_key,

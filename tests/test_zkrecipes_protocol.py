@@ -13,12 +13,13 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
-from pycurator import _election
-from pycurator._election import Election
-from pycurator._engine import HeldNode, LockEngine
-from pycurator._observe import Reporter
-from pycurator._ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
-from pycurator._zkrecipes import ELECTION_DRIVER, ELECTION_NAMING, write_lock_engine
+from pycurator._cores.zkrecipes import write_lock_engine
+from pycurator._engine import election
+from pycurator._engine.election import Election
+from pycurator._engine.locks import HeldNode, LockEngine
+from pycurator._engine.observe import Reporter
+from pycurator._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
+from pycurator._protocol.zkrecipes import ELECTION_DRIVER, ELECTION_NAMING
 
 from .scripted import (
     REDUCED,
@@ -281,7 +282,7 @@ class Participant:
             lambda reason: self.heard.append(("deposed", reason)),
             reporter=Reporter("latch", ROOT),
         )
-        monkeypatch.setattr(_election, "HoldMonitor", self._monitor)
+        monkeypatch.setattr(election, "HoldMonitor", self._monitor)
 
     def _monitor(self, client: KazooClient, *args: Any) -> ScriptedMonitor:
         assert self.server is not None

@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from pycurator._drivers import Decision, NodeVanishedError
-from pycurator._wire import java_parse_int
-from pycurator._zkrecipes import (
+from pycurator._protocol.drivers import Decision, NodeVanishedError
+from pycurator._protocol.wire import java_parse_int
+from pycurator._protocol.zkrecipes import (
     ELECTION_DRIVER,
     ELECTION_NAMING,
     WRITE_LOCK_DRIVER,

@@ -18,7 +18,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import zkrecipes
-from pycurator._zkrecipes import WRITE_LOCK_DRIVER
+from pycurator._protocol.zkrecipes import WRITE_LOCK_DRIVER
 from pycurator.aio import zkrecipes as aio_zkrecipes
 from pycurator.testing import ClientFactory, JavaSystems, expire_kazoo_session, jclass
 from pycurator.testing._peers import system_class

@@ -1,4 +1,4 @@
-"""The asyncio leader latch: the latch's core (:mod:`pycurator._latch`), whose election steps
+"""The asyncio leader latch: the latch's core (:mod:`pycurator._cores.latch`), whose election steps
 run as a task on the event loop, with no thread and no executor."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._checks import ConnectionPolicy, check_timeout
-from .._deadline import Deadline
-from .._latch import CLOSE_WAIT, LatchCore
-from .._participants import CloseMode, Participant, leader_of
+from .._client.checks import ConnectionPolicy, check_timeout
+from .._cores.latch import CLOSE_WAIT, LatchCore
+from .._engine.participants import CloseMode, Participant, leader_of
+from .._protocol.deadline import Deadline
 from ._runner import LoopEvent, log_failure, loop_spawner, run_async, wait_event
 
 
@@ -90,8 +90,8 @@ class LeaderLatch:
 
     async def close(self, close_mode: CloseMode | None = None) -> None:
         """Leave the election: leadership ends, watches are dropped and our node is deleted
-        (waiting at most :data:`~pycurator._calls.DELETE_WAIT` seconds for the server, then in
-        the background); returns once done. ``close_mode`` as the threaded latch's.
+        (waiting at most :data:`~pycurator._protocol.waits.DELETE_WAIT` seconds for the server, then
+        in the background); returns once done. ``close_mode`` as the threaded latch's.
 
         Raises RuntimeError when not started or already closed.
         """

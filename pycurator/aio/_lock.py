@@ -21,14 +21,9 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from .._checks import ConnectionPolicy, check_timeout
-from .._deadline import Deadline
-from .._drivers import Driver, ReadSideDriver
-from .._engine import LockEngine
-from .._errors import LockLostError, LockTimeout
-from .._hold import Held, LossNotice
-from .._lock import LockCore
-from .._multilock import (
+from .._client.checks import ConnectionPolicy, check_timeout
+from .._cores.lock import LockCore, mutex_engine, read_write_engines
+from .._cores.multilock import (
     add_on_lost,
     check_unfollowed,
     followed,
@@ -36,8 +31,11 @@ from .._multilock import (
     members_path,
     release_failed,
 )
-from .._mutex import mutex_engine
-from .._rwlock import read_write_engines
+from .._engine.hold import Held, LossNotice
+from .._engine.locks import LockEngine
+from .._protocol.deadline import Deadline
+from .._protocol.drivers import Driver, ReadSideDriver
+from .._protocol.errors import LockLostError, LockTimeout
 from ._runner import loop_notice, loop_spawner, run_async
 
 log = logging.getLogger("pycurator")
@@ -138,7 +136,7 @@ class AsyncReentrantLock(AsyncLockContext):
     ``asyncio.wait_for``, ``asyncio.timeout`` and anyio's ``fail_after`` keep the caller the
     owner). A task cancelled while it waits in :meth:`acquire` leaves no node and no watch
     behind, and the cancellation propagates. A held lock follows its node as the threaded lock
-    does (both are shells over one :class:`~pycurator._lock.LockCore`): ``await is_held()``,
+    does (both are shells over one :class:`~pycurator._cores.lock.LockCore`): ``await is_held()``,
     ``await check()``, :attr:`lost_event` (an :class:`asyncio.Event`) and :meth:`on_lost`
     callbacks (run on the loop). Its waits and holds are reported as ``recipe``.
     """
@@ -229,8 +227,8 @@ class AsyncReentrantLock(AsyncLockContext):
 
     def release(self) -> Coroutine[Any, Any, None]:
         """Release one hold of the calling task: ``await lock.release()``; the last one
-        deletes our node (waiting at most :data:`~pycurator._calls.DELETE_WAIT`, then in the
-        background).
+        deletes our node (waiting at most :data:`~pycurator._protocol.waits.DELETE_WAIT`, then in
+        the background).
 
         Raises :class:`LockNotOwnedError` when the calling task does not hold the lock (a hold
         whose owner task has ended may be released by any task).
@@ -484,8 +482,8 @@ class InterProcessMultiLock(AsyncLockContext):
         return all(lock.is_acquired_in_this_process() for lock in self._locks)
 
     async def is_held(self) -> bool:
-        """True when every member is held now (:func:`~pycurator._multilock.followed` says how
-        each is asked, as for the threaded multi-lock)."""
+        """True when every member is held now (:func:`~pycurator._cores.multilock.followed` says
+        how each is asked, as for the threaded multi-lock)."""
         for lock in self._locks:
             member = followed(lock)
             held = lock.is_acquired_in_this_process() if member is None else await member.is_held()

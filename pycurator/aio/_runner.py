@@ -1,5 +1,5 @@
-"""The asyncio runner of the protocol's steps (:mod:`pycurator._steps`), and the bridges from
-kazoo's threads to the event loop.
+"""The asyncio runner of the protocol's steps (:mod:`pycurator._protocol.steps`), and the bridges
+from kazoo's threads to the event loop.
 
 kazoo answers requests and fires watches on its own threads. Each bridge hands the news to the
 loop with ``loop.call_soon_threadsafe``: a waiting task costs a future, not a thread, so any
@@ -8,7 +8,7 @@ number of tasks may wait on one lock, and the same KazooClient serves threaded c
 The tasks of users' callbacks (an ``on_lost`` or a listener that returns an awaitable) are kept
 in one set until they end, as asyncio asks (the loop keeps only a weak reference). They are the
 event loop's, not the client's, so they stay here rather than in the client's runtime
-(:mod:`pycurator._runtime`): a callback often runs *because* its client was stopped or its
+(:mod:`pycurator._client.runtime`): a callback often runs *because* its client was stopped or its
 session expired, and must run to its end whatever becomes of the client; a task belongs to the
 loop that runs it whichever client it came from, and the set holds only running tasks (each
 leaves it when done), so it needs no key, no clean-up on a stop, and nothing at a fork (a
@@ -27,9 +27,10 @@ from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
 
-from .._deadline import Deadline, DeadlineExpired
-from .._hold import LossNotice
-from .._steps import Await, NewSignal, RunnerTransport, Steps, WaitSignal, perform
+from .._client.runners import RunnerTransport
+from .._engine.hold import LossNotice
+from .._protocol.deadline import Deadline, DeadlineExpired
+from .._protocol.steps import Await, NewSignal, Steps, WaitSignal, perform
 
 T = TypeVar("T")
 

@@ -1,13 +1,13 @@
-"""The asyncio leader selector: each term's election steps (:mod:`pycurator._election`) run as
-a task on the event loop, and ``lead`` as another; no thread, no executor, no polling.
+"""The asyncio leader selector: each term's election steps (:mod:`pycurator._engine.election`) run
+as a task on the event loop, and ``lead`` as another; no thread, no executor, no polling.
 
 When a term ends (leadership lost, :meth:`LeaderSelector.interrupt_leadership`, or the selector
 closed), the ``lead`` task is cancelled: unlike a thread, a coroutine can be interrupted, at its
 next ``await``. The node is deleted once ``lead`` has ended, as Curator releases its mutex once
 ``takeLeadership`` returns.
 
-The selector's rules (:mod:`pycurator._selector`) are kept by the
-:class:`~pycurator._selector_core.SelectorCore` it holds, as the threaded selector holds one;
+The selector's rules (:mod:`pycurator._threads.selector`) are kept by the
+:class:`~pycurator._cores.selector.SelectorCore` it holds, as the threaded selector holds one;
 this module keeps only how a term's steps and ``lead`` run on the loop.
 """
 
@@ -22,11 +22,11 @@ from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from .._checks import ConnectionPolicy, check_timeout
-from .._engine import HeldNode
-from .._monitor import HoldMonitor
-from .._participants import Participant, leader_of
-from .._selector_core import LeadershipCore, SelectorCore, Term, ending_of
+from .._client.checks import ConnectionPolicy, check_timeout
+from .._cores.selector import LeadershipCore, SelectorCore, Term, ending_of
+from .._engine.locks import HeldNode
+from .._engine.monitor import HoldMonitor
+from .._engine.participants import Participant, leader_of
 from ._runner import log_failure, run_async
 
 log = logging.getLogger("pycurator")

@@ -11,11 +11,11 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._calls import delete_node_steps
-from .._checks import ConnectionPolicy
-from .._hold import Held, LossNotice
-from .._semaphore import LeaseCore, SemaphoreMutexCore, SemaphoreSteps
-from .._steps import Steps
+from .._client.checks import ConnectionPolicy
+from .._cores.semaphore import LeaseCore, SemaphoreMutexCore, SemaphoreSteps
+from .._engine.hold import Held, LossNotice
+from .._protocol.steps import Steps
+from .._protocol.waits import delete_node_steps
 from ._lock import AsyncLockContext, TaskNotice
 from ._runner import loop_notice, run_async
 
@@ -143,7 +143,7 @@ class InterProcessSemaphoreV2:
 
     @property
     def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see :mod:`pycurator._monitor`)."""
+        """What counts as a lost lease (see :mod:`pycurator._engine.monitor`)."""
         return self._steps.policy
 
     async def acquire(self, timeout: float | None = None) -> Lease | None:

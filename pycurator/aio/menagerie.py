@@ -8,10 +8,10 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .. import _menagerie
-from .._checks import ConnectionPolicy
-from .._drivers import Driver
-from ..menagerie import PermitSteps, lock_engine, read_write_engines
+from .._client.checks import ConnectionPolicy
+from .._cores.menagerie import PermitSteps, lock_engine, read_write_engines
+from .._protocol import menagerie
+from .._protocol.drivers import Driver
 from ._lock import AsyncReentrantLock, WriteLock
 from ._lock import ReadLock as _CuratorReadLock
 from ._runner import run_async
@@ -37,7 +37,7 @@ class ReadLock(_CuratorReadLock):
     """The read side of a :class:`ReentrantZkReadWriteLock`: shared while no writer with a
     lower sequence exists; the task holding the write lock downgrades at once."""
 
-    _side: Callable[[str | None], Driver] = _menagerie.ReadSide
+    _side: Callable[[str | None], Driver] = menagerie.ReadSide
 
 
 class ReentrantZkReadWriteLock:
@@ -106,7 +106,7 @@ class ZkSemaphore:
 
     @property
     def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see :mod:`pycurator._monitor`)."""
+        """What counts as a lost lease (see :mod:`pycurator._engine.monitor`)."""
         return self._steps.policy
 
     async def acquire(self, timeout: float | None = None) -> Lease | None:

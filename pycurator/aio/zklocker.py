@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from kazoo.client import KazooClient
 
-from .._checks import ConnectionPolicy
-from ..zklocker import JAVA_PARENT, zklocker_engine
+from .._client.checks import ConnectionPolicy
+from .._cores.zklocker import zklocker_engine
+from ..zklocker import JAVA_PARENT
 from ._lock import AsyncReentrantLock
 
 

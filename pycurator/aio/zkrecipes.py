@@ -10,10 +10,10 @@ from typing import Any, NoReturn
 
 from kazoo.client import KazooClient
 
-from .._checks import check_timeout
-from .._deadline import Deadline
-from .._latch import CLOSE_WAIT
-from .._zkrecipes import election_core, leader_steps, write_lock_engine
+from .._client.checks import check_timeout
+from .._cores.latch import CLOSE_WAIT
+from .._cores.zkrecipes import election_core, leader_steps, write_lock_engine
+from .._protocol.deadline import Deadline
 from ._lock import AsyncReentrantLock
 from ._runner import LoopEvent, log_failure, loop_spawner, run_async, wait_event
 

@@ -14,10 +14,10 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._checks import MAX_SESSION_TIMEOUT, UNLIMITED_TIMEOUT
+from .._client.checks import MAX_SESSION_TIMEOUT, UNLIMITED_TIMEOUT
 from .._connect import ConnectString, connect
-from .._errors import ConnectTimeout
-from .._paths import validate_path
+from .._protocol.errors import ConnectTimeout
+from .._protocol.paths import validate_path
 
 #: A ZooKeeper error.
 EXIT_ERROR = 1

@@ -13,12 +13,12 @@ from typing import Any, TextIO
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 
-from .. import _wire
-from .._errors import NotALockNodeError
-from .._inspect import NOT_A_LOCK, LockView, inspect_lock
-from .._inspect import Participant as LockParticipant
-from .._inspect_systems import name_session
-from .._revocation import attempt_revoke
+from .._engine.inspect import NOT_A_LOCK, LockView, inspect_lock
+from .._engine.inspect import Participant as LockParticipant
+from .._engine.inspect_systems import name_session
+from .._engine.revocation import attempt_revoke
+from .._protocol import wire
+from .._protocol.errors import NotALockNodeError
 from ._common import (
     EXIT_REFUSED,
     EXIT_USAGE,
@@ -51,7 +51,7 @@ def _age(participant: LockParticipant, now_ms: int) -> float:
 
 def _participant_json(view: LockView, p: LockParticipant, now_ms: int) -> dict[str, Any]:
     document = {
-        "node": _wire.join_path(view.path, p.entry.name),
+        "node": wire.join_path(view.path, p.entry.name),
         "kind": p.kind,
         "state": _state(view, p),
         "position": p.position,
@@ -168,7 +168,7 @@ def locks_below(client: KazooClient, path: str) -> Iterator[LockView]:
             yield view
         below = [n for n in view.ignored if "/" not in n]
         for name in sorted(below, reverse=True):
-            child = _wire.join_path(current, name)
+            child = wire.join_path(current, name)
             if child != "/zookeeper":
                 stack.append(child)
 

@@ -8,7 +8,7 @@ from typing import TextIO
 
 from kazoo.client import KazooClient
 
-from .._inspect import LockView, inspect_lock
+from .._engine.inspect import LockView, inspect_lock
 
 #: Seconds between two redraws (each after one read of the lock path).
 REFRESH = 1.0

@@ -20,11 +20,11 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
 from .. import menagerie, zkrecipes
-from .._errors import LockLostError
-from .._lock import ReentrantLock
-from .._mutex import InterProcessMutex
-from .._rwlock import InterProcessReadWriteLock
-from .._semaphore import InterProcessSemaphoreV2
+from .._protocol.errors import LockLostError
+from .._threads.lock import ReentrantLock
+from .._threads.mutex import InterProcessMutex
+from .._threads.rwlock import InterProcessReadWriteLock
+from .._threads.semaphore import InterProcessSemaphoreV2
 from ..zklocker import ZkLocker
 from ._common import (
     EXIT_CANNOT_RUN,
@@ -311,8 +311,8 @@ def _run_holding(
 
 def cmd_elect(args: argparse.Namespace, err: TextIO) -> int:
     """Run a command while this process leads a LeaderLatch; see ``pycurator elect --help``."""
-    from .._leader import LeaderLatch
-    from .._participants import id_bytes
+    from .._engine.participants import id_bytes
+    from .._threads.leader import LeaderLatch
 
     args.path = checked_path(args.path)
     try:

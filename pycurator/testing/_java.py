@@ -16,15 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._errors import LockLostError
-from .._leader import Participant
-from .._wire import (
+from .._protocol.errors import LockLostError
+from .._protocol.wire import (
     LEASE_NAME,
     LOCK_NAME,
     READ_LOCK_NAME,
     SEMAPHORE_LEASE_PARENT,
     WRITE_LOCK_NAME,
 )
+from .._threads.leader import Participant
 from ._curator import CURATOR, java_acquire, jclass, session_of
 
 #: Curator's lock recipes and its leader recipes, as Java packages.

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from pycurator._wire import SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT
+from pycurator._protocol.wire import SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT
 
 ROOT = "/chaos"
 MUTEX = f"{ROOT}/mutex"

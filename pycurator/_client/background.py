@@ -1,0 +1,259 @@
+"""Background work in a constant number of units (threads, or greenlets under gevent and
+eventlet), whatever the number of recipes: a timer, a small pool of workers, and the unit that
+makes delayed calls in batches.
+
+- :class:`Timers` runs short functions at given times, from one unit (spawned while a timer is
+  pending).
+- A :class:`SerialQueue` runs the calls posted to it one at a time, in order, on a
+  :class:`Pool` of at most :data:`MAX_WORKERS` workers (spawned while there is work, ended
+  after :data:`LINGER` idle seconds). Each recipe posts its listeners and ``on_lost`` callbacks
+  to a queue of its own, so they run in order per recipe and a slow one holds up only its
+  recipe.
+- :class:`DelayedCalls` makes calls a while after they are asked for, one wake-up serving every
+  call due within :data:`BATCH_WINDOW` (the deferred watches of held nodes).
+
+These are the mechanisms only: which handler owns which timer, pool and queue, and what a fork
+leaves of them, is :mod:`pycurator._client.runtime`'s to say. Everything goes through the handler
+(``spawn``, ``event_object``, ``lock_object``), so a greenlet handler gets greenlets.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("pycurator")
+
+#: The most workers a handler's pool runs at once.
+MAX_WORKERS = 4
+#: Seconds an idle worker waits for more work before it ends.
+LINGER = 5.0
+#: One wake-up of :class:`DelayedCalls` makes every call due within this many seconds.
+BATCH_WINDOW = 0.01
+
+
+def spawner(handler: Any) -> Callable[[Callable[[], None]], None]:
+    """``handler.spawn`` without keeping the handler alive: what runs its units is dropped
+    with it (a unit already running ends by itself)."""
+    handler_ref = weakref.ref(handler)
+
+    def spawn(function: Callable[[], None]) -> None:
+        handler = handler_ref()
+        if handler is not None:
+            handler.spawn(function)
+
+    return spawn
+
+
+class Timer:
+    """A call due at a time on the monotonic clock; :meth:`cancel` keeps it from running."""
+
+    __slots__ = ("cancelled", "due", "function")
+
+    def __init__(self, due: float, function: Callable[[], None]) -> None:
+        self.due = due
+        self.function = function
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Timers:
+    """The pending timers of one handler, run in time order by one unit of that handler; the
+    unit ends once none is pending (a cancelled one counts until its time: cancelling is O(1))."""
+
+    def __init__(self, handler: Any) -> None:
+        self._spawn = spawner(handler)
+        self._due: list[tuple[float, int, Timer]] = []  # a heap
+        self._added = itertools.count()
+        self._lock = threading.Lock()  # held for heap operations only, never across a switch
+        self._wake = handler.event_object()
+        self._running = False
+
+    def call_later(self, delay: float, function: Callable[[], None]) -> Timer:
+        """Run ``function()`` (short, never blocking) ``delay`` seconds from now; the returned
+        :class:`Timer` cancels it."""
+        timer = Timer(time.monotonic() + max(0.0, delay), function)
+        self.add(timer)
+        return timer
+
+    def add(self, timer: Timer) -> None:
+        with self._lock:
+            heapq.heappush(self._due, (timer.due, next(self._added), timer))
+            start = not self._running
+            self._running = True
+            if not start and self._due[0][2] is timer:
+                self._wake.set()  # the unit sleeps until a later time
+        if start:
+            self._spawn(self._run)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while self._due and self._due[0][2].cancelled:
+                    heapq.heappop(self._due)
+                if not self._due:
+                    self._running = False
+                    return
+                delay = self._due[0][0] - time.monotonic()
+                timer = heapq.heappop(self._due)[2] if delay <= 0 else None
+                if timer is None:
+                    self._wake.clear()
+            if timer is None:
+                self._wake.wait(delay)
+                continue
+            try:
+                timer.function()
+            except Exception:
+                log.exception("a timer's function failed")
+
+
+class Pool:
+    """A handler's workers: each takes the next ready :class:`SerialQueue` and runs one of its
+    calls. At most :data:`MAX_WORKERS` run; an idle one ends after :data:`LINGER` seconds."""
+
+    def __init__(self, handler: Any) -> None:
+        self._spawn = spawner(handler)
+        self._lock = threading.Lock()  # never held across a call or a wait
+        self._ready: deque[SerialQueue] = deque()
+        self._work = handler.event_object()
+        self._workers = 0
+        self._idle = 0
+
+    def schedule(self, queue: SerialQueue) -> None:
+        with self._lock:
+            self._ready.append(queue)
+            self._work.set()
+            spawn = self._idle == 0 and self._workers < MAX_WORKERS
+            if spawn:
+                self._workers += 1
+        if spawn:
+            self._spawn(self._worker)
+
+    @property
+    def workers(self) -> int:
+        """How many workers run now."""
+        return self._workers
+
+    def _worker(self) -> None:
+        while True:
+            with self._lock:
+                queue = self._ready.popleft() if self._ready else None
+                if queue is None:
+                    self._work.clear()
+                    self._idle += 1
+            if queue is not None:
+                queue.run_one()
+                continue
+            woken = self._work.wait(LINGER)
+            with self._lock:
+                self._idle -= 1
+                if not woken and not self._ready:
+                    self._workers -= 1
+                    return
+
+
+class SerialQueue:
+    """Calls run one at a time, in the order posted, on a worker of ``pool``."""
+
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+        self._lock = threading.Lock()
+        self._calls: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
+        self._scheduled = False
+
+    def post(self, function: Callable[..., Any], *args: Any) -> None:
+        """Run ``function(*args)`` after everything posted before; an exception is logged."""
+        with self._lock:
+            self._calls.append((function, args))
+            if self._scheduled:
+                return
+            self._scheduled = True
+        self._pool.schedule(self)
+
+    def run_one(self) -> None:
+        """Run the next call (by a worker of the pool)."""
+        with self._lock:
+            function, args = self._calls.popleft()
+        try:
+            function(*args)
+        except Exception:
+            log.exception("a pycurator callback failed: %r", function)
+        with self._lock:
+            more = bool(self._calls)
+            self._scheduled = more
+        if more:
+            self._pool.schedule(self)  # behind the other ready queues: one call a turn
+
+
+class DelayedCalls:
+    """Calls ``function(argument)`` made a while after they are asked for, by one unit of the
+    handler, which sleeps with the handler's events and ends once nothing is due (the next call
+    asked for spawns another). One wake-up makes every call due within :data:`BATCH_WINDOW`: a
+    loop of short holds then wakes the unit a few times per delay, not per hold. A call that
+    is no longer needed is skipped by the function itself (so adding is all it costs)."""
+
+    def __init__(self, handler: Any) -> None:
+        self._spawn = spawner(handler)
+        self._due: list[tuple[float, int, Callable[[Any], None], Any]] = []  # a heap
+        self._added = itertools.count()
+        self._lock = handler.lock_object()
+        self._wake = handler.event_object()
+        self._running = False
+
+    def add(self, delay: float, function: Callable[[Any], None], argument: Any) -> None:
+        """Call ``function(argument)`` (short, never blocking) about ``delay`` seconds from
+        now; an exception it raises is logged (DEBUG)."""
+        entry = (time.monotonic() + delay, next(self._added), function, argument)
+        with self._lock:
+            heapq.heappush(self._due, entry)
+            start = not self._running
+            self._running = True
+            if not start and self._due[0] is entry:
+                self._wake.set()  # the unit sleeps until a later time
+        if start:
+            self._spawn(self._run)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if not self._due:
+                    self._running = False
+                    return
+                delay = self._due[0][0] - time.monotonic()
+                due = []
+                if delay > 0:
+                    self._wake.clear()
+                else:
+                    soon = time.monotonic() + BATCH_WINDOW
+                    while self._due and self._due[0][0] <= soon:
+                        due.append(heapq.heappop(self._due))
+            if delay > 0:
+                self._wake.wait(delay)
+                continue
+            for _, _, function, argument in due:
+                try:
+                    function(argument)
+                except Exception:  # a stopped client, say
+                    log.debug("a delayed call failed: %r", function, exc_info=True)
+
+
+__all__ = [
+    "BATCH_WINDOW",
+    "LINGER",
+    "MAX_WORKERS",
+    "DelayedCalls",
+    "Pool",
+    "SerialQueue",
+    "Timer",
+    "Timers",
+    "spawner",
+]

@@ -1,0 +1,81 @@
+"""Checks of the arguments every recipe takes: client, timeout, node data, connection policy.
+
+Each raises ``TypeError`` or ``ValueError`` naming the argument, before any request is sent.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionClosedError
+
+from . import kazoo_internals
+
+#: A timeout of this many seconds (about 32 years) or more, ``math.inf`` included, waits
+#: without limit: the clocks and the waits of threads, greenlets and event loops overflow
+#: somewhere beyond it.
+UNLIMITED_TIMEOUT = 1e9
+#: The longest session timeout ZooKeeper's protocol can carry, in whole seconds (it sends
+#: milliseconds as a 32-bit integer; a server grants at most its own maximum anyway).
+MAX_SESSION_TIMEOUT = 2_147_483.0
+
+ConnectionPolicy = Literal["standard", "session"]
+CONNECTION_POLICIES: tuple[ConnectionPolicy, ...] = ("standard", "session")
+
+
+def check_timeout(timeout: float | None) -> float | None:
+    """A user's timeout in seconds: None (no limit) or a number >= 0; a huge or infinite one
+    (>= :data:`UNLIMITED_TIMEOUT`) is None too."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
+    if math.isnan(timeout) or timeout < 0:
+        raise ValueError(f"timeout must be >= 0 seconds or None, not {timeout!r}")
+    if timeout >= UNLIMITED_TIMEOUT:
+        return None
+    return float(timeout)
+
+
+def check_data(data: bytes | None, name: str = "node_data") -> None:
+    """Raise TypeError naming ``name`` unless ``data`` is None or bytes."""
+    if data is not None and not isinstance(data, (bytes, bytearray)):
+        raise TypeError(f"{name} must be bytes, not {type(data).__name__}")
+
+
+def check_client_type(client: KazooClient) -> None:
+    """Raise TypeError for anything but a kazoo client (started or not)."""
+    if not isinstance(client, KazooClient):
+        raise TypeError(f"client must be a kazoo KazooClient, not {type(client).__name__}")
+
+
+def check_client(client: KazooClient) -> None:
+    """Raise a clear error for a client that cannot send requests (not a client, not started,
+    or stopped: ``ConnectionClosedError``, as kazoo's own calls raise)."""
+    check_client_type(client)
+    if kazoo_internals.is_stopped(client):
+        raise ConnectionClosedError("the kazoo client is not started, or has been stopped")
+
+
+def check_policy(policy: str) -> ConnectionPolicy:
+    """Validate a connection policy name (see :mod:`pycurator._engine.monitor`)."""
+    if policy == "standard":
+        return "standard"
+    if policy == "session":
+        return "session"
+    raise ValueError(f"connection_policy must be 'standard' or 'session', not {policy!r}")
+
+
+__all__ = [
+    "CONNECTION_POLICIES",
+    "MAX_SESSION_TIMEOUT",
+    "UNLIMITED_TIMEOUT",
+    "ConnectionPolicy",
+    "check_client",
+    "check_client_type",
+    "check_data",
+    "check_policy",
+    "check_timeout",
+]

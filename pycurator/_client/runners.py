@@ -1,0 +1,286 @@
+"""The runners of the protocol's steps (:mod:`pycurator._protocol.steps`) on a kazoo client:
+:func:`run` blocks the calling thread through the client's handler; :func:`start` drives them from
+kazoo's callbacks and a shared timer, with no unit of their own. Both perform the client's side
+through a
+:class:`RunnerTransport`; :mod:`pycurator.aio` has the third runner, on an event loop."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from kazoo.client import KazooClient
+from kazoo.protocol.states import Callback
+
+from .._protocol.deadline import DeadlineExpired, wait_result
+from .._protocol.steps import EFFECTS, Await, NewSignal, Steps, WaitSignal
+from .background import Timer
+from .runtime import services_of
+from .transport import KazooTransport
+
+log = logging.getLogger("pycurator")
+
+T = TypeVar("T")
+
+
+class RunnerTransport(KazooTransport):
+    """The transport a runner hands the protocol it runs: :class:`KazooTransport`, and steps
+    started in the background on kazoo's callbacks (:func:`start`), which the transport itself,
+    under the runners, knows nothing of."""
+
+    __slots__ = ()
+
+    def start(self, steps: Steps[Any]) -> None:
+        """Run ``steps`` in the background, driven by kazoo's callbacks."""
+        start(self.client, steps)
+
+
+def run(client: KazooClient, steps: Steps[T]) -> T:
+    """Perform ``steps`` blocking the calling thread (or greenlet); the generator's value."""
+    transport = RunnerTransport(client)
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        value, error = None, None
+        try:
+            if isinstance(step, Await):
+                value = wait_result(client, step.result, step.deadline)
+            elif (effect := EFFECTS.get(type(step))) is not None:
+                value = effect(transport, step)
+            elif isinstance(step, NewSignal):
+                value = client.handler.event_object()
+            else:
+                value = bool(step.signal.wait(step.timeout))  # type: ignore[union-attr]
+        except BaseException as exc:  # thrown in, so the protocol's clean-up runs
+            error = exc
+
+
+class Cancelled(BaseException):
+    """Thrown into steps whose :class:`Task` is cancelled: their clean-up runs, then it ends
+    them (a BaseException, so that no ``except Exception`` swallows it)."""
+
+
+def _outcome(result: Any) -> tuple[Any, BaseException | None]:
+    """The value of a ready kazoo async result, or its error."""
+    try:
+        return result.get_nowait(), None
+    except BaseException as exc:
+        return None, exc
+
+
+class _Suspension:
+    """One wait of a :class:`Task`: what ends it early (a timer) or late (a linked callback)."""
+
+    __slots__ = ("timer", "token", "unlink")
+
+    def __init__(self, token: int) -> None:
+        self.token = token
+        self.timer: Timer | None = None
+        self.unlink: Callable[[], None] | None = None
+
+
+class TaskSignal:
+    """A :class:`Signal` of a :class:`Task`: setting it resumes the task that waits on it
+    (through the handler's callback worker, never on the setter's thread)."""
+
+    def __init__(self, task: Task) -> None:
+        self._task = task
+        self._flag = False
+        self._waiter: int | None = None  # the token of the task's suspension waiting on us
+
+    def set(self) -> None:
+        with self._task.lock:
+            if self._flag:
+                return
+            self._flag = True
+            token, self._waiter = self._waiter, None
+        if token is not None:
+            self._task.dispatch(token, True, None)
+
+    def clear(self) -> None:
+        self._flag = False
+
+    def is_set(self) -> bool:
+        return self._flag
+
+
+class Task:
+    """Steps driven by kazoo's callbacks: each answer, signal or timeout resumes the generator
+    on the thread that brings it (a set signal or a timeout through the handler's callback
+    worker, so never kazoo's connection thread, which must not send). Steps never block, so
+    a task costs no unit of its own while it waits.
+
+    :attr:`done` (a handler event) is set when the generator has ended; :attr:`value` or
+    :attr:`error` says how. ``on_done(task)`` runs then, on the thread that ended it.
+    """
+
+    def __init__(
+        self,
+        client: KazooClient,
+        steps: Steps[Any],
+        on_done: Callable[[Task], None] | None = None,
+    ) -> None:
+        self._handler = client.handler
+        self._transport = RunnerTransport(client)
+        self._steps = steps
+        self._on_done = on_done
+        self.lock = threading.Lock()  # held for bookkeeping only, never across a step
+        self._token = 0
+        self._waiting: _Suspension | None = None
+        self._cancel_pending = False  # cancelled while running: throw at the next wait
+        self.done = client.handler.event_object()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        """Run the steps up to their first wait, on the calling thread."""
+        self._drive(None, None)
+
+    def cancel(self) -> None:
+        """Throw :class:`Cancelled` into the steps at their current wait (on the calling
+        thread), or at their next one if another thread is running them now. As asyncio's
+        cancellation, it is thrown once: the waits of the clean-up it starts are waited for."""
+        with self.lock:
+            if self.done.is_set():
+                return
+            waiting, self._waiting = self._waiting, None
+            if waiting is None:
+                self._cancel_pending = True
+                return
+        self._drop(waiting)
+        self._drive(None, Cancelled())
+
+    def dispatch(self, token: int, value: Any, error: BaseException | None) -> None:
+        """Resume the wait ``token`` on the handler's callback worker (at once when the handler
+        is stopped, as kazoo then calls its own callbacks)."""
+        if self._handler.running:
+            self._handler.dispatch_callback(Callback("watch", self._resume, (token, value, error)))
+        else:
+            self._resume(token, value, error)
+
+    def _resume(self, token: int, value: Any, error: BaseException | None) -> None:
+        with self.lock:
+            waiting = self._waiting
+            if waiting is None or waiting.token != token:
+                return  # a wait already resumed by whatever came first
+            self._waiting = None
+        self._drop(waiting)
+        self._drive(value, error)
+
+    @staticmethod
+    def _drop(waiting: _Suspension) -> None:
+        """Undo what would have ended a wait that is over: its timer, its linked callback."""
+        if waiting.timer is not None:
+            waiting.timer.cancel()
+        if waiting.unlink is not None:
+            waiting.unlink()
+
+    def _suspend(self, signal: TaskSignal | None = None) -> _Suspension | bool | None:
+        """A new wait (on ``signal``, if given), or None when the task is being cancelled
+        (then throw instead), or True when ``signal`` is set already."""
+        with self.lock:
+            if self._cancel_pending:
+                self._cancel_pending = False
+                return None
+            if signal is not None and signal.is_set():
+                return True
+            self._token += 1
+            waiting = self._waiting = _Suspension(self._token)
+            if signal is not None:
+                signal._waiter = waiting.token
+            return waiting
+
+    def _drive(self, value: Any, error: BaseException | None) -> None:
+        steps = self._steps
+        while True:
+            try:
+                step = steps.throw(error) if error is not None else steps.send(value)
+            except StopIteration as stop:
+                self._finish(stop.value, None)
+                return
+            except BaseException as exc:
+                self._finish(None, exc)
+                return
+            value, error = None, None
+            if isinstance(step, NewSignal):
+                value = TaskSignal(self)
+                continue
+            if not isinstance(step, (Await, WaitSignal)):
+                try:
+                    value = EFFECTS[type(step)](self._transport, step)
+                except BaseException as exc:  # thrown in, so the protocol's clean-up runs
+                    error = exc
+                continue
+            if isinstance(step, Await):
+                if step.result.ready():
+                    value, error = _outcome(step.result)
+                    continue
+                waiting = self._suspend()
+            else:
+                signal = step.signal
+                assert isinstance(signal, TaskSignal)
+                if step.timeout == 0 and not signal.is_set():
+                    value = False
+                    continue
+                waiting = self._suspend(signal)
+            if waiting is None:
+                error = Cancelled()
+                continue
+            if waiting is True:
+                value = True
+                continue
+            assert isinstance(waiting, _Suspension)
+            if isinstance(step, Await):
+                self._await(waiting, step)
+            elif step.timeout is not None:
+                waiting.timer = services_of(self._handler).call_later(
+                    step.timeout,
+                    functools.partial(self.dispatch, waiting.token, False, None),
+                )
+            return
+
+    def _await(self, waiting: _Suspension, step: Await) -> None:
+        token = waiting.token
+        remaining = step.deadline.remaining()
+        if remaining is not None:
+            waiting.timer = services_of(self._handler).call_later(
+                remaining,
+                functools.partial(self.dispatch, token, None, DeadlineExpired()),
+            )
+        result = step.result
+
+        def answered(_: Any) -> None:
+            self._resume(token, *_outcome(result))
+
+        result.rawlink(answered)
+        waiting.unlink = lambda: result.unlink(answered)
+
+    def _finish(self, value: Any, error: BaseException | None) -> None:
+        if error is not None and not isinstance(error, Cancelled):
+            log.error("background steps failed", exc_info=error)
+        self.value, self.error = value, error
+        self.done.set()
+        if self._on_done is not None:
+            try:
+                self._on_done(self)
+            except Exception:
+                log.exception("a background task's completion callback failed")
+
+
+def start(
+    client: KazooClient, steps: Steps[Any], on_done: Callable[[Task], None] | None = None
+) -> Task:
+    """Drive ``steps`` from kazoo's callbacks (see :class:`Task`), started at once."""
+    task = Task(client, steps, on_done)
+    task.start()
+    return task
+
+
+__all__ = ["Cancelled", "RunnerTransport", "Task", "TaskSignal", "run", "start"]

@@ -1,0 +1,362 @@
+"""What pycurator keeps per kazoo client, in one place, and the one place that handles a client's
+stop, its session's expiry and a fork.
+
+A :class:`Runtime` per client, found with :func:`runtime_of` (the same object each time, for as
+long as the client lives), holds what is the client's own:
+
+- its connection listeners: every wait, hold and election of every recipe listens here, so
+  pycurator adds one listener to a kazoo client, whatever the number of its recipes, and only
+  while something listens or a delete is owed (kazoo's registry is left as it was found);
+- the deletes it still owes (Curator's guaranteed delete, its ``FailedDeleteManager``): sent
+  again each time the client connects, until each node is gone, or the client is stopped;
+- whether the client is stopped: the one error every wait of every recipe, threaded or
+  asyncio, ends with then (:func:`closed_error`, raised by :meth:`Runtime.check_open`), and
+  the reason a hold lost with the client gives (:meth:`Runtime.end_reason`).
+
+It refers to the :class:`HandlerServices` of the client's handler, found with
+:func:`services_of`: the timer, the pool of workers, the queue of the requests sent after news
+on kazoo's connection thread, and the delayed calls that set held nodes' watches
+(:mod:`pycurator._client.background`). These are per handler, not per client: a small pool of
+workers is shared by every recipe of every client of the handler, and every unit is of the handler's
+kind (a thread, a greenlet or a green thread).
+
+**Stop and expiry** reach the runtime first: its listener (:meth:`Runtime._on_state`) is told
+of every state change, forgets the deletes a stopped client owed (its session's ephemeral nodes
+go with the session), and then tells the client's listeners, which ask the runtime what
+happened. kazoo tells its listeners nothing when a client is stopped while its state is already
+LOST (its session expired, or it never connected): while anyone listens to such a client, the
+runtime looks every :data:`STOP_POLL` seconds, so that their waits end too.
+
+**Fork**: both registries (client to runtime, handler to services) are weak, so a client or a
+handler nobody uses any more takes its part with it, and they live here alone, with the
+process's one fork hook: a child starts with none (no thread or greenlet of the parent runs in
+it) and with a new :func:`process_lock`.
+
+Not here: lock listeners (``add_lock_listener``) are process-wide by API, and stay in
+:mod:`pycurator._engine.observe` (under :func:`process_lock`); the tasks of asyncio callbacks are
+the event loop's (see :mod:`pycurator.aio._runner`).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    ConnectionClosedError,
+    ConnectionLoss,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from kazoo.protocol.states import KazooState
+
+from . import kazoo_internals
+from .background import DelayedCalls, Pool, SerialQueue, Timer, Timers
+
+log = logging.getLogger("pycurator")
+
+#: The reason a hold is lost (or a wait ends) when its client is stopped.
+CLIENT_STOPPED = "client stopped"
+#: The reason a hold is lost when its session ends otherwise.
+SESSION_EXPIRED = "session expired"
+#: The message of the ``ConnectionClosedError`` every wait ends with once its client is stopped.
+STOPPED_MESSAGE = "the kazoo client has been stopped"
+#: Seconds between looks at a client in the LOST state that someone listens to (kazoo tells
+#: nobody when such a client is stopped).
+STOP_POLL = 0.25
+#: Seconds before an owed delete that met a connection loss while connected is sent again.
+RESEND_DELAY = 0.1
+
+#: A connection listener: called with each new ``KazooState``; what it returns is ignored.
+Listener = Callable[[str], object]
+
+
+def closed_error() -> ConnectionClosedError:
+    """The error a wait ends with once its client is stopped."""
+    return ConnectionClosedError(STOPPED_MESSAGE)
+
+
+class HandlerServices:
+    """What every client of one kazoo handler shares (see the module doc). Nothing runs until
+    it is used: each unit is spawned while it has work. It does not keep the handler alive."""
+
+    def __init__(self, handler: Any) -> None:
+        self.timers = Timers(handler)
+        self.pool = Pool(handler)
+        #: The queue on which pycurator sends its own requests when news comes on kazoo's
+        #: connection thread (after a reconnect: the checks of held nodes, the deletes still
+        #: owed). That thread must not send: a request writes a byte to the pipe that wakes
+        #: it, which only it empties, and hundreds of them fill it. One worker goes through
+        #: them in turn.
+        self.requests = SerialQueue(self.pool)
+        #: Calls made a while after they are asked for (a held node's watch).
+        self.delayed = DelayedCalls(handler)
+
+    def call_later(self, delay: float, function: Callable[[], None]) -> Timer:
+        """Run ``function()`` (short, never blocking) ``delay`` seconds from now on the
+        handler's timer; the returned :class:`~pycurator._client.background.Timer` cancels it."""
+        return self.timers.call_later(delay, function)
+
+    def serial_queue(self) -> SerialQueue:
+        """A new queue whose calls run one at a time, in order, on the handler's pool."""
+        return SerialQueue(self.pool)
+
+
+class Runtime:
+    """What pycurator keeps for one kazoo client (see the module doc); :func:`runtime_of`
+    makes it. It holds the client weakly: the registry keeps it for as long as the client
+    lives, and no longer."""
+
+    def __init__(self, client: KazooClient, services: HandlerServices) -> None:
+        self._client = weakref.ref(client)
+        self.services = services
+        self._listeners: set[Listener] = set()
+        self._owed: set[str] = set()
+        #: Lock nodes whose names do not tell which acquire made them, by the acquire that
+        #: claimed each (see :class:`~pycurator._protocol.drivers.Naming`).
+        self.claims: dict[str, object] = {}
+        self._lock = client.handler.lock_object()  # held for bookkeeping only
+        self._look: Timer | None = None  # a look for a stop, pending while the state is LOST
+        self._told_stop = False  # the listeners have heard of the current stop
+        self._attached = False  # our listener is the client's: something listens, or is owed
+
+    @property
+    def client(self) -> KazooClient | None:
+        """The client, while it lives."""
+        return self._client()
+
+    # -- stop, expiry and the listeners ------------------------------------------------------
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the client is stopped (or never started, or gone)."""
+        client = self._client()
+        return client is None or kazoo_internals.is_stopped(client)
+
+    def check_open(self) -> None:
+        """Raise :func:`closed_error` if the client is stopped: how every wait ends then."""
+        if self.stopped:
+            raise closed_error()
+
+    def end_reason(self) -> str:
+        """Why the client's session ended (at a LOST state): :data:`CLIENT_STOPPED` or
+        :data:`SESSION_EXPIRED`."""
+        return CLIENT_STOPPED if self.stopped else SESSION_EXPIRED
+
+    def listen(self, listener: Listener) -> None:
+        """Call ``listener(state)`` on each state change of the client, on kazoo's connection
+        thread (or the handler's timer, for a stop kazoo does not tell): it must be short and
+        never block, nor send (see :attr:`HandlerServices.requests`). A stop is told as
+        LOST: ask :attr:`stopped`."""
+        client = self._client()
+        if client is None:
+            return
+        with self._lock:
+            self._listeners.add(listener)
+            self._attach(client)
+        if client.state == KazooState.LOST:
+            self._look_for_stop()
+
+    def unlisten(self, listener: Listener) -> None:
+        """Stop calling ``listener`` (nothing if unknown)."""
+        with self._lock:
+            self._listeners.discard(listener)
+            self._detach_if_idle()
+
+    def listening(self) -> int:
+        """How many listeners the client's recipes have here now."""
+        return len(self._listeners)
+
+    def _attach(self, client: KazooClient) -> None:
+        """Make our listener the client's (under the lock)."""
+        if not self._attached:
+            self._attached = True
+            client.add_listener(self._on_state)
+
+    def _detach_if_idle(self) -> None:
+        """Take our listener away once nothing listens and nothing is owed (under the lock)."""
+        if self._attached and not self._listeners and not self._owed:
+            self._attached = False
+            client = self._client()
+            if client is not None:
+                client.remove_listener(self._on_state)
+
+    def _on_state(self, state: str) -> bool:
+        """kazoo's listener, the client's only one of pycurator's: the one place a stop or an
+        expiry is handled before the listeners hear of it."""
+        if state == KazooState.CONNECTED:
+            self._told_stop = False
+            if self._owed:  # not sent from kazoo's connection thread
+                self.services.requests.post(self._send_owed)
+        elif state == KazooState.LOST:
+            client = self._client()
+            if client is None or kazoo_internals.is_stopped(client):
+                self._on_stop(client)
+            else:
+                self._look_for_stop()
+        self._tell(state)
+        return False
+
+    def _on_stop(self, client: KazooClient | None) -> None:
+        """The client is stopped: nothing it owed is owed any more (the session's ephemeral
+        nodes go with it), and our listener leaves kazoo's registry as pycurator found it
+        (the next use puts it back)."""
+        with self._lock:
+            self._told_stop = True
+            self._owed.clear()
+            if self._attached and client is not None:
+                client.remove_listener(self._on_state)
+            self._attached = False
+
+    def _tell(self, state: str) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(state)
+            except Exception:
+                log.exception("a connection listener failed: %r", listener)
+
+    def _look_for_stop(self) -> None:
+        """While the client is LOST and someone listens, tell them once it is stopped (kazoo
+        does not: its state does not change). One look is pending at a time."""
+        client = self._client()
+        with self._lock:
+            if client is None or client.state != KazooState.LOST or not self._listeners:
+                return  # a look still pending finds the same, and ends
+            if not kazoo_internals.is_stopped(client):
+                self._told_stop = False
+                if self._look is None:
+                    self._look = self.services.call_later(STOP_POLL, self._looked)
+                return
+            tell, self._told_stop = not self._told_stop, True
+        if tell:
+            self._on_stop(client)
+            self._tell(KazooState.LOST)
+
+    def _looked(self) -> None:
+        with self._lock:
+            self._look = None
+        self._look_for_stop()
+
+    # -- deletes owed ------------------------------------------------------------------------
+
+    def owe_delete(self, path: str, sent: Any = None) -> None:
+        """Delete ``path`` (one of our ephemeral nodes) until it is gone, or the client is
+        stopped; ``sent``: kazoo's async result of a delete of it already on its way."""
+        client = self._client()
+        if client is None or kazoo_internals.is_stopped(client):
+            return  # the node goes with the session
+        with self._lock:
+            self._owed.add(path)
+            self._attach(client)
+        if sent is not None:
+            sent.rawlink(functools.partial(self._answered, path))
+        else:
+            self._send(path)
+
+    def owes_delete(self, path: str) -> bool:
+        """Whether ``path`` is still to be deleted."""
+        with self._lock:
+            return path in self._owed
+
+    def _send_owed(self) -> None:
+        with self._lock:
+            paths = list(self._owed)
+        for path in paths:
+            self._send(path)
+
+    def _send(self, path: str) -> None:
+        client = self._client()
+        if client is None or not client.connected:
+            return  # sent again on the next CONNECTED
+        client.delete_async(path).rawlink(functools.partial(self._answered, path))
+
+    def _answered(self, path: str, result: Any) -> None:
+        try:
+            result.get()
+        except (ConnectionLoss, OperationTimeoutError):
+            client = self._client()
+            if client is not None and client.connected:
+                self.services.call_later(RESEND_DELAY, functools.partial(self._send, path))
+                return
+            if not self.stopped:
+                return  # the next CONNECTED sends it again
+        except (NoNodeError, SessionExpiredError, ConnectionClosedError):
+            pass
+        except Exception:  # an error no retry can fix: the node goes with the session
+            log.exception("background delete of %s failed", path)
+        with self._lock:
+            self._owed.discard(path)
+            self._detach_if_idle()
+
+
+_RUNTIMES: weakref.WeakKeyDictionary[KazooClient, Runtime] = weakref.WeakKeyDictionary()
+_SERVICES: weakref.WeakKeyDictionary[Any, HandlerServices] = weakref.WeakKeyDictionary()
+_LOCK = threading.RLock()  # held to make an entry, and by process_lock()'s users, never long
+
+
+def process_lock() -> Any:
+    """The process's lock for short bookkeeping shared by every client (the lock listeners,
+    the loss notices), renewed in a forked child: a thread that held it does not survive the
+    fork. Re-entrant; never held across a wait."""
+    return _LOCK
+
+
+def services_of(handler: Any) -> HandlerServices:
+    """The services every client of ``handler`` shares (made on first use)."""
+    services = _SERVICES.get(handler)
+    if services is None:
+        with _LOCK:
+            services = _SERVICES.get(handler)
+            if services is None:
+                services = _SERVICES[handler] = HandlerServices(handler)
+    return services
+
+
+def runtime_of(client: KazooClient) -> Runtime:
+    """``client``'s runtime: made on first use, the same object for as long as the client
+    lives."""
+    runtime = _RUNTIMES.get(client)
+    if runtime is None:
+        with _LOCK:
+            runtime = _RUNTIMES.get(client)
+            if runtime is None:
+                runtime = _RUNTIMES[client] = Runtime(client, services_of(client.handler))
+    return runtime
+
+
+def _forked() -> None:
+    """The process's one fork hook, in the child: no unit of the parent's runs here, so no
+    runtime and no service survives; each client made before the fork is detached from its
+    old runtime, and gets a new one should the child use it."""
+    global _LOCK
+    _LOCK = threading.RLock()
+    for client, runtime in list(_RUNTIMES.items()):
+        client.remove_listener(runtime._on_state)
+    _RUNTIMES.clear()
+    _SERVICES.clear()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+__all__ = [
+    "CLIENT_STOPPED",
+    "RESEND_DELAY",
+    "SESSION_EXPIRED",
+    "STOPPED_MESSAGE",
+    "STOP_POLL",
+    "HandlerServices",
+    "Listener",
+    "Runtime",
+    "closed_error",
+    "process_lock",
+    "runtime_of",
+    "services_of",
+]

@@ -1,0 +1,323 @@
+"""The transport: where the protocol's requests and effects meet kazoo.
+
+The protocols (:mod:`pycurator._engine.locks`...) say what they need as steps
+(:mod:`pycurator._protocol.steps`) and requests (:mod:`pycurator._protocol.ops`); the runners
+perform them here, through a :class:`KazooTransport` of the client. It is also the *sender* a
+protocol's callbacks use (a watcher sending its next request as it reads a deletion, the undo of a
+create answered too late): a protocol asks its runner for one
+(:class:`~pycurator._protocol.steps.GetSender`), so that a scripted server can stand in for it in
+tests.
+
+Also here, the ZooKeeper requests kazoo cannot send itself, sent through kazoo's connection:
+kazoo serialises any request object with ``type``, ``serialize()`` and ``deserialize()``; these
+follow ZooKeeper's jute records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionClosedError, KazooException
+from kazoo.protocol.serialization import (
+    Create2,
+    GetChildren,
+    read_string,
+    write_buffer,
+    write_string,
+)
+from kazoo.protocol.states import WatchedEvent, ZnodeStat
+from kazoo.security import OPEN_ACL_UNSAFE
+
+from .._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, MakeContainer, NodeExists
+from . import kazoo_internals
+from .background import SerialQueue, Timer
+from .runtime import Runtime, closed_error, runtime_of, services_of
+
+#: ZooKeeper's ``CreateMode.CONTAINER`` flag.
+CONTAINER_FLAG = 4
+#: ``ZooDefs.OpCode.createContainer``.
+OP_CREATE_CONTAINER = 19
+#: ``ZooDefs.OpCode.removeWatches``.
+OP_REMOVE_WATCHES = 18
+#: ``Watcher.WatcherType.Data`` as sent in a removeWatches request.
+WATCHER_TYPE_DATA = 2
+#: ``Watcher.WatcherType.Children``.
+WATCHER_TYPE_CHILDREN = 1
+
+_int = struct.Struct("!i")
+_stat = struct.Struct("!qqqqiiiqiiq")
+
+
+def prefixed(client: KazooClient, path: str) -> str:
+    chroot: str = client.chroot or ""
+    return chroot + path if path != "/" or not chroot else chroot
+
+
+@dataclass(frozen=True)
+class CreateContainer:
+    """``createContainer``: a CONTAINER node, which the server deletes once it had children and is
+    empty again. The reply carries the created path and its stat (``Create2Response``)."""
+
+    path: str
+    data: bytes
+    acl: Sequence[Any]
+    flags: int = CONTAINER_FLAG
+
+    type: ClassVar[int] = OP_CREATE_CONTAINER
+
+    def serialize(self) -> bytearray:
+        b = bytearray()
+        b.extend(write_string(self.path))
+        b.extend(write_buffer(self.data))
+        b.extend(_int.pack(len(self.acl)))
+        for acl in self.acl:
+            b.extend(_int.pack(acl.perms) + write_string(acl.id.scheme) + write_string(acl.id.id))
+        b.extend(_int.pack(self.flags))
+        return b
+
+    @classmethod
+    def deserialize(cls, data: bytes, offset: int) -> tuple[str, ZnodeStat]:
+        path, offset = read_string(data, offset)
+        return path, ZnodeStat._make(_stat.unpack_from(data, offset))
+
+
+@dataclass(frozen=True)
+class ReducedChildren:
+    """``getChildren`` without a watch, whose answer is reduced as the connection thread reads
+    it: the listing goes to ``reduce`` there, and only what that returns is kept for the
+    reader. A listing nobody has read yet then costs nothing while its reader waits its turn
+    (thousands of tasks queueing at once on one event loop would otherwise hold thousands of
+    listings of thousands of names each, until the loop came to them). ``reduce`` must not
+    raise: kazoo logs an error raised there."""
+
+    path: str
+    reduce: Callable[[list[str]], Any]
+
+    type: ClassVar[int] = GetChildren.type
+
+    def serialize(self) -> bytearray:
+        return bytearray(GetChildren(self.path, None).serialize())
+
+    def deserialize(self, data: bytes, offset: int) -> Any:
+        return self.reduce(GetChildren.deserialize(data, offset))
+
+
+@dataclass(frozen=True)
+class RemoveWatches:
+    """``removeWatches`` for the data watches this session holds on ``path``."""
+
+    path: str
+    watcher_type: int = WATCHER_TYPE_DATA
+
+    type: ClassVar[int] = OP_REMOVE_WATCHES
+
+    def serialize(self) -> bytearray:
+        return bytearray(write_string(self.path) + _int.pack(self.watcher_type))
+
+    @classmethod
+    def deserialize(cls, data: bytes, offset: int) -> None:
+        return None
+
+
+def reduced_children_async(
+    client: KazooClient, path: str, reduce: Callable[[list[str]], Any]
+) -> Any:
+    """An async result answered with ``reduce(children of path)``, the reduction made by the
+    connection thread as the reply is read (:class:`ReducedChildren`); errors are kazoo's
+    (NoNodeError when ``path`` is gone)."""
+    result = client.handler.async_result()
+    kazoo_internals.call(client, ReducedChildren(prefixed(client, path), reduce), result)
+    return result
+
+
+def create_node_async(
+    client: KazooClient,
+    path: str,
+    data: bytes | None,
+    acl: Sequence[Any] | None,
+    *,
+    ephemeral: bool,
+    sequence: bool,
+) -> Any:
+    """kazoo's ``create_async(path, data, acl, ephemeral, sequence, include_data=True)`` without
+    its completion step: the answer, ``(server path, stat)``, is set on the returned async
+    result by the connection thread itself, where kazoo's would go through its completion
+    worker first (a thread hand-off per create). The path is the server's, chroot included
+    (``client.unchroot`` gives the client's); errors are kazoo's (NoNodeError when a parent is
+    missing: no parent is made). No ``acl`` (or an empty one) is the client's default ACL, or
+    open to all when it has none, as kazoo's ``create`` does."""
+    flags = (1 if ephemeral else 0) | (2 if sequence else 0)
+    result = client.handler.async_result()
+    kazoo_internals.call(
+        client,
+        Create2(
+            prefixed(client, path), data, list(acl or client.default_acl or OPEN_ACL_UNSAFE), flags
+        ),
+        result,
+    )
+    return result
+
+
+#: Whether this kazoo can read the server's answer to a removeWatches for a watch that is gone
+#: (``NoWatcherError``, kazoo 2.11.0 on): an older kazoo (below the package's floor, installed
+#: anyway) ends its connection loop on it, so there the request is not sent.
+CAN_REMOVE_WATCHES = kazoo_internals.reads_error(kazoo_internals.NO_WATCHER)
+
+
+def remove_watches(client: KazooClient, path: str, watcher_type: int = WATCHER_TYPE_DATA) -> bool:
+    """Ask the server to drop this session's data (or child) watches on ``path``, without
+    waiting for the answer: a missing watch or a lost connection is fine (the watch dies with
+    the session). Whether the request was queued: on a kazoo older than 2.11 it is never sent
+    (see :data:`CAN_REMOVE_WATCHES`), and the server keeps the watch until it fires or the
+    session ends."""
+    if not CAN_REMOVE_WATCHES:
+        return False
+    with contextlib.suppress(KazooException):
+        kazoo_internals.call(
+            client,
+            RemoveWatches(prefixed(client, path), watcher_type),
+            client.handler.async_result(),
+        )
+        return True
+    return False
+
+
+def forget_watch(
+    client: KazooClient,
+    path: str,
+    watcher: Callable[[WatchedEvent], None],
+    *,
+    children: bool = False,
+) -> None:
+    """Drop a data (or child) watch we no longer wait on, in kazoo and (when no other watcher of
+    this client shares it) on the server, so a waiter that gives up leaves no watch behind."""
+    server_path = prefixed(client, path)
+    if kazoo_internals.discard_watcher(client, server_path, watcher, children=children):
+        return
+    remove_watches(client, path, WATCHER_TYPE_CHILDREN if children else WATCHER_TYPE_DATA)
+
+
+class KazooTransport:
+    """Performs a protocol's requests and effects on ``client``: made by a runner for each
+    protocol it runs (it is small), and handed to the protocol as its sender. Sending never
+    blocks, so every method may be called from any thread, kazoo's connection thread
+    included where :func:`pycurator.handlers.runs_inline` allows."""
+
+    __slots__ = ("client",)
+
+    def __init__(self, client: KazooClient) -> None:
+        self.client = client
+
+    @property
+    def runtime(self) -> Runtime:
+        return runtime_of(self.client)
+
+    def send(self, request: Any) -> Any:
+        """Send ``request`` (a :mod:`pycurator._protocol.ops` request); kazoo's async result of
+        it."""
+        client = self.client
+        kind = type(request)
+        if kind is CreateNode:
+            return create_node_async(
+                client,
+                request.path,
+                request.data,
+                request.acl,
+                ephemeral=request.ephemeral,
+                sequence=request.sequence,
+            )
+        if kind is ListChildren:
+            if request.reduce is not None:
+                assert request.watch is None, "a reduced listing sets no watch"
+                return reduced_children_async(client, request.path, request.reduce)
+            return client.get_children_async(request.path, watch=request.watch)
+        if kind is NodeExists:
+            return client.exists_async(request.path, watch=request.watch)
+        if kind is GetData:
+            return client.get_async(request.path, watch=request.watch)
+        if kind is DeleteNode:
+            return client.delete_async(request.path)
+        if kind is MakeContainer:
+            result = client.handler.async_result()
+            acl = list(request.acl or client.default_acl or OPEN_ACL_UNSAFE)
+            kazoo_internals.call(client, CreateContainer(request.server_path, b"", acl), result)
+            return result
+        raise TypeError(f"not a request: {request!r}")
+
+    # -- the client's state ------------------------------------------------------------------
+
+    def listen(self, listener: Callable[[str], object]) -> None:
+        self.runtime.listen(listener)
+
+    def unlisten(self, listener: Callable[[str], object]) -> None:
+        self.runtime.unlisten(listener)
+
+    def check_open(self, message: str | None = None) -> None:
+        """ConnectionClosedError once the client is stopped (or not started): ``message``, or
+        the runtime's (:func:`~pycurator._client.runtime.closed_error`)."""
+        if kazoo_internals.is_stopped(self.client):
+            raise ConnectionClosedError(message) if message is not None else closed_error()
+
+    def connected(self) -> bool:
+        return bool(self.client.connected)
+
+    def session_id(self) -> int | None:
+        client_id = self.client.client_id
+        return client_id[0] if client_id is not None else None
+
+    def chroot(self) -> str:
+        return self.client.chroot or ""
+
+    def claims(self) -> dict[str, object]:
+        return self.runtime.claims
+
+    # -- what outlives a wait ----------------------------------------------------------------
+
+    def owe_delete(self, path: str, sent: Any = None) -> None:
+        """Curator's guaranteed delete of ``path`` in the background (``sent``: a delete of it
+        already on its way)."""
+        self.runtime.owe_delete(path, sent)
+
+    def forget_watch(
+        self, path: str, watcher: Callable[[WatchedEvent], None], children: bool = False
+    ) -> None:
+        forget_watch(self.client, path, watcher, children=children)
+
+    def call_later(self, delay: float, function: Callable[[], None]) -> Timer:
+        return services_of(self.client.handler).call_later(delay, function)
+
+    def serial_queue(self) -> SerialQueue:
+        """A new queue whose calls run one at a time, in order, on the handler's workers."""
+        return services_of(self.client.handler).serial_queue()
+
+    # -- for the hold check's callbacks (pycurator._engine.monitor.HoldSender) ---------------------
+
+    def call_batched(self, delay: float, function: Callable[[Any], None], argument: Any) -> None:
+        """Call ``function(argument)`` about ``delay`` seconds from now, batched with the other
+        calls due then by the handler's one delayed-call unit: for calls that mostly find
+        nothing left to do (the watch of a hold that has ended)."""
+        services_of(self.client.handler).delayed.add(delay, function, argument)
+
+    def post_request(self, function: Callable[[], None]) -> None:
+        """Run ``function()`` on the handler's queue of the requests sent after news on kazoo's
+        connection thread, which must not send them itself: one worker, in turn."""
+        services_of(self.client.handler).requests.post(function)
+
+
+__all__ = [
+    "CAN_REMOVE_WATCHES",
+    "CreateContainer",
+    "KazooTransport",
+    "ReducedChildren",
+    "RemoveWatches",
+    "create_node_async",
+    "forget_watch",
+    "prefixed",
+    "reduced_children_async",
+    "remove_watches",
+]

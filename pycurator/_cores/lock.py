@@ -1,0 +1,145 @@
+"""The lock core both front ends compose, and the engines of Curator's mutex and read/write lock."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from .._client.checks import ConnectionPolicy, check_client_type, check_data, check_policy
+from .._engine.hold import FollowedNode, Held, LossNotice, ReentrantHolds
+from .._engine.locks import LockEngine
+from .._engine.observe import Reporter
+from .._protocol import wire
+from .._protocol.drivers import MUTEX_DRIVER, Driver, ReadSideDriver, write_driver
+from .._protocol.paths import validate_path
+from .._protocol.steps import Steps
+
+
+class LockCore:
+    """One re-entrant lock, whatever waits on it (a blocked thread or an awaiting task).
+
+    It holds the lock's ``engine`` (:meth:`make_revocable` swaps it for a revocable copy), its
+    connection ``policy``, its ``holds`` per unit (``unit()`` names the calling one, see
+    :class:`~pycurator._engine.hold.ReentrantHolds`) and its ``report`` (waits and holds reported as
+    ``recipe``, see :mod:`pycurator._engine.observe`). Each front end's lock is a shell over one
+    core.
+    """
+
+    __slots__ = ("engine", "holds", "policy", "report")
+
+    def __init__(
+        self,
+        engine: LockEngine,
+        recipe: str,
+        connection_policy: ConnectionPolicy,
+        unit: Callable[[], Hashable],
+        unit_name: str = "thread",
+        finished: Callable[[Hashable], bool] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.report = Reporter(recipe, engine.base_path)
+        self.policy: ConnectionPolicy = check_policy(connection_policy)
+        self.holds = ReentrantHolds(engine.client, engine.base_path, unit, unit_name, finished)
+
+    @property
+    def path(self) -> str:
+        """The lock path, as given."""
+        return self.engine.base_path
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client of the lock."""
+        return self.engine.client
+
+    def acquire_steps(
+        self, timeout: float | None, driver: Driver | None = None
+    ) -> Steps[Held | None]:
+        """The engine's acquire, reported as one wait: the node held and its hold's report, or
+        None on timeout (``driver``: this acquire's, if not the engine's)."""
+        return self.report.wait_steps(self.engine.acquire_steps(timeout, driver))
+
+    def follow(
+        self, held: Held, notice: LossNotice, subject: object, unit: Hashable | None = None
+    ) -> None:
+        """``unit`` (by default the calling one) now holds ``held``'s node: clear ``notice``'s
+        event, follow the node, and tell ``notice`` of each change, naming ``subject``."""
+        node, report = held
+        notice.mark(False)
+        hold = FollowedNode(
+            self.engine.client,
+            node,
+            self.policy,
+            lambda state, reason: notice.changed(subject, state, reason),
+            report,
+        )
+        self.holds.add(hold, unit)
+
+    def lock_path(self, unit: Hashable | None = None) -> str | None:
+        """The node ``unit`` (by default the calling one) holds, or None."""
+        hold = self.holds.current(unit)
+        return hold.path if hold is not None else None
+
+    def participant_steps(self, own_kind_only: bool = False) -> Steps[list[str]]:
+        """Full paths of the nodes queued on the lock path, holder first (any language); with
+        ``own_kind_only``, only the nodes named like the engine's own (one read/write side's).
+        A read that rides through a reconnect."""
+        engine = self.engine
+        children = yield from engine.sorted_children_steps()
+        nodes = wire.full_paths(engine.base_path, children)
+        if own_kind_only:
+            token = engine.driver.token
+            nodes = [node for node in nodes if token in wire.node_name(node)]
+        return nodes
+
+    def make_revocable(self, on_revoke: Callable[[], None]) -> None:
+        """Make the next acquires' nodes revocable: ``on_revoke()`` runs when another client
+        writes Curator's revocation message to our node."""
+        self.engine = self.engine.revocable(on_revoke)
+
+
+def mutex_engine(
+    client: KazooClient, path: str, node_data: bytes | None, acl: Sequence[Any] | None
+) -> LockEngine:
+    """The engine of a mutex on ``path`` (Curator's ``lock-`` nodes, the standard driver),
+    after checking every argument: shared by the threaded and the asyncio mutex."""
+    validate_path(path)
+    check_client_type(client)
+    check_data(node_data)
+    return LockEngine(client, path, MUTEX_DRIVER, data=node_data, acl=acl)
+
+
+def read_write_engines(
+    client: KazooClient,
+    path: str,
+    node_data: bytes | None,
+    acl: Sequence[Any] | None,
+    lock_data: bytes | None = None,
+) -> tuple[LockEngine, LockEngine]:
+    """The write side's and the read side's engines of a read/write lock on ``path``, after
+    checking every argument: shared by the threaded and the asyncio read/write lock.
+
+    ``lock_data`` is the former name of ``node_data``: it still works, with a DeprecationWarning
+    pointing at the caller of the lock's constructor; giving both raises :class:`TypeError`.
+    """
+    if lock_data is not None:
+        if node_data is not None:
+            raise TypeError("give node_data or lock_data (its former name), not both")
+        warnings.warn(
+            "InterProcessReadWriteLock(lock_data=...) is deprecated: use node_data=",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        node_data = lock_data
+    validate_path(path)
+    check_client_type(client)
+    check_data(node_data, "lock_data" if lock_data is not None else "node_data")
+    return (
+        LockEngine(client, path, write_driver(), data=node_data, acl=acl),
+        LockEngine(client, path, ReadSideDriver(), data=node_data, acl=acl),
+    )
+
+
+__all__ = ["LockCore", "mutex_engine", "read_write_engines"]

@@ -1,0 +1,134 @@
+"""What both front ends' multi-locks share: their members, checked and followed, and how a
+release that failed is told."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from kazoo.client import KazooClient
+
+from .._client.checks import check_client_type
+from .._protocol.errors import LockLostError, LockReleaseError
+from .._protocol.paths import validate_path
+
+log = logging.getLogger("pycurator")
+
+
+@runtime_checkable
+class Lock(Protocol):
+    """What a multi-lock needs of a member: every pycurator lock has it."""
+
+    def acquire(self, timeout: float | None = None) -> bool: ...
+
+    def release(self) -> None: ...
+
+    def is_acquired_in_this_process(self) -> bool: ...
+
+
+@runtime_checkable
+class Followed(Protocol):
+    """A member that follows its node (see :meth:`ReentrantLock.is_held`), as every pycurator
+    lock does; an asyncio member's ``is_held()`` and ``check()`` return awaitables."""
+
+    def is_held(self) -> Any: ...
+
+    def check(self) -> Any: ...
+
+
+class InProcess(Protocol):
+    """What a member of either front end's multi-lock knows of itself: its bookkeeping."""
+
+    def is_acquired_in_this_process(self) -> bool: ...
+
+
+M = TypeVar("M")
+
+
+def member_locks(
+    client_or_locks: Any,
+    paths: Sequence[str] | None,
+    make: Callable[[KazooClient, str], M],
+    kind: type,
+    not_kind: str,
+) -> list[M]:
+    """The members of a multi-lock, from ``(client, paths)`` (one ``make(client, path)`` each,
+    in order) or from a sequence of locks that are instances of ``kind``; every argument is
+    checked before any lock is made (``not_kind`` starts the message for a wrong member)."""
+    if paths is not None:
+        check_client_type(client_or_locks)
+        if isinstance(paths, str) or not isinstance(paths, Sequence):
+            raise TypeError(f"paths must be a sequence of paths, not {paths!r}")
+        for path in paths:
+            validate_path(path)
+        locks = [make(client_or_locks, path) for path in paths]
+    else:
+        if isinstance(client_or_locks, KazooClient):
+            raise TypeError("InterProcessMultiLock(client, paths) needs the paths")
+        if not isinstance(client_or_locks, Sequence):
+            raise TypeError(f"locks must be a sequence of locks, not {client_or_locks!r}")
+        locks = list(client_or_locks)
+        for lock in locks:
+            if not isinstance(lock, kind):
+                raise TypeError(f"{not_kind}: {lock!r}")
+    if not locks:
+        raise ValueError("a multi-lock needs at least one lock")
+    return locks
+
+
+def followed(member: object) -> Followed | None:
+    """How both front ends' multi-locks ask a member whether it is still held.
+
+    A member that follows its node (it has ``is_held`` and ``check``) is returned: ask it
+    those. Any other member (None here) knows only its bookkeeping: it counts as held while
+    ``is_acquired_in_this_process()``, and :func:`check_unfollowed` checks it.
+    """
+    return member if isinstance(member, Followed) else None
+
+
+def check_unfollowed(member: InProcess) -> None:
+    """Raise :class:`LockLostError` unless ``member``, one that does not follow its node (see
+    :func:`followed`), is acquired in this process."""
+    if not member.is_acquired_in_this_process():
+        raise LockLostError(repr(member), "not acquired")
+
+
+def members_path(locks: Sequence[object]) -> str:
+    """A multi-lock's members, for messages: their paths where they have one."""
+    return ", ".join(getattr(lock, "path", repr(lock)) for lock in locks)
+
+
+def release_failed(failures: list[Exception], count: int, *, quietly: bool) -> None:
+    """The end of releasing ``count`` members, given the errors of those that failed: nothing
+    when none did; a WARNING each when ``quietly`` (an error is already on its way to the
+    caller); else :class:`LockReleaseError` with every failure."""
+    if not failures:
+        return
+    if quietly:
+        for failure in failures:
+            log.warning("multi-lock rollback could not release a lock: %r", failure)
+        return
+    raise LockReleaseError(f"could not release {len(failures)} of {count} locks", failures)
+
+
+def add_on_lost(locks: Sequence[object], callback: Callable[[Any, str], Any]) -> None:
+    """Register ``callback`` with every member that reports losses (it has ``on_lost``)."""
+    for lock in locks:
+        register = getattr(lock, "on_lost", None)
+        if register is not None:
+            register(callback)
+
+
+__all__ = [
+    "Followed",
+    "InProcess",
+    "Lock",
+    "M",
+    "add_on_lost",
+    "check_unfollowed",
+    "followed",
+    "member_locks",
+    "members_path",
+    "release_failed",
+]

@@ -1,0 +1,325 @@
+"""The semaphore's protocol as steps, and the cores that both front ends' semaphores, leases
+and semaphore mutexes compose."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import WatchedEvent
+
+from .._client import kazoo_internals
+from .._client.checks import (
+    ConnectionPolicy,
+    check_client_type,
+    check_data,
+    check_policy,
+    check_timeout,
+)
+from .._client.concurrency import runs_inline
+from .._engine.hold import FollowedNode, Held, LossNotice
+from .._engine.locks import HeldNode, LockEngine
+from .._engine.observe import Reporter
+from .._protocol import wire
+from .._protocol.deadline import Deadline, DeadlineExpired
+from .._protocol.drivers import MUTEX_DRIVER, StandardDriver
+from .._protocol.errors import LockLostError, LockNotOwnedError
+from .._protocol.ops import GetData, ListChildren
+from .._protocol.paths import validate_path
+from .._protocol.steps import (
+    CheckOpen,
+    ForgetWatch,
+    Listen,
+    NewSignal,
+    SessionId,
+    Steps,
+    Unlisten,
+    WaitSignal,
+)
+from .._protocol.waits import delete_node_steps, read_sent_steps, watch_sent_steps
+
+LeaseT = TypeVar("LeaseT")
+
+
+class LeaseCore:
+    """One lease, whatever waits on it: its node, followed until the lease is returned, and the
+    ``notice`` told of a loss (naming ``subject``), and how its node is deleted (``delete``, as
+    steps). Each front end's lease is a shell over one."""
+
+    __slots__ = ("client", "closed", "delete", "hold", "notice")
+
+    def __init__(
+        self,
+        client: KazooClient,
+        held: Held,
+        policy: ConnectionPolicy,
+        notice: LossNotice,
+        subject: object,
+        delete: Callable[[str], Steps[None]] = delete_node_steps,
+    ) -> None:
+        self.client = client
+        self.closed = False
+        self.delete = delete
+        self.notice = notice
+        node, report = held
+        self.hold = FollowedNode(
+            client,
+            node,
+            policy,
+            lambda state, reason: notice.changed(subject, state, reason),
+            report,
+        )
+
+    @property
+    def path(self) -> str:
+        """The lease node's full path."""
+        return self.hold.path
+
+    @property
+    def node_name(self) -> str:
+        """The lease node's name."""
+        return wire.node_name(self.hold.path)
+
+    @property
+    def fencing_token(self) -> int:
+        """The lease node's creation zxid."""
+        return self.hold.fencing_token
+
+    def data_steps(self) -> Steps[bytes]:
+        """The lease node's data (a read that rides through a reconnect, for at most the
+        client's session timeout)."""
+        return lease_data_steps(
+            self.hold.path, Deadline(kazoo_internals.session_timeout(self.client))
+        )
+
+    def check_open(self) -> None:
+        """Raise :class:`LockLostError` once the lease was returned."""
+        if self.closed:
+            raise LockLostError(self.hold.path, "lease returned")
+
+    def close(self) -> str | None:
+        """Mark the lease returned and stop following its node; the node to delete, the first
+        time only."""
+        if self.closed:
+            return None
+        self.closed = True
+        self.hold.close()
+        return self.hold.path
+
+
+def lease_data_steps(path: str, deadline: Deadline) -> Steps[bytes]:
+    """A lease node's data: a read that rides through a reconnect, ConnectionLoss once
+    ``deadline`` passes without an answer."""
+    data, _ = yield from read_sent_steps(GetData(path), deadline)
+    return bytes(data)
+
+
+class _Retry(Exception):
+    """Our lease node vanished while we waited (the session expired): start again."""
+
+
+class SemaphoreSteps:
+    """The semaphore's protocol, as steps (:mod:`pycurator._protocol.steps`): the threaded
+    :class:`InterProcessSemaphoreV2` runs them blocking, its asyncio form awaits them. It
+    checks the arguments, and holds the internal mutex's engine and the leases' engine; its
+    waits and leases are reported as ``recipe`` (a semaphore's, or a semaphore mutex's)."""
+
+    def __init__(
+        self,
+        client: KazooClient,
+        path: str,
+        max_leases: int,
+        node_data: bytes | None,
+        acl: Sequence[Any] | None,
+        connection_policy: ConnectionPolicy,
+        recipe: str = "semaphore",
+    ) -> None:
+        validate_path(path)
+        check_client_type(client)
+        if isinstance(max_leases, bool) or not isinstance(max_leases, int):
+            raise TypeError(f"max_leases must be an int, not {max_leases!r}")
+        if max_leases < 1:
+            raise ValueError(f"max_leases must be >= 1, not {max_leases}")
+        check_data(node_data)
+        self.client = client
+        self.path = path
+        self.max_leases = max_leases
+        self.policy = check_policy(connection_policy)
+        self.report = Reporter(recipe, path)
+        # Curator's internal InterProcessMutex; held only while one lease is being taken
+        self._lock = LockEngine(
+            client,
+            wire.join_path(path, wire.SEMAPHORE_LOCK_PARENT),
+            MUTEX_DRIVER,
+            acl=acl,
+        )
+        self._leases_path = wire.join_path(path, wire.SEMAPHORE_LEASE_PARENT)
+        self._leases = LockEngine(
+            client,
+            self._leases_path,
+            StandardDriver(wire.LEASE_NAME, max_leases),
+            data=node_data,
+            acl=acl,
+        )
+
+    def acquire_steps(self, qty: int, timeout: float | None) -> Steps[list[Held] | None]:
+        """``qty`` lease nodes (each with its hold's report) under one deadline, or None on
+        timeout; on timeout, error or cancellation every lease taken so far is returned first.
+        Each lease is one wait and one hold (see :mod:`pycurator._engine.observe`)."""
+        if isinstance(qty, bool) or not isinstance(qty, int):
+            raise TypeError(f"qty must be an int, not {qty!r}")
+        if qty < 1:
+            raise ValueError(f"qty must be >= 1, not {qty}")
+        deadline = Deadline(check_timeout(timeout))
+        leases: list[Held] = []
+        done = False
+        try:
+            while len(leases) < qty:
+                lease = yield from self.report.wait_steps(self._acquire_one(deadline))
+                if lease is None:
+                    return None
+                leases.append(lease)
+            done = True
+            return leases
+        finally:
+            if not done:
+                for node, report in leases:
+                    report.released("returned: the other leases were not taken")
+                    yield from delete_node_steps(node.path)
+
+    def _acquire_one(self, deadline: Deadline) -> Steps[HeldNode | None]:
+        while True:
+            lock = yield from self._lock.acquire_steps(deadline.remaining())
+            if lock is None:
+                return None
+            try:
+                return (yield from self._lease_under_lock(deadline))
+            except _Retry:
+                continue
+            finally:
+                yield from delete_node_steps(lock.path)
+
+    def _lease_under_lock(self, deadline: Deadline) -> Steps[HeldNode | None]:
+        """Under the internal mutex: create our lease node and wait until at most
+        ``max_leases`` lease nodes exist (a count, not an order), woken by the leases' child
+        watch or a connection change; our node when held, None when the deadline passed
+        first. Our node is deleted unless held; :class:`_Retry` if it vanished meanwhile."""
+        try:
+            node, children = yield from self._leases.create_node_steps(deadline)
+        except DeadlineExpired:
+            return None
+        ours = wire.node_name(node.path)
+        wake = yield NewSignal()
+        watched = False
+        held = False
+
+        @runs_inline
+        def on_change(event: WatchedEvent) -> None:
+            wake.set()
+
+        def on_state(state: str) -> None:
+            wake.set()  # a stopped client ends the wait; a new session lists again
+
+        yield Listen(on_state)
+        try:
+            while True:
+                yield CheckOpen()
+                if children is None:
+                    wake.clear()
+                    children = yield from self._watch_leases(on_change, deadline.for_requests())
+                    watched = True
+                if ours not in children:
+                    raise _Retry()
+                if len(children) <= self.max_leases:
+                    if (yield SessionId()) != node.session_id:
+                        raise _Retry()  # decided over a listing of a session now ended
+                    held = True
+                    return node
+                children = None
+                if not watched:
+                    continue  # the pipelined listing set no watch: list again with one
+                if deadline.expired() or not (yield WaitSignal(wake, deadline.remaining())):
+                    return None
+        except DeadlineExpired:
+            return None
+        finally:
+            yield Unlisten(on_state)
+            if watched:
+                yield ForgetWatch(self._leases_path, on_change, children=True)
+            if not held:
+                yield from delete_node_steps(node.path)
+
+    def _watch_leases(
+        self, watcher: Callable[[WatchedEvent], None], deadline: Deadline
+    ) -> Steps[list[str]]:
+        try:
+            children: list[str] = yield from watch_sent_steps(
+                ListChildren(self._leases_path, watch=watcher), deadline
+            )
+        except NoNodeError:
+            return []  # the parent went away with our node: our session expired
+        return children
+
+    def participant_steps(self) -> Steps[list[str]]:
+        """Names of the lease nodes (holders, and at most one waiter), oldest first: a read
+        that rides through a reconnect, for at most the client's session timeout."""
+        deadline = Deadline(kazoo_internals.session_timeout(self.client))
+        try:
+            children: list[str] = yield from read_sent_steps(
+                ListChildren(self._leases_path), deadline
+            )
+        except NoNodeError:
+            return []
+        return wire.sort_children(children, wire.LEASE_NAME)
+
+
+class SemaphoreMutexCore(Generic[LeaseT]):
+    """A semaphore mutex, whatever waits on it: the ``steps`` of its one-lease semaphore, and
+    the lease of the current hold (of either front end's kind), kept under a guard: any thread
+    or task may release. Each front end's semaphore mutex is a shell over one."""
+
+    def __init__(
+        self,
+        client: KazooClient,
+        path: str,
+        node_data: bytes | None,
+        acl: Sequence[Any] | None,
+        connection_policy: ConnectionPolicy,
+    ) -> None:
+        self.steps = SemaphoreSteps(
+            client, path, 1, node_data, acl, connection_policy, "semaphore-mutex"
+        )
+        self._lease: LeaseT | None = None
+        self._guard = client.handler.lock_object()
+
+    @property
+    def lease(self) -> LeaseT | None:
+        """The lease of the current hold, or None."""
+        return self._lease
+
+    def hold(self, lease: LeaseT) -> None:
+        """``lease`` is the current hold's."""
+        with self._guard:
+            self._lease = lease
+
+    def take(self) -> LeaseT:
+        """The current hold's lease, which is no longer current (to return it):
+        :class:`LockNotOwnedError` if the mutex is not held."""
+        with self._guard:
+            lease, self._lease = self._lease, None
+        if lease is None:
+            path = self.steps.path
+            raise LockNotOwnedError(path, f"Not acquired: {path}")
+        return lease
+
+    def required(self) -> LeaseT:
+        """The current hold's lease; :class:`LockLostError` if the mutex is not held."""
+        lease = self._lease
+        if lease is None:
+            raise LockLostError(self.steps.path, "not acquired")
+        return lease
+
+
+__all__ = ["LeaseCore", "SemaphoreMutexCore", "SemaphoreSteps", "lease_data_steps"]

@@ -1,0 +1,305 @@
+"""Who holds and who waits on a lock path, read from the tree alone (``pycurator inspect``).
+
+Works for every Curator lock layout, whichever language made the nodes: a mutex
+(``_c_<uuid>-lock-<seq>``), a read/write lock (``__READ__`` / ``__WRIT__`` siblings), a
+semaphore (``locks/`` and ``leases/``) and a leader latch (``_c_<uuid>-latch-<seq>``). A
+``LeaderSelector`` is a mutex on the wire: its holder is the leader. Reading sends only
+``getChildren`` and ``getData``. Who holds is decided by the recipes' own drivers
+(:mod:`pycurator._protocol.drivers`) over the sorted names, so ``inspect`` and the recipes cannot
+disagree; the classification is a pure function over names and sessions, tested without a
+server.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError, NoNodeError
+
+from .._protocol import wire
+from .._protocol.drivers import LATCH_DRIVER, MUTEX_DRIVER, ReadDriver, StandardDriver, write_driver
+from .inspect_systems import SYSTEM_OF_LAYOUT, classify_others, layout_of_others
+from .revocation import is_lock_node_name
+
+#: Position of a holder; waiters count 1, 2, ... in the order they will be served.
+HOLDING = 0
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A child node as listed: its path relative to the lock path, and what ``getData`` read."""
+
+    name: str
+    session: int
+    data: bytes
+    created_ms: int
+
+
+@dataclass(frozen=True)
+class Participant:
+    """One node in a lock's queue.
+
+    ``kind``: ``mutex``, ``write``, ``read``, ``lease``, ``lock`` (a semaphore's internal mutex),
+    ``latch`` (its holder is the leader) or ``other`` (a child with no Curator token, which
+    still takes part in Curator's sort).
+    ``position``: 0 for a holder, else the place in line.
+    """
+
+    entry: Entry
+    kind: str
+    holder: bool
+    position: int
+
+
+#: The layout of a path that holds no lock: children, but none a Curator lock node.
+NOT_A_LOCK = "not-a-lock"
+
+
+@dataclass(frozen=True)
+class LockView:
+    """A lock path's layout (``mutex``, ``read-write``, ``semaphore``, ``latch``, ``empty``, a
+    layout of another Java lock system, :data:`~pycurator._engine.inspect_systems.SYSTEM_OF_LAYOUT`,
+    or :data:`NOT_A_LOCK`), the ``system`` that writes it, and its queue.
+
+    Only ephemeral children named like Curator's lock, lease and latch nodes are participants; the
+    other children are listed in ``ignored`` and never called holders. ``note`` says why a
+    path is not a lock, when it is not.
+    """
+
+    path: str
+    exists: bool
+    layout: str
+    participants: tuple[Participant, ...]
+    ignored: tuple[str, ...] = ()
+    note: str = ""
+    system: str = "curator"
+
+
+# A latch node once the protection prefix is stripped: Curator's ``latch-`` and the sequence.
+_LATCH_NODE_NAME = re.compile(re.escape(wire.LATCH_NAME) + "(?:[0-9]{10}|-[0-9]{9,10})")
+
+
+def is_latch_node_name(name: str) -> bool:
+    """Whether ``name`` (one path segment) is named like a ``LeaderLatch`` node:
+    ``[_c_<uuid>-]latch-<seq>``."""
+    return _LATCH_NODE_NAME.fullmatch(wire.strip_protection(name)) is not None
+
+
+def layout_of(names: Sequence[str]) -> str:
+    """Which recipe a lock path's child names belong to."""
+    if not names:
+        return "empty"
+    if set(names) <= {wire.SEMAPHORE_LOCK_PARENT, wire.SEMAPHORE_LEASE_PARENT}:
+        return "semaphore"
+    if any(is_latch_node_name(n) for n in names):
+        return "latch"
+    if any(wire.READ_LOCK_NAME in n or wire.WRITE_LOCK_NAME in n for n in names):
+        return "read-write"
+    return "mutex"
+
+
+def _kind(name: str, token: str, kind: str) -> str:
+    return kind if token in name else "other"
+
+
+def _classify_standard(
+    entries: Sequence[Entry], driver: StandardDriver, kind: str
+) -> list[Participant]:
+    by_name = {e.name: e for e in entries}
+    ordered = driver.sort(list(by_name))
+    return [
+        Participant(
+            by_name[name],
+            _kind(name, driver.token, kind),
+            driver.decide(ordered, name).holds,
+            i,
+        )
+        for i, name in enumerate(ordered)
+    ]
+
+
+def classify_mutex(entries: Sequence[Entry]) -> list[Participant]:
+    """Mutex: the mutex driver's order and decision (the first node holds it)."""
+    return _classify_standard(entries, MUTEX_DRIVER, "mutex")
+
+
+def classify_latch(entries: Sequence[Entry]) -> list[Participant]:
+    """Leader latch: nodes in queue order (by the part after ``latch-``), the first leads. This
+    is Curator's ``getParticipants()``; the ids are the nodes' data."""
+    return _classify_standard(entries, LATCH_DRIVER, "latch")
+
+
+def classify_read_write(entries: Sequence[Entry]) -> list[Participant]:
+    """Read/write lock: the write and read drivers decide each node. The one rule the tree
+    cannot show is per thread: a read node of the session whose write node holds and is the
+    only writer ahead is taken for that holder's downgrade, and holds."""
+    by_name = {e.name: e for e in entries}
+    write, read = write_driver(), ReadDriver()
+    ordered = write.sort(list(by_name))
+    result: list[Participant] = []
+    writers_ahead = 0
+    waiting = 0
+    for name in ordered:
+        entry = by_name[name]
+        if wire.WRITE_LOCK_NAME in name:
+            kind, holder = "write", write.decide(ordered, name).holds
+        elif wire.READ_LOCK_NAME in name:
+            kind = "read"
+            decision = read.decide(ordered, name)
+            holder = decision.holds or (
+                writers_ahead == 1
+                and decision.watch == ordered[0]
+                and by_name[ordered[0]].session == entry.session
+            )
+        else:
+            kind, holder = "other", write.decide(ordered, name).holds
+        if kind == "write":
+            writers_ahead += 1
+        if not holder:
+            waiting += 1
+        result.append(Participant(entry, kind, holder, HOLDING if holder else waiting))
+    return result
+
+
+def classify_semaphore(locks: Sequence[Entry], leases: Sequence[Entry]) -> list[Participant]:
+    """Semaphore: every lease node holds a lease, except the newest one when its session also
+    owns the first node of ``locks/`` (that client holds the internal mutex and still waits for a
+    lease to free up). Waiters queue on ``locks/``, first come, first served."""
+    ordered_leases = sorted(leases, key=lambda e: wire.sort_key(e.name, wire.LEASE_NAME))
+    ordered_locks = [p.entry for p in classify_mutex(locks)]
+    pending = (
+        ordered_leases[-1]
+        if ordered_leases
+        and ordered_locks
+        and ordered_leases[-1].session == ordered_locks[0].session
+        else None
+    )
+    result = [
+        Participant(e, "lease", e is not pending, 1 if e is pending else HOLDING)
+        for e in ordered_leases
+    ]
+    result += [Participant(e, "lock", False, i) for i, e in enumerate(ordered_locks, 1)]
+    return result
+
+
+def _read_entries(client: KazooClient, path: str, prefix: str = "") -> list[Entry] | None:
+    """The children of ``path`` with data and stat, or None when ``path`` does not exist.
+
+    The reads are pipelined; a child deleted between the listing and its read is left out. A
+    child whose ACL refuses us its data is kept with empty data: its stat (which ``exists``
+    gives whatever the ACL) still tells its session and age.
+    """
+    try:
+        names = client.get_children(path)
+    except NoNodeError:
+        return None
+    replies = [(name, client.get_async(wire.join_path(path, name))) for name in names]
+    entries: list[Entry] = []
+    for name, reply in replies:
+        try:
+            data, stat = reply.get()
+        except NoNodeError:
+            continue
+        except NoAuthError:
+            stat = client.exists(wire.join_path(path, name))
+            if stat is None:
+                continue
+            data = b""
+        entries.append(Entry(prefix + name, stat.ephemeralOwner, data or b"", stat.ctime))
+    return entries
+
+
+def _is_participant(entry: Entry) -> bool:
+    name = wire.node_name(entry.name)
+    return entry.session != 0 and (is_lock_node_name(name) or is_latch_node_name(name))
+
+
+def _split(entries: Sequence[Entry]) -> tuple[list[Entry], list[str]]:
+    """Curator's lock and latch nodes among ``entries``, and the names of the others."""
+    return (
+        [e for e in entries if _is_participant(e)],
+        [e.name for e in entries if not _is_participant(e)],
+    )
+
+
+def _semaphore_part(client: KazooClient, path: str) -> str:
+    """A note if ``path`` is the ``locks`` or ``leases`` child of a semaphore, else ``""``."""
+    name = wire.node_name(path)
+    parts = {wire.SEMAPHORE_LOCK_PARENT, wire.SEMAPHORE_LEASE_PARENT}
+    if name not in parts or path.count("/") < 2:
+        return ""
+    parent = path.rsplit("/", 1)[0]
+    try:
+        siblings = client.get_children(parent)
+    except NoNodeError:
+        return ""
+    if not set(siblings) <= parts:
+        return ""
+    return f"this is the {name} node of the semaphore at {parent}: inspect {parent}"
+
+
+def _other_system(
+    entries: Sequence[Entry], curator: Sequence[Entry], permits: int | None
+) -> tuple[str, tuple[Participant, ...], tuple[str, ...], str, str] | None:
+    """The layout, participants, other children, note and system of another Java lock
+    system's path, or None when it is Curator's (any protected name) or nobody's."""
+    if any(wire.protected_id(e.name) is not None for e in curator):
+        return None
+    layout = layout_of_others([e.name for e in entries if e.session != 0])
+    if layout is None:
+        return None
+    by_name = {e.name: e for e in entries}
+    nodes, ignored = classify_others(layout, [(e.name, e.session) for e in entries], permits)
+    participants = tuple(Participant(by_name[n.name], n.kind, n.holder, n.position) for n in nodes)
+    note = ""
+    if layout == "menagerie-semaphore" and permits is None:
+        note = "menagerie keeps its permits out of ZooKeeper: give --permits to tell holders"
+    return layout, participants, tuple(ignored), note, SYSTEM_OF_LAYOUT[layout]
+
+
+def inspect_lock(client: KazooClient, path: str, permits: int | None = None) -> LockView:
+    """The holders and waiters on ``path`` (a validated lock path), whatever recipe made them,
+    Curator's or another Java lock system's (``permits``: a menagerie semaphore's, which
+    ZooKeeper does not keep).
+
+    A path that holds no lock (persistent children, children with other names, a semaphore's
+    ``locks``/``leases`` node given directly) has the layout :data:`NOT_A_LOCK` and no
+    participants.
+    """
+    entries = _read_entries(client, path)
+    if entries is None:
+        return LockView(path, False, "empty", ())
+    note = _semaphore_part(client, path)
+    if note:
+        return LockView(path, True, NOT_A_LOCK, (), tuple(e.name for e in entries), note)
+    names = [e.name for e in entries]
+    ignored: list[str] = []
+    if layout_of(names) == "semaphore":
+        locks_parent = wire.SEMAPHORE_LOCK_PARENT
+        leases_parent = wire.SEMAPHORE_LEASE_PARENT
+        locks = _read_entries(client, wire.join_path(path, locks_parent), f"{locks_parent}/")
+        leases = _read_entries(client, wire.join_path(path, leases_parent), f"{leases_parent}/")
+        locks, ignored_locks = _split(locks or [])
+        leases, ignored_leases = _split(leases or [])
+        ignored = ignored_locks + ignored_leases
+        participants = classify_semaphore(locks, leases)
+        layout = "semaphore"
+    else:
+        lock_entries, ignored = _split(entries)
+        other = _other_system(entries, lock_entries, permits)
+        if other is not None:
+            return LockView(path, True, *other)
+        layout = layout_of([e.name for e in lock_entries])
+        if layout == "read-write":
+            participants = classify_read_write(lock_entries)
+        elif layout == "latch":
+            participants = classify_latch(lock_entries)
+        else:
+            participants = classify_mutex(lock_entries)
+    if not participants and ignored and layout != "semaphore":
+        layout = NOT_A_LOCK
+        note = "no child is a lock node (ephemeral, named like lock-, latch-, x-, dlk-, ...)"
+    return LockView(path, True, layout, tuple(participants), tuple(ignored), note)

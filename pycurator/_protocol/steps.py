@@ -1,0 +1,270 @@
+"""The protocol's waiting, written once: steps that a blocking or an asyncio runner performs.
+
+The recipes' protocols (the lock loop, the semaphore loop, the hold check) are generators that
+*yield* what they need:
+
+- :class:`Send`: send a request (:mod:`pycurator._protocol.ops`, as data); the value is its pending
+  answer, awaited later, so that requests can be pipelined;
+- :class:`Await`: the answer to a request, no later than a deadline (else
+  :class:`DeadlineExpired` is thrown in);
+- :class:`NewSignal`: a flag that kazoo's callbacks may set from any thread;
+- :class:`WaitSignal`: the flag being set, for at most a number of seconds (True when set);
+- the client's side: :class:`Listen` / :class:`Unlisten` to its connection states,
+  :class:`CheckOpen`, :class:`IsConnected`, :class:`SessionId`, :class:`Chroot`; what outlives
+  a wait: :class:`OweDelete`, :class:`ForgetWatch`; and :class:`GetSender`, the
+  :class:`Sender` a protocol's callbacks use (they run on kazoo's threads, outside the steps).
+
+A runner performs the client's side through a transport (:func:`perform`): on a real client,
+:class:`pycurator._client.transport.KazooTransport`; in tests, a scripted server. This module
+does no I/O: it is the protocol's vocabulary, as h11 and httpcore keep HTTP's rules free of I/O.
+A runner performs each step and sends its value (or throws its error) back in; three runners
+drive the same generators:
+
+- :func:`pycurator._client.runners.run` blocks the calling thread through the client's handler
+  (so it serves kazoo's threading, gevent and eventlet handlers alike);
+- :func:`pycurator._client.runners.start` drives them from kazoo's callbacks and a shared timer,
+  with no unit of their own (an election that waits or leads costs a node and a watch, not a
+  thread);
+- :mod:`pycurator.aio` awaits them on an event loop.
+
+An error thrown into a generator (a timeout, an interruption, a cancelled task) runs its
+clean-up, which may yield more steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from kazoo.protocol.states import WatchedEvent
+
+from .deadline import Deadline
+from .ops import Request
+
+T = TypeVar("T")
+
+
+class Signal(Protocol):
+    """A flag set from any thread (kazoo's callbacks), waited on by a runner."""
+
+    def set(self) -> None: ...
+
+    def clear(self) -> None: ...
+
+    def is_set(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Await:
+    """Wait for kazoo's async ``result``; its value, or its error, or DeadlineExpired."""
+
+    result: Any
+    deadline: Deadline
+
+
+@dataclass(frozen=True)
+class NewSignal:
+    """A new, clear :class:`Signal` for this runner."""
+
+
+@dataclass(frozen=True)
+class WaitSignal:
+    """Wait until ``signal`` is set, at most ``timeout`` seconds (None: no limit); whether set."""
+
+    signal: Signal
+    timeout: float | None
+
+
+class Pending(Protocol):
+    """A request's answer to come: kazoo's async result (or a scripted server's). Once
+    :meth:`ready` and :meth:`successful`, :attr:`value` is the answer (read without a lock)."""
+
+    value: Any
+
+    def ready(self) -> bool: ...
+
+    def successful(self) -> bool: ...
+
+    def get_nowait(self) -> Any: ...
+
+    def rawlink(self, callback: Callable[[Any], None]) -> None: ...
+
+    def unlink(self, callback: Callable[[Any], None]) -> None: ...
+
+
+class Sender(Protocol):
+    """What a protocol's callbacks may do from any thread, without a step: send a request, owe
+    a delete, drop a watch, call later, queue work in order, start steps in the background."""
+
+    def send(self, request: Request) -> Any: ...
+
+    def owe_delete(self, path: str, sent: Any = None) -> None: ...
+
+    def forget_watch(
+        self, path: str, watcher: Callable[[WatchedEvent], None], children: bool = False
+    ) -> None: ...
+
+    def call_later(self, delay: float, function: Callable[[], None]) -> Any: ...
+
+    def serial_queue(self) -> Any: ...
+
+    def start(self, steps: Steps[Any]) -> None: ...
+
+
+class Transport(Sender, Protocol):
+    """A runner's way to the client: a :class:`Sender`, and the client's state."""
+
+    def listen(self, listener: Callable[[str], object]) -> None: ...
+
+    def unlisten(self, listener: Callable[[str], object]) -> None: ...
+
+    def check_open(self, message: str | None = None) -> None: ...
+
+    def connected(self) -> bool: ...
+
+    def session_id(self) -> int | None: ...
+
+    def chroot(self) -> str: ...
+
+    def claims(self) -> dict[str, object]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send ``request``; its :class:`Pending` answer (await it with :class:`Await`)."""
+
+    request: Request
+
+
+@dataclass(frozen=True, slots=True)
+class Listen:
+    """Call ``listener(state)`` on each connection state change of the client (on kazoo's
+    connection thread: short, never blocking, never sending); a stop is told as LOST."""
+
+    listener: Callable[[str], object]
+
+
+@dataclass(frozen=True, slots=True)
+class Unlisten:
+    """Stop calling ``listener``."""
+
+    listener: Callable[[str], object]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOpen:
+    """ConnectionClosedError (thrown in) once the client is stopped (with ``message``, if
+    given); else None."""
+
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IsConnected:
+    """Whether the client is connected now."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionId:
+    """The client's session id, or None before it has one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Chroot:
+    """The client's chroot (``""`` for none)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """The client's claims on its lock nodes (path to claimant): which acquire owns each
+    node whose name does not tell (:class:`~pycurator._protocol.drivers.Naming`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OweDelete:
+    """Curator's guaranteed delete of ``path`` in the background, until it is gone or the
+    client is stopped; ``sent``: the pending answer of a delete of it already sent."""
+
+    path: str
+    sent: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetWatch:
+    """Drop ``watcher`` from the data (or ``children``) watches of ``path``, on the server too
+    when no other watcher of the client shares it."""
+
+    path: str
+    watcher: Callable[[WatchedEvent], None]
+    children: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GetSender:
+    """The runner's :class:`Sender`, for the protocol's callbacks."""
+
+
+Effect = (
+    Send
+    | Listen
+    | Unlisten
+    | CheckOpen
+    | IsConnected
+    | SessionId
+    | Chroot
+    | Claims
+    | OweDelete
+    | ForgetWatch
+    | GetSender
+)
+Step = Await | NewSignal | WaitSignal | Effect
+#: A protocol's generator: yields steps, receives their values, returns a ``T``.
+Steps = Generator[Step, Any, T]
+
+#: How a transport performs each :data:`Effect` (what :func:`perform` looks up).
+EFFECTS: dict[type[Any], Callable[[Transport, Any], Any]] = {
+    Send: lambda t, step: t.send(step.request),
+    Listen: lambda t, step: t.listen(step.listener),
+    Unlisten: lambda t, step: t.unlisten(step.listener),
+    CheckOpen: lambda t, step: t.check_open(step.message),
+    IsConnected: lambda t, step: t.connected(),
+    SessionId: lambda t, step: t.session_id(),
+    Chroot: lambda t, step: t.chroot(),
+    Claims: lambda t, step: t.claims(),
+    OweDelete: lambda t, step: t.owe_delete(step.path, step.sent),
+    ForgetWatch: lambda t, step: t.forget_watch(step.path, step.watcher, step.children),
+    GetSender: lambda t, step: t,
+}
+
+
+def perform(transport: Transport, step: Effect) -> Any:
+    """Perform an :data:`Effect` through ``transport``; its value (its error raised)."""
+    return EFFECTS[type(step)](transport, step)
+
+
+__all__ = [
+    "EFFECTS",
+    "Await",
+    "CheckOpen",
+    "Chroot",
+    "Claims",
+    "Effect",
+    "ForgetWatch",
+    "GetSender",
+    "IsConnected",
+    "Listen",
+    "NewSignal",
+    "OweDelete",
+    "Pending",
+    "Send",
+    "Sender",
+    "SessionId",
+    "Signal",
+    "Step",
+    "Steps",
+    "Transport",
+    "Unlisten",
+    "WaitSignal",
+    "perform",
+]

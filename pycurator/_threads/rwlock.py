@@ -1,0 +1,101 @@
+"""``InterProcessReadWriteLock``: Curator's fair read/write lock, two drivers over one engine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from .._client.checks import ConnectionPolicy
+from .._client.runners import run
+from .._cores.lock import read_write_engines
+from .._engine.locks import LockEngine
+from .._protocol.drivers import Driver, ReadSideDriver
+from .lock import ReentrantLock
+
+
+class _Side(ReentrantLock):
+    """One side of the read/write lock: the mutex surface, with participants of its own kind."""
+
+    def participant_nodes(self) -> list[str]:
+        """Full paths of this side's nodes (read or write) in queue order, holders first."""
+        return run(self._core.client, self._core.participant_steps(own_kind_only=True))
+
+
+class WriteLock(_Side):
+    """The write side: held by one thread of one process at a time, with no reader."""
+
+    def __init__(self, engine: LockEngine, *, connection_policy: ConnectionPolicy) -> None:
+        super().__init__(engine, connection_policy=connection_policy, recipe="write")
+
+
+class ReadLock(_Side):
+    """The read side: shared by readers while no writer holds the lock or queues ahead."""
+
+    #: The driver of an acquire, given the write node its thread holds (None if none).
+    _side: Callable[[str | None], Driver] = ReadSideDriver
+
+    def __init__(
+        self, engine: LockEngine, write: WriteLock, *, connection_policy: ConnectionPolicy
+    ) -> None:
+        super().__init__(engine, connection_policy=connection_policy, recipe="read")
+        self._write = write
+
+    def _acquire_driver(self) -> Driver:
+        return self._side(self._write.lock_path)
+
+
+class InterProcessReadWriteLock:
+    """Readers share, writers exclude, across Java Curator and pycurator on one path.
+
+    Fair as Curator's: a reader that arrives after a queued writer waits for it. Each side is
+    re-entrant per thread. The thread holding the write lock may take the read lock
+    (downgrade), then release the write lock and keep reading; a reader asking for the write
+    lock never gets it (a timed acquire returns False, an untimed one waits forever), as in
+    Curator. Java Curator 5.4 lacks CURATOR-621: a Java 5.4 writer that downgrades makes a
+    sequential read node, behind which a queued writer may slip in; pycurator's downgrade
+    does not.
+
+    Nodes are ``PATH/_c_<uuid>-__WRIT__<seq>`` and ``PATH/_c_<uuid>-__READ__<seq>``, siblings,
+    holding ``node_data`` (by default the host address, as Curator writes it). ``lock_data``, the
+    former name of ``node_data``, still works and warns (DeprecationWarning).
+
+    ``fencing_token`` on either side is the czxid of the holder's node: it grows with every new
+    holder of either side, so a writer's token exceeds every earlier holder's. Readers that hold
+    together have different tokens, and a resource should compare a writer's token with the
+    largest it has seen from anyone, not expect readers' tokens to order one another.
+    """
+
+    def __init__(
+        self,
+        client: KazooClient,
+        path: str,
+        node_data: bytes | None = None,
+        *,
+        acl: Sequence[Any] | None = None,
+        connection_policy: ConnectionPolicy = "standard",
+        lock_data: bytes | None = None,
+    ) -> None:
+        write, read = read_write_engines(client, path, node_data, acl, lock_data)
+        self._write = WriteLock(write, connection_policy=connection_policy)
+        self._read = ReadLock(read, self._write, connection_policy=connection_policy)
+
+    @property
+    def path(self) -> str:
+        """The lock path, as given."""
+        return self._write.path
+
+    def read_lock(self) -> ReadLock:
+        """The read side (the same object on every call)."""
+        return self._read
+
+    def write_lock(self) -> WriteLock:
+        """The write side (the same object on every call)."""
+        return self._write
+
+    def __repr__(self) -> str:
+        return f"InterProcessReadWriteLock({self.path!r})"
+
+
+__all__ = ["InterProcessReadWriteLock", "ReadLock", "WriteLock"]
