@@ -102,7 +102,7 @@ def test_each_layer_lives_in_its_own_package(layer: str) -> None:
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_a_layers_package_imports_no_package_above_it(package: str) -> None:
-    shells = ("pycurator._threads", "pycurator.zkrecipes", "pycurator.zklocker")
+    shells: tuple[str, ...] = ("pycurator._threads", "pycurator.zkrecipes", "pycurator.zklocker")
     shells += ("pycurator.menagerie",)
     above = (*PACKAGES[PACKAGES.index(package) + 1 :], *shells, *NOT_FOR_THE_CORE)
     folder = ROOT / package.replace(".", "/")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ._curator import (
     CURATOR,
+    SEED_SYSTEMS_ENV,
     classpath_curator_version,
     curator_at_least,
     curator_classpath,
@@ -22,8 +23,10 @@ from ._curator import (
     java_nano_time,
     jclass,
     new_curator,
+    seed_systems_dir,
     session_of,
     start_jvm,
+    systems_classpath,
 )
 from ._ensemble import ZooKeeperEnsemble
 from ._expire import expire_kazoo_session, expire_session
@@ -61,7 +64,6 @@ from ._java import (
     lock_class,
     own_node,
 )
-from ._peers import SEED_SYSTEMS_ENV, seed_systems_dir, systems_classpath
 from ._proxy import FaultProxy
 from ._server import ZooKeeperServer, ZooKeeperServerError, free_port
 from ._systems import (

@@ -14,8 +14,9 @@ import re
 import sys
 import threading
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 #: Debian's Curator jars (their manifests name ZooKeeper, Guava and SLF4J) and a quiet binding.
@@ -29,10 +30,23 @@ CURATOR = "org.apache.curator"
 #: What to do when JPype is missing.
 INSTALL_HINT = "pip install 'pycurator-zk[interop]' (or pip install JPype1)"
 
+#: The folder with menagerie's and ZkLocker's jars, when not ``../shared/seed-systems``.
+SEED_SYSTEMS_ENV = "PYCURATOR_SEED_SYSTEMS"
+MENAGERIE_JAR = "menagerie-1.1-SNAPSHOT.jar"
+ZKLOCKER_JAR = "zklocker-1.0.0.jar"
+#: Debian's jars the systems need besides ZooKeeper: WriteLock, LeaderElectionSupport, the
+#: log4j 1.2 that menagerie calls directly, and the Guava that ZkLocker uses.
+DEBIAN_JARS = (
+    "/usr/share/java/zookeeper-recipes-lock.jar",
+    "/usr/share/java/zookeeper-recipes-election.jar",
+    "/usr/share/java/log4j-1.2.jar",
+    "/usr/share/java/guava.jar",
+)
 _start_lock = threading.Lock()
 #: Curator clients made by :func:`new_curator`, closed (if still open) by :func:`shutdown`.
 _clients: list[Any] = []
 _clients_lock = threading.Lock()
+_closers: list[Callable[[], None]] = []
 
 
 def curator_classpath() -> str:
@@ -40,9 +54,38 @@ def curator_classpath() -> str:
     return os.environ.get(CLASSPATH_ENV) or DEFAULT_CLASSPATH
 
 
+def _default_seed_systems_dir() -> Path:
+    """``../shared/seed-systems`` beside the checkout that holds this package."""
+    return Path(__file__).resolve().parents[2].parent / "shared" / "seed-systems"
+
+
+def seed_systems_dir() -> Path:
+    """The folder with menagerie's and ZkLocker's jars: ``PYCURATOR_SEED_SYSTEMS`` if set,
+    else ``../shared/seed-systems`` relative to the repository's root. ``FileNotFoundError``
+    naming the folder and the variable when it or a jar is missing."""
+    configured = os.environ.get(SEED_SYSTEMS_ENV, "").strip()
+    folder = Path(configured) if configured else _default_seed_systems_dir()
+    missing = [jar for jar in (MENAGERIE_JAR, ZKLOCKER_JAR) if not (folder / jar).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"the Java peers of menagerie and ZkLocker need {', '.join(missing)} in {folder}; "
+            f"set {SEED_SYSTEMS_ENV} to the seed-systems folder"
+        )
+    return folder
+
+
+def systems_classpath() -> list[str]:
+    """The systems' jars that exist here, for the end of the JVM's classpath."""
+    jars = [jar for jar in DEBIAN_JARS if os.path.isfile(jar)]
+    with contextlib.suppress(FileNotFoundError):
+        folder = seed_systems_dir()
+        jars += [str(folder / MENAGERIE_JAR), str(folder / ZKLOCKER_JAR)]
+    return jars
+
+
 def start_jvm() -> None:
     """Start this process's JVM with Curator on its classpath, followed by the jars of the
-    other Java lock systems that exist (:func:`~pycurator.testing.systems_classpath`); a no-op
+    other Java lock systems that exist (:func:`systems_classpath`); a no-op
     once it runs.
 
     Raises ``ImportError`` saying how to install JPype when it is missing, and ``RuntimeError``
@@ -58,8 +101,6 @@ def start_jvm() -> None:
     with _start_lock:
         if jpype.isJVMStarted():
             return
-        from ._peers import systems_classpath
-
         classpath = curator_classpath()
         entries = classpath.split(":")
         entries += [jar for jar in systems_classpath() if jar not in entries]
@@ -253,6 +294,12 @@ def close_curators() -> None:
             client.close()
 
 
+def close_on_shutdown(close: Callable[[], None]) -> None:
+    """Have :func:`shutdown` call ``close`` (which must not raise) before it closes Curator's
+    clients: the Java peers of the other systems register theirs as their module loads."""
+    _closers.append(close)
+
+
 def shutdown() -> None:
     """Tear down what this kit opened, in a safe order, then shut the JVM down.
 
@@ -265,13 +312,13 @@ def shutdown() -> None:
     in this process afterwards.
     """
     from ._ensemble import close_all_ensembles
-    from ._peers import close_all_peers
     from ._proxy import close_all_proxies
     from ._server import close_all_servers
 
     try:
         if _jvm_running():
-            close_all_peers()
+            for close in reversed(_closers):
+                close()
             close_curators()
         close_all_proxies()
         close_all_servers()

@@ -11,68 +11,25 @@ JVM per process. A peer whose jar is missing fails when it is made, never at JVM
 from __future__ import annotations
 
 import contextlib
-import os
 import queue
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from pathlib import Path
 from typing import Any, TypeVar
 
-from ._curator import jclass
+from ._curator import MENAGERIE_JAR, ZKLOCKER_JAR, close_on_shutdown, jclass, seed_systems_dir
 from ._expire import expire_session
 
 T = TypeVar("T")
 
-#: The folder with menagerie's and ZkLocker's jars, when not ``../shared/seed-systems``.
-SEED_SYSTEMS_ENV = "PYCURATOR_SEED_SYSTEMS"
-MENAGERIE_JAR = "menagerie-1.1-SNAPSHOT.jar"
-ZKLOCKER_JAR = "zklocker-1.0.0.jar"
-#: Debian's jars the systems need besides ZooKeeper: WriteLock, LeaderElectionSupport, the
-#: log4j 1.2 that menagerie calls directly, and the Guava that ZkLocker uses.
-DEBIAN_JARS = (
-    "/usr/share/java/zookeeper-recipes-lock.jar",
-    "/usr/share/java/zookeeper-recipes-election.jar",
-    "/usr/share/java/log4j-1.2.jar",
-    "/usr/share/java/guava.jar",
-)
 #: Bound for a Java call that does not wait for a lock (a create, a delete, a close).
 CALL_TIMEOUT = 60.0
 #: How long a peer keeps interrupting a wait it cancels before it gives up on it.
 CANCEL_TIMEOUT = 20.0
 #: The session timeout each peer asks for, in milliseconds.
 SESSION_TIMEOUT_MS = 10_000
-
-
-def _default_seed_systems_dir() -> Path:
-    """``../shared/seed-systems`` beside the checkout that holds this package."""
-    return Path(__file__).resolve().parents[2].parent / "shared" / "seed-systems"
-
-
-def seed_systems_dir() -> Path:
-    """The folder with menagerie's and ZkLocker's jars: ``PYCURATOR_SEED_SYSTEMS`` if set,
-    else ``../shared/seed-systems`` relative to the repository's root. ``FileNotFoundError``
-    naming the folder and the variable when it or a jar is missing."""
-    configured = os.environ.get(SEED_SYSTEMS_ENV, "").strip()
-    folder = Path(configured) if configured else _default_seed_systems_dir()
-    missing = [jar for jar in (MENAGERIE_JAR, ZKLOCKER_JAR) if not (folder / jar).is_file()]
-    if missing:
-        raise FileNotFoundError(
-            f"the Java peers of menagerie and ZkLocker need {', '.join(missing)} in {folder}; "
-            f"set {SEED_SYSTEMS_ENV} to the seed-systems folder"
-        )
-    return folder
-
-
-def systems_classpath() -> list[str]:
-    """The systems' jars that exist here, for the end of the JVM's classpath."""
-    jars = [jar for jar in DEBIAN_JARS if os.path.isfile(jar)]
-    with contextlib.suppress(FileNotFoundError):
-        folder = seed_systems_dir()
-        jars += [str(folder / MENAGERIE_JAR), str(folder / ZKLOCKER_JAR)]
-    return jars
 
 
 def system_class(name: str, jar: str) -> Any:
@@ -342,6 +299,9 @@ def close_all_peers() -> None:
     for peer in reversed(peers):
         with contextlib.suppress(Exception):
             peer.close()
+
+
+close_on_shutdown(close_all_peers)
 
 
 class LockPeer(Peer):

@@ -10,7 +10,7 @@ test can make them contend with pycurator's recipes.
 Each peer has its own ZooKeeper session and runs its Java calls on its own thread; ``close()``
 frees both. Lock peers have ``acquire(timeout=None) -> bool``, ``release()``, ``is_held()``,
 ``session_id`` and ``with``. The systems' wire facts and bugs are in the seed-systems folder's
-README (:func:`~pycurator.testing._peers.seed_systems_dir`).
+README (:func:`~pycurator.testing._curator.seed_systems_dir`).
 """
 
 from __future__ import annotations
@@ -21,11 +21,9 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ._curator import jclass
+from ._curator import MENAGERIE_JAR, ZKLOCKER_JAR, jclass
 from ._peers import (
-    MENAGERIE_JAR,
     SESSION_TIMEOUT_MS,
-    ZKLOCKER_JAR,
     LockPeer,
     ManagedSession,
     Peer,

@@ -5,22 +5,38 @@ then at random."""
 from __future__ import annotations
 
 import contextlib
+import random
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from pycurator.testing import expire_session
+from pycurator.testing import FaultProxy, ZooKeeperEnsemble, expire_session
 
-if TYPE_CHECKING:
-    from .run import Chaos
+from .contenders import Contender
+from .history import Faults
+from .workers import ChaosWorker
 
 FAULTS = ("expire", "drop", "latency", "restart", "leader", "kill")
 
 
-class FaultDriver:
-    """Applies faults to a :class:`~pycurator.testing.chaos.run.Chaos` run's ensemble,
-    proxies, contenders and workers, counting them in the run's ``faults``."""
+class Run(Protocol):
+    """What the faults need of a run (:class:`~pycurator.testing.chaos.run.Chaos` has it)."""
 
-    def __init__(self, run: Chaos) -> None:
+    random: random.Random
+    faults: Faults
+    contenders: list[Contender]
+    ensemble: ZooKeeperEnsemble
+    proxies: list[FaultProxy]
+
+    def live_workers(self) -> list[ChaosWorker]: ...
+
+    def start_worker(self, language: str) -> ChaosWorker: ...
+
+
+class FaultDriver:
+    """Applies faults to a run's ensemble, proxies, contenders and workers, counting them in
+    the run's ``faults``."""
+
+    def __init__(self, run: Run) -> None:
         self.run = run
 
     def drive(self, end: float) -> None:
