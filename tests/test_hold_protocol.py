@@ -1,8 +1,8 @@
 """The hold check's protocol on a scripted server: no ZooKeeper, no thread, no sleep.
 
-A :class:`~pycurator._engine.monitor.HoldMonitor` follows a held node from acquire to release; here
-the server's side (:mod:`tests.scripted`) plays its answers, watch events and connection states,
-and each test checks every request the monitor sends, in order. The same protocol runs on a
+A :class:`~pycurator._engine.hold_check.HoldMonitor` follows a held node from acquire to release;
+here the server's side (:mod:`tests.scripted`) plays its answers, watch events and connection
+states, and each test checks every request the monitor sends, in order. The same protocol runs on a
 real server in test_lost_lock.py, test_faults.py and the rest.
 """
 
@@ -20,8 +20,8 @@ from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 from pycurator._client.checks import ConnectionPolicy
 from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from pycurator._engine.hold import FollowedNode
+from pycurator._engine.hold_check import NODE_DELETED, WATCH_DELAY, HoldMonitor, HoldState
 from pycurator._engine.locks import HeldNode
-from pycurator._engine.monitor import NODE_DELETED, WATCH_DELAY, HoldMonitor, HoldState
 from pycurator._engine.observe import Reporter
 from pycurator._protocol.errors import LockLostError
 from pycurator._protocol.ops import NodeExists

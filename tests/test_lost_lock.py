@@ -20,8 +20,8 @@ from pycurator import (
     InterProcessSemaphoreV2,
     LockLostError,
 )
+from pycurator._engine.hold_check import HoldMonitor, HoldState
 from pycurator._engine.locks import LockEngine
-from pycurator._engine.monitor import HoldMonitor, HoldState
 from pycurator._engine.observe import Reporter
 from pycurator._protocol.drivers import StandardDriver
 from pycurator._protocol.wire import LOCK_NAME

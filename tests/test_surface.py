@@ -24,8 +24,8 @@ from pycurator import (
     menagerie,
     zkrecipes,
 )
+from pycurator._engine.hold_check import HoldMonitor
 from pycurator._engine.locks import HeldNode
-from pycurator._engine.monitor import HoldMonitor
 from pycurator.aio import menagerie as aio_menagerie
 from pycurator.aio import zklocker as aio_zklocker
 from pycurator.aio import zkrecipes as aio_zkrecipes

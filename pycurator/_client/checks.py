@@ -60,7 +60,7 @@ def check_client(client: KazooClient) -> None:
 
 
 def check_policy(policy: str) -> ConnectionPolicy:
-    """Validate a connection policy name (see :mod:`pycurator._engine.monitor`)."""
+    """Validate a connection policy name (see :mod:`pycurator._engine.hold_check`)."""
     if policy == "standard":
         return "standard"
     if policy == "session":

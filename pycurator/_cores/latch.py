@@ -19,8 +19,8 @@ from kazoo.client import KazooClient
 from .._client.checks import ConnectionPolicy, check_client_type, check_policy
 from .._client.runtime import closed_error, runtime_of
 from .._engine.election import Election, Lifecycle
+from .._engine.hold_check import HoldMonitor
 from .._engine.locks import HeldNode, LockEngine
-from .._engine.monitor import HoldMonitor
 from .._engine.observe import Reporter
 from .._engine.participants import CloseMode, Participant, id_bytes, participants_steps
 from .._protocol.drivers import CURATOR_NAMING, LATCH_DRIVER, Driver, Naming

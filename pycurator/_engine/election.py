@@ -6,7 +6,7 @@ list the children, and lead when our node is first and the client's current sess
 (CURATOR-696), or watch the node right in front of ours. A deleted predecessor, a reconnect
 (CURATOR-644/645/724) or a loss lists the children again; our node found gone (or another
 session's) is deleted and replaced. Leadership follows the leader's node as a lock hold does
-(:class:`~pycurator._engine.monitor.HoldMonitor`): it ends when the node is deleted, the session
+(:class:`~pycurator._engine.hold_check.HoldMonitor`): it ends when the node is deleted, the session
 ends, or (``standard`` policy) the connection is suspended. Each turn in the queue is reported as a
 wait, and each term of leadership as a hold (:mod:`pycurator._engine.observe`).
 
@@ -59,8 +59,8 @@ from .._protocol.steps import (
     WaitSignal,
 )
 from .._protocol.waits import RETRYABLE, watch_sent_steps
+from .hold_check import HoldMonitor, HoldState
 from .locks import HeldNode, LockEngine
-from .monitor import HoldMonitor, HoldState
 from .observe import LockEventKind, Reporter
 
 log = logging.getLogger("pycurator")

@@ -19,8 +19,8 @@ from .._client.checks import ConnectionPolicy
 from .._client.runtime import process_lock, services_of
 from .._protocol.errors import LockLostError, LockNotOwnedError
 from .._protocol.steps import Steps
+from .hold_check import HoldMonitor, HoldState
 from .locks import HeldNode
-from .monitor import HoldMonitor, HoldState
 from .observe import HoldReport
 
 #: A node an acquire holds, and the report of its hold.
@@ -96,7 +96,7 @@ class LossNotice:
 
 class FollowedNode:
     """One held node, followed from acquire until :meth:`close` (see
-    :mod:`pycurator._engine.monitor`).
+    :mod:`pycurator._engine.hold_check`).
 
     ``on_change(state, reason)`` hears each move between held and not held; ``report`` tells
     the hold's story (:mod:`pycurator._engine.observe`).

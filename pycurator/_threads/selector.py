@@ -42,8 +42,8 @@ from .._client.concurrency import unit_getter
 from .._client.runners import Task, run
 from .._client.runtime import services_of
 from .._cores.selector import LeadershipCore, SelectorCore, Term, ending_of
+from .._engine.hold_check import HoldMonitor
 from .._engine.locks import HeldNode
-from .._engine.monitor import HoldMonitor
 from .._engine.participants import Participant, leader_of
 
 log = logging.getLogger("pycurator")

@@ -161,7 +161,7 @@ class InterProcessSemaphoreV2:
 
     @property
     def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see :mod:`pycurator._engine.monitor`)."""
+        """What counts as a lost lease (see :mod:`pycurator._engine.hold_check`)."""
         return self._steps.policy
 
     def acquire(self, timeout: float | None = None) -> Lease | None:

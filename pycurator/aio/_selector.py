@@ -24,8 +24,8 @@ from kazoo.client import KazooClient, TransactionRequest
 
 from .._client.checks import ConnectionPolicy, check_timeout
 from .._cores.selector import LeadershipCore, SelectorCore, Term, ending_of
+from .._engine.hold_check import HoldMonitor
 from .._engine.locks import HeldNode
-from .._engine.monitor import HoldMonitor
 from .._engine.participants import Participant, leader_of
 from ._runner import log_failure, run_async
 

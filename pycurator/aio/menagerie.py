@@ -106,7 +106,7 @@ class ZkSemaphore:
 
     @property
     def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see :mod:`pycurator._engine.monitor`)."""
+        """What counts as a lost lease (see :mod:`pycurator._engine.hold_check`)."""
         return self._steps.policy
 
     async def acquire(self, timeout: float | None = None) -> Lease | None:
