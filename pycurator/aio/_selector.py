@@ -6,9 +6,9 @@ closed), the ``lead`` task is cancelled: unlike a thread, a coroutine can be int
 next ``await``. The node is deleted once ``lead`` has ended, as Curator releases its mutex once
 ``takeLeadership`` returns.
 
-The selector's rules (:mod:`pycurator._threads.selector`) are kept by the
-:class:`~pycurator._cores.selector.SelectorCore` it holds, as the threaded selector holds one;
-this module keeps only how a term's steps and ``lead`` run on the loop.
+The selector's rules are kept by the :class:`~pycurator._cores.selector.SelectorCore` it holds,
+as the threaded selector (:mod:`pycurator._threads.selector`) holds one; this module keeps only
+how a term's steps and ``lead`` run on the loop.
 """
 
 from __future__ import annotations
