@@ -65,36 +65,57 @@ class CliError(Exception):
         self.status = status
 
 
-class Interrupted(BaseException):
-    """SIGTERM or SIGHUP while waiting: a BaseException, as KeyboardInterrupt is, so that no
-    ``except Exception`` on the way out of the wait (in kazoo or here) can swallow it."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
+#: The signals that end a wait: ``kill``'s default, a closed terminal, and Ctrl-C.
+WAIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 class Interrupter:
-    """A SIGTERM and SIGHUP handler that raises :class:`Interrupted` and remembers the signal.
+    """Ends a wait on SIGTERM, SIGHUP or SIGINT without raising anything inside it.
 
-    kazoo's request path ends in a bare ``except`` (around the byte that wakes its connection
-    thread) that turns anything raised there, our :class:`Interrupted` included, into a
-    ``ConnectionClosedError`` on the request; :meth:`signal_of` tells such an error apart from
-    a real loss of the connection."""
+    An exception raised by a signal handler lands wherever the main thread is, kazoo's insides
+    included: between taking a lock and the ``with`` that would release it, it leaves that lock
+    taken for good, and the next thread to need it (kazoo's callback worker) and everything that
+    joins that thread wait forever. So within :meth:`ending` the handler raises nothing: the
+    signal's number goes down a pipe (``signal.set_wakeup_fd``) to a thread of its own, which
+    remembers it and calls the ``end`` it was given (for a wait on the server, ``client.stop``,
+    which ends every recipe's wait with ``ConnectionClosedError``). The waiting code then asks
+    :attr:`signum` whether a signal, not a lost connection, ended it.
+    """
 
     def __init__(self) -> None:
+        #: The first signal received within :meth:`ending`, or None.
         self.signum: int | None = None
 
-    def __call__(self, signum: int, frame: Any) -> None:
-        self.signum = signum
-        raise Interrupted(signum)
+    @contextlib.contextmanager
+    def ending(self, end: Callable[[], object]) -> Iterator[None]:
+        """Within the block (in the main thread), the first of :data:`WAIT_SIGNALS` sets
+        :attr:`signum` and calls ``end`` from another thread; the others are noted and ignored."""
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(write_fd, False)
 
-    def signal_of(self, error: BaseException) -> int | None:
-        """The signal that ended a wait with ``error``: an :class:`Interrupted`'s, or the one
-        received before any other error; None if no signal came."""
-        if isinstance(error, Interrupted):
-            return error.signum
-        return self.signum
+        def wake() -> None:
+            try:
+                while data := os.read(read_fd, 1):
+                    if self.signum is None and data[0] in WAIT_SIGNALS:
+                        self.signum = data[0]
+                        end()
+            finally:
+                os.close(read_fd)
+
+        threading.Thread(target=wake, name="pycurator-signals", daemon=True).start()
+        previous = {s: signal.signal(s, _noted) for s in WAIT_SIGNALS}
+        previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+        try:
+            yield
+        finally:
+            signal.set_wakeup_fd(previous_fd)
+            for s, old in previous.items():
+                signal.signal(s, old)
+            os.close(write_fd)  # the thread reads the end of the pipe, and ends
+
+
+def _noted(signum: int, frame: Any) -> None:
+    """The Python side of a signal within :meth:`Interrupter.ending`: nothing (the pipe tells)."""
 
 
 def connect_string(text: str) -> str:

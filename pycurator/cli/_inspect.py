@@ -23,11 +23,9 @@ from ._common import (
     EXIT_REFUSED,
     EXIT_USAGE,
     CliError,
-    Interrupted,
     Interrupter,
     checked_path,
     connected,
-    signals,
 )
 
 
@@ -249,11 +247,12 @@ def watch(
     interval: float,
     stop: threading.Event,
     permits: int | None = None,
+    wake: threading.Event | None = None,
 ) -> None:
     """Print the lock at ``path`` and then every change until ``stop`` is set: a line per
     event, or with ``as_json`` one JSON document per reading that changed (``permits``: a
-    menagerie semaphore's)."""
-    wake = threading.Event()
+    menagerie semaphore's). Setting ``wake`` as well as ``stop`` ends the wait in progress."""
+    wake = threading.Event() if wake is None else wake
 
     def woken(_event: object) -> None:
         wake.set()
@@ -261,6 +260,8 @@ def watch(
     before: LockView | None = None
     while not stop.is_set():
         wake.clear()
+        if stop.is_set():  # set as we cleared: the wait below must not miss it
+            break
         try:
             client.get_children(path, watch=woken)
         except NoNodeError:
@@ -289,17 +290,19 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
         raise CliError("--tree and --watch do not go together", EXIT_USAGE)
     with connected(args) as client:
         if args.watch:
-            stop = threading.Event()
+            stop, wake = threading.Event(), threading.Event()
             interrupt = Interrupter()
+
+            def end() -> None:
+                stop.set()
+                wake.set()
+
             try:
-                with signals(interrupt):
-                    watch(client, path, out, args.json, args.interval, stop, args.permits)
-            except KeyboardInterrupt:
-                stop.set()
-            except (Interrupted, KazooException) as exc:
-                if interrupt.signal_of(exc) is None:
+                with interrupt.ending(end):
+                    watch(client, path, out, args.json, args.interval, stop, args.permits, wake)
+            except KazooException:
+                if interrupt.signum is None:
                     raise
-                stop.set()
             return 0
         now_ms = int(time.time() * 1000)
         if args.tree:

@@ -17,7 +17,6 @@ from types import FrameType
 from typing import TextIO
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException
 
 from .. import menagerie, zkrecipes
 from .._protocol.errors import LockLostError
@@ -34,7 +33,6 @@ from ._common import (
     EXIT_TIMEOUT,
     EXIT_USAGE,
     CliError,
-    Interrupted,
     Interrupter,
     checked_path,
     connected,
@@ -241,21 +239,20 @@ def _run_while_held(
     progress = Progress(err, args.path, not args.quiet and err.isatty())
     progress.connecting(hosts_of(args))
     try:
-        with connected(args, args.timeout, before_stop) as client, signals(interrupt):
+        with connected(args, args.timeout, before_stop) as client:
             if args.timeout is not None:
                 args.timeout = max(0.0, args.timeout - (time.monotonic() - started))
             progress.follow(client)
             try:
-                holding = acquire(client, before_stop)
-            except KeyboardInterrupt:
-                return 128 + signal.SIGINT
-            except (Interrupted, KazooException) as exc:
-                signum = interrupt.signal_of(exc)
-                if signum is None:
+                with interrupt.ending(client.stop):  # a signal stops the client: the wait ends
+                    holding = acquire(client, before_stop)
+            except Exception:
+                if interrupt.signum is None:
                     raise
-                return 128 + signum
             finally:
                 progress.stop()
+            if interrupt.signum is not None:  # also when it came as the wait ended anyway
+                return 128 + interrupt.signum
             if holding is None:
                 raise CliError(
                     f"timed out after {timeout:g}s waiting for {waited}",
