@@ -47,6 +47,11 @@ _start_lock = threading.Lock()
 _clients: list[Any] = []
 _clients_lock = threading.Lock()
 _closers: list[Callable[[], None]] = []
+#: How many :func:`java_acquire` calls are in Java now, and its changes.
+_acquiring = 0
+_acquiring_changed = threading.Condition()
+#: How long :func:`shutdown` waits for those calls to come back once the clients are closed.
+ACQUIRE_RETURN_WAIT = 5.0
 
 
 def curator_classpath() -> str:
@@ -265,12 +270,24 @@ def curator_client(hosts: str, **options: Any) -> Iterator[Any]:
 
 
 def java_acquire(lock: Any, timeout: float | None = None) -> bool:
-    """Call a Curator lock's ``acquire()`` (no timeout) or ``acquire(ms, MILLISECONDS)``."""
-    if timeout is None:
-        lock.acquire()
-        return True
-    unit = jclass("java.util.concurrent.TimeUnit")
-    return bool(lock.acquire(int(timeout * 1000), unit.MILLISECONDS))
+    """Call a Curator lock's ``acquire()`` (no timeout) or ``acquire(ms, MILLISECONDS)``.
+
+    The call is counted while it runs: :func:`shutdown` closes the Curator clients, which
+    ends it with an error, and waits for it to come back before the JVM goes (a thread still
+    turning Java's error into Python's as the JVM shuts down crashes the process)."""
+    global _acquiring
+    with _acquiring_changed:
+        _acquiring += 1
+    try:
+        if timeout is None:
+            lock.acquire()
+            return True
+        unit = jclass("java.util.concurrent.TimeUnit")
+        return bool(lock.acquire(int(timeout * 1000), unit.MILLISECONDS))
+    finally:
+        with _acquiring_changed:
+            _acquiring -= 1
+            _acquiring_changed.notify_all()
 
 
 def session_of(client: Any) -> tuple[int, bytes]:
@@ -320,6 +337,8 @@ def shutdown() -> None:
             for close in reversed(_closers):
                 close()
             close_curators()
+            with _acquiring_changed:  # closed clients end the waits: let them come back
+                _acquiring_changed.wait_for(lambda: _acquiring == 0, ACQUIRE_RETURN_WAIT)
         close_all_proxies()
         close_all_servers()
         close_all_ensembles()
