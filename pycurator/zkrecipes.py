@@ -18,13 +18,9 @@ from typing import Any, NoReturn
 
 from kazoo.client import KazooClient
 
-from ._client.checks import check_timeout
-from ._client.runners import Task, run, start
-from ._client.runtime import services_of
-from ._cores.latch import CLOSE_WAIT
+from ._client.runners import run
 from ._cores.zkrecipes import election_core, leader_steps, write_lock_engine
-from ._protocol.deadline import Deadline
-from ._threads.leader import _Changes
+from ._threads.leader import LatchRunner
 from ._threads.lock import ReentrantLock
 
 
@@ -61,12 +57,10 @@ class LeaderElection:
     """
 
     def __init__(self, client: KazooClient, root: str, host_name: str) -> None:
-        self._core = election_core(client, root, host_name)
-        self._notices = services_of(client.handler).serial_queue()
-        self._changes = _Changes(client.handler)
-        self._task: Task | None = None
+        self._runner = LatchRunner(election_core(client, root, host_name))
+        self._core = self._runner.core
         #: Set when leadership ends, cleared when it begins (a handler event).
-        self.lost_event = client.handler.event_object()
+        self.lost_event = self._runner.lost_event
 
     @property
     def client(self) -> KazooClient:
@@ -96,20 +90,13 @@ class LeaderElection:
 
     def start(self) -> None:
         """Make an offer and take part, in the background. RuntimeError when started before."""
-        changed = self._changes.changed
-        election = self._core.begin(self, self._notices.post, changed, self.lost_event)
-        self._task = start(self.client, election.steps(), lambda _: changed())
+        self._runner.start(self)
 
     def close(self) -> None:
         """Leave the election (Java's ``stop()``): leadership ends and our offer is deleted
         (waiting at most :data:`~pycurator._protocol.waits.DELETE_WAIT` seconds for the server, then
         in the background). RuntimeError when not started or already closed."""
-        self._core.finish(None)
-        task = self._task
-        if task is not None:
-            task.cancel()
-            task.done.wait(CLOSE_WAIT)
-        self._core.closed()
+        self._runner.close(None)
 
     def __enter__(self) -> LeaderElection:
         self.start()
@@ -132,19 +119,7 @@ class LeaderElection:
         """Wait up to ``timeout`` seconds (None: forever) for leadership: True once leading,
         False on timeout or when closed meanwhile. Raises RuntimeError when not started or
         closed, and the errors of :meth:`pycurator.LeaderLatch.wait`."""
-        timeout = check_timeout(timeout)
-        core = self._core
-        core.check_waitable()
-        deadline = Deadline(timeout)
-        while True:
-            change = self._changes.event
-            outcome = core.outcome(self._task is not None and self._task.done.is_set())
-            if outcome is not None:
-                return outcome
-            remaining = deadline.remaining()
-            if remaining == 0:
-                return False
-            change.wait(remaining)
+        return self._runner.wait(timeout)
 
     def leader(self) -> str | None:
         """The leader's host name (the first offer's data, as Java's ``getLeaderHostName``),

@@ -41,6 +41,54 @@ class _Changes:
         event.set()
 
 
+class LatchRunner:
+    """How a threaded shell runs a :class:`~pycurator._cores.latch.LatchCore` (a
+    ``LeaderLatch``, ZooKeeper's ``LeaderElection``): its election as a task on kazoo's
+    callbacks (no thread of its own), its news in order on the handler's serial queue, and its
+    waits on handler events."""
+
+    def __init__(self, core: LatchCore) -> None:
+        handler = core.client.handler
+        self.core = core
+        self._notices = services_of(handler).serial_queue()
+        self._changes = _Changes(handler)
+        self._task: Task | None = None
+        #: Set when leadership ends, cleared when it begins (a handler event).
+        self.lost_event = handler.event_object()
+
+    def start(self, owner: object) -> None:
+        """Begin the election for ``owner`` (what listeners are told of); RuntimeError when
+        started before."""
+        changed = self._changes.changed
+        election = self.core.begin(owner, self._notices.post, changed, self.lost_event)
+        self._task = start(self.core.client, election.steps(), lambda _: changed())
+
+    def close(self, close_mode: CloseMode | None) -> None:
+        """End the election and wait (at most :data:`CLOSE_WAIT`) for its node's delete."""
+        self.core.finish(close_mode)
+        task = self._task
+        if task is not None:
+            task.cancel()
+            task.done.wait(CLOSE_WAIT)
+        self.core.closed()
+
+    def wait(self, timeout: float | None) -> bool:
+        """Wait for leadership (see :meth:`LeaderLatch.wait`)."""
+        timeout = check_timeout(timeout)
+        core = self.core
+        core.check_waitable()
+        deadline = Deadline(timeout)
+        while True:
+            change = self._changes.event
+            outcome = core.outcome(self._task is not None and self._task.done.is_set())
+            if outcome is not None:
+                return outcome
+            remaining = deadline.remaining()
+            if remaining == 0:
+                return False
+            change.wait(remaining)
+
+
 class LeaderLatch:
     """A participant in a leader election shared with Java Curator's ``LeaderLatch`` on the
     same path: once started, it leads while its node is first in queue order, until closed.
@@ -65,12 +113,10 @@ class LeaderLatch:
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._core = LatchCore(client, path, id, close_mode, acl, connection_policy)
-        self._notices = services_of(client.handler).serial_queue()
-        self._changes = _Changes(client.handler)
-        self._task: Task | None = None
+        self._runner = LatchRunner(LatchCore(client, path, id, close_mode, acl, connection_policy))
+        self._core = self._runner.core
         #: Set when leadership ends, cleared when it begins (a handler event).
-        self.lost_event = client.handler.event_object()
+        self.lost_event = self._runner.lost_event
 
     @property
     def client(self) -> KazooClient:
@@ -107,9 +153,7 @@ class LeaderLatch:
 
         Raises RuntimeError when started before (Curator: "Cannot be started more than once").
         """
-        changed = self._changes.changed
-        election = self._core.begin(self, self._notices.post, changed, self.lost_event)
-        self._task = start(self.client, election.steps(), lambda _: changed())
+        self._runner.start(self)
 
     def close(self, close_mode: CloseMode | None = None) -> None:
         """Leave the election: leadership ends, watches are dropped and our node is deleted
@@ -119,12 +163,7 @@ class LeaderLatch:
 
         Raises RuntimeError when not started or already closed.
         """
-        self._core.finish(close_mode)
-        task = self._task
-        if task is not None:
-            task.cancel()
-            task.done.wait(CLOSE_WAIT)
-        self._core.closed()
+        self._runner.close(close_mode)
 
     def __enter__(self) -> LeaderLatch:
         self.start()
@@ -150,19 +189,7 @@ class LeaderLatch:
         and any other error of the server while it keeps the latch from joining the election
         (the latch tries again meanwhile).
         """
-        timeout = check_timeout(timeout)
-        core = self._core
-        core.check_waitable()
-        deadline = Deadline(timeout)
-        while True:
-            change = self._changes.event
-            outcome = core.outcome(self._task is not None and self._task.done.is_set())
-            if outcome is not None:
-                return outcome
-            remaining = deadline.remaining()
-            if remaining == 0:
-                return False
-            change.wait(remaining)
+        return self._runner.wait(timeout)
 
     def add_listener(self, listener: LeaderLatchListener) -> None:
         """Call ``listener.is_leader()`` and ``listener.not_leader()`` on each change of
@@ -203,6 +230,7 @@ class LeaderLatch:
 __all__ = [
     "CLOSE_WAIT",
     "CloseMode",
+    "LatchRunner",
     "LeaderLatch",
     "LeaderLatchListener",
     "Participant",

@@ -16,6 +16,59 @@ from .._protocol.deadline import Deadline
 from ._runner import LoopEvent, log_failure, loop_spawner, run_async, wait_event
 
 
+class LatchRunner:
+    """How an asyncio shell runs a :class:`~pycurator._cores.latch.LatchCore` (a
+    ``LeaderLatch``, ZooKeeper's ``LeaderElection``): its election as a task on the loop that
+    started it, its news on that loop, and its waits on :class:`asyncio.Event`."""
+
+    def __init__(self, core: LatchCore) -> None:
+        self.core = core
+        self._task: asyncio.Task[str] | None = None
+        self._changed: asyncio.Event | None = None
+        #: Set when leadership ends, cleared when it begins.
+        self.lost_event = asyncio.Event()
+
+    def start(self, owner: object) -> None:
+        """Begin the election for ``owner`` on the running loop; RuntimeError when started
+        before."""
+        loop = asyncio.get_running_loop()
+        changed = asyncio.Event()
+        election = self.core.begin(
+            owner, loop_spawner(), LoopEvent(loop, changed).set, self.lost_event
+        )
+        self._changed = changed
+        self._task = loop.create_task(run_async(self.core.client, election.steps()))
+        self._task.add_done_callback(log_failure)
+        self._task.add_done_callback(lambda _: changed.set())
+
+    async def close(self, close_mode: CloseMode | None) -> None:
+        """End the election and wait (at most :data:`CLOSE_WAIT`) for its node's delete."""
+        self.core.finish(close_mode)
+        task = self._task
+        if task is not None:
+            task.cancel()
+            await asyncio.wait({task}, timeout=CLOSE_WAIT)
+        self.core.closed()
+
+    async def wait(self, timeout: float | None) -> bool:
+        """Wait for leadership (see :meth:`LeaderLatch.wait`)."""
+        timeout = check_timeout(timeout)
+        core = self.core
+        core.check_waitable()
+        changed = self._changed
+        assert changed is not None  # made by start()
+        deadline = Deadline(timeout)
+        while True:
+            changed.clear()
+            outcome = core.outcome(self._task is not None and self._task.done())
+            if outcome is not None:
+                return outcome
+            remaining = deadline.remaining()
+            if remaining == 0:
+                return False
+            await wait_event(changed, remaining)
+
+
 class LeaderLatch:
     """The asyncio form of :class:`pycurator.LeaderLatch`: the same nodes and election as
     Curator's ``LeaderLatch``; ``await latch.wait()`` for leadership.
@@ -37,11 +90,10 @@ class LeaderLatch:
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._core = LatchCore(client, path, id, close_mode, acl, connection_policy)
-        self._task: asyncio.Task[str] | None = None
-        self._changed: asyncio.Event | None = None
+        self._runner = LatchRunner(LatchCore(client, path, id, close_mode, acl, connection_policy))
+        self._core = self._runner.core
         #: Set when leadership ends, cleared when it begins.
-        self.lost_event = asyncio.Event()
+        self.lost_event = self._runner.lost_event
 
     @property
     def client(self) -> KazooClient:
@@ -78,15 +130,7 @@ class LeaderLatch:
 
         Raises RuntimeError when started before (Curator: "Cannot be started more than once").
         """
-        loop = asyncio.get_running_loop()
-        changed = asyncio.Event()
-        election = self._core.begin(
-            self, loop_spawner(), LoopEvent(loop, changed).set, self.lost_event
-        )
-        self._changed = changed
-        self._task = loop.create_task(run_async(self.client, election.steps()))
-        self._task.add_done_callback(log_failure)
-        self._task.add_done_callback(lambda _: changed.set())
+        self._runner.start(self)
 
     async def close(self, close_mode: CloseMode | None = None) -> None:
         """Leave the election: leadership ends, watches are dropped and our node is deleted
@@ -95,12 +139,7 @@ class LeaderLatch:
 
         Raises RuntimeError when not started or already closed.
         """
-        self._core.finish(close_mode)
-        task = self._task
-        if task is not None:
-            task.cancel()
-            await asyncio.wait({task}, timeout=CLOSE_WAIT)
-        self._core.closed()
+        await self._runner.close(close_mode)
 
     async def __aenter__(self) -> LeaderLatch:
         await self.start()
@@ -116,21 +155,7 @@ class LeaderLatch:
         the threaded ``wait`` (the server's error no retry fixes, such as ``NoAuthError``,
         once it has ended the latch's part; ``ConnectionClosedError`` once the client is
         stopped)."""
-        timeout = check_timeout(timeout)
-        core = self._core
-        core.check_waitable()
-        changed = self._changed
-        assert changed is not None  # made by start()
-        deadline = Deadline(timeout)
-        while True:
-            changed.clear()
-            outcome = core.outcome(self._task is not None and self._task.done())
-            if outcome is not None:
-                return outcome
-            remaining = deadline.remaining()
-            if remaining == 0:
-                return False
-            await wait_event(changed, remaining)
+        return await self._runner.wait(timeout)
 
     def add_listener(self, listener: Any) -> None:
         """Call ``listener.is_leader()`` and ``listener.not_leader()`` on each change of
@@ -164,4 +189,4 @@ class LeaderLatch:
         return self._core.describe("aio.LeaderLatch")
 
 
-__all__ = ["LeaderLatch"]
+__all__ = ["LatchRunner", "LeaderLatch"]

@@ -4,18 +4,15 @@ blocked on (locks owned per asyncio task)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from kazoo.client import KazooClient
 
-from .._client.checks import check_timeout
-from .._cores.latch import CLOSE_WAIT
 from .._cores.zkrecipes import election_core, leader_steps, write_lock_engine
-from .._protocol.deadline import Deadline
+from ._leader import LatchRunner
 from ._lock import AsyncReentrantLock
-from ._runner import LoopEvent, log_failure, loop_spawner, run_async, wait_event
+from ._runner import run_async
 
 
 class WriteLock(AsyncReentrantLock):
@@ -39,11 +36,10 @@ class LeaderElection:
     """
 
     def __init__(self, client: KazooClient, root: str, host_name: str) -> None:
-        self._core = election_core(client, root, host_name)
-        self._task: asyncio.Task[str] | None = None
-        self._changed: asyncio.Event | None = None
+        self._runner = LatchRunner(election_core(client, root, host_name))
+        self._core = self._runner.core
         #: Set when leadership ends, cleared when it begins.
-        self.lost_event = asyncio.Event()
+        self.lost_event = self._runner.lost_event
 
     @property
     def client(self) -> KazooClient:
@@ -73,24 +69,11 @@ class LeaderElection:
 
     async def start(self) -> None:
         """Make an offer and take part (in the background, on the running loop)."""
-        loop = asyncio.get_running_loop()
-        changed = asyncio.Event()
-        election = self._core.begin(
-            self, loop_spawner(), LoopEvent(loop, changed).set, self.lost_event
-        )
-        self._changed = changed
-        self._task = loop.create_task(run_async(self.client, election.steps()))
-        self._task.add_done_callback(log_failure)
-        self._task.add_done_callback(lambda _: changed.set())
+        self._runner.start(self)
 
     async def close(self) -> None:
         """Leave the election, as the threaded ``close()``; returns once done."""
-        self._core.finish(None)
-        task = self._task
-        if task is not None:
-            task.cancel()
-            await asyncio.wait({task}, timeout=CLOSE_WAIT)
-        self._core.closed()
+        await self._runner.close(None)
 
     async def __aenter__(self) -> LeaderElection:
         await self.start()
@@ -107,21 +90,7 @@ class LeaderElection:
     async def wait(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for leadership: True once leading,
         False on timeout or when closed meanwhile; the errors of the threaded ``wait``."""
-        timeout = check_timeout(timeout)
-        core = self._core
-        core.check_waitable()
-        changed = self._changed
-        assert changed is not None  # made by start()
-        deadline = Deadline(timeout)
-        while True:
-            changed.clear()
-            outcome = core.outcome(self._task is not None and self._task.done())
-            if outcome is not None:
-                return outcome
-            remaining = deadline.remaining()
-            if remaining == 0:
-                return False
-            await wait_event(changed, remaining)
+        return await self._runner.wait(timeout)
 
     async def leader(self) -> str | None:
         """The leader's host name (the first offer's data), or None when there is no offer."""
