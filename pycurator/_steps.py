@@ -349,7 +349,7 @@ def set_here(signal: Signal) -> None:
     calling thread rather than a hand-off later on the handler's callback worker. The caller
     must be a thread that may run steps: a watcher marked :func:`~pycurator._handlers.runs_inline`
     (the connection thread only under a handler that lets it send), or a unit of pycurator's
-    own that holds no lock the steps' callbacks take."""
+    own that holds no lock another thread may hold while it waits for these steps."""
     if isinstance(signal, TaskSignal):
         signal.set(here=True)
     else:
