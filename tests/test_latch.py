@@ -12,9 +12,13 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoChildrenForEphemeralsError
 
 from pycurator import CloseMode, LeaderLatch, LockLostError, Participant
+from pycurator._cores.latch import LatchCore
+from pycurator._engine.hold_check import HoldMonitor
+from pycurator._engine.locks import HeldNode
 from pycurator._protocol.drivers import StandardDriver
 from pycurator._protocol.waits import DELETE_WAIT
 from pycurator._protocol.wire import LATCH_NAME, protected_id, sort_children
+from pycurator.handlers import FastThreadingHandler
 from pycurator.testing import (
     ClientFactory,
     FaultProxy,
@@ -26,6 +30,7 @@ from pycurator.testing import (
 )
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
+from .aio_support import watched_paths
 from .support import SOON, STEADY_RECONNECT, children, eventually, restart_behind
 
 pytestmark = pytest.mark.usefixtures("zk_no_orphans")
@@ -417,3 +422,32 @@ def test_a_server_restart_keeps_one_leader_and_the_same_queue(
             follower.close()
             leader.close()
         assert children(clients[0], "/election") == []
+
+
+def test_under_the_fast_handler_latches_are_elected_on_the_thread_that_reads_the_news(
+    zk_client_factory: ClientFactory, zk_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An election's steps resume where a lock's waiter is woken: on the connection thread that
+    reads the create's answer, the predecessor's deletion and the listing after it, with no
+    hand-off to one of kazoo's workers on the way to leadership."""
+    client = zk_client_factory(handler=FastThreadingHandler())
+    elected_on: list[threading.Thread] = []
+    elected = LatchCore._elected
+
+    def recording(core: LatchCore, node: HeldNode, monitor: HoldMonitor) -> None:
+        elected_on.append(threading.current_thread())
+        elected(core, node, monitor)
+
+    monkeypatch.setattr(LatchCore, "_elected", recording)
+    path = f"{zk_path}/election"
+    first = LeaderLatch(client, path, "first")
+    second = LeaderLatch(client, path, "second")
+    first.start()
+    assert first.wait(SOON)
+    second.start()
+    eventually(lambda: first.our_path in watched_paths(client), what="the second watching")
+    first.close()
+    assert second.wait(SOON)
+    second.close()
+    connection_thread = client._connection._connection_routine
+    assert elected_on == [connection_thread, connection_thread]

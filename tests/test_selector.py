@@ -11,6 +11,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from pycurator import LeaderSelector, Leadership, LockLostError, Participant
+from pycurator._client import background
 from pycurator._protocol.wire import default_node_data, protected_id
 from pycurator.testing import ClientFactory, FaultProxy, expire_kazoo_session
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
@@ -340,3 +341,89 @@ def test_requeue_while_the_term_ends_queues_once_its_node_is_gone(
     lead_may_return.set()
     assert second.wait(SOON)
     assert terms[1].fencing_token > terms[0].fencing_token
+
+
+def test_a_unit_idle_since_a_term_runs_the_next_one_and_ends_when_none_comes(
+    zk: KazooClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A term's ``lead`` runs on a unit kept from an earlier term (none is started on its way
+    to leadership); an idle unit ends once no term came for it within the linger."""
+    monkeypatch.setattr(background, "LINGER", 0.5)
+    units = background.Units(zk.handler)
+    ran_on: list[threading.Thread] = []
+    ran = threading.Semaphore(0)
+
+    def term() -> None:
+        ran_on.append(threading.current_thread())
+        ran.release()
+
+    units.run(term)
+    assert ran.acquire(timeout=SOON)
+    eventually(lambda: units.idle == 1, what="the unit idle")
+    units.run(term)
+    assert ran.acquire(timeout=SOON)
+    assert ran_on[1] is ran_on[0]
+    eventually(lambda: not ran_on[0].is_alive(), what="the idle unit ended")
+    assert units.idle == 0
+
+
+def test_idle_units_are_few_whatever_the_terms_that_ran_at_once(
+    zk: KazooClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(background, "LINGER", 0.5)
+    units = background.Units(zk.handler)
+    terms = background.MAX_IDLE_UNITS + 3
+    ran_on: list[threading.Thread] = []
+    started = threading.Semaphore(0)
+    gate = threading.Event()
+
+    def term() -> None:
+        ran_on.append(threading.current_thread())
+        started.release()
+        gate.wait(SOON)
+
+    for _ in range(terms):
+        units.run(term)
+    for _ in range(terms):
+        assert started.acquire(timeout=SOON)
+    assert len(set(ran_on)) == terms  # a term each: none waits for another's unit
+    gate.set()
+    eventually(
+        lambda: (
+            sum(thread.is_alive() for thread in ran_on) == background.MAX_IDLE_UNITS
+            and units.idle == background.MAX_IDLE_UNITS
+        ),
+        what="only the idle units kept",
+    )
+    eventually(lambda: not any(thread.is_alive() for thread in ran_on), what="every unit ended")
+
+
+def test_auto_requeued_terms_of_many_selectors_add_few_threads(
+    zk: KazooClient, zk_path: str, selectors: list[LeaderSelector]
+) -> None:
+    """Queued selectors cost no thread, and their terms reuse the units of earlier ones."""
+    path = f"{zk_path}/leader"
+    count = 12
+    terms = [0] * count
+    enough = threading.Event()
+    before = threading.active_count()
+    peak = [before]
+
+    def make_lead(index: int) -> Callable[[Leadership], None]:
+        def lead(leadership: Leadership) -> None:
+            peak[0] = max(peak[0], threading.active_count())
+            terms[index] += 1
+            if min(terms) >= 3:
+                enough.set()
+
+        return lead
+
+    for index in range(count):
+        selector = LeaderSelector(zk, path, make_lead(index), str(index), auto_requeue=True)
+        selectors.append(selector)
+        selector.start()
+    assert enough.wait(SOON)
+    for selector in selectors:
+        assert selector.close(SOON)
+    # one term leads at a time: its unit, the idle ones, and the handler's pool may run
+    assert peak[0] - before <= background.MAX_IDLE_UNITS + 6, f"{peak[0] - before} threads added"

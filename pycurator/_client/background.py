@@ -11,6 +11,8 @@ makes delayed calls in batches.
   recipe.
 - :class:`DelayedCalls` makes calls a while after they are asked for, one wake-up serving every
   call due within :data:`BATCH_WINDOW` (the deferred watches of held nodes).
+- :class:`Units` runs long calls (a leader selector's terms), each on a unit of its own, and
+  keeps at most :data:`MAX_IDLE_UNITS` units idle for the next ones.
 
 These are the mechanisms only: which handler owns which timer, pool and queue, and what a fork
 leaves of them, is :mod:`pycurator._client.runtime`'s to say. Everything goes through the handler
@@ -19,6 +21,7 @@ leaves of them, is :mod:`pycurator._client.runtime`'s to say. Everything goes th
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import logging
@@ -35,6 +38,8 @@ log = logging.getLogger("pycurator")
 MAX_WORKERS = 4
 #: Seconds an idle worker waits for more work before it ends.
 LINGER = 5.0
+#: The most idle units :class:`Units` keeps for the next long call.
+MAX_IDLE_UNITS = 4
 #: One wake-up of :class:`DelayedCalls` makes every call due within this many seconds.
 BATCH_WINDOW = 0.01
 
@@ -246,14 +251,82 @@ class DelayedCalls:
                     log.debug("a delayed call failed: %r", function, exc_info=True)
 
 
+class _Unit:
+    """A unit of :class:`Units`: the call it is given, and what wakes it while it is idle."""
+
+    __slots__ = ("call", "wake")
+
+    def __init__(self, call: Callable[[], None]) -> None:
+        self.call: Callable[[], None] | None = call
+        self.wake: Any = None  # made once it first waits
+
+
+class Units:
+    """Long calls (a leader selector's terms: ``lead``, then what its return sends), each on a
+    unit of its own, as many at once as are asked for. A unit done with its call waits up to
+    :data:`LINGER` seconds for the next one, so that a call seldom waits for a unit to start;
+    at most :data:`MAX_IDLE_UNITS` wait, whatever the number of calls that ran at once. A unit
+    keeps nothing of a call once it has returned."""
+
+    def __init__(self, handler: Any) -> None:
+        self._spawn = spawner(handler)
+        self._handler = weakref.ref(handler)  # the handler goes with its last user
+        self._lock = threading.Lock()  # never held across a call or a wait
+        self._idle: list[_Unit] = []
+
+    @property
+    def idle(self) -> int:
+        """How many units wait for a call now."""
+        return len(self._idle)
+
+    def run(self, call: Callable[[], None]) -> None:
+        """Run ``call()`` on an idle unit, or on a new one; an exception is logged."""
+        with self._lock:
+            unit = self._idle.pop() if self._idle else None
+            if unit is not None:
+                unit.call = call
+        if unit is None:
+            self._spawn(functools.partial(self._run, _Unit(call)))
+        else:
+            unit.wake.set()
+
+    def _run(self, unit: _Unit) -> None:
+        while True:
+            call, unit.call = unit.call, None
+            if call is not None:
+                try:
+                    call()
+                except Exception:
+                    log.exception("a pycurator call failed: %r", call)
+                del call
+            if unit.wake is None:
+                handler = self._handler()
+                if handler is None:
+                    return
+                unit.wake = handler.event_object()
+                del handler
+            with self._lock:
+                if len(self._idle) >= MAX_IDLE_UNITS:
+                    return
+                unit.wake.clear()
+                self._idle.append(unit)
+            unit.wake.wait(LINGER)
+            with self._lock:
+                if unit.call is None:  # not given a call while it waited: it ends
+                    self._idle.remove(unit)
+                    return
+
+
 __all__ = [
     "BATCH_WINDOW",
     "LINGER",
+    "MAX_IDLE_UNITS",
     "MAX_WORKERS",
     "DelayedCalls",
     "Pool",
     "SerialQueue",
     "Timer",
     "Timers",
+    "Units",
     "spawner",
 ]

@@ -16,8 +16,9 @@ from kazoo.client import KazooClient
 from kazoo.protocol.states import Callback
 
 from .._protocol.deadline import DeadlineExpired, wait_result
-from .._protocol.steps import EFFECTS, Await, NewSignal, Steps, WaitSignal
+from .._protocol.steps import EFFECTS, Await, NewSignal, Signal, Steps, WaitSignal
 from .background import Timer
+from .concurrency import link_inline, runs_inline
 from .runtime import services_of
 from .transport import KazooTransport
 
@@ -88,20 +89,26 @@ class _Suspension:
 
 class TaskSignal:
     """A :class:`Signal` of a :class:`Task`: setting it resumes the task that waits on it
-    (through the handler's callback worker, never on the setter's thread)."""
+    (through the handler's callback worker, not on the setter's thread, unless ``here``)."""
 
     def __init__(self, task: Task) -> None:
         self._task = task
         self._flag = False
         self._waiter: int | None = None  # the token of the task's suspension waiting on us
 
-    def set(self) -> None:
+    def set(self, here: bool = False) -> None:
+        """Set the flag; with ``here``, the task waiting on it resumes on the calling thread,
+        which must be one that may run steps (see :func:`set_here`)."""
         with self._task.lock:
             if self._flag:
                 return
             self._flag = True
             token, self._waiter = self._waiter, None
-        if token is not None:
+        if token is None:
+            return
+        if here:
+            self._task._resume(token, True, None)
+        else:
             self._task.dispatch(token, True, None)
 
     def clear(self) -> None:
@@ -111,11 +118,27 @@ class TaskSignal:
         return self._flag
 
 
+def set_here(signal: Signal) -> None:
+    """Set ``signal``; when it is a :class:`TaskSignal`, the task waiting on it resumes on the
+    calling thread rather than a hand-off later on the handler's callback worker. The caller
+    must be a thread that may run steps: a watcher marked
+    :func:`~pycurator._client.concurrency.runs_inline` (the connection thread only under a handler
+    that lets it send), or a unit of pycurator's own that holds no lock another thread may hold
+    while it waits for these steps."""
+    if isinstance(signal, TaskSignal):
+        signal.set(here=True)
+    else:
+        signal.set()
+
+
 class Task:
     """Steps driven by kazoo's callbacks: each answer, signal or timeout resumes the generator
     on the thread that brings it (a set signal or a timeout through the handler's callback
-    worker, so never kazoo's connection thread, which must not send). Steps never block, so
-    a task costs no unit of its own while it waits.
+    worker, so never kazoo's connection thread, which must not send, unless :func:`set_here`
+    says otherwise). An answer resumes it on the thread that reads it where the handler offers
+    that (:func:`~pycurator._client.concurrency.link_inline`: the fast handler, whose connection
+    thread may send), else on kazoo's completion worker. Steps never block, so a task costs no unit
+    of its own while it waits.
 
     :attr:`done` (a handler event) is set when the generator has ended; :attr:`value` or
     :attr:`error` says how. ``on_done(task)`` runs then, on the thread that ended it.
@@ -256,11 +279,14 @@ class Task:
             )
         result = step.result
 
+        @runs_inline
         def answered(_: Any) -> None:
             self._resume(token, *_outcome(result))
 
-        result.rawlink(answered)
-        waiting.unlink = lambda: result.unlink(answered)
+        # an inline link is not undone: answered later, it finds its wait over and does nothing
+        if not link_inline(result, answered):
+            result.rawlink(answered)
+            waiting.unlink = lambda: result.unlink(answered)
 
     def _finish(self, value: Any, error: BaseException | None) -> None:
         if error is not None and not isinstance(error, Cancelled):
@@ -283,4 +309,4 @@ def start(
     return task
 
 
-__all__ = ["Cancelled", "RunnerTransport", "Task", "TaskSignal", "run", "start"]
+__all__ = ["Cancelled", "RunnerTransport", "Task", "TaskSignal", "run", "set_here", "start"]

@@ -15,10 +15,10 @@ long as the client lives), holds what is the client's own:
 
 It refers to the :class:`HandlerServices` of the client's handler, found with
 :func:`services_of`: the timer, the pool of workers, the queue of the requests sent after news
-on kazoo's connection thread, and the delayed calls that set held nodes' watches
-(:mod:`pycurator._client.background`). These are per handler, not per client: a small pool of
-workers is shared by every recipe of every client of the handler, and every unit is of the handler's
-kind (a thread, a greenlet or a green thread).
+on kazoo's connection thread, the delayed calls that set held nodes' watches, and the units
+that run leader selectors' terms (:mod:`pycurator._client.background`). These are per handler,
+not per client: a small pool of workers is shared by every recipe of every client of the
+handler, and every unit is of the handler's kind (a thread, a greenlet or a green thread).
 
 **Stop and expiry** reach the runtime first: its listener (:meth:`Runtime._on_state`) is told
 of every state change, forgets the deletes a stopped client owed (its session's ephemeral nodes
@@ -58,7 +58,7 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import KazooState
 
 from . import kazoo_internals
-from .background import DelayedCalls, Pool, SerialQueue, Timer, Timers
+from .background import DelayedCalls, Pool, SerialQueue, Timer, Timers, Units
 
 log = logging.getLogger("pycurator")
 
@@ -98,6 +98,8 @@ class HandlerServices:
         self.requests = SerialQueue(self.pool)
         #: Calls made a while after they are asked for (a held node's watch).
         self.delayed = DelayedCalls(handler)
+        #: The units that run leader selectors' terms, a few kept idle between them.
+        self.leaders = Units(handler)
 
     def call_later(self, delay: float, function: Callable[[], None]) -> Timer:
         """Run ``function()`` (short, never blocking) ``delay`` seconds from now on the

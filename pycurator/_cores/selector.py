@@ -309,14 +309,15 @@ class SelectorCore(Generic[R]):
         term.leading = True
         return True
 
-    def lead_ended(self, term: Term[R]) -> None:
+    def lead_ended(self, term: Term[R], *, here: bool = False) -> None:
         """``lead`` has ended (returned, raised or was cancelled): the term is over, and its
-        steps end and delete the node."""
+        steps end and delete the node (``here``: on the calling thread, see
+        :meth:`~pycurator._engine.election.Election.stop`)."""
         if term.leadership is not None:
             term.leadership.end("leadership given up")
         term.leading = False
         term.ending = True
-        term.election.stop("leadership given up")
+        term.election.stop("leadership given up", here=here)
 
     def over(self, term: Term[R], ending: Ending) -> bool:
         """``term``'s steps have ended as ``ending`` (its node deleted): whether the next term

@@ -37,6 +37,7 @@ from kazoo.protocol.states import KazooState, WatchedEvent
 
 from .._client.checks import ConnectionPolicy
 from .._client.concurrency import runs_inline
+from .._client.runners import set_here
 from .._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from .._protocol import wire
 from .._protocol.deadline import Deadline, DeadlineExpired
@@ -153,15 +154,21 @@ class Election:
         monitor = self.leading
         return monitor is not None and monitor.held
 
-    def stop(self, reason: str) -> None:
+    def stop(self, reason: str, *, here: bool = False) -> None:
         """Ask the steps to end (from any thread); they stop leading and delete our node on the
-        way out. A runner's cancellation ends them at once, with the same clean-up."""
+        way out. A runner's cancellation ends them at once, with the same clean-up. With
+        ``here``, steps waiting to be woken resume on the calling thread, which must be one
+        that may run them (see :func:`~pycurator._client.runners.set_here`): the delete is then sent
+        without a hand-off."""
         if self._stop is None:
             self._stop = reason
         self._stopped_by_owner = True
         wake = self._wake
         if wake is not None:
-            wake.set()
+            if here:
+                set_here(wake)
+            else:
+                wake.set()
 
     def steps(self) -> Steps[str]:
         """Take part until stopped, or until the client is stopped, an error no retry fixes
@@ -386,10 +393,12 @@ class Election:
 
     @runs_inline
     def _on_watch(self, event: WatchedEvent) -> None:
+        # the steps list again on this thread (kazoo's callback worker, or the fast handler's
+        # connection thread, which may send), as a lock's waiter is woken: no hand-off first
         self._watch_spent = True
         wake = self._wake
         if wake is not None:
-            wake.set()
+            set_here(wake)
 
     def _wake_up(self) -> None:
         wake = self._wake

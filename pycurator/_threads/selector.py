@@ -122,10 +122,11 @@ class _Run:
 
 class LeaderSelector:
     """A participant in a leader election shared with Java Curator's ``LeaderSelector`` (and
-    ``InterProcessMutex``) on the same path: when it leads, ``lead(leadership)`` runs on a worker
-    of the client's handler (one for the term: that is the contract); returning from it gives
-    leadership up. With ``auto_requeue`` the selector then queues again, else :meth:`requeue`
-    does. A selector that waits in the queue costs no thread.
+    ``InterProcessMutex``) on the same path: when it leads, ``lead(leadership)`` runs on a unit
+    of the client's handler (one for the term: that is the contract; a unit idle since an
+    earlier term of any selector is reused); returning from it gives leadership up. With
+    ``auto_requeue`` the selector then queues again, else :meth:`requeue` does. A selector
+    that waits in the queue costs no thread.
 
     ``lead`` is told of the end of its term through :class:`Leadership` (cooperatively: a thread
     cannot be interrupted); the node is deleted once ``lead`` returns, as Curator releases its
@@ -257,7 +258,7 @@ class LeaderSelector:
     def __repr__(self) -> str:
         return self._core.repr_as("LeaderSelector")
 
-    # -- terms: the steps on kazoo's callbacks, ``lead`` on a worker of the handler ----------
+    # -- terms: the steps on kazoo's callbacks, ``lead`` on a unit of the handler ------------
 
     def _queue(self, asked: bool = False) -> bool:
         """Start a term unless one is under way (under the lock; see SelectorCore.queue)."""
@@ -274,7 +275,9 @@ class LeaderSelector:
         with self._lock:
             if not self._core.elected(term, leadership._core):
                 return  # closed meanwhile: the steps end and delete the node
-        self.client.handler.spawn(self._run_lead, term, leadership)
+        services_of(self.client.handler).leaders.run(
+            functools.partial(self._run_lead, term, leadership)
+        )
 
     def _run_lead(self, term: Term[_Run], leadership: Leadership) -> None:
         if term.run is not None:
@@ -285,7 +288,8 @@ class LeaderSelector:
             log.exception("lead() of the leader selector on %s failed", self.path)
         finally:
             with self._lock:
-                self._core.lead_ended(term)  # the steps end: the node goes
+                # the steps end here, on this unit: the node's delete is sent at once
+                self._core.lead_ended(term, here=True)
 
     def _over(self, term: Term[_Run], task: Task) -> None:
         """A term's steps have ended (its node deleted): queue again if the rule says so."""
