@@ -103,14 +103,14 @@ class Interrupter:
                 os.close(read_fd)
 
         threading.Thread(target=wake, name="pycurator-signals", daemon=True).start()
-        previous = {s: signal.signal(s, _noted) for s in WAIT_SIGNALS}
-        previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
         try:
-            yield
+            with signals(_noted, WAIT_SIGNALS):
+                previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+                try:
+                    yield
+                finally:
+                    signal.set_wakeup_fd(previous_fd)
         finally:
-            signal.set_wakeup_fd(previous_fd)
-            for s, old in previous.items():
-                signal.signal(s, old)
             os.close(write_fd)  # the thread reads the end of the pipe, and ends
 
 
@@ -246,9 +246,11 @@ COUNT = number(int, 0, inclusive=True)
 
 
 @contextlib.contextmanager
-def signals(handler: Callable[[int, Any], Any]) -> Iterator[None]:
-    """``handler`` for SIGTERM and SIGHUP inside the block."""
-    names = (signal.SIGTERM, signal.SIGHUP)
+def signals(
+    handler: Callable[[int, Any], Any],
+    names: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP),
+) -> Iterator[None]:
+    """``handler`` for ``names`` (SIGTERM and SIGHUP) inside the block."""
     previous = {s: signal.signal(s, handler) for s in names}
     try:
         yield
