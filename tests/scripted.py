@@ -52,6 +52,16 @@ def stat(czxid: int, owner: int = 0) -> ZnodeStat:
 
 
 @dataclass(frozen=True)
+class State:
+    """While the protocol waits: the connection goes to ``state``; ``session``, if given, is
+    the session id from now on (a new one after an expiry). As kazoo's client, a LOST state
+    ends the session (none until a CONNECTED names the next); a SUSPENDED one keeps it."""
+
+    state: str
+    session: int | None = None
+
+
+@dataclass(frozen=True)
 class Reply:
     """The protocol sends ``request``; the server answers ``value``, or raises ``error``. With
     ``late``, the answer is held back: awaiting it passes the deadline, and it lands only when
@@ -64,6 +74,9 @@ class Reply:
     #: the connection is lost as this answer is given (kazoo answers ConnectionLoss, and the
     #: client is not connected until a :class:`State` says CONNECTED)
     disconnects: bool = False
+    #: what happens to the connection right after this answer is given, before the protocol's
+    #: next step: each :class:`State` in turn (a drop, an expiry told at the reconnect, ...)
+    then: tuple[State, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,15 +100,6 @@ class Fire:
 
     path: str
     type: str = EventType.DELETED
-
-
-@dataclass(frozen=True)
-class State:
-    """While the protocol waits: the connection goes to ``state``; ``session``, if given, is
-    the session id from now on (a new one after an expiry)."""
-
-    state: str
-    session: int | None = None
 
 
 @dataclass(frozen=True)
@@ -260,6 +264,20 @@ class ScriptedServer:
         for watch in watches:
             watch(WatchedEvent(type, KazooState.CONNECTED, path))
 
+    def change(self, state: str, session: int | None = None) -> None:
+        """The connection goes to ``state`` (as :class:`State`, but at any time)."""
+        self.is_connected = state == KazooState.CONNECTED
+        if session is not None:
+            self.session = session
+        elif state == KazooState.LOST:
+            self.session = None
+        self._tell(state)
+
+    def drop(self) -> None:
+        """The connection drops, the session living on (SUSPENDED), with no listener told
+        yet: as the client is between the drop and kazoo's state change."""
+        self.is_connected = False
+
     def land(self) -> None:
         """The answers held back so far land, in order (their linked callbacks run)."""
         held, self._held = self._held, []
@@ -301,13 +319,10 @@ class ScriptedServer:
             if isinstance(entry, Fire):
                 self.fire(entry.path, entry.type)
             elif isinstance(entry, State):
-                self.is_connected = entry.state == KazooState.CONNECTED
-                if entry.session is not None:
-                    self.session = entry.session
-                self._tell(entry.state)
+                self.change(entry.state, entry.session)
             elif isinstance(entry, Stop):
-                self.stopped, self.is_connected = True, False
-                self._tell(KazooState.LOST)
+                self.stopped = True
+                self.change(KazooState.LOST)
             elif isinstance(entry, Land):
                 self.land()
             else:
@@ -344,6 +359,8 @@ class ScriptedServer:
             self._held.append(answer)
         else:
             answer.land()
+        for change in entry.then:
+            self.change(change.state, change.session)
         return answer
 
     def listen(self, listener: Callable[[str], object]) -> None:

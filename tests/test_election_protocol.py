@@ -551,3 +551,23 @@ def test_no_participants_is_one_listing_and_nothing_else(scene: Callable[..., Sc
     server = latch.serve(Reply(RELIST, error=NoNodeError()))
     assert server.run(participants_steps(latch.election.engine)) == []
     server.finish()
+
+
+def test_a_drop_between_the_listing_and_the_session_check_keeps_the_node_in_the_queue(
+    scene: Callable[..., Scene],
+) -> None:
+    # the session lives on through a drop, and so does our place: no reset, no second node
+    latch = scene("session")
+    latch.play(
+        Reply(create(), made(3)),
+        Reply(RELIST, [name(2, OTHER), name(3)], then=(State(KazooState.SUSPENDED),)),
+        Reply(watch(name(2, OTHER)), (b"", stat(20, 7))),
+        State(KazooState.CONNECTED),
+        Reply(RELIST, [name(2, OTHER), name(3)]),
+        Reply(watch(name(2, OTHER)), (b"", stat(20, 7))),
+        Fire(path(name(2, OTHER))),
+        Reply(RELIST, [name(3)]),
+        latch.stop(),
+        Reply(DeleteNode(path(name(3)))),
+    )
+    assert latch.heard == [("elected", held(3)), ("deposed", "latch closed")]

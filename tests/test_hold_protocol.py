@@ -65,13 +65,9 @@ class HoldServer(ScriptedServer):
 
     def change(self, state: str, session: int | None = None) -> None:
         """The connection goes to ``state`` (``session``: the session id from now on)."""
-        self.is_connected = state == KazooState.CONNECTED
-        if session is not None:
-            self.session = session
         if state != KazooState.CONNECTED:
             self.watches.clear()
-        for listener in list(self.listeners):
-            listener(state)
+        super().change(state, session)
 
     def stop(self) -> None:
         """The client is stopped: its session ends (told as LOST), its watches go."""
@@ -442,3 +438,16 @@ def test_a_followed_node_checks_through_its_monitor(client: KazooClient) -> None
     server.finish()
     assert server.sent == [NodeExists(NODE, watch=hold.monitor._on_node_event)]
     assert changes == [(HoldState.LOST, NODE_DELETED)]
+
+
+def test_a_drop_as_the_reconnects_check_is_answered_keeps_the_hold(client: KazooClient) -> None:
+    holder = Holder(client, [Reply(EXISTS, OURS, late=True)])
+    server = holder.server
+    server.change(KazooState.SUSPENDED)
+    server.change(KazooState.CONNECTED)
+    assert server.sent == [holder.exists()]
+    server.drop()  # the connection goes again as the answer is read: the session lives on
+    server.land()
+    assert holder.changes == [(HoldState.SUSPENDED, SUSPENDED), (HoldState.HELD, REGAINED)]
+    holder.monitor.close()
+    server.finish()

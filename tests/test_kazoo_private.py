@@ -23,12 +23,14 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.handlers.threading import AsyncResult, SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
-from kazoo.protocol.states import Callback, WatchedEvent
+from kazoo.protocol.states import Callback, KazooState, WatchedEvent
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from pycurator._client import kazoo_internals
 from pycurator._client import requests as _requests
 from pycurator._client.requests import CreateContainer, RemoveWatches, prefixed
+from pycurator._client.transport import KazooTransport
+from pycurator.testing import FaultProxy, expire_kazoo_session
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .support import SOON, eventually
@@ -370,3 +372,40 @@ def test_fileobj_to_fd_finds_a_sockets_descriptor() -> None:
     with reading, writing:
         assert fileobj_to_fd(reading) == reading.fileno()
         assert fileobj_to_fd(writing.fileno()) == writing.fileno()
+
+
+def test_the_session_outlives_a_dropped_connection_and_ends_with_an_expiry(
+    zk_server: ZooKeeperTarget,
+) -> None:
+    with FaultProxy(zk_server.hosts.split(",")[0]) as proxy:
+        client = KazooClient(hosts=proxy.hosts, timeout=10.0)
+        client.start(timeout=30)
+        transport = KazooTransport(client)
+        told: dict[str, int | None] = {}
+        changed = threading.Event()
+
+        def listener(state: str) -> None:
+            told[state] = kazoo_internals.session_of(client)
+            changed.set()
+
+        try:
+            session = client.client_id[0]
+            assert kazoo_internals.session_of(client) == transport.session_id() == session
+            client.add_listener(listener)
+            proxy.blackhole()
+            proxy.drop_connections()
+            assert changed.wait(SOON) and not client.connected
+            # kazoo's public client_id says nothing while disconnected; the session lives on
+            assert client.client_id is None
+            assert told[KazooState.SUSPENDED] == transport.session_id() == session
+            changed.clear()
+            proxy.heal()
+            assert changed.wait(SOON) and told[KazooState.CONNECTED] == session
+            assert transport.session_id() == session
+            expire_kazoo_session(client)
+            assert told[KazooState.LOST] is None  # told LOST: no session
+            eventually(lambda: transport.session_id() not in (None, session))
+        finally:
+            client.stop()
+            client.close()
+        assert transport.session_id() is None  # a stopped client has none

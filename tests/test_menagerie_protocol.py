@@ -12,7 +12,9 @@ from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
 from pycurator._cores.menagerie import PermitSteps, lock_engine, read_write_engines
+from pycurator._cores.zkrecipes import write_lock_engine
 from pycurator._engine.locks import HeldNode
+from pycurator._protocol import wire
 from pycurator._protocol.menagerie import ReadSide
 from pycurator._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
 
@@ -286,4 +288,80 @@ def test_a_deadline_that_passes_during_the_create_leaves_nothing(client: KazooCl
     # the create lands later: the node it made is deleted then
     server.script.append(Owes(path(node("permit-", 0))))
     server.land()
+    server.finish()
+
+
+def test_a_drop_between_a_permits_decision_and_the_session_check_keeps_it(
+    client: KazooClient,
+) -> None:
+    ours = node("permit-", 1)
+    server = ScriptedServer(
+        [
+            Reply(create("permit-"), (path(ours), stat(10, SESSION))),
+            # the listing that grants the permit is read as the connection goes: the session
+            # lives on, and the permit with it
+            Reply(
+                ListChildren(BASE), [node("permit-", 0), ours], then=(State(KazooState.SUSPENDED),)
+            ),
+        ],
+        session=SESSION,
+    )
+    held = server.run(permits(client, 2).acquire_steps(None))
+    assert held is not None and held[0] == HeldNode(path(ours), 10, SESSION)
+    server.finish()
+
+
+def test_a_drop_during_the_recovery_of_a_lost_create_takes_the_sessions_node(
+    client: KazooClient,
+) -> None:
+    engine = lock_engine(client, BASE, None)
+    ours = node("lock-", 1)
+    server = ScriptedServer(
+        [
+            Reply(create("lock-"), error=ConnectionLoss(), disconnects=True),
+            Reply(LISTING, error=ConnectionLoss()),
+            State(KazooState.CONNECTED),
+            # the connection drops again before the owner is read: still this session's node
+            Reply(RELIST, [ours], then=(State(KazooState.SUSPENDED),)),
+            Reply(NodeExists(path(ours)), stat(11, SESSION)),
+            Reply(RELIST, error=ConnectionLoss()),
+            State(KazooState.CONNECTED),
+            Reply(RELIST, [ours]),
+        ],
+        session=SESSION,
+    )
+    assert server.run(engine.acquire_steps(None)) == HeldNode(path(ours), 11, SESSION)
+    assert path(ours) in server.claimed
+    server.finish()
+
+
+def test_a_create_whose_session_ended_before_it_went_out_is_named_again(
+    client: KazooClient,
+) -> None:
+    """A name that carries the session (ZooKeeper's WriteLock) names the session the node is in:
+    a create that went out in a newer session than its name says is deleted and made again."""
+    engine = write_lock_engine(client, BASE, None)
+    new_session = SESSION + 1
+    stale, fresh = f"x-{SESSION}-", f"x-{new_session}-"
+
+    def create_named(head: str) -> CreateNode:
+        return CreateNode(path(head), wire.ZK_WRITE_LOCK_DATA, None, ephemeral=True, sequence=True)
+
+    server = ScriptedServer(
+        [
+            # queued in the session named, sent once an expiry had opened the next one
+            Reply(
+                create_named(stale),
+                (path(node(stale, 1)), stat(10, new_session)),
+                then=(State(KazooState.LOST), State(KazooState.CONNECTED, session=new_session)),
+            ),
+            Reply(LISTING, [node(stale, 1)]),
+            Owes(path(node(stale, 1))),
+            Reply(create_named(fresh), (path(node(fresh, 2)), stat(20, new_session))),
+            Reply(LISTING, [node(fresh, 2)]),
+        ],
+        session=SESSION,
+    )
+    held = server.run(engine.acquire_steps(None))
+    assert held == HeldNode(path(node(fresh, 2)), 20, new_session)
     server.finish()

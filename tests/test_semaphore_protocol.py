@@ -486,3 +486,24 @@ def test_a_lease_nodes_data_is_read_through_a_connection_loss() -> None:
     )
     assert server.run(lease_data_steps(lease(1, 7), Deadline(None))) == DATA
     server.finish()
+
+
+def test_a_drop_between_the_leases_count_and_the_session_check_keeps_the_lease(
+    client: KazooClient,
+) -> None:
+    server = ScriptedServer(
+        [
+            *mutex_taken(0, 4),
+            Reply(create_lease(1), (lease(1, 7), stat(70, SESSION))),
+            # the count that grants the lease is read as the connection goes; the session
+            # lives on, and so does the lease: no second lease queued behind it
+            Reply(
+                LEASE_LISTING, [other(6), name(lease(1, 7))], then=(State(KazooState.SUSPENDED),)
+            ),
+            Owes(lock(0, 4)),  # the internal mutex's delete waits for the connection
+        ],
+        session=SESSION,
+    )
+    leases = server.run(semaphore(client, 2).acquire_steps(1, None))
+    assert nodes(leases) == [HeldNode(lease(1, 7), 70, SESSION)]
+    server.finish()

@@ -42,6 +42,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import EXCEPTIONS
+from kazoo.protocol.states import KazooState
 
 #: The kazoo releases these touches and the handler's reliance were checked against: the
 #: lowest the package allows (``kazoo>=2.11``) and the newest of every minor release above it.
@@ -81,6 +82,24 @@ def session_timeout(client: KazooClient) -> float:
     2.11.0).
     """
     return float(client._session_timeout) / 1000.0
+
+
+def session_of(client: KazooClient) -> int | None:
+    """The session ``client`` is in, connected or not; None when it has none (never connected,
+    expired, or stopped). A dropped connection does not end a session: kazoo's public
+    ``client_id`` is None while the client is merely disconnected, and must not be read as
+    "another session".
+
+    ``KazooClient._session_id``: set by the handshake of each connection (the same id after a
+    reconnect within the session), and None again once the session is told closed (kazoo's
+    ``_reset_session``, after the LOST state change; kazoo 2.9.0 to 2.11.0). A LOST state is
+    read as no session, so that listeners told LOST see none.
+    """
+    while True:
+        session = client._session_id
+        lost = client.state == KazooState.LOST
+        if client._session_id == session:  # not changed while the state was read
+            return None if lost or session is None else int(session)
 
 
 def _registry(client: KazooClient, children: bool) -> Any:
@@ -171,6 +190,7 @@ __all__ = [
     "is_stopped",
     "observe_calls",
     "reads_error",
+    "session_of",
     "session_timeout",
     "watched_paths",
     "watchers",

@@ -267,8 +267,7 @@ class KazooTransport:
         return bool(self.client.connected)
 
     def session_id(self) -> int | None:
-        client_id = self.client.client_id
-        return client_id[0] if client_id is not None else None
+        return kazoo_internals.session_of(self.client)
 
     def chroot(self) -> str:
         return self.client.chroot or ""

@@ -178,21 +178,16 @@ class LockEngine:
             try:
                 held = yield from wait
                 if held and (yield SessionId()) != node.session_id:
+                    held = False  # deleted all the same: never a node left in a live session
                     raise NodeVanishedError(wire.node_name(node.path))
             except NodeVanishedError:
-                continue  # our session expired while we waited: queue again with a new node
+                continue  # our session ended while we waited: queue again with a new node
             except DeadlineExpired:
                 pass
             finally:
                 if not held:
                     yield from self.delete_steps(node.path)
             return node if held else None
-
-    def is_current_session(self, node: HeldNode) -> bool:
-        """Whether the session that made ``node`` is still the client's: a decision made over
-        an older listing does not hold once that session has ended."""
-        client_id = self.client.client_id
-        return client_id is not None and client_id[0] == node.session_id
 
     @overload
     def create_node_steps(
@@ -268,6 +263,10 @@ class LockEngine:
                     )
                     raise
                 node = HeldNode(self._child_path(created), stat.czxid, stat.ephemeralOwner)
+                if naming.session and node.session_id != session_id:
+                    # the session named ended before the create went out: the name is wrong
+                    yield OweDelete(node.path)
+                    continue
                 if claims is not None and claims.setdefault(node.path, deadline) is not deadline:
                     # a recovery of another acquire of this client took it for its own lost
                     # create: that one's node, if made, is ours to find

@@ -167,7 +167,10 @@ class IsConnected:
 
 @dataclass(frozen=True, slots=True)
 class SessionId:
-    """The client's session id, or None before it has one."""
+    """The session the client is in, connected or not: a dropped connection does not end it,
+    so a node of this session is still ours while the client reconnects. None when the client
+    has no session (before the first, after an expiry until the next, once stopped): a node of
+    any session is then not ours."""
 
 
 @dataclass(frozen=True, slots=True)
