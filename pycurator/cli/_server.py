@@ -77,12 +77,13 @@ def cmd_server(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _start_failure(exc: BaseException) -> str:
-    """One line for a server that did not start: the first line of the error, and what to
-    install or set."""
-    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    """One line for a server that did not start: the error's first line, the last line of the
+    server's log, and what to install or set."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    said = ": ".join([lines[0].rstrip(":"), lines[-1]] if len(lines) > 1 else lines)
     return (
-        f"{first} (it needs java and ZooKeeper's jars: on Debian 'apt-get install zookeeper', "
-        "or set PYCURATOR_ZK_CLASSPATH)"
+        f"{said or type(exc).__name__} (it needs java and ZooKeeper's jars: on Debian "
+        "'apt-get install zookeeper', or set PYCURATOR_ZK_CLASSPATH)"
     )
 
 
