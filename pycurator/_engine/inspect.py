@@ -264,7 +264,7 @@ def _blocking_note(layout: str, blockers: Sequence[Entry]) -> str:
         if entry.session == 0:
             what = "a persistent node no session will ever delete"
         else:
-            what = f"an ephemeral node of session 0x{entry.session:x}, not a lock node"
+            what = f"an ephemeral node of session 0x{entry.session:x}, not one of this lock's"
         described.append(f"{entry.name} ({what})")
     system = SYSTEM_OF_LAYOUT.get(layout, "curator")
     whose = _COUNTS_EVERY_CHILD.get(layout, f"{system}'s {layout} counts it")

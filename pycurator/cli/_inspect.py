@@ -392,5 +392,5 @@ def cmd_revoke(args: argparse.Namespace, out: TextIO) -> int:
             attempt_revoke(client, node)
         except NotALockNodeError as exc:
             raise CliError(_refusal(client, node, exc.reason), EXIT_REFUSED) from exc
-    out.write(f"asked the holder of {node} to release (only a revocable holder reacts)\n")
+    out.write(f"asked the holder of {shown(node)} to release (only a revocable holder reacts)\n")
     return 0

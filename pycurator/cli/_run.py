@@ -288,7 +288,7 @@ def cmd_lock(args: argparse.Namespace, err: TextIO) -> int:
         refuse_crossing(client, args.path, layout, args.force)
         note = blocked_note(client, args.path, layout, permits)
         if note:
-            err.write(f"pycurator: warning: {args.path}: {shown(note)}\n")
+            err.write(f"pycurator: warning: {shown(args.path)}: {shown(note)}\n")
             err.flush()
         try:
             if args.semaphore is not None:
