@@ -20,7 +20,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
 from .. import menagerie, zkrecipes
-from .._engine.inspect import NOT_A_LOCK, inspect_lock
+from .._engine.inspect import NOT_A_LOCK, LockView, inspect_lock
 from .._protocol.errors import LockLostError
 from .._protocol.zklocker import check_key
 from .._threads.lock import ReentrantLock
@@ -155,12 +155,13 @@ _RECIPES = {
 }
 
 
-def refuse_crossing(client: KazooClient, path: str, layout: str, force: bool) -> None:
+def refuse_crossing(client: KazooClient, path: str, layout: str, force: bool) -> LockView:
     """Refuse (exit 1) to queue for ``layout`` on a path whose nodes are another recipe's: the
-    two would not exclude each other. ``force`` (``--force``) goes on anyway."""
+    two would not exclude each other. ``force`` (``--force``) goes on anyway. Returns the path
+    as read."""
     view = inspect_lock(client, path)
     if force or view.layout in (layout, "empty", NOT_A_LOCK) or not view.participants:
-        return
+        return view
     theirs, command = _RECIPES[view.layout]
     ours = _RECIPES[layout][0]
     raise CliError(
@@ -171,11 +172,19 @@ def refuse_crossing(client: KazooClient, path: str, layout: str, force: bool) ->
     )
 
 
-def blocked_note(client: KazooClient, path: str, layout: str, permits: int | None) -> str:
+def blocked_note(
+    client: KazooClient,
+    path: str,
+    layout: str,
+    permits: int | None,
+    read: LockView | None = None,
+) -> str:
     """What blocks the queue of ``layout`` on ``path`` (children that are no lock nodes but
-    stand in it), or ``""``."""
-    view = inspect_lock(client, path, permits, layout)
-    return view.note if view.blockers else ""
+    stand in it), or ``""``; ``read``: the path as just read, used if it reads as ``layout``
+    and tells no permits."""
+    if read is None or read.layout != layout or permits is not None:
+        read = inspect_lock(client, path, permits, layout)
+    return read.note if read.blockers else ""
 
 
 def _node_data(args: argparse.Namespace) -> bytes | None:
@@ -285,8 +294,8 @@ def cmd_lock(args: argparse.Namespace, err: TextIO) -> int:
     permits = args.semaphore if layout == "menagerie-semaphore" else None
 
     def acquire(client: KazooClient, before_stop: list[Callable[[], None]]) -> Holding | None:
-        refuse_crossing(client, args.path, layout, args.force)
-        note = blocked_note(client, args.path, layout, permits)
+        view = refuse_crossing(client, args.path, layout, args.force)
+        note = blocked_note(client, args.path, layout, permits, view)
         if note:
             err.write(f"pycurator: warning: {shown(args.path)}: {shown(note)}\n")
             err.flush()
