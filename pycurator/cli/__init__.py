@@ -157,7 +157,11 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
         return value if top else argparse.SUPPRESS
 
     parser.add_argument(
-        "-v", "--verbose", action="store_true", default=default(False), help="log what kazoo does"
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=default(False),
+        help="log what kazoo and the recipes do",
     )
     parser.add_argument(
         "--hosts",
@@ -230,7 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
             f"token) and ${ENV_HOSTS}. Exit status: CMD's; {EXIT_TIMEOUT} on timeout; "
             f"{EXIT_LOCK_LOST} if the lock was lost while CMD ran (CMD gets SIGTERM, then "
             f"SIGKILL after --grace); {EXIT_REVOKED} if revoked (with --revocable); "
-            f"{EXIT_UNAVAILABLE} if ZooKeeper cannot be reached."
+            f"{EXIT_UNAVAILABLE} if ZooKeeper cannot be reached; {EXIT_REFUSED} if PATH holds "
+            "another recipe's or system's nodes (see --force)."
         ),
     )
     lock.add_argument("path", metavar="PATH", help="the lock path, e.g. /locks/billing")
@@ -247,7 +252,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout",
         type=SECONDS,
         metavar="S",
-        help="give up after S seconds, the first connection included (default: wait)",
+        help=(
+            "give up after S seconds, the first connection included; 0: one try, once "
+            "connected within --connect-timeout (default: wait)"
+        ),
     )
     lock.add_argument(
         "--grace",
@@ -289,7 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
             f"${ELECT_ENV_PATH}, ${ELECT_ENV_ID}, ${ELECT_ENV_NODE}, ${ELECT_ENV_TOKEN} "
             f"(fencing token) and ${ELECT_ENV_HOSTS}. Exit status: CMD's; {EXIT_TIMEOUT} on "
             f"timeout; {EXIT_LOCK_LOST} if leadership was lost while CMD ran (CMD gets SIGTERM, "
-            f"then SIGKILL after --grace); {EXIT_UNAVAILABLE} if ZooKeeper cannot be reached."
+            f"then SIGKILL after --grace); {EXIT_UNAVAILABLE} if ZooKeeper cannot be reached; "
+            f"{EXIT_REFUSED} if PATH holds another recipe's nodes (see --force)."
         ),
     )
     elect.add_argument("path", metavar="PATH", help="the election path, e.g. /election/billing")
