@@ -425,3 +425,15 @@ def test_inspect_of_a_menagerie_lock_blocked_by_a_persistent_node(
         ("lock", "waiting"),
     ]
     assert "menagerie counts every child whose name starts with lock" in view["note"]
+
+
+def test_a_usage_error_naming_what_the_user_typed_is_escaped_once() -> None:
+    stray = run_cli("lock", *NOWHERE, "/locks/x", "\x1b[31mred")
+    assert stray.returncode == EXIT_USAGE
+    assert "unrecognized arguments: \\x1b[31mred;" in stray.stderr
+    assert "\x1b" not in stray.stderr
+    path = run_cli("inspect", *NOWHERE, "/a\x1b")  # a repr in the message: escaped once
+    assert path.returncode == EXIT_USAGE
+    assert one_error_line(path.stderr) == (
+        "pycurator: error: bad path: Invalid path string '/a\\x1b' caused by invalid character @2"
+    )

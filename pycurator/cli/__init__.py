@@ -145,7 +145,7 @@ RUN_USAGE = {
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {shown(message, backslash=False)}\n")
 
 
 def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -440,7 +440,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = f"unrecognized arguments: {' '.join(unknown)}"
         if args.command_name in RUN_USAGE and not command:
             message += f"; put -- before the command to run: {_separated(args, argv, unknown)}"
-        parser.exit(EXIT_USAGE, f"pycurator {args.command_name}: error: {message}\n")
+        error = shown(message, backslash=False)
+        parser.exit(EXIT_USAGE, f"pycurator {args.command_name}: error: {error}\n")
     if command and args.command_name not in RUN_USAGE:
         parser.error(f"{args.command_name} takes no command after --")
     args.command = command
@@ -504,5 +505,5 @@ def _separated(args: argparse.Namespace, argv: list[str], unknown: list[str]) ->
 
 
 def _fail(message: str, status: int) -> int:
-    sys.stderr.write(f"pycurator: error: {shown(message)}\n")
+    sys.stderr.write(f"pycurator: error: {shown(message, backslash=False)}\n")
     return status

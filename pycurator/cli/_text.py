@@ -4,19 +4,22 @@ lock node can drive the operator's terminal.
 Anyone who may create or write a lock node chooses those bytes. Escape sequences (``ESC [``),
 bells, carriage returns, bidirectional overrides and other characters that are not printable are
 shown as Python escapes (``\\x1b``, ``\\u202e``), a backslash as ``\\\\``, and bytes that are not
-UTF-8 as ``\\xNN``. ``--json`` needs none of this: JSON escapes them itself, exactly.
+UTF-8 as ``\\xNN``; error messages, whose parts are often a ``repr`` already, keep their
+backslashes. ``--json`` needs none of this: JSON escapes them itself, exactly.
 """
 
 from __future__ import annotations
 
 
-def shown(text: str) -> str:
-    """``text`` with every character that is not printable, and the backslash, escaped."""
-    if text.isprintable() and "\\" not in text:
+def shown(text: str, backslash: bool = True) -> str:
+    """``text`` with every character that is not printable, and the backslash, escaped; a
+    message whose parts are already escaped (``repr`` in it) keeps its backslashes with
+    ``backslash=False``."""
+    if text.isprintable() and (not backslash or "\\" not in text):
         return text
     out = []
     for char in text:
-        if char == "\\":
+        if char == "\\" and backslash:
             out.append("\\\\")
         elif char.isprintable():
             out.append(char)
