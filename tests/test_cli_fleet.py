@@ -192,6 +192,14 @@ def test_the_progress_line_escapes_the_holders_data(
     assert "held by \\x1b[31mRED\\x1b[0m\\x07" in line and "\x1b" not in line
 
 
+def test_the_progress_line_names_what_blocks_the_queue(zk: KazooClient, zk_path: str) -> None:
+    from pycurator._engine.inspect import inspect_lock
+
+    zk.create(f"{zk_path}/providers-0000000001", b"dubbo", makepath=True)
+    line = describe(inspect_lock(zk, zk_path, layout="zookeeper-write-lock"), 0, 0)
+    assert line == f"{zk_path}: 1 ahead, blocked by providers-0000000001"
+
+
 def test_an_error_naming_what_the_user_gave_is_escaped() -> None:
     result = run_cli("lock", *NOWHERE, "/locks/x", "--", "\x1b]0;owned\x07")
     assert result.returncode == 127

@@ -19,7 +19,7 @@ _CLEAR = "\r\x1b[K"
 def describe(view: LockView, session: int, now_ms: int) -> str:
     """What the wait looks like: how many nodes are ahead of ours, who holds, since when."""
     nodes = list(view.participants)
-    ours = next((i for i, p in enumerate(nodes) if p.entry.session == session), None)
+    ours = next((i for i, p in enumerate(nodes) if session and p.entry.session == session), None)
     ahead = f"{ours if ours is not None else len(nodes)} ahead"
     holder = next((p for p in nodes if p.holder and p.entry.session != session), None)
     if holder is None:
@@ -30,7 +30,7 @@ def describe(view: LockView, session: int, now_ms: int) -> str:
     if len(data) > 40:
         data = data[:39] + "…"
     since = max(0, now_ms - holder.entry.created_ms) // 1000
-    verb = "led" if view.layout == "latch" else "held"
+    verb = "led" if view.layout in ("latch", "zookeeper-election") else "held"
     return f"{shown(view.path)}: {ahead}, {verb} by {data} since {since} s"
 
 
