@@ -56,7 +56,7 @@ def test_tree_tells_each_systems_layout_holder_and_queue(
         write_lock: ("zookeeper", "zookeeper-write-lock", 1, 1),
         election: ("zookeeper", "zookeeper-election", 1, 1),
         menagerie_rw: ("menagerie", "menagerie-read-write", 1, 1),
-        permits: ("menagerie", "menagerie-semaphore", 0, 3),  # permits unknown: none told
+        permits: ("menagerie", "menagerie-semaphore", None, None),  # permits unknown
         zklocker: ("zklocker", "zklocker", 1, 1),
     }
     assert [h["node"] for h in rows[write_lock]["holders"]] == [holder]

@@ -86,12 +86,30 @@ def test_inspect_calls_no_persistent_child_a_holder(
     zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str
 ) -> None:
     data = f"{zk_path}/app"
-    for name in ("counter", f"{PROTECTED}lock-{SEQ}", "config"):
+    for name in ("counter", "config"):
         zk.create(f"{data}/{name}", b"1", makepath=True)
     view = inspect_json(zk_server.hosts, data)
     assert view["layout"] == "not-a-lock"
     assert view["participants"] == []
-    assert sorted(view["ignored"]) == sorted(["counter", f"{PROTECTED}lock-{SEQ}", "config"])
+    assert sorted(view["ignored"]) == ["config", "counter"]
+
+
+def test_inspect_shows_a_persistent_lock_named_child_as_blocking_curators_queue(
+    zk_server: ZooKeeperTarget, zk: KazooClient, zk_path: str
+) -> None:
+    """Curator sorts every child of a lock path: a persistent ``..-lock-<seq>`` is at the head
+    of the queue for good, and no lock node behind it ever holds."""
+    data = f"{zk_path}/app"
+    blocker = f"{PROTECTED}lock-{SEQ}"
+    for name in ("counter", blocker):
+        zk.create(f"{data}/{name}", b"1", makepath=True)
+    view = inspect_json(zk_server.hosts, data)
+    assert view["layout"] == "mutex"
+    assert [(p["kind"], p["state"]) for p in view["participants"]] == [("other", "blocking")]
+    assert (view["holder_count"], view["waiting"]) == (0, 0)
+    assert view["blocked_by"] == [f"{data}/{blocker}"]
+    assert "a persistent node no session will ever delete" in view["note"]
+    assert view["ignored"] == ["counter"]
 
 
 def test_inspect_reads_past_a_child_whose_acl_refuses_its_data(

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pycurator._engine.inspect import (
     Entry,
     Participant,
+    _curator_view,
     classify_latch,
     classify_mutex,
     classify_read_write,
@@ -140,3 +141,28 @@ def test_a_foreign_child_takes_part_in_the_latch_order_as_other() -> None:
         (f"{U1}latch-0000000007", "latch", True, 0),
         ("aaa-0000000001", "other", False, 1),
     ]
+
+
+def test_a_persistent_child_that_sorts_among_the_sequences_blocks_curators_queue() -> None:
+    """Curator sorts every child of a lock path: a persistent ``lock-0000000001`` sorts before
+    the lock nodes made after it and is never deleted; a name that sorts after every sequence
+    (``config``) takes no part."""
+    view = _curator_view(
+        "/p", [entry(f"{U1}lock-0000000002"), entry("lock-0000000001", 0), entry("config", 0)], None
+    )
+    assert view.layout == "mutex"
+    assert summary(view.participants) == [
+        ("lock-0000000001", "other", False, 0),
+        (f"{U1}lock-0000000002", "mutex", False, 1),
+    ]
+    assert view.blockers == ("lock-0000000001",)
+    assert view.ignored == ("config",)
+    assert view.note.startswith(
+        "the queue is blocked by lock-0000000001 (a persistent node no session will ever delete)"
+    )
+
+
+def test_a_blocker_alone_is_read_as_the_layout_asked_for() -> None:
+    view = _curator_view("/p", [entry("0000000007", 0)], "read-write")
+    assert (view.layout, view.blockers) == ("read-write", ("0000000007",))
+    assert [(p.kind, p.holder) for p in view.participants] == [("other", False)]

@@ -148,3 +148,26 @@ def test_zklocker_nodes_queue_among_what_their_own_java_locker_lists() -> None:
 def test_an_unknown_layout_is_refused() -> None:
     with pytest.raises(ValueError, match="not a layout"):
         classify_others("mutex", [])
+
+
+@pytest.mark.parametrize(
+    ("layout", "persistent", "ephemeral", "kind"),
+    [
+        ("menagerie-lock", "lock-0000000001", "lock-0000000002", "lock"),
+        ("menagerie-read-write", "writeLock-0000000001", "readLock-0000000002", "read"),
+        ("menagerie-semaphore", "permit-0000000001", "permit-0000000002", "permit"),
+        ("zookeeper-election", "n_0000000001", "n_0000000002", "offer"),
+        ("zklocker", f"dlk-k-{S2}-0000000001", f"dlk-k-{S1}-0000000002", "key k"),
+    ],
+)
+def test_a_persistent_node_the_system_counts_stands_in_line_and_never_holds(
+    layout: str, persistent: str, ephemeral: str, kind: str
+) -> None:
+    """Java reads names, not modes: a persistent node its filter takes is counted (and, first,
+    blocks for good); it shows as ``other`` in its place, and the node behind it waits."""
+    got = summary(layout, [(ephemeral, S1), (persistent, 0)], permits=1)
+    assert [(name, k, holder) for name, k, holder, _ in got] == [
+        (persistent, "other", False),
+        (ephemeral, kind, False),
+    ]
+    assert got[0][3] < got[1][3]

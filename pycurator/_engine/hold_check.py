@@ -230,8 +230,10 @@ class HoldMonitor:
             if self.state in (HoldState.RELEASED, HoldState.LOST) or self.state is state:
                 return
             was_held = self.state is HoldState.HELD
+            # one loss, one story: on_change heard the suspension, check() tells what followed
+            suspended = self.state is HoldState.SUSPENDED and state is HoldState.LOST
             self.state = state
-            self.reason = reason
+            self.reason = f"{self.reason}, then {reason}" if suspended else reason
         if state is HoldState.LOST:
             self._sender.unlisten(self._on_connection)
         if state is HoldState.HELD:

@@ -14,13 +14,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError
 
 from .._protocol import wire
-from .._protocol.drivers import LATCH_DRIVER, MUTEX_DRIVER, ReadDriver, StandardDriver, write_driver
+from .._protocol.drivers import (
+    LATCH_DRIVER,
+    MUTEX_DRIVER,
+    RW_SORT_TOKENS,
+    ReadDriver,
+    StandardDriver,
+    write_driver,
+)
 from .inspect_systems import SYSTEM_OF_LAYOUT, classify_others, layout_of_others
 from .revocation import is_lock_node_name
 
@@ -64,9 +71,14 @@ class LockView:
     layout of another Java lock system, :data:`~pycurator._engine.inspect_systems.SYSTEM_OF_LAYOUT`,
     or :data:`NOT_A_LOCK`), the ``system`` that writes it, and its queue.
 
-    Only ephemeral children named like Curator's lock, lease and latch nodes are participants; the
-    other children are listed in ``ignored`` and never called holders. ``note`` says why a
-    path is not a lock, when it is not.
+    Only ephemeral children named like Curator's lock, lease and latch nodes (or the other
+    system's) are holders or waiters. A child that is not a lock node but that the system's own
+    order puts in the queue all the same (a persistent ``lock-0000000001``, Dubbo's
+    ``providers-0000000001`` beside a ``WriteLock``) is a participant of kind ``other`` that
+    never holds: its name is in ``blockers``, and ``note`` says what it blocks. The other children
+    are listed in ``ignored``. ``note`` also says why a path is not a lock, when it is not.
+    ``holders_known`` is False where the tree cannot tell holders from waiters (a menagerie
+    semaphore whose permits were not given): no participant is then called a holder.
     """
 
     path: str
@@ -76,6 +88,8 @@ class LockView:
     ignored: tuple[str, ...] = ()
     note: str = ""
     system: str = "curator"
+    holders_known: bool = True
+    blockers: tuple[str, ...] = ()
 
 
 # A latch node once the protection prefix is stripped: Curator's ``latch-`` and the sequence.
@@ -241,29 +255,128 @@ def _semaphore_part(client: KazooClient, path: str) -> str:
     return f"this is the {name} node of the semaphore at {parent}: inspect {parent}"
 
 
+def _blocking_note(layout: str, blockers: Sequence[Entry]) -> str:
+    """What the ``blockers`` (children in the queue that are no lock nodes) do to it."""
+    if not blockers:
+        return ""
+    described = []
+    for entry in blockers:
+        if entry.session == 0:
+            what = "a persistent node no session will ever delete"
+        else:
+            what = f"an ephemeral node of session 0x{entry.session:x}, not one of this lock's"
+        described.append(f"{entry.name} ({what})")
+    system = SYSTEM_OF_LAYOUT.get(layout, "curator")
+    whose = _COUNTS_EVERY_CHILD.get(layout, f"{system}'s {layout} counts it")
+    return (
+        f"the queue is blocked by {', '.join(described)}: {whose}, so every lock node after it, "
+        f"Java's included, waits behind it until it is deleted"
+    )
+
+
+#: Why a child that is not a lock node stands in a queue, by layout.
+_COUNTS_EVERY_CHILD = {
+    "mutex": "Curator sorts every child of a lock path",
+    "read-write": "Curator sorts every child of a lock path",
+    "latch": "Curator sorts every child of an election path",
+    "zookeeper-write-lock": "ZooKeeper's WriteLock counts every child of its directory",
+    "zookeeper-election": "LeaderElectionSupport counts every n_ child of its root",
+    "menagerie-lock": "menagerie counts every child whose name starts with lock",
+    "menagerie-read-write": "menagerie counts every readLock and writeLock child",
+    "menagerie-semaphore": "menagerie counts every child whose name starts with permit",
+    "zklocker": "ZkLocker counts every child whose name starts with its dlk- prefix",
+}
+
+#: Curator's sort tokens by layout (the mutex's for the others).
+_CURATOR_TOKENS = {"read-write": RW_SORT_TOKENS, "latch": (wire.LATCH_NAME,)}
+#: Above every key a queued sequence number has: a child whose sort key is below it stands in
+#: the queue of Curator's lock nodes (ZooKeeper's sequences are digits).
+_ABOVE_SEQUENCES = ":"
+
+
 def _other_system(
-    entries: Sequence[Entry], curator: Sequence[Entry], permits: int | None
-) -> tuple[str, tuple[Participant, ...], tuple[str, ...], str, str] | None:
-    """The layout, participants, other children, note and system of another Java lock
-    system's path, or None when it is Curator's (any protected name) or nobody's."""
-    if any(wire.protected_id(e.name) is not None for e in curator):
-        return None
-    layout = layout_of_others([e.name for e in entries if e.session != 0])
+    entries: Sequence[Entry],
+    curator: Sequence[Entry],
+    permits: int | None,
+    layout: str | None,
+) -> LockView | None:
+    """The view of another Java lock system's path (``layout``: read it as that one), or None
+    when it is Curator's (any protected name) or nobody's."""
     if layout is None:
-        return None
+        if any(wire.protected_id(e.name) is not None for e in curator):
+            return None
+        layout = layout_of_others([e.name for e in entries if e.session != 0])
+        if layout is None:
+            return None
     by_name = {e.name: e for e in entries}
     nodes, ignored = classify_others(layout, [(e.name, e.session) for e in entries], permits)
+    known = not (layout == "menagerie-semaphore" and permits is None)
     participants = tuple(Participant(by_name[n.name], n.kind, n.holder, n.position) for n in nodes)
-    note = ""
-    if layout == "menagerie-semaphore" and permits is None:
-        note = "menagerie keeps its permits out of ZooKeeper: give --permits to tell holders"
-    return layout, participants, tuple(ignored), note, SYSTEM_OF_LAYOUT[layout]
+    blockers = [p.entry for p in participants if p.kind == "other"]
+    notes = [_blocking_note(layout, blockers)]
+    if not known:
+        notes.append("menagerie keeps its permits out of ZooKeeper: give --permits to tell holders")
+    return LockView(
+        "",
+        True,
+        layout,
+        participants,
+        tuple(ignored),
+        "; ".join(n for n in notes if n),
+        SYSTEM_OF_LAYOUT[layout],
+        known,
+        tuple(e.name for e in blockers),
+    )
 
 
-def inspect_lock(client: KazooClient, path: str, permits: int | None = None) -> LockView:
+def _curator_view(path: str, entries: Sequence[Entry], layout: str | None) -> LockView:
+    """The view of a Curator lock or latch (``layout``: read it as that one)."""
+    lock_entries, ignored = _split(entries)
+    names = [e.name for e in lock_entries]
+    tokens = _CURATOR_TOKENS.get(layout or layout_of(names), (wire.LOCK_NAME,))
+    queued = [
+        e
+        for e in entries
+        if not _is_participant(e) and wire.sort_key(e.name, *tokens) < _ABOVE_SEQUENCES
+    ]
+    if layout is None:
+        layout = layout_of(names or [e.name for e in queued])
+    if layout == "read-write":
+        participants = classify_read_write([*lock_entries, *queued])
+    elif layout == "latch":
+        participants = classify_latch([*lock_entries, *queued])
+    else:
+        participants = classify_mutex([*lock_entries, *queued])
+    blockers = {e.name for e in queued}
+    participants = [
+        Participant(p.entry, "other", False, p.position) if p.entry.name in blockers else p
+        for p in participants
+    ]
+    ignored = [name for name in ignored if name not in blockers]
+    note = _blocking_note(layout, queued)
+    if not participants and ignored:
+        layout = NOT_A_LOCK
+        note = "no child is a lock node (ephemeral, named like lock-, latch-, x-, dlk-, ...)"
+    return LockView(
+        path,
+        True,
+        layout,
+        tuple(participants),
+        tuple(ignored),
+        note,
+        blockers=tuple(e.name for e in queued),
+    )
+
+
+def inspect_lock(
+    client: KazooClient, path: str, permits: int | None = None, layout: str | None = None
+) -> LockView:
     """The holders and waiters on ``path`` (a validated lock path), whatever recipe made them,
     Curator's or another Java lock system's (``permits``: a menagerie semaphore's, which
     ZooKeeper does not keep).
+
+    ``layout`` reads the path as that layout, whatever its children look like: as the recipe
+    about to queue there sees it (which children stand in its queue, which block it).
 
     A path that holds no lock (persistent children, children with other names, a semaphore's
     ``locks``/``leases`` node given directly) has the layout :data:`NOT_A_LOCK` and no
@@ -276,30 +389,24 @@ def inspect_lock(client: KazooClient, path: str, permits: int | None = None) -> 
     if note:
         return LockView(path, True, NOT_A_LOCK, (), tuple(e.name for e in entries), note)
     names = [e.name for e in entries]
-    ignored: list[str] = []
-    if layout_of(names) == "semaphore":
+    if layout == "semaphore" or (layout is None and layout_of(names) == "semaphore"):
         locks_parent = wire.SEMAPHORE_LOCK_PARENT
         leases_parent = wire.SEMAPHORE_LEASE_PARENT
         locks = _read_entries(client, wire.join_path(path, locks_parent), f"{locks_parent}/")
         leases = _read_entries(client, wire.join_path(path, leases_parent), f"{leases_parent}/")
         locks, ignored_locks = _split(locks or [])
         leases, ignored_leases = _split(leases or [])
-        ignored = ignored_locks + ignored_leases
         participants = classify_semaphore(locks, leases)
-        layout = "semaphore"
+        ignored = ignored_locks + ignored_leases
+        return LockView(path, True, "semaphore", tuple(participants), tuple(ignored))
+    if layout is not None and layout in SYSTEM_OF_LAYOUT:
+        other = _other_system(entries, [], permits, layout)
     else:
-        lock_entries, ignored = _split(entries)
-        other = _other_system(entries, lock_entries, permits)
-        if other is not None:
-            return LockView(path, True, *other)
-        layout = layout_of([e.name for e in lock_entries])
-        if layout == "read-write":
-            participants = classify_read_write(lock_entries)
-        elif layout == "latch":
-            participants = classify_latch(lock_entries)
-        else:
-            participants = classify_mutex(lock_entries)
-    if not participants and ignored and layout != "semaphore":
-        layout = NOT_A_LOCK
-        note = "no child is a lock node (ephemeral, named like lock-, latch-, x-, dlk-, ...)"
-    return LockView(path, True, layout, tuple(participants), tuple(ignored), note)
+        other = (
+            None
+            if layout is not None
+            else _other_system(entries, _split(entries)[0], permits, None)
+        )
+    if other is not None:
+        return replace(other, path=path)
+    return _curator_view(path, entries, layout)

@@ -97,19 +97,18 @@ def classify_others(
 ) -> tuple[list[Node], list[str]]:
     """The participants of ``layout`` among ``children`` (name, owner session), in queue
     order with who holds, and the names of the other children (which take no part)."""
-    ephemeral = [(n, s) for n, s in children if s != 0]
     if layout == "zookeeper-write-lock":
         return _write_lock(children)
     if layout == "zookeeper-election":
-        return _queue(children, ephemeral, _ELECTION, "offer", 1)
+        return _queue(children, _ELECTION, "offer", 1)
     if layout == "menagerie-lock":
-        return _queue(children, ephemeral, _MENAGERIE_LOCK, "lock", 1)
+        return _queue(children, _MENAGERIE_LOCK, "lock", 1)
     if layout == "menagerie-semaphore":
-        return _queue(children, ephemeral, _PERMIT, "permit", permits)
+        return _queue(children, _PERMIT, "permit", permits)
     if layout == "menagerie-read-write":
-        return _read_write(children, ephemeral)
+        return _read_write(children)
     if layout == "zklocker":
-        return _zklocker(children, ephemeral)
+        return _zklocker(children)
     raise ValueError(f"not a layout of another system: {layout!r}")
 
 
@@ -134,42 +133,41 @@ def _write_lock(children: Sequence[tuple[str, int]]) -> tuple[list[Node], list[s
 
 def _queue(
     children: Sequence[tuple[str, int]],
-    ephemeral: Sequence[tuple[str, int]],
     pattern: re.Pattern[str],
     kind: str,
     holders: int | None,
 ) -> tuple[list[Node], list[str]]:
     """Nodes named by ``pattern`` in the order of their last number; the first ``holders``
-    hold (None: unknown, as menagerie's permits are not stored: none is called a holder)."""
+    hold (None: unknown, as menagerie's permits are not stored: none is called a holder). A
+    persistent node so named takes its place in the queue as Java counts it, of kind ``other``,
+    and never holds."""
     numbered = []
-    for name, session in ephemeral:
+    for name, session in children:
         match = pattern.fullmatch(name)
         tail = None if match is None else match.group(match.lastindex or 0)
         sequence = None if tail is None else wire.java_parse_int(tail)
         if sequence is not None:
             numbered.append((sequence, name, session))
     numbered.sort()
-    nodes = [
-        Node(
-            name,
-            session,
-            kind,
-            holders is not None and index < holders,
-            0 if holders is not None and index < holders else index + 1 - (holders or 0),
+    nodes = []
+    waiting = 0
+    for index, (_, name, session) in enumerate(numbered):
+        holder = session != 0 and holders is not None and index < holders
+        if not holder:
+            waiting += 1
+        nodes.append(
+            Node(name, session, kind if session else "other", holder, 0 if holder else waiting)
         )
-        for index, (_, name, session) in enumerate(numbered)
-    ]
     return nodes, _others(children, nodes)
 
 
-def _read_write(
-    children: Sequence[tuple[str, int]], ephemeral: Sequence[tuple[str, int]]
-) -> tuple[list[Node], list[str]]:
+def _read_write(children: Sequence[tuple[str, int]]) -> tuple[list[Node], list[str]]:
     """menagerie's read/write lock: a writer holds when no read or write node has a lower
     number; a reader when no writer has one (a downgrade's ``readLock--<n>`` shares its
-    writer's number, so it holds beside it)."""
+    writer's number, so it holds beside it). A persistent node so named blocks as Java reads
+    it, of kind ``other``, and never holds."""
     numbered = []
-    for name, session in ephemeral:
+    for name, session in children:
         match = _MENAGERIE_RW.fullmatch(name)
         sequence = None if match is None else wire.java_parse_int(match.group(2))
         if match is not None and sequence is not None:
@@ -180,20 +178,20 @@ def _read_write(
     waiting = 0
     for sequence, name, session, kind in numbered:
         lower = [n for n in numbered if n[0] < sequence and (kind == "write" or n[3] == "write")]
-        holder = not lower
+        holder = not lower and session != 0
         if not holder:
             waiting += 1
-        nodes.append(Node(name, session, kind, holder, 0 if holder else waiting))
+        shown = kind if session else "other"
+        nodes.append(Node(name, session, shown, holder, 0 if holder else waiting))
     return nodes, _others(children, nodes)
 
 
-def _zklocker(
-    children: Sequence[tuple[str, int]], ephemeral: Sequence[tuple[str, int]]
-) -> tuple[list[Node], list[str]]:
+def _zklocker(children: Sequence[tuple[str, int]]) -> tuple[list[Node], list[str]]:
     """ZkLocker: each node queues among the nodes its own Java locker lists (``dlk-<key>-``,
-    or every ``dlk-`` node for a keyless one) and holds when it is the first of them."""
+    or every ``dlk-`` node for a keyless one) and holds when it is the first of them. A
+    persistent node so named blocks as Java reads it, of kind ``other``, and never holds."""
     numbered = []
-    for name, session in ephemeral:
+    for name, session in children:
         match = _ZKLOCKER.fullmatch(name)
         sequence = None if match is None else zklocker_sequence(name)
         if match is not None and sequence is not None:
@@ -203,8 +201,8 @@ def _zklocker(
     for sequence, name, session, key in numbered:
         prefix = f"{wire.ZKLOCKER_HEAD}{key}-" if key else wire.ZKLOCKER_HEAD
         ahead = [n for n in numbered if n[0] < sequence and n[1].startswith(prefix)]
-        kind = f"key {key}" if key else "keyless"
-        nodes.append(Node(name, session, kind, not ahead, len(ahead)))
+        kind = (f"key {key}" if key else "keyless") if session else "other"
+        nodes.append(Node(name, session, kind, not ahead and session != 0, len(ahead)))
     return nodes, _others(children, nodes)
 
 

@@ -1,7 +1,9 @@
-"""The ``pycurator`` command: ``lock``, ``elect``, ``inspect``, ``revoke`` and ``demo``.
+"""The ``pycurator`` command: ``lock``, ``elect``, ``inspect``, ``revoke``, ``server`` and
+``demo``.
 
 Errors are one line on stderr and a non-zero exit status (see the ``EXIT_*`` constants). The
-subcommands live in ``_run`` (lock, elect), ``_inspect`` (inspect, revoke) and here (demo).
+subcommands live in ``_run`` (lock, elect), ``_inspect`` (inspect, revoke), ``_server`` (server)
+and here (demo). What they print of the tree goes through ``_text``.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from ._run import (
     ELECT_ENV_NODE,
     ELECT_ENV_PATH,
     ELECT_ENV_TOKEN,
+    ELECTION_SYSTEMS,
     ENV_HOSTS,
     ENV_NODE,
     ENV_PATH,
@@ -64,6 +67,8 @@ from ._run import (
     cmd_elect,
     cmd_lock,
 )
+from ._server import DEFAULT_PORT, cmd_server
+from ._text import shown
 
 __all__ = [
     "DEFAULT_HOSTS",
@@ -94,6 +99,7 @@ __all__ = [
     "cmd_inspect",
     "cmd_lock",
     "cmd_revoke",
+    "cmd_server",
     "main",
     "view_as_json",
     "view_as_table",
@@ -139,7 +145,7 @@ RUN_USAGE = {
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {shown(message, backslash=False)}\n")
 
 
 def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -151,7 +157,11 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
         return value if top else argparse.SUPPRESS
 
     parser.add_argument(
-        "-v", "--verbose", action="store_true", default=default(False), help="log what kazoo does"
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=default(False),
+        help="log what kazoo and the recipes do",
     )
     parser.add_argument(
         "--hosts",
@@ -180,6 +190,17 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
             f"pycurator.connect() asks for {DEFAULT_SESSION_TIMEOUT:g}: lock and elect stop "
             "their command once the connection is lost anyway, and a shorter session frees a "
             "crashed holder's lock sooner)"
+        ),
+    )
+
+
+def _force_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help=(
+            f"{what} even where PATH holds another recipe's or system's nodes (refused without "
+            "it: the two would not exclude each other)"
         ),
     )
 
@@ -213,7 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
             f"token) and ${ENV_HOSTS}. Exit status: CMD's; {EXIT_TIMEOUT} on timeout; "
             f"{EXIT_LOCK_LOST} if the lock was lost while CMD ran (CMD gets SIGTERM, then "
             f"SIGKILL after --grace); {EXIT_REVOKED} if revoked (with --revocable); "
-            f"{EXIT_UNAVAILABLE} if ZooKeeper cannot be reached."
+            f"{EXIT_UNAVAILABLE} if ZooKeeper cannot be reached; {EXIT_REFUSED} if PATH holds "
+            "another recipe's or system's nodes (see --force)."
         ),
     )
     lock.add_argument("path", metavar="PATH", help="the lock path, e.g. /locks/billing")
@@ -230,7 +252,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout",
         type=SECONDS,
         metavar="S",
-        help="give up after S seconds, the first connection included (default: wait)",
+        help=(
+            "give up after S seconds, the first connection included; 0: one try, once "
+            "connected within --connect-timeout (default: wait)"
+        ),
     )
     lock.add_argument(
         "--grace",
@@ -251,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     lock.add_argument("--key", metavar="KEY", help="ZkLocker's key (with --system zklocker)")
+    _force_option(lock, "lock")
     lock.add_argument(
         "--revocable",
         action="store_true",
@@ -266,17 +292,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a command while this process leads an election",
         description=(
             "Join the leader election on PATH (Curator's LeaderLatch, shared with Java's on the "
-            "same PATH) and run CMD once this process leads. CMD sees "
+            "same PATH; or ZooKeeper's LeaderElectionSupport with --system zookeeper) and run "
+            "CMD once this process leads. CMD sees "
             f"${ELECT_ENV_PATH}, ${ELECT_ENV_ID}, ${ELECT_ENV_NODE}, ${ELECT_ENV_TOKEN} "
             f"(fencing token) and ${ELECT_ENV_HOSTS}. Exit status: CMD's; {EXIT_TIMEOUT} on "
             f"timeout; {EXIT_LOCK_LOST} if leadership was lost while CMD ran (CMD gets SIGTERM, "
-            f"then SIGKILL after --grace); {EXIT_UNAVAILABLE} if ZooKeeper cannot be reached."
+            f"then SIGKILL after --grace); {EXIT_UNAVAILABLE} if ZooKeeper cannot be reached; "
+            f"{EXIT_REFUSED} if PATH holds another recipe's nodes (see --force)."
         ),
     )
     elect.add_argument("path", metavar="PATH", help="the election path, e.g. /election/billing")
     elect.add_argument(
         "--id", required=True, metavar="ID", help="this participant's id, written to its node"
     )
+    elect.add_argument(
+        "--system",
+        choices=ELECTION_SYSTEMS,
+        default="curator",
+        help=(
+            "whose election to join on PATH: Curator's LeaderLatch (default) or ZooKeeper's own "
+            "LeaderElectionSupport (zookeeper; ID is the host name its offer holds)"
+        ),
+    )
+    _force_option(elect, "join")
     elect.add_argument(
         "--timeout",
         type=POSITIVE_SECONDS,
@@ -338,6 +376,28 @@ def build_parser() -> argparse.ArgumentParser:
     revoke.add_argument("node", metavar="NODE_PATH")
     _global_options(revoke, top=False)
 
+    server = commands.add_parser(
+        "server",
+        help="run a ZooKeeper to try things on, until Ctrl-C",
+        description=(
+            "Start ZooKeeper from its installed jars (Debian's zookeeper package, or "
+            "$PYCURATOR_ZK_CLASSPATH) on 127.0.0.1, print its connect string on stdout once it "
+            "serves, and run until Ctrl-C, SIGTERM or SIGHUP; then stop it and delete its data. "
+            "One node, no fsync: for trying things, not for production. Exit status 0 once "
+            f"stopped, {EXIT_UNAVAILABLE} if it cannot start (the port in use, no java, no jars)."
+        ),
+    )
+    server.add_argument(
+        "--port",
+        type=number(int, 0, inclusive=True, maximum=65535),
+        default=DEFAULT_PORT,
+        metavar="N",
+        help=(
+            f"the client port (default: {DEFAULT_PORT}, where the other commands look without "
+            "--hosts; 0: any free port)"
+        ),
+    )
+
     demo = commands.add_parser(
         "demo",
         help="Python and Java Curator threads contend for one lock",
@@ -380,22 +440,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = f"unrecognized arguments: {' '.join(unknown)}"
         if args.command_name in RUN_USAGE and not command:
             message += f"; put -- before the command to run: {_separated(args, argv, unknown)}"
-        parser.exit(EXIT_USAGE, f"pycurator {args.command_name}: error: {message}\n")
+        error = shown(message, backslash=False)
+        parser.exit(EXIT_USAGE, f"pycurator {args.command_name}: error: {error}\n")
     if command and args.command_name not in RUN_USAGE:
         parser.error(f"{args.command_name} takes no command after --")
     args.command = command
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="pycurator: %(name)s: %(message)s",
-    )
-    if not args.verbose:
-        logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+    _log_to_stderr(args.verbose)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "lock": lambda a: cmd_lock(a, sys.stderr),
         "elect": lambda a: cmd_elect(a, sys.stderr),
         "inspect": lambda a: cmd_inspect(a, sys.stdout),
         "revoke": lambda a: cmd_revoke(a, sys.stdout),
         "demo": lambda a: cmd_demo(a, sys.stdout),
+        "server": lambda a: cmd_server(a, sys.stdout, sys.stderr),
     }
     try:
         given_hosts(args)  # a bad $PYCURATOR_ZK_HOSTS is refused before anything else
@@ -414,6 +471,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signal.SIGINT
 
 
+class _LogFormat(logging.Formatter):
+    """``pycurator: MESSAGE`` for pycurator's own records (their logger's name is the prefix
+    already), ``pycurator: LOGGER: MESSAGE`` for the others (kazoo's), escaped as the rest of
+    the command's output."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = shown(record.getMessage())
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        if record.name == "pycurator" or record.name.startswith("pycurator."):
+            return f"pycurator: {text}"
+        return f"pycurator: {record.name}: {text}"
+
+
+def _log_to_stderr(verbose: bool) -> None:
+    """Log records on stderr: with ``-v`` what kazoo and the recipes do (INFO); without, only
+    errors: ``lock`` and ``elect`` report a loss themselves, once, naming the node."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LogFormat())
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
+    if not verbose:
+        logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+        logging.getLogger("pycurator").setLevel(logging.ERROR)
+
+
 def _separated(args: argparse.Namespace, argv: list[str], unknown: list[str]) -> str:
     """The command line with ``--`` before the ``unknown`` arguments if they end it (they are
     then the command to run), else the usage."""
@@ -423,5 +505,5 @@ def _separated(args: argparse.Namespace, argv: list[str], unknown: list[str]) ->
 
 
 def _fail(message: str, status: int) -> int:
-    sys.stderr.write(f"pycurator: error: {message}\n")
+    sys.stderr.write(f"pycurator: error: {shown(message, backslash=False)}\n")
     return status

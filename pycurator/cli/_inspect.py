@@ -27,9 +27,17 @@ from ._common import (
     checked_path,
     connected,
 )
+from ._text import shown, shown_data
 
 
 def _state(view: LockView, participant: LockParticipant) -> str:
+    """``holder`` (``leader``), ``waiting``, ``blocking`` (a child that is no lock node but
+    stands in the queue) or ``unknown`` (the tree cannot tell: a menagerie semaphore without
+    ``--permits``)."""
+    if participant.kind == "other":
+        return "blocking"
+    if not view.holders_known:
+        return "unknown"
     if not participant.holder:
         return "waiting"
     return "leader" if view.layout in _ELECTIONS else "holder"
@@ -40,7 +48,13 @@ _ELECTIONS = ("latch", "zookeeper-election")
 
 
 def _data(participant: LockParticipant) -> str:
+    """The node's data for JSON (which escapes what it must itself)."""
     return participant.entry.data.decode("utf-8", "replace")
+
+
+def _shown_data(participant: LockParticipant) -> str:
+    """The node's data for the terminal (see :mod:`pycurator.cli._text`)."""
+    return shown_data(participant.entry.data)
 
 
 def _age(participant: LockParticipant, now_ms: int) -> float:
@@ -52,7 +66,7 @@ def _participant_json(view: LockView, p: LockParticipant, now_ms: int) -> dict[s
         "node": wire.join_path(view.path, p.entry.name),
         "kind": p.kind,
         "state": _state(view, p),
-        "position": p.position,
+        "position": p.position if view.holders_known else None,
         "session": f"0x{p.entry.session:x}",
         "data": _data(p),
         "age_seconds": round(_age(p, now_ms), 3),
@@ -65,9 +79,19 @@ def _participant_json(view: LockView, p: LockParticipant, now_ms: int) -> dict[s
 
 def _counts(view: LockView, now_ms: int) -> dict[str, Any]:
     """What a dashboard reads of a lock: how many hold and wait, and the oldest holder's age
-    (its node's: since it queued; None without a holder)."""
+    (its node's: since it queued; None without a holder), each None where the tree cannot
+    tell holders from waiters; and the children that block the queue."""
+    blockers = [wire.join_path(view.path, name) for name in view.blockers]
+    if not view.holders_known:
+        return {
+            "holder_count": None,
+            "waiting": None,
+            "oldest_holder_age_seconds": None,
+            "blocked_by": blockers,
+        }
     ages = [_age(p, now_ms) for p in view.participants if p.holder]
     return {
+        "blocked_by": blockers,
         "holder_count": len(ages),
         "waiting": _waiting(view),
         "oldest_holder_age_seconds": round(max(ages), 3) if ages else None,
@@ -103,29 +127,40 @@ def _short(text: str, width: int = 24) -> str:
 
 
 def _waiting(view: LockView) -> int:
-    return len({p.position for p in view.participants if not p.holder})
+    """The queue's length: the places of the lock nodes waiting (readers side by side share
+    one), not counting the children that block it."""
+    return len({p.position for p in view.participants if not p.holder and p.kind != "other"})
+
+
+def holders_and_waiting(view: LockView) -> str:
+    """How many hold and how many wait, as the table's first line says it."""
+    if not view.holders_known:
+        return f"holders unknown, {len(view.participants)} node(s) in line"
+    holders = sum(p.holder for p in view.participants)
+    return f"{holders} holder(s), {_waiting(view)} waiting"
 
 
 def view_as_table(view: LockView, now_ms: int) -> str:
     """The readable table ``inspect`` prints."""
+    path = shown(view.path)
     if not view.exists:
-        return f"{view.path}: no such node (no holders, no waiters)\n"
+        return f"{path}: no such node (no holders, no waiters)\n"
     ignored = ""
     if view.ignored:
-        shown = ", ".join(view.ignored[:5]) + (", ..." if len(view.ignored) > 5 else "")
-        ignored = f"{len(view.ignored)} other child(ren), not lock nodes, ignored: {shown}"
+        names = ", ".join(shown(n) for n in view.ignored[:5])
+        names += ", ..." if len(view.ignored) > 5 else ""
+        ignored = f"{len(view.ignored)} other child(ren), not lock nodes, ignored: {names}"
     if view.layout == NOT_A_LOCK:
-        return f"{view.path}: not a lock ({view.note}); {ignored or 'no children'}\n"
-    holders = sum(p.holder for p in view.participants)
+        return f"{path}: not a lock ({shown(view.note)}); {ignored or 'no children'}\n"
     waiting = _waiting(view)
     if view.layout in _ELECTIONS:
         leader = next((p for p in view.participants if p.holder), None)
-        led = "no leader" if leader is None else f"leader {_data(leader)!r}"
-        lines = [f"{view.path}: {view.layout}, {led}, {waiting} waiting"]
+        led = "no leader" if leader is None else f"leader '{_shown_data(leader)}'"
+        lines = [f"{path}: {view.layout}, {led}, {waiting} waiting"]
     else:
-        lines = [f"{view.path}: {view.layout}, {holders} holder(s), {waiting} waiting"]
+        lines = [f"{path}: {view.layout}, {holders_and_waiting(view)}"]
     if view.note:
-        lines.append(view.note)
+        lines.append(shown(view.note))
     if ignored:
         lines.append(ignored)
     if view.participants:
@@ -133,13 +168,13 @@ def view_as_table(view: LockView, now_ms: int) -> str:
         for p in view.participants:
             rows.append(
                 (
-                    str(p.position),
+                    str(p.position) if view.holders_known else "-",
                     _state(view, p),
-                    p.kind,
+                    shown(p.kind),
                     f"0x{p.entry.session:x}",
                     f"{_age(p, now_ms):.1f}s",
-                    _short(_data(p)),
-                    p.entry.name,
+                    _short(_shown_data(p)),
+                    shown(p.entry.name),
                 )
             )
         lines += _table(rows)
@@ -149,15 +184,16 @@ def view_as_table(view: LockView, now_ms: int) -> str:
 # -- --tree ----------------------------------------------------------------------------------
 
 
-def locks_below(client: KazooClient, path: str) -> Iterator[LockView]:
+def locks_below(client: KazooClient, path: str, permits: int | None = None) -> Iterator[LockView]:
     """Every lock at or below ``path`` (depth first, children in name order): each path whose
-    children include Curator lock, lease or latch nodes. A lock's own nodes and a semaphore's
-    ``locks``/``leases`` are not descended into; ``/zookeeper`` is skipped."""
+    children include Curator lock, lease or latch nodes (or another system's; ``permits``: the
+    menagerie semaphores'). A lock's own nodes and a semaphore's ``locks``/``leases`` are not
+    descended into; ``/zookeeper`` is skipped."""
     stack = [path]
     while stack:
         current = stack.pop()
         try:
-            view = inspect_lock(client, current)
+            view = inspect_lock(client, current, permits)
         except NoNodeError:
             continue
         if not view.exists:
@@ -190,14 +226,19 @@ def tree_as_table(views: list[LockView], now_ms: int) -> str:
     for view in views:
         holders = [p for p in view.participants if p.holder]
         first = holders[0] if holders else None
+        known = view.holders_known
+        if view.blockers:
+            held_by = f"blocked by {shown(view.blockers[0])}"
+        else:
+            held_by = "-" if first is None else _short(_shown_data(first)) or "(no data)"
         rows.append(
             (
                 view.layout,
-                str(len(holders)),
-                str(_waiting(view)),
-                "-" if first is None else _short(_data(first)) or "(no data)",
+                str(len(holders)) if known else "unknown",
+                str(_waiting(view)) if known else "unknown",
+                held_by,
                 "-" if first is None else f"{_age(first, now_ms):.1f}s",
-                view.path,
+                shown(view.path),
             )
         )
     return "\n".join(_table(rows)) + "\n"
@@ -207,7 +248,8 @@ def tree_as_table(views: list[LockView], now_ms: int) -> str:
 
 
 def _label(view: LockView, p: LockParticipant) -> str:
-    return f"{p.kind} {p.entry.name} ({_data(p) or 'no data'}, session 0x{p.entry.session:x})"
+    data = _shown_data(p) or "no data"
+    return f"{shown(p.kind)} {shown(p.entry.name)} ({data}, session 0x{p.entry.session:x})"
 
 
 def changes(before: LockView | None, after: LockView) -> list[str]:
@@ -235,7 +277,7 @@ def changes(before: LockView | None, after: LockView) -> list[str]:
         if n not in old and not p.holder
     ]
     if before.exists and not after.exists:
-        lines.append(f"{after.path}: no such node")
+        lines.append(f"{shown(after.path)}: no such node")
     return lines
 
 
@@ -306,7 +348,7 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
             return 0
         now_ms = int(time.time() * 1000)
         if args.tree:
-            views = list(locks_below(client, path))
+            views = list(locks_below(client, path, args.permits))
             if args.json:
                 document = [_tree_row(v, now_ms) for v in views]
                 out.write(json.dumps(document, indent=2) + "\n")
@@ -350,5 +392,5 @@ def cmd_revoke(args: argparse.Namespace, out: TextIO) -> int:
             attempt_revoke(client, node)
         except NotALockNodeError as exc:
             raise CliError(_refusal(client, node, exc.reason), EXIT_REFUSED) from exc
-    out.write(f"asked the holder of {node} to release (only a revocable holder reacts)\n")
+    out.write(f"asked the holder of {shown(node)} to release (only a revocable holder reacts)\n")
     return 0

@@ -9,6 +9,7 @@ from typing import TextIO
 from kazoo.client import KazooClient
 
 from .._engine.inspect import LockView, inspect_lock
+from ._text import shown, shown_data
 
 #: Seconds between two redraws (each after one read of the lock path).
 REFRESH = 1.0
@@ -18,27 +19,39 @@ _CLEAR = "\r\x1b[K"
 def describe(view: LockView, session: int, now_ms: int) -> str:
     """What the wait looks like: how many nodes are ahead of ours, who holds, since when."""
     nodes = list(view.participants)
-    ours = next((i for i, p in enumerate(nodes) if p.entry.session == session), None)
+    ours = next((i for i, p in enumerate(nodes) if session and p.entry.session == session), None)
     ahead = f"{ours if ours is not None else len(nodes)} ahead"
     holder = next((p for p in nodes if p.holder and p.entry.session != session), None)
     if holder is None:
-        return f"{view.path}: {ahead}"
-    data = holder.entry.data.decode("utf-8", "replace") or "(no data)"
+        if view.blockers:
+            return f"{shown(view.path)}: {ahead}, blocked by {shown(view.blockers[0])}"
+        return f"{shown(view.path)}: {ahead}"
+    data = shown_data(holder.entry.data) or "(no data)"
     if len(data) > 40:
         data = data[:39] + "…"
     since = max(0, now_ms - holder.entry.created_ms) // 1000
-    verb = "led" if view.layout == "latch" else "held"
-    return f"{view.path}: {ahead}, {verb} by {data} since {since} s"
+    verb = "led" if view.layout in ("latch", "zookeeper-election") else "held"
+    return f"{shown(view.path)}: {ahead}, {verb} by {data} since {since} s"
 
 
 class Progress:
     """Redraws one status line on ``stream`` every :data:`REFRESH` seconds until stopped:
-    first the connection being waited for, then the queue in front of us. Disabled, it writes
-    nothing (not a terminal, or ``--quiet``)."""
+    first the connection being waited for, then the queue in front of us, read as ``layout``
+    (``permits``: a menagerie semaphore's). Disabled, it writes nothing (not a terminal, or
+    ``--quiet``)."""
 
-    def __init__(self, stream: TextIO, path: str, enabled: bool) -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        path: str,
+        enabled: bool,
+        layout: str | None = None,
+        permits: int | None = None,
+    ) -> None:
         self._stream = stream
         self._path = path
+        self._layout = layout
+        self._permits = permits
         self._enabled = enabled
         self._client: KazooClient | None = None
         self._hosts = ""
@@ -76,7 +89,7 @@ class Progress:
             waited = time.monotonic() - self._started
             return f"connecting to {self._hosts} ({waited:.0f} s)"
         try:
-            view = inspect_lock(client, self._path)
+            view = inspect_lock(client, self._path, self._permits, self._layout)
         except Exception as exc:  # a refresh that fails is shown, the wait goes on
             return f"waiting for {self._path} (cannot read its queue: {type(exc).__name__})"
         session = client.client_id[0] if client.client_id else 0

@@ -17,9 +17,12 @@ from types import FrameType
 from typing import TextIO
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
 
 from .. import menagerie, zkrecipes
+from .._engine.inspect import NOT_A_LOCK, LockView, inspect_lock
 from .._protocol.errors import LockLostError
+from .._protocol.zklocker import check_key
 from .._threads.lock import ReentrantLock
 from .._threads.mutex import InterProcessMutex
 from .._threads.rwlock import InterProcessReadWriteLock
@@ -29,6 +32,7 @@ from ._common import (
     EXIT_CANNOT_RUN,
     EXIT_LOCK_LOST,
     EXIT_NOT_FOUND,
+    EXIT_REFUSED,
     EXIT_REVOKED,
     EXIT_TIMEOUT,
     EXIT_USAGE,
@@ -40,7 +44,9 @@ from ._common import (
     signals,
 )
 from ._guard import dies_with_this_process
+from ._inspect import holders_and_waiting
 from ._progress import Progress
+from ._text import shown
 
 #: What ``lock`` puts in the command's environment.
 ENV_PATH = "PYCURATOR_LOCK_PATH"
@@ -69,32 +75,121 @@ class Holding:
 
 #: The lock systems ``lock --system`` takes: Curator's, and the other Java systems'.
 SYSTEMS = ("curator", "zookeeper", "menagerie", "zklocker")
+#: The election systems ``elect --system`` takes: Curator's ``LeaderLatch``, and ZooKeeper's
+#: own ``LeaderElectionSupport``.
+ELECTION_SYSTEMS = ("curator", "zookeeper")
+
+#: The Java name of each system's recipes, for messages.
+_SYSTEM_NAMES = {
+    "zookeeper": "ZooKeeper's WriteLock",
+    "menagerie": "menagerie",
+    "zklocker": "ZkLocker",
+}
 
 
 def check_system(args: argparse.Namespace) -> None:
-    """Refuse the options ``--system`` does not go with, before anything is sent."""
+    """Refuse the options ``--system`` does not go with, each with its own reason, before
+    anything is sent; and a ``--key`` ZkLocker would refuse."""
     system = args.system
     if args.key is not None and system != "zklocker":
         raise CliError("--key is ZkLocker's: give it with --system zklocker", EXIT_USAGE)
+    if system == "zklocker":
+        try:
+            check_key(args.key)
+        except ValueError as exc:
+            raise CliError(f"bad --key: {exc}", EXIT_USAGE) from None
+        if args.path == "/":
+            raise CliError("--system zklocker needs a parent other than /", EXIT_USAGE)
     if system == "curator":
         return
-    unsupported = [
-        option
-        for option, given, takes in (
-            ("--data", args.data is not None, ()),
-            ("--revocable", args.revocable, ()),
-            ("--read", args.read, ("menagerie",)),
-            ("--write", args.write, ("menagerie",)),
-            ("--semaphore", args.semaphore is not None, ("menagerie",)),
-        )
-        if given and system not in takes
-    ]
-    if unsupported:
-        raise CliError(
-            f"{', '.join(unsupported)} does not go with --system {system}: its Java system"
-            " writes its own node data and has no such lock",
-            EXIT_USAGE,
-        )
+    name = _SYSTEM_NAMES[system]
+    kinds = "read/write lock or semaphore" if system != "menagerie" else ""
+    for option, given, reason in (
+        ("--data", args.data is not None, f"{name} writes its own node data"),
+        ("--revocable", args.revocable, f"{name} has no revocation (it is Curator's)"),
+        ("--read", args.read and bool(kinds), f"{name} has no {kinds}"),
+        ("--write", args.write and bool(kinds), f"{name} has no {kinds}"),
+        ("--semaphore", args.semaphore is not None and bool(kinds), f"{name} has no {kinds}"),
+    ):
+        if given:
+            raise CliError(f"{option} does not go with --system {system}: {reason}", EXIT_USAGE)
+
+
+def lock_layout(args: argparse.Namespace) -> str:
+    """The layout (as ``inspect`` names it) of the lock ``lock`` is asked to take."""
+    side = args.read or args.write
+    if args.system == "zookeeper":
+        return "zookeeper-write-lock"
+    if args.system == "zklocker":
+        return "zklocker"
+    if args.system == "menagerie":
+        if args.semaphore is not None:
+            return "menagerie-semaphore"
+        return "menagerie-read-write" if side else "menagerie-lock"
+    if args.semaphore is not None:
+        return "semaphore"
+    return "read-write" if side else "mutex"
+
+
+#: Each layout's recipe, and how the command takes it, for the refusal of a crossing.
+_RECIPES = {
+    "mutex": ("Curator's InterProcessMutex (or LeaderSelector)", "pycurator lock"),
+    "read-write": ("Curator's InterProcessReadWriteLock", "pycurator lock --read or --write"),
+    "semaphore": ("Curator's InterProcessSemaphoreV2", "pycurator lock --semaphore N"),
+    "latch": ("Curator's LeaderLatch", "pycurator elect"),
+    "zookeeper-write-lock": ("ZooKeeper's WriteLock", "pycurator lock --system zookeeper"),
+    "zookeeper-election": (
+        "ZooKeeper's LeaderElectionSupport",
+        "pycurator elect --system zookeeper",
+    ),
+    "menagerie-lock": ("menagerie's ReentrantZkLock", "pycurator lock --system menagerie"),
+    "menagerie-read-write": (
+        "menagerie's ReentrantZkReadWriteLock",
+        "pycurator lock --system menagerie --read or --write",
+    ),
+    "menagerie-semaphore": (
+        "menagerie's ZkSemaphore",
+        "pycurator lock --system menagerie --semaphore N",
+    ),
+    "zklocker": ("ZkLocker", "pycurator lock --system zklocker --key KEY"),
+}
+
+
+def refuse_crossing(client: KazooClient, path: str, layout: str, force: bool) -> LockView:
+    """Refuse (exit 1) to queue for ``layout`` on a path whose nodes are another recipe's: the
+    two would not exclude each other. ``force`` (``--force``) goes on anyway. Returns the path
+    as read."""
+    view = inspect_lock(client, path)
+    if force or view.layout in (layout, "empty", NOT_A_LOCK) or not view.participants:
+        return view
+    theirs, command = _RECIPES[view.layout]
+    ours = _RECIPES[layout][0]
+    raise CliError(
+        f"refused: {path} is {theirs}'s ({holders_and_waiting(view)}), and {ours} there would "
+        f"not exclude its holders: use '{command}' to share their lock, or give --force to take "
+        f"{ours} anyway",
+        EXIT_REFUSED,
+    )
+
+
+def blocked_note(
+    client: KazooClient,
+    path: str,
+    layout: str,
+    permits: int | None,
+    read: LockView | None = None,
+) -> str:
+    """What blocks the queue of ``layout`` on ``path`` (children that are no lock nodes but
+    stand in it), or ``""``; ``read``: the path as just read, used if it reads as ``layout``
+    and tells no permits."""
+    if read is None or read.layout != layout or permits is not None:
+        read = inspect_lock(client, path, permits, layout)
+    return read.note if read.blockers else ""
+
+
+def _node_data(args: argparse.Namespace) -> bytes | None:
+    """``--data`` as the bytes given on the command line (not necessarily UTF-8)."""
+    return os.fsencode(args.data) if args.data is not None else None
 
 
 def _lock_object(client: KazooClient, args: argparse.Namespace) -> ReentrantLock:
@@ -107,7 +202,7 @@ def _lock_object(client: KazooClient, args: argparse.Namespace) -> ReentrantLock
             sides = menagerie.ReentrantZkReadWriteLock(client, args.path)
             return sides.read_lock() if args.read else sides.write_lock()
         return menagerie.ReentrantZkLock(client, args.path)
-    data = args.data.encode() if args.data is not None else None
+    data = _node_data(args)
     if args.read or args.write:
         rw = InterProcessReadWriteLock(client, args.path, node_data=data)
         return rw.read_lock() if args.read else rw.write_lock()
@@ -136,7 +231,7 @@ def _acquire_lock(
 
 
 def _acquire_lease(client: KazooClient, args: argparse.Namespace) -> Holding | None:
-    data = args.data.encode() if args.data is not None else None
+    data = _node_data(args)
     semaphore: InterProcessSemaphoreV2 | menagerie.ZkSemaphore
     if args.system == "menagerie":
         semaphore = menagerie.ZkSemaphore(client, args.path, args.semaphore)
@@ -149,7 +244,7 @@ def _acquire_lease(client: KazooClient, args: argparse.Namespace) -> Holding | N
     def lost_reason() -> str | None:
         return None if lease.is_held() else "the lease node is no longer ours"
 
-    return Holding(lease.node_name, lease.fencing_token, lost_reason, lease.close)
+    return Holding(lease.path, lease.fencing_token, lost_reason, lease.close)
 
 
 def _resolve_command(command: Sequence[str], usage: str) -> list[str]:
@@ -182,7 +277,7 @@ def _stop_child(child: subprocess.Popen[bytes], name: str, grace: float, err: Te
     try:
         child.wait(grace)
     except subprocess.TimeoutExpired:
-        err.write(f"pycurator: {name} still running after {grace:g}s: SIGKILL\n")
+        err.write(f"pycurator: {shown(name)} still running after {grace:g}s: SIGKILL\n")
         child.kill()
         child.wait()
 
@@ -195,11 +290,24 @@ def cmd_lock(args: argparse.Namespace, err: TextIO) -> int:
         raise CliError("--revocable works with locks, not with --semaphore", EXIT_USAGE)
     command = _resolve_command(args.command, "pycurator lock PATH -- CMD [ARGS...]")
     revoked = threading.Event()
+    layout = lock_layout(args)
+    permits = args.semaphore if layout == "menagerie-semaphore" else None
 
     def acquire(client: KazooClient, before_stop: list[Callable[[], None]]) -> Holding | None:
-        if args.semaphore is not None:
-            return _acquire_lease(client, args)
-        return _acquire_lock(client, args, revoked)
+        view = refuse_crossing(client, args.path, layout, args.force)
+        note = blocked_note(client, args.path, layout, permits, view)
+        if note:
+            err.write(f"pycurator: warning: {shown(args.path)}: {shown(note)}\n")
+            err.flush()
+        try:
+            if args.semaphore is not None:
+                return _acquire_lease(client, args)
+            return _acquire_lock(client, args, revoked)
+        except (TypeError, ValueError) as exc:  # what the checks above did not foresee
+            raise CliError(str(exc), EXIT_USAGE) from exc
+
+    def stuck(client: KazooClient) -> str:
+        return blocked_note(client, args.path, layout, permits)
 
     def env(holding: Holding) -> dict[str, str]:
         return {
@@ -210,7 +318,29 @@ def cmd_lock(args: argparse.Namespace, err: TextIO) -> int:
         }
 
     waited = f"the lock {args.path}"
-    return _run_while_held(command, args, err, "lock", waited, acquire, env, revoked)
+    return _run_while_held(
+        command, args, err, "lock", waited, acquire, env, revoked, stuck, layout, permits
+    )
+
+
+#: Longest a timeout's message waits to say what blocks the queue (with the server gone, it
+#: says nothing of it).
+STUCK_WAIT = 2.0
+
+
+def _within(seconds: float, call: Callable[[], str], default: str) -> str:
+    """``call()``, if it returns within ``seconds`` without a ZooKeeper error, else
+    ``default``; it runs on a daemon thread, left to end on its own."""
+    answer: list[str] = []
+
+    def run() -> None:
+        with contextlib.suppress(KazooException):
+            answer.append(call())
+
+    worker = threading.Thread(target=run, name="pycurator-diagnosis", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    return answer[0] if answer else default
 
 
 def _run_while_held(
@@ -222,24 +352,30 @@ def _run_while_held(
     acquire: Callable[[KazooClient, list[Callable[[], None]]], Holding | None],
     env: Callable[[Holding], dict[str, str]],
     revoked: threading.Event | None = None,
+    stuck: Callable[[KazooClient], str] | None = None,
+    layout: str | None = None,
+    permits: int | None = None,
 ) -> int:
     """Connect, ``acquire`` (None: ``--timeout`` ran out), run ``command`` while held, and
     release on the way out: the common part of ``lock`` and ``elect``. ``what`` is held (for
-    messages: "lock lost"), ``waited`` is what a timeout message says was waited for.
+    messages: "lock lost"), ``waited`` is what a timeout message says was waited for, and
+    ``stuck`` says why the wait did not end, if it can tell (``""`` if not).
 
     ``--timeout`` bounds the whole wait: for the first connection, then for ``acquire``, which
-    reads what is left of it from ``args.timeout``. ``acquire`` may register calls for the way
-    out in the list it is given (they run even when it times out or is interrupted). While it
-    waits, a terminal shows a progress line on ``err`` (not with ``--quiet``).
+    reads what is left of it from ``args.timeout``; ``--timeout 0`` (one try) still gives the
+    connection ``--connect-timeout``. ``acquire`` may register calls for the way out in the list
+    it is given (they run even when it times out or is interrupted). While it waits, a terminal
+    shows a progress line on ``err`` (not with ``--quiet``), reading the queue as ``layout``.
     """
 
     interrupt = Interrupter()
     started, timeout = time.monotonic(), args.timeout
     before_stop: list[Callable[[], None]] = []
-    progress = Progress(err, args.path, not args.quiet and err.isatty())
+    progress = Progress(err, args.path, not args.quiet and err.isatty(), layout, permits)
     progress.connecting(hosts_of(args))
     try:
-        with connected(args, args.timeout, before_stop) as client:
+        # the lock's timeout bounds the connection too, but one try (0) needs a connection
+        with connected(args, args.timeout or None, before_stop) as client:
             if args.timeout is not None:
                 args.timeout = max(0.0, args.timeout - (time.monotonic() - started))
             progress.follow(client)
@@ -254,8 +390,10 @@ def _run_while_held(
             if interrupt.signum is not None:  # also when it came as the wait ended anyway
                 return 128 + interrupt.signum
             if holding is None:
+                reason = "" if stuck is None else _within(STUCK_WAIT, lambda: stuck(client), "")
                 raise CliError(
-                    f"timed out after {timeout:g}s waiting for {waited}",
+                    f"timed out after {timeout:g}s waiting for {waited}"
+                    + (f": {reason}" if reason else ""),
                     EXIT_TIMEOUT,
                 )
             if holding.release is not None:
@@ -297,17 +435,21 @@ def _run_holding(
                 pass
             reason = holding.lost_reason()
             if reason is not None:
-                err.write(f"pycurator: {what} lost ({reason}): terminating {command[0]}\n")
+                err.write(
+                    f"pycurator: {what} lost ({shown(reason)}): {shown(holding.node)}; "
+                    f"terminating {shown(command[0])}\n"
+                )
                 _stop_child(child, command[0], args.grace, err)
                 return EXIT_LOCK_LOST
             if revoked is not None and revoked.is_set():
-                err.write(f"pycurator: {what} revoked: terminating {command[0]}\n")
+                err.write(f"pycurator: {what} revoked: terminating {shown(command[0])}\n")
                 _stop_child(child, command[0], args.grace, err)
                 return EXIT_REVOKED
 
 
 def cmd_elect(args: argparse.Namespace, err: TextIO) -> int:
-    """Run a command while this process leads a LeaderLatch; see ``pycurator elect --help``."""
+    """Run a command while this process leads a LeaderLatch (or, with ``--system zookeeper``,
+    ZooKeeper's ``LeaderElectionSupport``); see ``pycurator elect --help``."""
     from .._engine.participants import id_bytes
     from .._threads.leader import LeaderLatch
 
@@ -317,9 +459,15 @@ def cmd_elect(args: argparse.Namespace, err: TextIO) -> int:
     except ValueError as exc:
         raise CliError(f"bad --id: {exc}", EXIT_USAGE) from exc
     command = _resolve_command(args.command, "pycurator elect PATH --id ID -- CMD [ARGS...]")
+    layout = "zookeeper-election" if args.system == "zookeeper" else "latch"
 
     def acquire(client: KazooClient, before_stop: list[Callable[[], None]]) -> Holding | None:
-        latch = LeaderLatch(client, args.path, args.id)
+        refuse_crossing(client, args.path, layout, args.force)
+        latch: LeaderLatch | zkrecipes.LeaderElection
+        if args.system == "zookeeper":
+            latch = zkrecipes.LeaderElection(client, args.path, args.id)
+        else:
+            latch = LeaderLatch(client, args.path, args.id)
         # the first loss ends the command, even if the latch leads again before we look
         lost: list[str] = []
         latch.on_lost(lambda _latch, reason: lost.append(reason))
@@ -351,7 +499,7 @@ def cmd_elect(args: argparse.Namespace, err: TextIO) -> int:
         }
 
     waited = f"leadership of {args.path}"
-    return _run_while_held(command, args, err, "leadership", waited, acquire, env)
+    return _run_while_held(command, args, err, "leadership", waited, acquire, env, layout=layout)
 
 
 @contextlib.contextmanager
