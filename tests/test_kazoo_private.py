@@ -29,6 +29,7 @@ from kazoo.security import OPEN_ACL_UNSAFE
 from pycurator._client import kazoo_internals
 from pycurator._client import requests as _requests
 from pycurator._client.requests import CreateContainer, RemoveWatches, prefixed
+from pycurator.testing import FaultProxy
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .support import SOON, eventually
@@ -337,6 +338,63 @@ def test_session_timeout_is_the_timeout_asked_for_in_seconds() -> None:
         assert kazoo_internals.session_timeout(client) == 7.25
     finally:
         client.close()
+
+
+def test_the_resumable_session_is_kept_while_suspended_and_gone_once_the_session_ends(
+    zk_server: ZooKeeperTarget,
+) -> None:
+    with FaultProxy(zk_server.hosts.split(",")[0]) as proxy:
+        client = KazooClient(hosts=proxy.hosts, timeout=10.0)
+        assert kazoo_internals.resumable_session(client) is None
+        client.start(timeout=30)
+        try:
+            session = client.client_id[0]
+            assert kazoo_internals.resumable_session(client) == session
+            proxy.blackhole()
+            proxy.drop_connections()
+            eventually(lambda: not client.connected, what="suspended")
+            assert client.client_id is None
+            assert kazoo_internals.resumable_session(client) == session
+        finally:
+            client.stop()
+            client.close()
+        assert kazoo_internals.resumable_session(client) is None
+
+
+def test_follow_connects_sees_the_granted_timeout_and_may_end_the_session(
+    zk_server: ZooKeeperTarget,
+) -> None:
+    with FaultProxy(zk_server.hosts.split(",")[0]) as proxy:
+        client = KazooClient(hosts=proxy.hosts, timeout=4.0)
+        granted: list[float] = []
+        ending = threading.Event()
+
+        def before() -> None:
+            if ending.is_set():
+                ending.clear()
+                raise kazoo.exceptions.SessionExpiredError("ended here")
+
+        kazoo_internals.follow_connects(client, lambda: None, granted.append)
+        kazoo_internals.follow_connects(client, before, granted.append)  # replaces, once
+        states: list[str] = []
+
+        def listener(state: str) -> bool:
+            states.append(state)
+            return False
+
+        client.add_listener(listener)
+        client.start(timeout=30)
+        try:
+            assert granted == [4.0]
+            session = client.client_id[0]
+            ending.set()
+            proxy.drop_connections()
+            eventually(lambda: len(granted) == 2 and client.connected, what="reconnected")
+            assert states == ["CONNECTED", "SUSPENDED", "LOST", "CONNECTED"]
+            assert client.client_id[0] != session
+        finally:
+            client.stop()
+            client.close()
 
 
 def test_async_result_may_be_subclassed_keeps_attributes_and_is_answered_by_set_only(
