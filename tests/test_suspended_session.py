@@ -15,9 +15,18 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
-from pycurator import InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, aio
+from pycurator import (
+    InterProcessMutex,
+    InterProcessSemaphoreV2,
+    LeaderLatch,
+    LeaderSelector,
+    Leadership,
+    aio,
+)
 from pycurator._client.runtime import SESSION_EXPIRED, runtime_of
+from pycurator.menagerie import ReentrantZkLock
 from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer
+from pycurator.zklocker import ZkLocker
 
 from .support import SOON, STEADY_RECONNECT, eventually
 
@@ -90,6 +99,24 @@ def test_every_threaded_hold_is_told_once_the_session_timeout_passes_while_suspe
     mutex.on_lost(told.callback("mutex"))
     lease.on_lost(told.callback("lease"))
     latch.on_lost(told.callback("latch"))
+    others = [
+        ZkLocker(client, f"{zk_path}/zklocker", connection_policy="session"),
+        ReentrantZkLock(client, f"{zk_path}/menagerie", connection_policy="session"),
+    ]
+    for other in others:
+        assert other.acquire(SOON)
+        other.on_lost(told.callback(type(other).__name__))
+    selector_lost = told.callback("selector")
+    leading = threading.Event()
+
+    def lead(leadership: Leadership) -> None:
+        leading.set()
+        assert leadership.lost_event.wait(4 * SOON)
+        selector_lost(None, leadership.reason)
+
+    selector = LeaderSelector(client, f"{zk_path}/selector", lead, connection_policy="session")
+    selector.start()
+    assert leading.wait(SOON)
     standard_lost = threading.Event()
     standard.on_lost(lambda *_: standard_lost.set())
     old = _session(client)
@@ -110,6 +137,9 @@ def test_every_threaded_hold_is_told_once_the_session_timeout_passes_while_suspe
     standard.release()
     lease.close()
     latch.close()
+    selector.close()
+    for other in others:
+        other.release()
     assert mutex.acquire(SOON)  # nothing left behind blocks the next acquire
     mutex.release()
 
