@@ -22,6 +22,7 @@ from pycurator import (
     LeaderSelector,
     Leadership,
     aio,
+    connect,
 )
 from pycurator._client.runtime import SESSION_EXPIRED, runtime_of
 from pycurator.menagerie import ReentrantZkLock
@@ -241,3 +242,15 @@ def test_a_session_given_up_is_not_resumed_when_its_server_comes_back_with_it(
         eventually(lambda: observer.exists(node) is None, what="the old node is gone")
         assert runtime_of(client).session_timeout() == TIMEOUT
         mutex.release()
+
+
+def test_the_count_lasts_the_session_timeout_the_server_granted(zk_server: Any) -> None:
+    if zk_server.local is None:
+        pytest.skip("the server's bounds are known of a local server only")
+    shortest = 2 * zk_server.local.tick_time_ms / 1000.0  # ZooKeeper's minSessionTimeout
+    client = connect(zk_server.hosts, session_timeout=shortest / 2)  # raised by the server
+    try:
+        assert runtime_of(client).session_timeout() == shortest
+    finally:
+        client.stop()
+        client.close()
