@@ -1,7 +1,8 @@
 """A network partition of a 3-node ensemble (the test kit cuts the links between members as
 Jepsen does): a Python holder on the leader that is cut off, Java Curator waiters on the majority.
 For the mutex, a latch and a semaphore, under either connection policy, the holder is told it
-lost its hold before the waiter gets in, and once the partition heals nothing is left behind."""
+lost its hold before the waiter gets in, and once the partition heals nothing is left behind. A
+Python client that reaches the majority within its session keeps its hold and its place."""
 
 from __future__ import annotations
 
@@ -163,3 +164,75 @@ def test_a_holder_cut_off_with_its_leader_is_told_before_a_java_waiter_on_the_ma
         python.close()
         observer.stop()
         observer.close()
+
+
+@pytest.mark.parametrize("policy", ["standard", "session"])
+def test_a_python_client_that_reaches_the_majority_in_its_session_keeps_its_place(
+    zk_ensemble: ZooKeeperEnsemble, policy: ConnectionPolicy
+) -> None:
+    """Its leader cut off, the client goes on with a member of the majority before the session
+    times out: the hold is the same node in the same session (kept under ``session``, lost at
+    the suspension and then proved ours again under ``standard``), the Java waiter stays out, a
+    Python waiter keeps its place in the queue, and nothing is left behind."""
+    ensemble = zk_ensemble
+    leader = ensemble.leader()
+    assert leader is not None
+    majority = [member for member in ensemble.members if member != leader]
+    base = f"/partition-kept/{policy}"
+    first_leader = ensemble.hosts_of(leader, *majority)  # tried in this order
+    holder = connect(first_leader, session_timeout=TIMEOUT, randomize_hosts=False)
+    waiter = connect(first_leader, session_timeout=TIMEOUT, randomize_hosts=False)
+    java = new_curator(ensemble.hosts_of(*majority), session_timeout_ms=int(TIMEOUT * 1000))
+    done = threading.Event()
+    try:
+        mutex = InterProcessMutex(holder, f"{base}/mutex", connection_policy=policy)
+        assert mutex.acquire(SOON)
+        node, session = mutex.lock_path, holder.client_id[0]
+        queued = InterProcessMutex(waiter, f"{base}/mutex", connection_policy=policy)
+        java_mutex = JavaMutex(java, f"{base}/mutex")
+        got_in: list[str] = []
+
+        def wait_python() -> None:
+            assert queued.acquire(4 * SOON)
+            got_in.append("python")
+            done.wait(4 * SOON)
+            queued.release()
+
+        def wait_java() -> None:
+            if java_mutex.acquire(4 * SOON):
+                got_in.append("java")
+                java_mutex.release()
+
+        python_waiter = Worker(wait_python)
+        python_waiter.start()
+        eventually(lambda: len(children(holder, f"{base}/mutex")) == 2, what="Python queued")
+        java_waiter = Worker(wait_java)
+        java_waiter.start()
+        eventually(lambda: len(children(holder, f"{base}/mutex")) == 3, what="Java queued")
+
+        ensemble.isolate(leader)
+        eventually(
+            lambda: holder.connected and waiter.connected and ensemble.mode(leader) is None,
+            what="both Python clients with the majority",
+        )
+        assert holder.client_id[0] == session
+        eventually(mutex.is_held, what="the hold ours, in the same session")
+        assert mutex.lock_path == node
+        if policy == "session":
+            assert not mutex.lost_event.is_set()  # never counted as lost
+        time.sleep(TIMEOUT)  # past the session timeout: nothing ends it now
+        assert mutex.is_held() and got_in == []
+        mutex.release()
+        eventually(lambda: got_in == ["python"], what="the Python waiter next, in its place")
+        done.set()
+        python_waiter.outcome()
+        java_waiter.outcome(4 * SOON)
+        assert got_in == ["python", "java"]
+        ensemble.heal()
+        assert_no_ephemerals(ensemble.hosts, base)
+    finally:
+        done.set()
+        java.close()
+        for client in (holder, waiter):
+            client.stop()
+            client.close()
