@@ -50,6 +50,7 @@ from kazoo.retry import KazooRetry
 from ._client.checks import MAX_SESSION_TIMEOUT, UNLIMITED_TIMEOUT
 from ._client.requests import make_containers_steps
 from ._client.runners import run
+from ._client.runtime import runtime_of
 from ._protocol.deadline import Deadline, DeadlineExpired
 from ._protocol.errors import ConnectTimeout
 from ._protocol.paths import validate_path
@@ -420,6 +421,7 @@ def connect(
         logger=connect_log,
         **kazoo_kwargs,
     )
+    runtime_of(client)  # before the first connection: it sees the session timeout granted
     try:
         _start(client, servers.text, within, namespace, connect_log)
     except BaseException:

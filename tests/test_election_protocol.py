@@ -334,6 +334,39 @@ def test_a_leader_whose_session_expired_does_not_lead_on_its_old_node(
     ]
 
 
+def test_a_session_policy_leader_is_deposed_once_its_session_timeout_passes_while_suspended(
+    scene: Callable[..., Scene],
+) -> None:
+    # the runtime's count from the suspension runs out while still disconnected (LOST in the
+    # same session); kazoo then ends that session and makes a new one, where the old node,
+    # still listed until the server expires its session, is deleted and replaced
+    latch = scene("session")
+    leading: list[bool] = []
+    latch.play(
+        Reply(create(), made(3)),
+        Reply(RELIST, [name(3)]),
+        State(KazooState.SUSPENDED),
+        Call(lambda: leading.append(latch.election.is_leading)),
+        State(KazooState.LOST),
+        Call(lambda: leading.append(latch.election.is_leading)),
+        State(KazooState.LOST),
+        State(KazooState.CONNECTED, session=NEW_SESSION),
+        Reply(RELIST, [name(3)]),
+        Owes(path(name(3))),
+        Reply(create(1), made(5, 1, NEW_SESSION)),
+        Reply(RELIST, [name(5, prefix(1))]),
+        latch.stop(),
+        Reply(DeleteNode(path(name(5, prefix(1))))),
+    )
+    assert leading == [True, False]
+    assert latch.heard == [
+        ("elected", held(3)),
+        ("deposed", SESSION_EXPIRED),
+        ("elected", held(5, 1, NEW_SESSION)),
+        ("deposed", "latch closed"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("end", "reason"), [(State(KazooState.LOST), SESSION_EXPIRED), (Stop(), CLIENT_STOPPED)]
 )
@@ -551,23 +584,3 @@ def test_no_participants_is_one_listing_and_nothing_else(scene: Callable[..., Sc
     server = latch.serve(Reply(RELIST, error=NoNodeError()))
     assert server.run(participants_steps(latch.election.engine)) == []
     server.finish()
-
-
-def test_a_drop_between_the_listing_and_the_session_check_keeps_the_node_in_the_queue(
-    scene: Callable[..., Scene],
-) -> None:
-    # the session lives on through a drop, and so does our place: no reset, no second node
-    latch = scene("session")
-    latch.play(
-        Reply(create(), made(3)),
-        Reply(RELIST, [name(2, OTHER), name(3)], then=(State(KazooState.SUSPENDED),)),
-        Reply(watch(name(2, OTHER)), (b"", stat(20, 7))),
-        State(KazooState.CONNECTED),
-        Reply(RELIST, [name(2, OTHER), name(3)]),
-        Reply(watch(name(2, OTHER)), (b"", stat(20, 7))),
-        Fire(path(name(2, OTHER))),
-        Reply(RELIST, [name(3)]),
-        latch.stop(),
-        Reply(DeleteNode(path(name(3)))),
-    )
-    assert latch.heard == [("elected", held(3)), ("deposed", "latch closed")]

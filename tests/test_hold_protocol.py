@@ -290,6 +290,28 @@ def test_a_session_hold_is_lost_when_the_session_expires(client: KazooClient) ->
     assert holder.server.sent == []
 
 
+def test_a_session_hold_is_lost_once_when_its_session_timeout_passes_while_suspended(
+    client: KazooClient,
+) -> None:
+    # the runtime's count from the suspension runs out: LOST while still disconnected, in the
+    # same session; then kazoo ends that session (LOST again) and makes a new one
+    holder = Holder(client, [Reply(EXISTS, OURS)], policy="session")
+    server = holder.server
+    assert holder.confirm()
+    server.change(KazooState.SUSPENDED)
+    assert holder.changes == []
+    server.change(KazooState.LOST)
+    assert holder.changes == [(HoldState.LOST, SESSION_EXPIRED)]
+    assert server.listeners == []
+    server.change(KazooState.LOST, 0)
+    server.change(KazooState.CONNECTED, 0x52)
+    assert holder.changes == [(HoldState.LOST, SESSION_EXPIRED)]
+    assert not holder.confirm()
+    holder.monitor.close()
+    server.finish()
+    assert server.sent == [holder.exists()]
+
+
 @pytest.mark.parametrize(("stopped", "reason"), [(False, SESSION_EXPIRED), (True, CLIENT_STOPPED)])
 def test_a_session_that_ended_before_the_hold_was_followed_is_seen_at_once(
     client: KazooClient, stopped: bool, reason: str

@@ -341,6 +341,42 @@ def test_session_timeout_is_the_timeout_asked_for_in_seconds() -> None:
         client.close()
 
 
+def test_follow_connects_sees_the_granted_timeout_and_may_end_the_session(
+    zk_server: ZooKeeperTarget,
+) -> None:
+    with FaultProxy(zk_server.hosts.split(",")[0]) as proxy:
+        client = KazooClient(hosts=proxy.hosts, timeout=4.0)
+        granted: list[float] = []
+        ending = threading.Event()
+
+        def before() -> None:
+            if ending.is_set():
+                ending.clear()
+                raise kazoo.exceptions.SessionExpiredError("ended here")
+
+        kazoo_internals.follow_connects(client, lambda: None, granted.append)
+        kazoo_internals.follow_connects(client, before, granted.append)  # replaces, once
+        states: list[str] = []
+
+        def listener(state: str) -> bool:
+            states.append(state)
+            return False
+
+        client.add_listener(listener)
+        client.start(timeout=30)
+        try:
+            assert granted == [4.0]
+            session = client.client_id[0]
+            ending.set()
+            proxy.drop_connections()
+            eventually(lambda: len(granted) == 2 and client.connected, what="reconnected")
+            assert states == ["CONNECTED", "SUSPENDED", "LOST", "CONNECTED"]
+            assert client.client_id[0] != session
+        finally:
+            client.stop()
+            client.close()
+
+
 def test_async_result_may_be_subclassed_keeps_attributes_and_is_answered_by_set_only(
     zk: KazooClient,
 ) -> None:

@@ -2,10 +2,12 @@
 relies on, named.
 
 kazoo has no public way to tell a stopped client, to drop one watcher function, to send a
-request type it does not know, or to tell which server errors it can read; pycurator needs all
-four. Each function names the attribute it touches and the kazoo releases it was checked
-against; ``tests/test_kazoo_private.py`` pins each and fails loudly if a kazoo release changes
-them. ``./dev kazoo`` runs the library's tests on each of :data:`CHECKED_VERSIONS`.
+request type it does not know, to tell which server errors it can read, to learn the session
+timeout the server granted, or to end a session on the client's side (Curator's injected
+expiry); pycurator needs all six. Each function names the attribute it touches and the kazoo
+releases it was checked against; ``tests/test_kazoo_private.py`` pins each and fails loudly if a
+kazoo release changes them. ``./dev kazoo`` runs the library's tests on each of
+:data:`CHECKED_VERSIONS`.
 
 :class:`pycurator.handlers.FastThreadingHandler` subclasses kazoo's
 ``SequentialThreadingHandler`` and relies on how kazoo's connection uses a handler (kazoo 2.11.0,
@@ -102,6 +104,40 @@ def session_of(client: KazooClient) -> int | None:
             return None if lost or session is None else int(session)
 
 
+#: Marks the connect function :func:`follow_connects` puts in the place of kazoo's.
+_FOLLOWED = "_pycurator_followed"
+
+
+def follow_connects(
+    client: KazooClient,
+    before: Callable[[], None],
+    after: Callable[[float], None],
+) -> None:
+    """Have kazoo's connection thread call ``before()`` ahead of each attempt to connect, and
+    ``after(timeout)`` once a server has answered, with the session timeout it granted, in
+    seconds. Either may raise ``SessionExpiredError``: kazoo then ends the session as when a
+    server says it has expired (its listeners hear LOST) and makes a new one on the next
+    attempt. Following again replaces the calls (a forked child's new runtime).
+
+    ``client._connection._connect(host, hostip, port)``: called by the connection thread inside
+    ``_connect_attempt``, whose ``except SessionExpiredError`` ends the session
+    (``_session_callback(EXPIRED_SESSION)``) and goes on connecting; it returns
+    ``(read_timeout, connect_timeout)`` in milliseconds, ``read_timeout`` being two thirds of
+    the negotiated session timeout (kazoo 2.9.0 to 2.11.0). Replaced on this instance only.
+    """
+    connection = client._connection
+    original = getattr(connection._connect, _FOLLOWED, connection._connect)
+
+    def connect(host: str, hostip: str, port: int) -> tuple[float, float]:
+        before()
+        read_timeout, connect_timeout = original(host, hostip, port)
+        after(read_timeout * 1.5 / 1000.0)
+        return read_timeout, connect_timeout
+
+    setattr(connect, _FOLLOWED, original)
+    connection._connect = connect
+
+
 def _registry(client: KazooClient, children: bool) -> Any:
     """kazoo's registry of child (or data) watchers: ``_child_watchers`` / ``_data_watchers``,
     defaultdicts from server path to a set of watcher functions (kazoo 2.9.0 to 2.11.0)."""
@@ -187,6 +223,7 @@ __all__ = [
     "WAKE_BYTE",
     "call",
     "discard_watcher",
+    "follow_connects",
     "is_stopped",
     "observe_calls",
     "reads_error",

@@ -27,6 +27,19 @@ happened. kazoo tells its listeners nothing when a client is stopped while its s
 LOST (its session expired, or it never connected): while anyone listens to such a client, the
 runtime looks every :data:`STOP_POLL` seconds, so that their waits end too.
 
+**A session timeout spent while suspended** is taken as the session's end, as Curator's
+``ConnectionStateManager`` takes it (``checkSessionExpiration``): a client cut off from the
+quorum cannot hear of its session's expiry until it reconnects, so from each suspension the
+runtime counts the session timeout the server granted (the one asked for until pycurator has
+seen a server's answer), with one timer per client whatever the number of its holds. If the
+connection is still not back when it runs out, the listeners hear LOST at once (every hold and
+election ends, under either connection policy), and the session is given up: kazoo ends it on
+its next attempt to connect, as when a server says it has expired, and makes a new one (Curator
+injects the expiry into its handle, and makes a new handle). The server ends the old session
+when its timeout passes there, taking the old session's nodes with it; if the client reaches a
+server in the old session after all, kazoo ends it at once and the listeners do not hear of
+that connection.
+
 **Fork**: both registries (client to runtime, handler to services) are weak, so a client or a
 handler nobody uses any more takes its part with it, and they live here alone, with the
 process's one fork hook: a child starts with none (no thread or greenlet of the parent runs in
@@ -64,7 +77,8 @@ log = logging.getLogger("pycurator")
 
 #: The reason a hold is lost (or a wait ends) when its client is stopped.
 CLIENT_STOPPED = "client stopped"
-#: The reason a hold is lost when its session ends otherwise.
+#: The reason a hold is lost when its session ends otherwise (its session timeout spent while
+#: suspended included: Curator's injected expiry).
 SESSION_EXPIRED = "session expired"
 #: The message of the ``ConnectionClosedError`` every wait ends with once its client is stopped.
 STOPPED_MESSAGE = "the kazoo client has been stopped"
@@ -128,6 +142,11 @@ class Runtime:
         self._look: Timer | None = None  # a look for a stop, pending while the state is LOST
         self._told_stop = False  # the listeners have heard of the current stop
         self._attached = False  # our listener is the client's: something listens, or is owed
+        self._granted: float | None = None  # the session timeout a server last granted
+        self._counting: Timer | None = None  # the session timeout, counted from a suspension
+        self._count = 0  # which count is current: a timer of an earlier one does nothing
+        self._given_up: int | None = None  # a session taken as expired, until kazoo ends it
+        kazoo_internals.follow_connects(client, self._before_connect, self._connected)
 
     @property
     def client(self) -> KazooClient | None:
@@ -147,6 +166,16 @@ class Runtime:
         if self.stopped:
             raise closed_error()
 
+    def session_id(self) -> int | None:
+        """The session the client is in, connected or not
+        (:func:`~pycurator._client.kazoo_internals.session_of`); None when it has none, or once
+        its timeout has passed while suspended (taken as expired, as Curator takes it)."""
+        client = self._client()
+        if client is None:
+            return None
+        session = kazoo_internals.session_of(client)
+        return None if session is not None and session == self._given_up else session
+
     def end_reason(self) -> str:
         """Why the client's session ended (at a LOST state): :data:`CLIENT_STOPPED` or
         :data:`SESSION_EXPIRED`."""
@@ -154,9 +183,9 @@ class Runtime:
 
     def listen(self, listener: Listener) -> None:
         """Call ``listener(state)`` on each state change of the client, on kazoo's connection
-        thread (or the handler's timer, for a stop kazoo does not tell): it must be short and
-        never block, nor send (see :attr:`HandlerServices.requests`). A stop is told as
-        LOST: ask :attr:`stopped`."""
+        thread (or the handler's timer, for a stop kazoo does not tell and for a session
+        timeout spent while suspended): it must be short and never block, nor send (see
+        :attr:`HandlerServices.requests`). A stop is told as LOST: ask :attr:`stopped`."""
         client = self._client()
         if client is None:
             return
@@ -186,6 +215,7 @@ class Runtime:
         """Take our listener away once nothing listens and nothing is owed (under the lock)."""
         if self._attached and not self._listeners and not self._owed:
             self._attached = False
+            self._stop_counting()  # its states go unheard now
             client = self._client()
             if client is not None:
                 client.remove_listener(self._on_state)
@@ -193,12 +223,21 @@ class Runtime:
     def _on_state(self, state: str) -> bool:
         """kazoo's listener, the client's only one of pycurator's: the one place a stop or an
         expiry is handled before the listeners hear of it."""
+        client = self._client()
         if state == KazooState.CONNECTED:
+            with self._lock:
+                self._stop_counting()
+                if client is not None and self._gave_up(client):
+                    return False  # the connect hook ends this session now: nobody hears of it
             self._told_stop = False
             if self._owed:  # not sent from kazoo's connection thread
                 self.services.requests.post(self._send_owed)
+        elif state == KazooState.SUSPENDED:
+            self._count_from_suspension()
         elif state == KazooState.LOST:
-            client = self._client()
+            with self._lock:
+                self._stop_counting()
+                self._given_up = None  # ended (by kazoo, as asked, or otherwise)
             if client is None or kazoo_internals.is_stopped(client):
                 self._on_stop(client)
             else:
@@ -213,6 +252,7 @@ class Runtime:
         with self._lock:
             self._told_stop = True
             self._owed.clear()
+            self._stop_counting()
             if self._attached and client is not None:
                 client.remove_listener(self._on_state)
             self._attached = False
@@ -245,6 +285,73 @@ class Runtime:
         with self._lock:
             self._look = None
         self._look_for_stop()
+
+    # -- a session timeout spent while suspended (Curator's injected expiry) ---------------
+
+    def session_timeout(self) -> float:
+        """The session timeout counted from a suspension, in seconds: the one a server last
+        granted, or the one asked for until pycurator has seen a server's answer."""
+        granted = self._granted
+        if granted is not None:
+            return granted
+        client = self._client()
+        return kazoo_internals.session_timeout(client) if client is not None else 0.0
+
+    def _count_from_suspension(self) -> None:
+        """Start counting the session timeout (once per suspension)."""
+        timeout = self.session_timeout()
+        with self._lock:
+            if self._counting is not None or not self._attached:
+                return
+            self._count += 1
+            self._counting = self.services.call_later(
+                timeout, functools.partial(self._timed_out, self._count, timeout)
+            )
+
+    def _stop_counting(self) -> None:
+        """The suspension has ended, or goes unheard (under the lock)."""
+        self._count += 1
+        counting, self._counting = self._counting, None
+        if counting is not None:
+            counting.cancel()
+
+    def _timed_out(self, count: int, timeout: float) -> None:
+        """The session timeout has passed since the suspension and the connection is not back:
+        take the session as expired (on the handler's timer)."""
+        client = self._client()
+        with self._lock:
+            if count != self._count or client is None:
+                return  # reconnected, lost or stopped meanwhile
+            self._counting = None
+            session = kazoo_internals.session_of(client)
+            if session is None or client.connected or kazoo_internals.is_stopped(client):
+                return
+            self._given_up = session
+        log.warning(
+            "session 0x%x: its timeout (%gs) has passed while the connection was suspended; "
+            "it is taken as expired, and a new session is made once a server answers",
+            session,
+            timeout,
+        )
+        self._tell(KazooState.LOST)
+
+    def _gave_up(self, client: KazooClient) -> bool:
+        """Whether the session ``client`` would resume is one taken as expired."""
+        given_up = self._given_up
+        return given_up is not None and kazoo_internals.session_of(client) == given_up
+
+    def _before_connect(self) -> None:
+        """On kazoo's connection thread, before each attempt: a session given up on is not
+        resumed (kazoo ends it, and makes a new one)."""
+        client = self._client()
+        if client is not None and self._gave_up(client):
+            raise SessionExpiredError("the session timeout passed while suspended")
+
+    def _connected(self, granted: float) -> None:
+        """On kazoo's connection thread, once a server has answered: note the session timeout
+        it granted; a session given up on as the server answered is ended at once."""
+        self._granted = granted
+        self._before_connect()
 
     # -- deletes owed ------------------------------------------------------------------------
 

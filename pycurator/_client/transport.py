@@ -267,7 +267,7 @@ class KazooTransport:
         return bool(self.client.connected)
 
     def session_id(self) -> int | None:
-        return kazoo_internals.session_of(self.client)
+        return self.runtime.session_id()
 
     def chroot(self) -> str:
         return self.client.chroot or ""

@@ -21,6 +21,7 @@ from kazoo.handlers.threading import SequentialThreadingHandler
 
 from .._connect import reconnecting_retry
 from ._curator import CLASSPATH_ENV, classpath_curator_version, shutdown
+from ._ensemble import ZooKeeperEnsemble
 from ._fourletter import assert_no_ephemerals
 from ._helpers import ClientFactory, CuratorFactory
 from ._server import ZooKeeperServer
@@ -247,6 +248,28 @@ def java_systems(zk_server: ZooKeeperTarget) -> Iterator[JavaSystems]:
     systems = JavaSystems(zk_server.hosts)
     yield systems
     systems.close()
+
+
+@pytest.fixture(scope="session")
+def zk_partitionable_ensemble() -> Iterator[ZooKeeperEnsemble]:
+    """A local 3-member ensemble whose links can be cut, started once for the session; use
+    :func:`zk_ensemble`, which heals it around each test."""
+    with ZooKeeperEnsemble(3, partitions=True, sync_limit=2) as ensemble:
+        yield ensemble
+
+
+@pytest.fixture
+def zk_ensemble(zk_partitionable_ensemble: ZooKeeperEnsemble) -> Iterator[ZooKeeperEnsemble]:
+    """The session's partitionable ensemble (:class:`~pycurator.testing.ZooKeeperEnsemble`
+    with ``partitions=True``; a cut-off leader stops serving after 2 ticks of 500 ms), with
+    every link healed and every member serving before and after the test: a test may cut
+    links, and stop or kill members."""
+    ensemble = zk_partitionable_ensemble
+    ensemble.heal()
+    ensemble.start()
+    yield ensemble
+    ensemble.heal()
+    ensemble.start()
 
 
 @pytest.hookimpl(trylast=True)

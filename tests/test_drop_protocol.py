@@ -1,10 +1,12 @@
-"""The lock engine's protocol on a scripted server when the connection drops between two steps:
-a drop is not another session.
+"""The protocols on a scripted server when the connection drops between two steps: a drop is not
+another session.
 
 kazoo's client has no ``client_id`` while it is merely disconnected; the session lives on, and so
-do its nodes. Each place the engine asks for the session is played with the drop falling there:
-between the decision and the check, between the create's answer and the listing's, and during
-the recovery of a lost create. An expiry, told at the reconnect, is another session.
+do its nodes. Each place the lock engine and the election ask for the session is played with the
+drop falling there: between the decision and the check, between the create's answer and the
+listing's, and during the recovery of a lost create. An expiry, told at the reconnect, is
+another session. (The semaphore's, menagerie's and the hold check's are beside their other
+protocol tests.)
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ from pycurator._protocol.drivers import MUTEX_DRIVER
 from pycurator._protocol.ops import DeleteNode, GetData, NodeExists
 
 from .scripted import WATCHED, Fire, Owes, Reply, ScriptedServer, State, stat
+from .scripted_election import RELIST as LATCH_RELIST
+from .scripted_election import Scene, held, made, watch
+from .scripted_election import create as create_latch
+from .scripted_election import name as latch
+from .scripted_election import path as latch_path
 from .test_engine_protocol import (
     BASE,
     DATA,
@@ -165,3 +172,29 @@ def test_a_node_of_an_earlier_session_found_in_a_recovery_is_deleted(engine: Loc
     )
     assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(4)), 40, SESSION)
     server.finish()
+
+
+@pytest.fixture
+def latch_scene(monkeypatch: pytest.MonkeyPatch) -> Scene:
+    """A latch's election under the session policy (its leadership outlives a drop)."""
+    return Scene(KazooClient(hosts="127.0.0.1:1"), monkeypatch, "session")
+
+
+def test_a_drop_between_the_listing_and_the_session_check_keeps_the_node_in_the_queue(
+    latch_scene: Scene,
+) -> None:
+    # the session lives on through a drop, and so does our place: no reset, no second node
+    ahead, ours = latch(2, OTHER), latch(3)
+    latch_scene.play(
+        Reply(create_latch(), made(3)),
+        Reply(LATCH_RELIST, [ahead, ours], then=(State(KazooState.SUSPENDED),)),
+        Reply(watch(ahead), (b"", stat(20, 7))),
+        State(KazooState.CONNECTED),
+        Reply(LATCH_RELIST, [ahead, ours]),
+        Reply(watch(ahead), (b"", stat(20, 7))),
+        Fire(latch_path(ahead)),
+        Reply(LATCH_RELIST, [ours]),
+        latch_scene.stop(),
+        Reply(DeleteNode(latch_path(ours))),
+    )
+    assert latch_scene.heard == [("elected", held(3)), ("deposed", "latch closed")]
