@@ -24,7 +24,9 @@ from pycurator import (
     aio,
     connect,
 )
+from pycurator._client import kazoo_internals
 from pycurator._client.runtime import SESSION_EXPIRED, runtime_of
+from pycurator._client.transport import KazooTransport
 from pycurator.menagerie import ReentrantZkLock
 from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer
 from pycurator.zklocker import ZkLocker
@@ -231,6 +233,9 @@ def test_a_session_given_up_is_not_resumed_when_its_server_comes_back_with_it(
         proxy.blackhole()
         own_server.stop()  # the server keeps the session in its log, and restores it
         assert mutex.lost_event.wait(TIMEOUT + LATE)
+        # the protocols take it as ended at once: none of its nodes is ours any more
+        assert kazoo_internals.session_of(client) == old
+        assert KazooTransport(client).session_id() is None
         own_server.start()  # the session lives on there, for a session timeout from now
         proxy.heal()
         eventually(lambda: client.connected, what="reconnected")
