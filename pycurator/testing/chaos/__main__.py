@@ -24,10 +24,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0, help="how long faults go on")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1, help="threads per kind and language")
+    parser.add_argument(
+        "--quiet-every",
+        type=float,
+        default=30.0,
+        help="seconds of faults between two quiet moments' audits of the lock nodes (one"
+        " follows the first round of faults and one comes before the end in any case)",
+    )
     parser.add_argument("--json", type=Path, help="write the report here too")
     options = parser.parse_args(args)
     quiet_logs()
-    report = Chaos(options.seconds, options.seed, options.threads).run()
+    report = Chaos(
+        options.seconds, options.seed, options.threads, quiet_every=options.quiet_every
+    ).run()
     print(report.summary())
     if options.json:
         options.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")

@@ -55,6 +55,7 @@ from .history import (
     LATCH,
     MENAGERIE,
     MUTEX,
+    RECIPES,
     RW,
     SELECTOR,
     SEMAPHORE,
@@ -67,6 +68,7 @@ from .history import (
     log_entry,
     log_path,
 )
+from .quiet import Gate
 
 T = TypeVar("T")
 
@@ -106,8 +108,11 @@ class Contender:
         session_s: float = SESSION_S,
         hold_s: float = 0.004,
         on_enter: Callable[[Hold], None] | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self.who = who
+        self.gate = gate if gate is not None else Gate()
+        self.running = False  # connected, and not yet closing
         self.session_s = session_s
         self.kind = kind
         self.lock, self.exclusive = KINDS[kind]
@@ -144,13 +149,18 @@ class Contender:
     def run(self) -> None:
         try:
             self.connect()
+            self.running = True
             while not self.stop.is_set():
+                self.gate.pass_through(self.who, self.stop)  # parks while a quiet moment lasts
+                if self.stop.is_set():
+                    break
                 try:
                     self.cycle()
                 except Exception as exc:  # a fault surfaced in acquire or release: go on
                     self.errors[type(exc).__name__] += 1
                     self.stop.wait(0.05)
         finally:
+            self.running = False
             self.close()
 
     def cycle(self) -> None:
@@ -203,6 +213,18 @@ class Contender:
         raise NotImplementedError
 
     def close(self) -> None:
+        raise NotImplementedError
+
+    def connected(self) -> bool:
+        """Whether every client of the contender is connected."""
+        raise NotImplementedError
+
+    def clients(self) -> dict[int, str]:
+        """The session id of each client of the contender, and what that client is."""
+        raise NotImplementedError
+
+    def owned(self) -> set[str]:
+        """The lock nodes the contender owns between two cycles: its place in an election."""
         raise NotImplementedError
 
     def acquire(self) -> tuple[str, int] | None:
@@ -263,6 +285,22 @@ class PythonContender(Contender):
 
     def now(self) -> int:
         return time.monotonic_ns()
+
+    def connected(self) -> bool:
+        return bool(self.client.connected)
+
+    def clients(self) -> dict[int, str]:
+        client_id = self.client.client_id
+        return {} if client_id is None else {int(client_id[0]): "kazoo client"}
+
+    def owned(self) -> set[str]:
+        if self.kind == "latch":
+            node = None if self.latch is None else self.latch.our_path
+        elif self.kind == "selector":
+            node = self.selector.our_path
+        else:
+            node = None
+        return set() if node is None else {node}
 
     def session(self) -> tuple[int, bytes]:
         session_id, password = self.client.client_id
@@ -387,6 +425,29 @@ class JavaContender(Contender):
 
     def now(self) -> int:
         return java_nano_time()
+
+    def connected(self) -> bool:
+        peer = self.peer
+        return bool(self.curator.getZookeeperClient().isConnected()) and (
+            peer is None or _connected(peer)
+        )
+
+    def clients(self) -> dict[int, str]:
+        sessions = {session_of(self.curator)[0]: "Curator client"}
+        peer = self.peer
+        if peer is not None:
+            recipe = RECIPES[ZKWRITE if self.kind == "zk-write" else MENAGERIE]
+            sessions[peer.session_id] = f"{recipe} peer #{self.peers_made}"
+        return sessions
+
+    def owned(self) -> set[str]:
+        if self.kind == "latch":
+            node = None if self.latch is None else self.latch.our_path
+        elif self.kind == "selector":
+            node = self.selector.lock_path
+        else:
+            node = None
+        return set() if node is None else {node}
 
     def session(self) -> tuple[int, bytes]:
         """The lock's session: the peer's for another system, else the Curator client's."""
@@ -552,6 +613,14 @@ class JavaContender(Contender):
     def logged(self, hold: Hold) -> bool:
         path = log_path(self.lock, hold.hold_id)
         return retry(lambda: self.curator.checkExists().forPath(path) is not None, Exception)
+
+
+def _connected(peer: SystemPeer) -> bool:
+    """Whether the peer's ZooKeeper handle is connected."""
+    try:
+        return bool(peer.session.zookeeper().getState().isConnected())
+    except Exception:
+        return False
 
 
 def _alive(peer: SystemPeer) -> bool:

@@ -1,6 +1,6 @@
 """The chaos run's faults: session expiry, dropped connections, latency, a member restarted,
 the leader restarted, a worker process killed with SIGKILL; every kind once in a random order,
-then at random."""
+then at random, with quiet moments between (after the first round, then every so often)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,10 @@ class Run(Protocol):
 
     def start_worker(self, language: str) -> ChaosWorker: ...
 
+    def quiet_check(self, when: str) -> None:
+        """Stop every fault, reach a quiet moment and audit the lock nodes there."""
+        ...
+
 
 class FaultDriver:
     """Applies faults to a run's ensemble, proxies, contenders and workers, counting them in
@@ -39,13 +43,23 @@ class FaultDriver:
     def __init__(self, run: Run) -> None:
         self.run = run
 
-    def drive(self, end: float) -> None:
+    def drive(self, end: float, quiet_every: float | None = None) -> None:
+        """Faults until ``end`` (monotonic), and at least one of each kind; a quiet moment
+        after that first round, and then after every ``quiet_every`` seconds of faults (before
+        ``end``)."""
         kinds = list(FAULTS)
         self.run.random.shuffle(kinds)  # every kind once, in a random order, then at random
+        next_quiet = float("inf")  # until the first round is over
+        done = 0
         while kinds or time.monotonic() < end:
             kind = kinds.pop() if kinds else self.run.random.choice(FAULTS)
             getattr(self, f"_fault_{kind}")()
             self.run.faults.counts[kind] += 1
+            done += 1
+            now = time.monotonic()
+            if done == len(FAULTS) or next_quiet <= now < end:
+                self.run.quiet_check(f"after {done} faults")
+                next_quiet = time.monotonic() + quiet_every if quiet_every else float("inf")
             time.sleep(self.run.random.uniform(0.3, 1.0))
 
     def _fault_expire(self) -> None:

@@ -1,6 +1,7 @@
 """One chaos run: a 3-node ensemble behind fault proxies, contender threads and worker
-processes of both languages, the SIGSTOP scenario, the fault driver; then the history, the logs
-and the tree, handed to the pure :func:`~pycurator.testing.chaos.checker.check`."""
+processes of both languages, the SIGSTOP scenario, the fault driver with its quiet moments;
+then the history, the logs, the quiet moments' audits and the tree, handed to the pure
+:func:`~pycurator.testing.chaos.checker.check`."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from pycurator.testing import (
 )
 
 from .checker import Report, check
-from .contenders import CONTENDERS, WORKER_SESSION_S, Contender
+from .contenders import CONTENDERS, SESSION_S, WORKER_SESSION_S, Contender
 from .faults import FaultDriver
 from .history import (
     ELECTIONS,
@@ -36,9 +37,11 @@ from .history import (
     LogEntry,
     Orphans,
     Pause,
+    QuietCheck,
     counter_path,
     log_path,
 )
+from .quiet import Gate, Quiet
 from .workers import ChaosWorker
 
 #: The longest a thread's hold lasts, by kind (a hold lasts between half of it and all of it).
@@ -59,8 +62,11 @@ class Chaos:
 
     ``kinds`` chooses the contender threads (any of :data:`KINDS`: ``mutex``, ``write``,
     ``read``, ``lease``, ``latch``, ``selector``, ``zk-write``, ``menagerie``); a mutex worker
-    process of each language always runs, as the SIGSTOP and SIGKILL faults need one.
-    :meth:`run` returns the :class:`~pycurator.testing.chaos.checker.Report`.
+    process of each language always runs, as the SIGSTOP and SIGKILL faults need one. A quiet
+    moment's audit of the lock nodes (:mod:`~pycurator.testing.chaos.quiet`) follows the first
+    round of faults, then every ``quiet_every`` seconds of faults (None: no more), and comes
+    once more before the end. :meth:`run` returns the
+    :class:`~pycurator.testing.chaos.checker.Report`.
     """
 
     def __init__(
@@ -69,6 +75,8 @@ class Chaos:
         seed: int,
         threads_per_kind: int = 1,
         kinds: Sequence[str] = tuple(KINDS),
+        *,
+        quiet_every: float | None = 30.0,
     ) -> None:
         unknown = sorted(set(kinds) - set(KINDS))
         if unknown:
@@ -86,6 +94,9 @@ class Chaos:
         self.threads: list[threading.Thread] = []
         self.workers: list[ChaosWorker] = []
         self.pauses: list[Pause] = []
+        self.gate = Gate()
+        self.quiet_every = quiet_every
+        self.quiet_checks: list[QuietCheck] = []
 
     def record(self, hold: Hold) -> None:
         with self._holds_lock:
@@ -108,10 +119,18 @@ class Chaos:
             self._prepare()
             self.observer = KazooClient(hosts=self.ensemble.hosts, timeout=10)
             self.observer.start(timeout=60)
+            self.quiet = Quiet(
+                self.observer,
+                self.gate,
+                self.contenders,
+                self.live_workers,
+                session_s=3 * SESSION_S + 10,
+            )
             try:
                 self._start_contenders()
                 self._pause_scenario()
-                FaultDriver(self).drive(time.monotonic() + self.seconds)
+                FaultDriver(self).drive(time.monotonic() + self.seconds, self.quiet_every)
+                self.quiet_check("before the end")
             finally:
                 self._finish()
                 self.observer.stop()
@@ -122,11 +141,7 @@ class Chaos:
         client = KazooClient(hosts=self.ensemble.hosts, timeout=10)
         client.start(timeout=60)
         try:
-            for lock in EXCLUSIVE:
-                client.create(counter_path(lock), b"0", makepath=True)
-                client.ensure_path(f"{ROOT}/log/{lock}")
-            for path in ELECTIONS:
-                client.ensure_path(path)
+            prepare(client)
         finally:
             client.stop()
             client.close()
@@ -136,7 +151,13 @@ class Chaos:
             for n in range(self.threads_per_kind * (2 if kind == "lease" else 1)):
                 who = f"{language[:2]}-{kind}-{n}"
                 contender = CONTENDERS[language](
-                    who, kind, self.hosts, self.stop, self.record, hold_s=HOLD_S[kind]
+                    who,
+                    kind,
+                    self.hosts,
+                    self.stop,
+                    self.record,
+                    hold_s=HOLD_S[kind],
+                    gate=self.gate,
                 )
                 thread = threading.Thread(target=contender.run, name=who)
                 self.contenders.append(contender)
@@ -154,6 +175,15 @@ class Chaos:
 
     def live_workers(self) -> list[ChaosWorker]:
         return [w for w in self.workers if w.alive() and not w.paused.is_set()]
+
+    def quiet_check(self, when: str) -> None:
+        """Stop every fault (heal the proxies, every member serving), then reach a quiet moment
+        and audit the lock nodes there."""
+        for proxy in self.proxies:
+            proxy.latency = 0.0
+            proxy.heal()
+        self.ensemble.wait_serving(list(self.ensemble.members), timeout=90)
+        self.quiet_checks.append(self.quiet.check(when))
 
     def _pause_scenario(self) -> None:
         """SIGSTOP each worker process (one per language) right after it enters the mutex, and
@@ -202,6 +232,7 @@ class Chaos:
 
     def _finish(self) -> None:
         self.stop.set()
+        self.gate.open()
         for proxy in self.proxies:
             proxy.latency = 0.0
             proxy.heal()
@@ -251,9 +282,20 @@ class Chaos:
             faults=self.faults,
             errors=errors,
             pauses=self.pauses,
+            quiet=self.quiet_checks,
             seconds=self.seconds,
             seed=self.seed,
         )
+
+
+def prepare(client: KazooClient) -> None:
+    """Make what contenders need before they start: each exclusive lock's counter and log, and
+    the elections' paths."""
+    for lock in EXCLUSIVE:
+        client.create(counter_path(lock), b"0", makepath=True)
+        client.ensure_path(f"{ROOT}/log/{lock}")
+    for path in ELECTIONS:
+        client.ensure_path(path)
 
 
 def _read_log(client: KazooClient, lock: str) -> dict[str, LogEntry]:
