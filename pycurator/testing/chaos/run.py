@@ -24,8 +24,8 @@ from pycurator.testing import (
 )
 
 from .checker import Report, check
-from .contenders import CONTENDERS, SESSION_S, WORKER_SESSION_S, Contender
-from .faults import FaultDriver
+from .contenders import ASYNC_KINDS, CONTENDERS, SESSION_S, WORKER_SESSION_S, Contender
+from .faults import FAULTS, FaultDriver
 from .history import (
     ELECTIONS,
     EXCLUSIVE,
@@ -43,6 +43,9 @@ from .history import (
 )
 from .quiet import Gate, Quiet
 from .workers import ChaosWorker
+
+#: The languages of the worker processes, and of the contenders unless told otherwise.
+WORKER_LANGUAGES = ("python", "java")
 
 #: The longest a thread's hold lasts, by kind (a hold lasts between half of it and all of it).
 HOLD_S = {
@@ -65,8 +68,11 @@ class Chaos:
     process of each language always runs, as the SIGSTOP and SIGKILL faults need one. A quiet
     moment's audit of the lock nodes (:mod:`~pycurator.testing.chaos.quiet`) follows the first
     round of faults, then every ``quiet_every`` seconds of faults (None: no more), and comes
-    once more before the end. :meth:`run` returns the
-    :class:`~pycurator.testing.chaos.checker.Report`.
+    once more before the end. ``languages`` chooses the contenders of :data:`CONTENDERS`
+    (``asyncio`` ones only for :data:`ASYNC_KINDS`), ``handler`` their kazoo clients' handler
+    (:data:`~pycurator.testing.chaos.contenders.HANDLERS`); ``faults`` and ``gaps`` choose the
+    faults and the seconds between two (:class:`~pycurator.testing.chaos.faults.FaultDriver`).
+    :meth:`run` returns the :class:`~pycurator.testing.chaos.checker.Report`.
     """
 
     def __init__(
@@ -77,11 +83,21 @@ class Chaos:
         kinds: Sequence[str] = tuple(KINDS),
         *,
         quiet_every: float | None = 30.0,
+        faults: Sequence[str] = FAULTS,
+        gaps: tuple[float, float] = (0.3, 1.0),
+        languages: Sequence[str] = WORKER_LANGUAGES,
+        handler: str = "threading",
     ) -> None:
         unknown = sorted(set(kinds) - set(KINDS))
         if unknown:
             raise ValueError(f"unknown contender kinds {unknown}; choose from {sorted(KINDS)}")
+        unknown = sorted(set(languages) - set(CONTENDERS))
+        if unknown:
+            raise ValueError(f"unknown languages {unknown}; choose from {sorted(CONTENDERS)}")
+        self.languages = tuple(languages)
+        self.handler = handler
         self.kinds = tuple(kinds)
+        self.driver = FaultDriver(self, faults, gaps)
         self.seconds = seconds
         self.random = random.Random(seed)
         self.seed = seed
@@ -129,7 +145,7 @@ class Chaos:
             try:
                 self._start_contenders()
                 self._pause_scenario()
-                FaultDriver(self).drive(time.monotonic() + self.seconds, self.quiet_every)
+                self.driver.drive(time.monotonic() + self.seconds, self.quiet_every)
                 self.quiet_check("before the end")
             finally:
                 self._finish()
@@ -147,7 +163,9 @@ class Chaos:
             client.close()
 
     def _start_contenders(self) -> None:
-        for language, kind in itertools.product(CONTENDERS, self.kinds):
+        for language, kind in itertools.product(self.languages, self.kinds):
+            if language == "asyncio" and kind not in ASYNC_KINDS:
+                continue
             for n in range(self.threads_per_kind * (2 if kind == "lease" else 1)):
                 who = f"{language[:2]}-{kind}-{n}"
                 contender = CONTENDERS[language](
@@ -158,12 +176,13 @@ class Chaos:
                     self.record,
                     hold_s=HOLD_S[kind],
                     gate=self.gate,
+                    handler=self.handler,
                 )
                 thread = threading.Thread(target=contender.run, name=who)
                 self.contenders.append(contender)
                 self.threads.append(thread)
                 thread.start()
-        for language in CONTENDERS:
+        for language in WORKER_LANGUAGES:
             self.start_worker(language)
 
     def start_worker(self, language: str) -> ChaosWorker:
