@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from pycurator.testing import ClientFactory, eventually, start_jvm
+from pycurator.testing import ClientFactory, ephemerals_by_session, eventually, start_jvm
 from pycurator.testing.chaos import (
     CONTENDERS,
     EXCLUSIVE,
@@ -33,7 +33,7 @@ from pycurator.testing.chaos import (
     check,
 )
 from pycurator.testing.chaos import Faults as FaultLog
-from pycurator.testing.chaos.history import MUTEX, RW, SELECTOR, SEMAPHORE, Outcome
+from pycurator.testing.chaos.history import MUTEX, ROOT, RW, SELECTOR, SEMAPHORE, Outcome
 from pycurator.testing.chaos.quiet import Client, classify
 from pycurator.testing.chaos.run import prepare
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
@@ -214,7 +214,14 @@ def test_a_quiet_moment_names_each_live_orphan_of_either_language(
         every = [contender.who for contender in contenders.all]
         eventually(lambda: all(contenders.held(who) for who in every), 60, "each has held")
         observer = zk_client_factory(hosts=chaos_hosts)
-        quiet = Quiet(observer, contenders.gate, contenders.all, session_s=5, grace_s=1)
+        quiet = Quiet(
+            observer,
+            contenders.gate,
+            contenders.all,
+            session_s=5,
+            grace_s=1,
+            ephemerals=lambda: _ephemerals(chaos_hosts),
+        )
 
         clean = quiet.check("with no orphan")
         assert clean.reached and clean.live_orphans == [], clean
@@ -234,9 +241,14 @@ def test_a_quiet_moment_names_each_live_orphan_of_either_language(
             .withMode(_ephemeral_sequential())
             .forPath(f"{SEMAPHORE}/leases/_c_{uuid.uuid4()}-lease-")
         )
-        found = quiet.check("with two planted")
+        # and one where no recipe of the run makes nodes: the servers' dump shows it
+        astray = mutex.client.create(
+            f"{ROOT}/astray/_c_{uuid.uuid4()}-lock-", ephemeral=True, sequence=True, makepath=True
+        )
+        found = quiet.check("with three planted")
         assert found.reached, found
         assert found.live_orphans == [
+            LiveOrphan(astray, kazoo_session, "no recipe's path", "py-mutex-0", "kazoo client"),
             LiveOrphan(planted, kazoo_session, "InterProcessMutex", "py-mutex-0", "kazoo client"),
             LiveOrphan(
                 java_planted,
@@ -252,10 +264,18 @@ def test_a_quiet_moment_names_each_live_orphan_of_either_language(
     report = _report([], {}, quiet=[clean, found])
     assert not report.ok
     assert (
-        f"quiet moment with two planted: live orphan {planted} (InterProcessMutex) in session"
+        f"quiet moment with three planted: live orphan {planted} (InterProcessMutex) in session"
         f" {kazoo_session:#x} of py-mutex-0's kazoo client, which owns no such node"
     ) in report.summary().splitlines()
     assert _report([], {}, quiet=[clean]).ok
+
+
+def _ephemerals(hosts: str) -> dict[str, list[str]]:
+    """The servers' ephemeral nodes under the chaos run's root, by session, as ``hosts``'s
+    chroot sees them."""
+    server, chroot = hosts.split("/", 1)
+    found = ephemerals_by_session(server, under=f"/{chroot}{ROOT}")
+    return {s: [path.removeprefix(f"/{chroot}") for path in paths] for s, paths in found.items()}
 
 
 def _ephemeral_sequential() -> object:

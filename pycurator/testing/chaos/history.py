@@ -77,9 +77,9 @@ RECIPES = {
 
 def recipe_of(node: str) -> str:
     """The recipe a lock node under :data:`LOCK_PATHS` belongs to (the read/write lock's side
-    named by its node's name), or ``"?"`` for a node elsewhere."""
+    named by its node's name), or ``"no recipe's path"`` for a node elsewhere."""
     parent, _, name = node.rpartition("/")
-    recipe = RECIPES.get(parent, "?")
+    recipe = RECIPES.get(parent, "no recipe's path")
     if parent == RW:
         side = "read" if READ_LOCK_NAME in name else "write" if WRITE_LOCK_NAME in name else "?"
         recipe = f"{recipe} ({side})"

@@ -150,7 +150,10 @@ class Quiet:
     gate; ``contenders``: the contender threads, ``running`` or not; ``workers()``: the worker
     processes alive now, each with ``park()``, ``parked(deadline)`` and ``go()``. Bounds:
     ``park_s`` for parking and connecting, ``session_s`` for nodes of sessions the run does not
-    know to go, ``grace_s`` for unowned nodes of the run's sessions to go.
+    know to go, ``grace_s`` for unowned nodes of the run's sessions to go. ``ephemerals()``,
+    if given, says which ephemeral nodes the servers have by session (hex id -> paths, as
+    :func:`~pycurator.testing.ephemerals_by_session` does): those outside ``paths`` are
+    audited too, as a node a recipe made in the wrong place.
     """
 
     def __init__(
@@ -164,6 +167,7 @@ class Quiet:
         session_s: float = 20.0,
         grace_s: float = 10.0,
         paths: Sequence[str] = LOCK_PATHS,
+        ephemerals: Callable[[], Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
         self.observer = observer
         self.gate = gate
@@ -173,6 +177,7 @@ class Quiet:
         self.session_s = session_s
         self.grace_s = grace_s
         self.paths = paths
+        self.ephemerals = ephemerals
 
     def check(self, when: str) -> QuietCheck:
         """Park everyone, audit, let everyone go on; the audit's record."""
@@ -225,6 +230,9 @@ class Quiet:
             }
             owned = set().union(*(p.owned() for p in participants))
             nodes = lock_nodes(self.observer, self.paths)
+            if self.ephemerals is not None:  # and any node of a recipe that went astray
+                for session, paths in self.ephemerals().items():
+                    nodes.update(dict.fromkeys(set(paths) - set(nodes), int(session, 16)))
             orphans, strangers = classify(nodes, clients, owned)
             now = time.monotonic()
             if (not orphans or now > grace_end) and (not strangers or now > strangers_end):

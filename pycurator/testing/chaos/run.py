@@ -141,6 +141,7 @@ class Chaos:
                 self.contenders,
                 self.live_workers,
                 session_s=3 * SESSION_S + 10,
+                ephemerals=lambda: ephemerals_by_session(self.ensemble.hosts, under=ROOT),
             )
             try:
                 self._start_contenders()
