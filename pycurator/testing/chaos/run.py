@@ -24,7 +24,14 @@ from pycurator.testing import (
 )
 
 from .checker import Report, check
-from .contenders import ASYNC_KINDS, CONTENDERS, SESSION_S, WORKER_SESSION_S, Contender
+from .contenders import (
+    ASYNC_KINDS,
+    CONTENDERS,
+    HANDLERS,
+    SESSION_S,
+    WORKER_SESSION_S,
+    Contender,
+)
 from .faults import FAULTS, FaultDriver
 from .history import (
     ELECTIONS,
@@ -94,6 +101,8 @@ class Chaos:
         unknown = sorted(set(languages) - set(CONTENDERS))
         if unknown:
             raise ValueError(f"unknown languages {unknown}; choose from {sorted(CONTENDERS)}")
+        if handler not in HANDLERS:
+            raise ValueError(f"unknown handler {handler!r}; choose from {list(HANDLERS)}")
         self.languages = tuple(languages)
         self.handler = handler
         self.kinds = tuple(kinds)
