@@ -6,8 +6,8 @@ hold) is recorded on one monotonic clock and the merged history is checked.
 
 ``python -m pycurator.testing.chaos --seconds 300 --seed 7`` runs it on an embedded ensemble and
 prints a summary; ``interop/test_chaos.py`` runs a short one. Its parts: :mod:`.history` (the
-records), :mod:`.contenders`, :mod:`.workers` (processes), :mod:`.faults`, :mod:`.checker`
-(pure) and :mod:`.run`.
+records), :mod:`.contenders`, :mod:`.workers` (processes), :mod:`.faults`, :mod:`.quiet` (the
+quiet moments' audit of lock nodes), :mod:`.checker` (pure) and :mod:`.run`.
 
 Every hold ends with a *fence*: one transaction that checks the holder's node exists and, for an
 exclusive hold, increments the lock's counter and records the new value under the lock's log.
@@ -20,6 +20,11 @@ behind, so a node first when its term began and still there at its fence was fir
 two fenced terms that overlap are two non-stale leaders at once. Java's ``System.nanoTime()``
 and Python's ``time.monotonic_ns()`` read the same clock on Linux, so one history merges both
 languages.
+
+At quiet moments during the run and before its end (faults stopped, every contender parked
+between two cycles, every client connected), every lock node must belong to a holder or waiter
+the run knows of: a node of a live session that no contender owns is a *live orphan*, left for
+as long as that session lives, and fails the run (:mod:`.quiet`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,18 @@ from __future__ import annotations
 from .checker import CounterReport, PauseReport, Report, check
 from .contenders import CONTENDERS, Contender, JavaContender, PythonContender
 from .faults import FAULTS, FaultDriver
-from .history import EXCLUSIVE, KINDS, Faults, Hold, LogEntry, Orphans, Pause
+from .history import (
+    EXCLUSIVE,
+    KINDS,
+    Faults,
+    Hold,
+    LiveOrphan,
+    LogEntry,
+    Orphans,
+    Pause,
+    QuietCheck,
+)
+from .quiet import Gate, Quiet
 from .run import Chaos
 
 __all__ = [
@@ -40,13 +56,17 @@ __all__ = [
     "CounterReport",
     "FaultDriver",
     "Faults",
+    "Gate",
     "Hold",
     "JavaContender",
+    "LiveOrphan",
     "LogEntry",
     "Orphans",
     "Pause",
     "PauseReport",
     "PythonContender",
+    "Quiet",
+    "QuietCheck",
     "Report",
     "check",
 ]

@@ -20,6 +20,7 @@ from .history import (
     LogEntry,
     Orphans,
     Pause,
+    QuietCheck,
 )
 
 
@@ -67,6 +68,7 @@ class Report:
     orphans: Orphans
     pauses: list[PauseReport]
     resolved: list[Hold]
+    quiet: list[QuietCheck] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -77,7 +79,17 @@ class Report:
             and self.stale == self.stale_rejected
             and not self.orphans.tree
             and not self.orphans.dump
+            and all(q.reached and not q.live_orphans for q in self.quiet)
         )
+
+    @property
+    def live_orphans(self) -> list[str]:
+        """Each live orphan of every quiet moment, and each moment not reached, as a line."""
+        lines = []
+        for quiet in self.quiet:
+            lines += [f"quiet moment {quiet.when}: {problem}" for problem in quiet.problems]
+            lines += [f"quiet moment {quiet.when}: {orphan}" for orphan in quiet.live_orphans]
+        return lines
 
     def to_json(self) -> dict[str, Any]:
         """The report as plain JSON types (without the resolved history)."""
@@ -89,6 +101,7 @@ class Report:
         fields["counters"] = {lock: dataclasses.asdict(c) for lock, c in self.counters.items()}
         fields["orphans"] = dataclasses.asdict(self.orphans)
         fields["pauses"] = [dataclasses.asdict(p) for p in self.pauses]
+        fields["quiet"] = [dataclasses.asdict(q) for q in self.quiet]
         fields["ok"] = self.ok
         return fields
 
@@ -117,6 +130,12 @@ class Report:
             f"orphans: {len(self.orphans.tree)} in the tree,"
             f" {sum(len(p) for p in self.orphans.dump.values())} in the servers' dump",
         ]
+        for quiet in self.quiet:
+            reached = f"reached in {quiet.seconds:.1f} s" if quiet.reached else "NOT reached"
+            lines.append(
+                f"quiet moment {quiet.when}: {reached}; {quiet.nodes} lock nodes, {quiet.owned}"
+                f" owned by election participants, live orphans: {len(quiet.live_orphans)}"
+            )
         for pause in self.pauses:
             lines.append(
                 f"SIGSTOP: {pause.worker} paused in hold {pause.hold_id} for"
@@ -126,6 +145,7 @@ class Report:
             )
         lines.extend(self.violations[:10])
         lines.extend(self.counter_problems[:10])
+        lines.extend(self.live_orphans[:20])
         lines.append("OK" if self.ok else "FAILED")
         return "\n".join(lines)
 
@@ -171,6 +191,7 @@ def check(
     faults: Faults,
     errors: Counter[str],
     pauses: Sequence[Pause],
+    quiet: Sequence[QuietCheck] = (),
     seconds: float,
     seed: int,
 ) -> Report:
@@ -244,6 +265,7 @@ def check(
         orphans=orphans,
         pauses=pause_reports,
         resolved=resolved,
+        quiet=list(quiet),
     )
 
 

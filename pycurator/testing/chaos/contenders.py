@@ -4,6 +4,7 @@ ZooKeeper's WriteLock and menagerie's lock through its peers of those systems)."
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import logging
@@ -32,9 +33,11 @@ from pycurator import (
     LeaderSelector,
     Leadership,
     LockLostError,
+    aio,
     menagerie,
     zkrecipes,
 )
+from pycurator.handlers import FastThreadingHandler
 from pycurator.testing import (
     STEADY_RECONNECT,
     JavaLatch,
@@ -55,6 +58,7 @@ from .history import (
     LATCH,
     MENAGERIE,
     MUTEX,
+    RECIPES,
     RW,
     SELECTOR,
     SEMAPHORE,
@@ -67,9 +71,13 @@ from .history import (
     log_entry,
     log_path,
 )
+from .quiet import Gate
 
 T = TypeVar("T")
 
+#: The kazoo handlers a Python contender's client can have: kazoo's own, or pycurator's
+#: :class:`~pycurator.handlers.FastThreadingHandler`.
+HANDLERS = ("threading", "fast")
 RETRYABLE = (ConnectionLoss, OperationTimeoutError, SessionExpiredError)
 #: Session timeouts: contender threads, and worker processes (which are paused past theirs).
 SESSION_S = 4.0
@@ -106,8 +114,15 @@ class Contender:
         session_s: float = SESSION_S,
         hold_s: float = 0.004,
         on_enter: Callable[[Hold], None] | None = None,
+        gate: Gate | None = None,
+        handler: str = "threading",
     ) -> None:
+        if handler not in HANDLERS:
+            raise ValueError(f"unknown handler {handler!r}; choose from {HANDLERS}")
         self.who = who
+        self.handler = handler
+        self.gate = gate if gate is not None else Gate()
+        self.running = False  # connected, and not yet closing
         self.session_s = session_s
         self.kind = kind
         self.lock, self.exclusive = KINDS[kind]
@@ -144,37 +159,50 @@ class Contender:
     def run(self) -> None:
         try:
             self.connect()
+            self.running = True
             while not self.stop.is_set():
+                self.gate.pass_through(self.who, self.stop)  # parks while a quiet moment lasts
+                if self.stop.is_set():
+                    break
                 try:
                     self.cycle()
                 except Exception as exc:  # a fault surfaced in acquire or release: go on
                     self.errors[type(exc).__name__] += 1
                     self.stop.wait(0.05)
         finally:
+            self.running = False
             self.close()
 
     def cycle(self) -> None:
         held = self.acquire()
         if held is None:
             return
-        hold = Hold(
-            f"{self.who}-{next(self._ids)}",
-            self.who,
-            self.language,
-            self.lock,
-            self.exclusive,
-            *held,
-            enter_ns=self.now(),
-        )
+        hold = self.entered(held)
         try:
             if self.on_enter is not None:
                 self.on_enter(hold)
-            self.stop.wait(self._random.uniform(self.hold_s / 2, self.hold_s))
+            self.stop.wait(self.hold_time())
             self.fence(hold)
         finally:
-            hold.exit_ns = self.now()
-            self.record(hold)
+            self.left(hold)
             self.release()
+
+    def entered(self, held: tuple[str, int]) -> Hold:
+        """The record of a hold just entered with ``held`` (our node and its token)."""
+        node, token = held
+        hold_id = f"{self.who}-{next(self._ids)}"
+        return Hold(
+            hold_id, self.who, self.language, self.lock, self.exclusive, node, token, self.now()
+        )
+
+    def hold_time(self) -> float:
+        """How long the next hold lasts before its fence."""
+        return self._random.uniform(self.hold_s / 2, self.hold_s)
+
+    def left(self, hold: Hold) -> None:
+        """Record ``hold`` as it ends."""
+        hold.exit_ns = self.now()
+        self.record(hold)
 
     def fence(self, hold: Hold) -> None:
         """Commit the hold's fence, or learn that ZooKeeper rejected it (or give up after a
@@ -205,6 +233,18 @@ class Contender:
     def close(self) -> None:
         raise NotImplementedError
 
+    def connected(self) -> bool:
+        """Whether every client of the contender is connected."""
+        raise NotImplementedError
+
+    def clients(self) -> dict[int, str]:
+        """The session id of each client of the contender, and what that client is."""
+        raise NotImplementedError
+
+    def owned(self) -> set[str]:
+        """The lock nodes the contender owns between two cycles: its place in an election."""
+        raise NotImplementedError
+
     def acquire(self) -> tuple[str, int] | None:
         """Our node and its czxid once held, or None after a timeout."""
         raise NotImplementedError
@@ -225,14 +265,19 @@ class Contender:
 class PythonContender(Contender):
     language = "python"
 
-    def connect(self) -> None:
+    def start_client(self) -> None:
         self.client = KazooClient(
             hosts=self.hosts,
             timeout=self.session_s,
             connection_retry=STEADY_RECONNECT,
+            handler=FastThreadingHandler() if self.handler == "fast" else None,
         )
         self.client.start(timeout=60)
         self.latch: LeaderLatch | None = None
+        self.lease: Any = None
+
+    def connect(self) -> None:
+        self.start_client()
         if self.kind == "mutex":
             self.mutex: Any = InterProcessMutex(self.client, MUTEX)
         elif self.kind == "lease":
@@ -249,7 +294,6 @@ class PythonContender(Contender):
         elif self.kind != "latch":
             rw = InterProcessReadWriteLock(self.client, RW)
             self.mutex = rw.write_lock() if self.kind == "write" else rw.read_lock()
-        self.lease: Any = None
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -263,6 +307,22 @@ class PythonContender(Contender):
 
     def now(self) -> int:
         return time.monotonic_ns()
+
+    def connected(self) -> bool:
+        return bool(self.client.connected)
+
+    def clients(self) -> dict[int, str]:
+        client_id = self.client.client_id
+        return {} if client_id is None else {int(client_id[0]): "kazoo client"}
+
+    def owned(self) -> set[str]:
+        if self.kind == "latch":
+            node = None if self.latch is None else self.latch.our_path
+        elif self.kind == "selector":
+            node = self.selector.our_path
+        else:
+            node = None
+        return set() if node is None else {node}
 
     def session(self) -> tuple[int, bytes]:
         session_id, password = self.client.client_id
@@ -339,6 +399,70 @@ class PythonContender(Contender):
         return retry(lambda: self.client.exists(path) is not None, RETRYABLE)
 
 
+class AsyncContender(PythonContender):
+    """pycurator's asyncio recipes (:mod:`pycurator.aio`) on a loop of the contender's own, in
+    its thread: one task takes the lock again and again (an asyncio lock is held per task);
+    the gate, the fence and the client's start run on worker threads, so that the loop goes on
+    serving the recipes' background work meanwhile. Kinds: :data:`ASYNC_KINDS`."""
+
+    language = "asyncio"
+
+    def run(self) -> None:
+        if self.kind not in ASYNC_KINDS:
+            raise ValueError(f"no asyncio contender of kind {self.kind!r}; choose {ASYNC_KINDS}")
+        asyncio.run(self._run())
+
+    async def _run(self) -> None:
+        try:
+            await asyncio.to_thread(self.start_client)
+            self.connect()
+            self.running = True
+            while not self.stop.is_set():
+                await asyncio.to_thread(self.gate.pass_through, self.who, self.stop)
+                if self.stop.is_set():
+                    break
+                try:
+                    await self._cycle()
+                except Exception as exc:  # a fault surfaced in acquire or release: go on
+                    self.errors[type(exc).__name__] += 1
+                    await asyncio.sleep(0.05)
+        finally:
+            self.running = False
+            await asyncio.to_thread(self.close)
+
+    def connect(self) -> None:
+        """The recipes, on the loop (the client is started)."""
+        if self.kind == "mutex":
+            self.mutex = aio.InterProcessMutex(self.client, MUTEX)
+        elif self.kind == "lease":
+            self.leases = aio.InterProcessSemaphoreV2(self.client, SEMAPHORE, SEMAPHORE_MAX)
+        else:
+            rw = aio.InterProcessReadWriteLock(self.client, RW)
+            self.mutex = rw.write_lock() if self.kind == "write" else rw.read_lock()
+
+    async def _cycle(self) -> None:
+        if self.kind == "lease":
+            self.lease = await self.leases.acquire(timeout=2)
+            held = None if self.lease is None else (self.lease.path, self.lease.fencing_token)
+        elif await self.mutex.acquire(timeout=2):
+            held = self.mutex.lock_path, self.mutex.fencing_token
+        else:
+            held = None
+        if held is None:
+            return
+        hold = self.entered(held)
+        try:
+            await asyncio.sleep(self.hold_time())
+            await asyncio.to_thread(self.fence, hold)
+        finally:
+            self.left(hold)
+            await (self.lease.close() if self.kind == "lease" else self.mutex.release())
+
+
+#: The kinds of :class:`AsyncContender`: the locks of the run that pycurator's asyncio recipes
+#: take (the elections and the other systems' locks stay threaded).
+ASYNC_KINDS = ("mutex", "write", "read", "lease")
+
 #: A Java contender's peer of another lock system.
 SystemPeer = JavaZkRecipesWriteLock | JavaReentrantZkLock
 
@@ -387,6 +511,29 @@ class JavaContender(Contender):
 
     def now(self) -> int:
         return java_nano_time()
+
+    def connected(self) -> bool:
+        peer = self.peer
+        return bool(self.curator.getZookeeperClient().isConnected()) and (
+            peer is None or _connected(peer)
+        )
+
+    def clients(self) -> dict[int, str]:
+        sessions = {session_of(self.curator)[0]: "Curator client"}
+        peer = self.peer
+        if peer is not None:
+            recipe = RECIPES[ZKWRITE if self.kind == "zk-write" else MENAGERIE]
+            sessions[peer.session_id] = f"{recipe} peer #{self.peers_made}"
+        return sessions
+
+    def owned(self) -> set[str]:
+        if self.kind == "latch":
+            node = None if self.latch is None else self.latch.our_path
+        elif self.kind == "selector":
+            node = self.selector.lock_path
+        else:
+            node = None
+        return set() if node is None else {node}
 
     def session(self) -> tuple[int, bytes]:
         """The lock's session: the peer's for another system, else the Curator client's."""
@@ -554,6 +701,14 @@ class JavaContender(Contender):
         return retry(lambda: self.curator.checkExists().forPath(path) is not None, Exception)
 
 
+def _connected(peer: SystemPeer) -> bool:
+    """Whether the peer's ZooKeeper handle is connected."""
+    try:
+        return bool(peer.session.zookeeper().getState().isConnected())
+    except Exception:
+        return False
+
+
 def _alive(peer: SystemPeer) -> bool:
     """Whether the peer's ZooKeeper handle is alive (not closed, its session not expired)."""
     try:
@@ -562,7 +717,13 @@ def _alive(peer: SystemPeer) -> bool:
         return False
 
 
-CONTENDERS: dict[str, type[Contender]] = {"python": PythonContender, "java": JavaContender}
+#: The contenders by language: pycurator's threaded recipes, Java's, and pycurator's asyncio
+#: recipes (not in a run unless asked for).
+CONTENDERS: dict[str, type[Contender]] = {
+    "python": PythonContender,
+    "java": JavaContender,
+    "asyncio": AsyncContender,
+}
 
 
 def quiet_logs() -> None:

@@ -6,7 +6,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from pycurator._protocol.wire import SEMAPHORE_LEASE_PARENT, SEMAPHORE_LOCK_PARENT
+from pycurator._protocol.wire import (
+    READ_LOCK_NAME,
+    SEMAPHORE_LEASE_PARENT,
+    SEMAPHORE_LOCK_PARENT,
+    WRITE_LOCK_NAME,
+)
 
 ROOT = "/chaos"
 MUTEX = f"{ROOT}/mutex"
@@ -56,6 +61,30 @@ LOCK_PATHS = (
     ZKWRITE,
     MENAGERIE,
 )
+
+#: The recipe whose nodes live under each of :data:`LOCK_PATHS`, as a live orphan names it.
+RECIPES = {
+    MUTEX: "InterProcessMutex",
+    RW: "InterProcessReadWriteLock",
+    f"{SEMAPHORE}/{SEMAPHORE_LEASE_PARENT}": "InterProcessSemaphoreV2 (lease)",
+    f"{SEMAPHORE}/{SEMAPHORE_LOCK_PARENT}": "InterProcessSemaphoreV2 (its lock)",
+    LATCH: "LeaderLatch",
+    SELECTOR: "LeaderSelector",
+    ZKWRITE: "ZooKeeper's WriteLock",
+    MENAGERIE: "menagerie's ReentrantZkLock",
+}
+
+
+def recipe_of(node: str) -> str:
+    """The recipe a lock node under :data:`LOCK_PATHS` belongs to (the read/write lock's side
+    named by its node's name), or ``"no recipe's path"`` for a node elsewhere."""
+    parent, _, name = node.rpartition("/")
+    recipe = RECIPES.get(parent, "no recipe's path")
+    if parent == RW:
+        side = "read" if READ_LOCK_NAME in name else "write" if WRITE_LOCK_NAME in name else "?"
+        recipe = f"{recipe} ({side})"
+    return recipe
+
 
 #: fenced (committed), rejected (node gone), unknown (no answer), killed (before its record).
 Outcome = Literal["fenced", "rejected", "unknown", "killed"]
@@ -111,6 +140,44 @@ class Orphans:
 
     tree: list[str] = field(default_factory=list)
     dump: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LiveOrphan:
+    """A lock node found at a quiet moment in a session that lives on, that no holder or waiter
+    of the run owns: nobody will delete it until that session ends, and every contender of its
+    lock waits behind it meanwhile. ``who`` and ``client`` name the contender (or worker) and
+    which of its clients is in that session; both are empty for a session no client of the run
+    is in."""
+
+    node: str
+    session: int
+    recipe: str
+    who: str
+    client: str
+
+    def __str__(self) -> str:
+        owner = f"{self.who}'s {self.client}" if self.who else "no client of the run"
+        return (
+            f"live orphan {self.node} ({self.recipe}) in session {self.session:#x}"
+            f" of {owner}, which owns no such node"
+        )
+
+
+@dataclass
+class QuietCheck:
+    """One audit of lock nodes at a quiet moment (see :mod:`pycurator.testing.chaos.quiet`):
+    when, whether the moment was reached within its bounds (``problems`` say why not), how
+    long it took, how many lock nodes were there and how many of them a holder or waiter
+    owned, and the live orphans."""
+
+    when: str
+    reached: bool
+    seconds: float
+    nodes: int
+    owned: int
+    live_orphans: list[LiveOrphan] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """One chaos run: a 3-node ensemble behind fault proxies, contender threads and worker
-processes of both languages, the SIGSTOP scenario, the fault driver; then the history, the logs
-and the tree, handed to the pure :func:`~pycurator.testing.chaos.checker.check`."""
+processes of both languages, the SIGSTOP scenario, the fault driver with its quiet moments;
+then the history, the logs, the quiet moments' audits and the tree, handed to the pure
+:func:`~pycurator.testing.chaos.checker.check`."""
 
 from __future__ import annotations
 
@@ -23,8 +24,15 @@ from pycurator.testing import (
 )
 
 from .checker import Report, check
-from .contenders import CONTENDERS, WORKER_SESSION_S, Contender
-from .faults import FaultDriver
+from .contenders import (
+    ASYNC_KINDS,
+    CONTENDERS,
+    HANDLERS,
+    SESSION_S,
+    WORKER_SESSION_S,
+    Contender,
+)
+from .faults import FAULTS, FaultDriver
 from .history import (
     ELECTIONS,
     EXCLUSIVE,
@@ -36,10 +44,15 @@ from .history import (
     LogEntry,
     Orphans,
     Pause,
+    QuietCheck,
     counter_path,
     log_path,
 )
+from .quiet import Gate, Quiet
 from .workers import ChaosWorker
+
+#: The languages of the worker processes, and of the contenders unless told otherwise.
+WORKER_LANGUAGES = ("python", "java")
 
 #: The longest a thread's hold lasts, by kind (a hold lasts between half of it and all of it).
 HOLD_S = {
@@ -59,7 +72,13 @@ class Chaos:
 
     ``kinds`` chooses the contender threads (any of :data:`KINDS`: ``mutex``, ``write``,
     ``read``, ``lease``, ``latch``, ``selector``, ``zk-write``, ``menagerie``); a mutex worker
-    process of each language always runs, as the SIGSTOP and SIGKILL faults need one.
+    process of each language always runs, as the SIGSTOP and SIGKILL faults need one. A quiet
+    moment's audit of the lock nodes (:mod:`~pycurator.testing.chaos.quiet`) follows the first
+    round of faults, then every ``quiet_every`` seconds of faults (None: no more), and comes
+    once more before the end. ``languages`` chooses the contenders of :data:`CONTENDERS`
+    (``asyncio`` ones only for :data:`ASYNC_KINDS`), ``handler`` their kazoo clients' handler
+    (:data:`~pycurator.testing.chaos.contenders.HANDLERS`); ``faults`` and ``gaps`` choose the
+    faults and the seconds between two (:class:`~pycurator.testing.chaos.faults.FaultDriver`).
     :meth:`run` returns the :class:`~pycurator.testing.chaos.checker.Report`.
     """
 
@@ -69,11 +88,25 @@ class Chaos:
         seed: int,
         threads_per_kind: int = 1,
         kinds: Sequence[str] = tuple(KINDS),
+        *,
+        quiet_every: float | None = 30.0,
+        faults: Sequence[str] = FAULTS,
+        gaps: tuple[float, float] = (0.3, 1.0),
+        languages: Sequence[str] = WORKER_LANGUAGES,
+        handler: str = "threading",
     ) -> None:
         unknown = sorted(set(kinds) - set(KINDS))
         if unknown:
             raise ValueError(f"unknown contender kinds {unknown}; choose from {sorted(KINDS)}")
+        unknown = sorted(set(languages) - set(CONTENDERS))
+        if unknown:
+            raise ValueError(f"unknown languages {unknown}; choose from {sorted(CONTENDERS)}")
+        if handler not in HANDLERS:
+            raise ValueError(f"unknown handler {handler!r}; choose from {list(HANDLERS)}")
+        self.languages = tuple(languages)
+        self.handler = handler
         self.kinds = tuple(kinds)
+        self.driver = FaultDriver(self, faults, gaps)
         self.seconds = seconds
         self.random = random.Random(seed)
         self.seed = seed
@@ -86,6 +119,9 @@ class Chaos:
         self.threads: list[threading.Thread] = []
         self.workers: list[ChaosWorker] = []
         self.pauses: list[Pause] = []
+        self.gate = Gate()
+        self.quiet_every = quiet_every
+        self.quiet_checks: list[QuietCheck] = []
 
     def record(self, hold: Hold) -> None:
         with self._holds_lock:
@@ -108,10 +144,19 @@ class Chaos:
             self._prepare()
             self.observer = KazooClient(hosts=self.ensemble.hosts, timeout=10)
             self.observer.start(timeout=60)
+            self.quiet = Quiet(
+                self.observer,
+                self.gate,
+                self.contenders,
+                self.live_workers,
+                session_s=3 * SESSION_S + 10,
+                ephemerals=lambda: ephemerals_by_session(self.ensemble.hosts, under=ROOT),
+            )
             try:
                 self._start_contenders()
                 self._pause_scenario()
-                FaultDriver(self).drive(time.monotonic() + self.seconds)
+                self.driver.drive(time.monotonic() + self.seconds, self.quiet_every)
+                self.quiet_check("before the end")
             finally:
                 self._finish()
                 self.observer.stop()
@@ -122,27 +167,32 @@ class Chaos:
         client = KazooClient(hosts=self.ensemble.hosts, timeout=10)
         client.start(timeout=60)
         try:
-            for lock in EXCLUSIVE:
-                client.create(counter_path(lock), b"0", makepath=True)
-                client.ensure_path(f"{ROOT}/log/{lock}")
-            for path in ELECTIONS:
-                client.ensure_path(path)
+            prepare(client)
         finally:
             client.stop()
             client.close()
 
     def _start_contenders(self) -> None:
-        for language, kind in itertools.product(CONTENDERS, self.kinds):
+        for language, kind in itertools.product(self.languages, self.kinds):
+            if language == "asyncio" and kind not in ASYNC_KINDS:
+                continue
             for n in range(self.threads_per_kind * (2 if kind == "lease" else 1)):
                 who = f"{language[:2]}-{kind}-{n}"
                 contender = CONTENDERS[language](
-                    who, kind, self.hosts, self.stop, self.record, hold_s=HOLD_S[kind]
+                    who,
+                    kind,
+                    self.hosts,
+                    self.stop,
+                    self.record,
+                    hold_s=HOLD_S[kind],
+                    gate=self.gate,
+                    handler=self.handler,
                 )
                 thread = threading.Thread(target=contender.run, name=who)
                 self.contenders.append(contender)
                 self.threads.append(thread)
                 thread.start()
-        for language in CONTENDERS:
+        for language in WORKER_LANGUAGES:
             self.start_worker(language)
 
     def start_worker(self, language: str) -> ChaosWorker:
@@ -154,6 +204,15 @@ class Chaos:
 
     def live_workers(self) -> list[ChaosWorker]:
         return [w for w in self.workers if w.alive() and not w.paused.is_set()]
+
+    def quiet_check(self, when: str) -> None:
+        """Stop every fault (heal the proxies, every member serving), then reach a quiet moment
+        and audit the lock nodes there."""
+        for proxy in self.proxies:
+            proxy.latency = 0.0
+            proxy.heal()
+        self.ensemble.wait_serving(list(self.ensemble.members), timeout=90)
+        self.quiet_checks.append(self.quiet.check(when))
 
     def _pause_scenario(self) -> None:
         """SIGSTOP each worker process (one per language) right after it enters the mutex, and
@@ -202,6 +261,7 @@ class Chaos:
 
     def _finish(self) -> None:
         self.stop.set()
+        self.gate.open()
         for proxy in self.proxies:
             proxy.latency = 0.0
             proxy.heal()
@@ -251,9 +311,20 @@ class Chaos:
             faults=self.faults,
             errors=errors,
             pauses=self.pauses,
+            quiet=self.quiet_checks,
             seconds=self.seconds,
             seed=self.seed,
         )
+
+
+def prepare(client: KazooClient) -> None:
+    """Make what contenders need before they start: each exclusive lock's counter and log, and
+    the elections' paths."""
+    for lock in EXCLUSIVE:
+        client.create(counter_path(lock), b"0", makepath=True)
+        client.ensure_path(f"{ROOT}/log/{lock}")
+    for path in ELECTIONS:
+        client.ensure_path(path)
 
 
 def _read_log(client: KazooClient, lock: str) -> dict[str, LogEntry]:
