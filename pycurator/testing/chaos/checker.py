@@ -79,7 +79,7 @@ class Report:
             and self.stale == self.stale_rejected
             and not self.orphans.tree
             and not self.orphans.dump
-            and all(q.reached and not q.live_orphans for q in self.quiet)
+            and not any(q.failed for q in self.quiet)
         )
 
     @property

@@ -142,6 +142,10 @@ class Orphans:
     dump: dict[str, list[str]] = field(default_factory=dict)
 
 
+#: How the names of the Java side's contenders and workers begin (``ja-mutex-0``).
+JAVA_PREFIX = "ja-"
+
+
 @dataclass(frozen=True)
 class LiveOrphan:
     """A lock node found at a quiet moment in a session that lives on, that no holder or waiter
@@ -156,11 +160,19 @@ class LiveOrphan:
     who: str
     client: str
 
+    @property
+    def javas(self) -> bool:
+        """Whether a Java original left it (a contender of the Java side): Curator and the
+        other Java systems leave such nodes themselves after a drop, so the run reports them
+        without failing; pycurator's fail it."""
+        return self.who.startswith(JAVA_PREFIX)
+
     def __str__(self) -> str:
         owner = f"{self.who}'s {self.client}" if self.who else "no client of the run"
+        java = " (the Java original's own: reported, not failed)" if self.javas else ""
         return (
             f"live orphan {self.node} ({self.recipe}) in session {self.session:#x}"
-            f" of {owner}, which owns no such node"
+            f" of {owner}, which owns no such node{java}"
         )
 
 
@@ -178,6 +190,12 @@ class QuietCheck:
     owned: int
     live_orphans: list[LiveOrphan] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        """Whether the moment fails the run: not reached, or a live orphan of pycurator's (or
+        of a session no client of the run is in)."""
+        return not self.reached or any(not orphan.javas for orphan in self.live_orphans)
 
 
 @dataclass
