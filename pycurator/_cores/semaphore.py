@@ -194,12 +194,20 @@ class SemaphoreSteps:
             lock = yield from self._lock.acquire_steps(deadline.remaining())
             if lock is None:
                 return None
+            lease: HeldNode | None = None
             try:
-                return (yield from self._lease_under_lock(deadline))
+                lease = yield from self._lease_under_lock(deadline)
+                return lease
             except _Retry:
                 continue
             finally:
-                yield from delete_node_steps(lock.path)
+                try:
+                    yield from delete_node_steps(lock.path)
+                except BaseException:
+                    # interrupted as the mutex is released: the lease taken is nobody's
+                    if lease is not None:
+                        yield from delete_node_steps(lease.path)
+                    raise
 
     def _lease_under_lock(self, deadline: Deadline) -> Steps[HeldNode | None]:
         """Under the internal mutex: create our lease node and wait until at most
