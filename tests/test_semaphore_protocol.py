@@ -551,3 +551,33 @@ def test_a_lease_taken_as_the_mutex_release_is_cancelled_is_returned(
     with pytest.raises(Cancelled):
         server.run(cancelled_awaiting(steps, DeleteNode(lock(0, 4))))
     server.finish()
+
+
+def test_a_lease_whose_session_ends_as_the_mutex_is_released_is_taken_again(
+    client: KazooClient,
+) -> None:
+    new_session = SESSION + 1
+    server = ScriptedServer(
+        [
+            *mutex_taken(0, 4),
+            Reply(create_lease(1), (lease(1, 7), stat(70, SESSION))),
+            Reply(LEASE_LISTING, [name(lease(1, 7))]),
+            # the session expires as the mutex is released: the lease went with it
+            Reply(
+                DeleteNode(lock(0, 4)),
+                error=ConnectionLoss(),
+                then=(State(KazooState.LOST), State(KazooState.CONNECTED, session=new_session)),
+            ),
+            Owes(lock(0, 4), sent=True),
+            Reply(DeleteNode(lease(1, 7)), error=NoNodeError()),
+            *mutex_taken(2, 5, new_session),
+            Reply(create_lease(3), (lease(3, 8), stat(80, new_session))),
+            Reply(LEASE_LISTING, [name(lease(3, 8))]),
+            Reply(DeleteNode(lock(2, 5))),
+        ],
+        session=SESSION,
+    )
+    leases = server.run(semaphore(client, 2).acquire_steps(1, None))
+    # never a lease of a session that has ended
+    assert nodes(leases) == [HeldNode(lease(3, 8), 80, new_session)]
+    server.finish()

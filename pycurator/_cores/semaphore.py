@@ -197,7 +197,6 @@ class SemaphoreSteps:
             lease: HeldNode | None = None
             try:
                 lease = yield from self._lease_under_lock(deadline)
-                return lease
             except _Retry:
                 continue
             finally:
@@ -208,6 +207,11 @@ class SemaphoreSteps:
                     if lease is not None:
                         yield from delete_node_steps(lease.path)
                     raise
+            if lease is not None and (yield SessionId()) != lease.session_id:
+                # the session ended while the mutex was released: the lease went with it
+                yield from delete_node_steps(lease.path)
+                continue
+            return lease
 
     def _lease_under_lock(self, deadline: Deadline) -> Steps[HeldNode | None]:
         """Under the internal mutex: create our lease node and wait until at most
