@@ -15,12 +15,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 
+from pycurator._engine import election
 from pycurator._protocol import wire
 from pycurator._protocol.steps import Step
 
 from .model import Client
-from .protocols import PROTOCOLS
-from .scheduler import Participant, Scheduler, simulated_time
+from .protocols import PROTOCOLS, WORLDS, followed_by_model
+from .scheduler import Participant, simulated_time
 from .world import World
 
 #: The faults, each applied at one step boundary, to the client (or the participant) whose step
@@ -82,14 +83,17 @@ def parse(line: str) -> Schedule:
     return Schedule(protocol, int(values["seed"]), layout, faults)
 
 
-_current: list[Scheduler] = []
-
-
 @contextlib.contextmanager
 def exploring() -> Iterator[None]:
-    """The protocols on simulated time (see :func:`.scheduler.simulated_time`)."""
-    with simulated_time(lambda: _current[-1] if _current else None):
-        yield
+    """The protocols on simulated time (see :func:`.scheduler.simulated_time`), an election's
+    leader followed on the model (:func:`.protocols.followed_by_model`)."""
+    saved = vars(election)["HoldMonitor"]
+    setattr(election, "HoldMonitor", followed_by_model)  # noqa: B010
+    try:
+        with simulated_time(lambda: WORLDS[-1].scheduler if WORLDS else None):
+            yield
+    finally:
+        setattr(election, "HoldMonitor", saved)  # noqa: B010
 
 
 def _apply(world: World, kind: str, participant: Participant, applied: list[str]) -> None:
@@ -143,7 +147,7 @@ def run(
     world.scheduler.on_boundary = on_boundary
     saved = wire.new_protected_id
     wire.new_protected_id = lambda: str(uuid.UUID(int=ids.getrandbits(128), version=4))
-    _current.append(world.scheduler)
+    WORLDS.append(world)
     try:
         for client in world.clients:
             client.connect()
@@ -164,7 +168,7 @@ def run(
         for participant in world.scheduler.participants:
             with contextlib.suppress(BaseException):
                 participant.steps.close()  # those that never ended
-        _current.pop()
+        WORLDS.pop()
         wire.new_protected_id = saved
     return Outcome(schedule, world.violations, world.scheduler.boundaries, applied)
 

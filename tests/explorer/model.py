@@ -13,7 +13,8 @@ requests are answered in order, the watch events in the same stream; a request m
 disconnected waits for the connection; a dropped connection fails the requests in flight with
 ConnectionLoss (applied or not), tells SUSPENDED, and fires and forgets every watch of the client
 (``EventType.NONE``), the session living on; an expiry is told as LOST at the reconnect, then
-CONNECTED in a new session; a stopped client closes its session.
+CONNECTED in a new session, and the requests made while disconnected are never answered (kazoo's
+``_reset`` drops its queue); a stopped client closes its session.
 """
 
 from __future__ import annotations
@@ -360,7 +361,7 @@ class Client:
             self.session = None
             self.session_tick = self.scheduler.ticks
             self._tell(KazooState.LOST)
-            self._fail_queued(SessionExpiredError())
+            self._queued = []  # as kazoo's _reset: never answered
             self._reset_watchers()
             if self.stopped or self.is_connected:
                 return
@@ -407,7 +408,7 @@ class Client:
         inflight, self._inflight = self._inflight, []
         for answer in inflight:
             answer.land(None, ConnectionLoss())
-        self._fail_queued(ConnectionClosedError("Connection has been closed"))
+        self._queued = []  # as kazoo's _reset: never answered
         self.owed.clear()
         self._tell(KazooState.LOST)
         self._reset_watchers()
@@ -415,11 +416,6 @@ class Client:
     def stall(self, seconds: float) -> None:
         """The answers (and events) of the next ``seconds`` come late, in order."""
         self._stall_until = max(self._stall_until, self.scheduler.now + seconds)
-
-    def _fail_queued(self, error: BaseException) -> None:
-        queued, self._queued = self._queued, []
-        for _, answer in queued:
-            answer.land(None, error)
 
     def _tell(self, state: str) -> None:
         for listener in list(self.listeners):
@@ -556,7 +552,7 @@ class Client:
     def _owed_answer(self, path: str, answer: Any) -> None:
         try:
             answer.get_nowait()
-        except (NoNodeError, ConnectionClosedError, NotEmptyError):
+        except (NoNodeError, SessionExpiredError, ConnectionClosedError, NotEmptyError):
             pass
         except Exception:
             if self.is_connected and path in self.owed:

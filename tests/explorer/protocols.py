@@ -6,20 +6,27 @@ lost or for a while, release. Each protocol is a function that puts its particip
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from typing import Any
 
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoNodeError, SessionExpiredError
 
+from pycurator._client.checks import ConnectionPolicy
 from pycurator._client.runners import Cancelled
+from pycurator._cores import menagerie
 from pycurator._cores.semaphore import SemaphoreSteps
+from pycurator._cores.zklocker import zklocker_engine
+from pycurator._cores.zkrecipes import write_lock_engine
+from pycurator._engine.election import STEP_WAIT, Election
 from pycurator._engine.hold_check import HoldMonitor, HoldState
 from pycurator._engine.locks import HeldNode, LockEngine
-from pycurator._engine.observe import Reporter
+from pycurator._engine.observe import HoldReport, Reporter
 from pycurator._protocol.deadline import FIRST_TRY_WAIT
-from pycurator._protocol.drivers import MUTEX_DRIVER, ReadSideDriver, write_driver
+from pycurator._protocol.drivers import LATCH_DRIVER, MUTEX_DRIVER, ReadSideDriver, write_driver
 from pycurator._protocol.steps import NewSignal, Steps, WaitSignal
 from pycurator._protocol.waits import DELETE_WAIT, delete_node_steps
+from pycurator._protocol.zkrecipes import ELECTION_DRIVER, ELECTION_NAMING
 
 from .model import Client
 from .world import Hold, World
@@ -62,9 +69,9 @@ def holder(
         return
     current = world.scheduler.current
     assert current is not None
-    if node.session_id != client.session and client.session_tick < current.resumed_with:
-        # the session had ended before the acquire's last step was answered (not a stop or
-        # an expiry that comes after it, which no acquire can tell)
+    if node.session_id != client.session and client.session_tick < current.observed:
+        # the session had ended before the acquire last heard from its client (not a stop or
+        # an expiry after that, which no acquire can tell)
         world.fail(f"{name}: acquired {node.path} of session {node.session_id:#x}, which ended")
     hold = Hold(key, kind, client, node.path, world.now)
     world.holds.append(hold)
@@ -99,49 +106,21 @@ def _hold_for(world: World) -> float:
     return world.rng.choice([0.01, 0.2, 1.0, 3.0])
 
 
-def mutex(world: World, participants: list[Client]) -> None:
-    """Curator's ``InterProcessMutex``: the lock engine with the standard driver."""
-    key = "/locks/mutex"
+def _locks(
+    world: World,
+    participants: list[Client],
+    key: str,
+    engines: Callable[[Client, bool], tuple[str, LockEngine]],
+) -> None:
+    """Participants of a lock whose engines ``engines(client, write)`` makes (``write``: drawn
+    at random, for a read/write lock; the kind of hold, and its engine)."""
     for i, client in enumerate(participants):
-        engine = LockEngine(client.kazoo, key, MUTEX_DRIVER, data=b"x")
+        kind, engine = engines(client, world.rng.random() < 0.5)
         timeout = _timeout(world)
 
         def acquire(engine: LockEngine = engine, timeout: float = timeout) -> Steps[Any]:
             return engine.acquire_steps(timeout)
 
-        bound = max(timeout, FIRST_TRY_WAIT) + DELETE_WAIT
-        world.spawn(
-            f"mutex{i}@{client.name}",
-            client,
-            holder(
-                world,
-                client,
-                f"mutex{i}",
-                key,
-                "excl",
-                acquire,
-                engine.delete_steps,
-                timeout,
-                bound,
-                _hold_for(world),
-            ),
-        )
-
-
-def read_write(world: World, participants: list[Client]) -> None:
-    """Curator's ``InterProcessReadWriteLock``: writers exclude all, readers only writers."""
-    key = "/locks/rw"
-    for i, client in enumerate(participants):
-        write = world.rng.random() < 0.5
-        engine = LockEngine(
-            client.kazoo, key, write_driver() if write else ReadSideDriver(), data=b"x"
-        )
-        timeout = _timeout(world)
-
-        def acquire(engine: LockEngine = engine, timeout: float = timeout) -> Steps[Any]:
-            return engine.acquire_steps(timeout)
-
-        kind = "write" if write else "read"
         bound = max(timeout, FIRST_TRY_WAIT) + DELETE_WAIT
         world.spawn(
             f"{kind}{i}@{client.name}",
@@ -154,6 +133,97 @@ def read_write(world: World, participants: list[Client]) -> None:
                 kind,
                 acquire,
                 engine.delete_steps,
+                timeout,
+                bound,
+                _hold_for(world),
+            ),
+        )
+
+
+def mutex(world: World, participants: list[Client]) -> None:
+    """Curator's ``InterProcessMutex``: the lock engine with the standard driver."""
+    _locks(
+        world,
+        participants,
+        "/locks/mutex",
+        lambda c, _: ("excl", LockEngine(c.kazoo, "/locks/mutex", MUTEX_DRIVER, data=b"x")),
+    )
+
+
+def read_write(world: World, participants: list[Client]) -> None:
+    """Curator's ``InterProcessReadWriteLock``: writers exclude all, readers only writers."""
+
+    def engines(client: Client, write: bool) -> tuple[str, LockEngine]:
+        driver = write_driver() if write else ReadSideDriver()
+        return ("write" if write else "read"), LockEngine(client.kazoo, "/locks/rw", driver)
+
+    _locks(world, participants, "/locks/rw", engines)
+
+
+def zk_write_lock(world: World, participants: list[Client]) -> None:
+    """ZooKeeper's ``WriteLock`` recipe: names that carry the session, persistent parents."""
+    _locks(
+        world,
+        participants,
+        "/zk/lock",
+        lambda c, _: ("excl", write_lock_engine(c.kazoo, "/zk/lock", None)),
+    )
+
+
+def zklocker(world: World, participants: list[Client]) -> None:
+    """ZkLocker's lock on a key."""
+    _locks(
+        world,
+        participants,
+        "/zklocker",
+        lambda c, _: ("excl", zklocker_engine(c.kazoo, "/zklocker", "k")),
+    )
+
+
+def menagerie_lock(world: World, participants: list[Client]) -> None:
+    """menagerie's ``ReentrantZkLock``."""
+    _locks(
+        world,
+        participants,
+        "/menagerie/lock",
+        lambda c, _: ("excl", menagerie.lock_engine(c.kazoo, "/menagerie/lock", None)),
+    )
+
+
+def menagerie_read_write(world: World, participants: list[Client]) -> None:
+    """menagerie's ``ReentrantZkReadWriteLock``."""
+
+    def engines(client: Client, write: bool) -> tuple[str, LockEngine]:
+        writer, reader = menagerie.read_write_engines(client.kazoo, "/menagerie/rw", None)
+        return ("write", writer) if write else ("read", reader)
+
+    _locks(world, participants, "/menagerie/rw", engines)
+
+
+def menagerie_semaphore(world: World, participants: list[Client]) -> None:
+    """menagerie's ``ZkSemaphore`` of two permits."""
+    key = "/menagerie/semaphore"
+    world.capacity[key] = 2
+    for i, client in enumerate(participants):
+        steps = menagerie.PermitSteps(client.kazoo, key, 2, None, "standard")
+        timeout = _timeout(world)
+
+        def acquire(steps: menagerie.PermitSteps = steps, timeout: float = timeout) -> Steps[Any]:
+            held = yield from steps.acquire_steps(timeout)
+            return None if held is None else held[0]
+
+        bound = max(timeout, FIRST_TRY_WAIT) + DELETE_WAIT
+        world.spawn(
+            f"permit{i}@{client.name}",
+            client,
+            holder(
+                world,
+                client,
+                f"permit{i}",
+                key,
+                "excl",
+                acquire,
+                steps.engine.delete_steps,
                 timeout,
                 bound,
                 _hold_for(world),
@@ -201,6 +271,126 @@ def semaphore_mutex(world: World, participants: list[Client]) -> None:
     _semaphore(world, participants, "/semaphores/one", 1)
 
 
+def followed_by_model(
+    kazoo: Any,
+    node: str,
+    policy: ConnectionPolicy,
+    on_change: Callable[[HoldState, str], None],
+    session_id: int,
+    report: HoldReport,
+) -> HoldMonitor:
+    """Made where the election makes its :class:`HoldMonitor`, with the same arguments: the
+    same monitor, on the model's client of ``kazoo`` (its runner's transport), its hold
+    recorded with the running world."""
+    world = WORLDS[-1]
+    client = world.client_of(kazoo)
+    hold = Hold(node.rsplit("/", 1)[0], "lead", client, node, world.now)
+
+    def changed(state: HoldState, reason: str) -> None:
+        world.told(hold, state, reason)
+        on_change(state, reason)
+
+    monitor = HoldMonitor.__new__(HoldMonitor)
+    monitor._setup(kazoo, node, policy, changed, session_id, report)
+    hold.monitor = monitor
+    world.holds.append(hold)
+    monitor._start(client)
+    return monitor
+
+
+#: The worlds running now (the last one is the current one).
+WORLDS: list[World] = []
+
+
+def _election(
+    world: World,
+    participants: list[Client],
+    key: str,
+    engine_of: Callable[[Client], LockEngine],
+    *,
+    selector: bool,
+) -> None:
+    for i, client in enumerate(participants):
+        kind = "term" if selector else "latch"
+        name = f"{kind}{i}"
+        close_at = world.now + world.rng.choice([0.5, 2.0, 6.0])
+        hold_for = _hold_for(world)
+        box: list[Election] = []
+
+        def elected(
+            node: HeldNode,
+            monitor: HoldMonitor,
+            hold_for: float = hold_for,
+            box: list[Election] = box,
+        ) -> None:
+            if selector:  # the term's work, then its end
+                world.scheduler.call_later(hold_for, lambda: box[0].stop("term ended"))
+
+        election = Election(
+            engine_of(client),
+            "standard",
+            elected,
+            lambda reason: None,
+            reporter=Reporter(kind, key),
+            one_term=selector,
+            queue_ends_on_error=selector,
+        )
+        box.append(election)
+        world.scheduler.call_at(close_at, functools.partial(election.stop, "closed"))
+        world.spawn(
+            f"{name}@{client.name}",
+            client,
+            elector(world, name, election, close_at + STEP_WAIT + DELETE_WAIT),
+        )
+
+
+def elector(world: World, name: str, election: Election, bound: float) -> Steps[None]:
+    """Take part until stopped (or cancelled, or the client stopped), ended by ``bound``."""
+    ended = world.waited(name, world.now, bound)
+    try:
+        yield from election.steps()
+    except Cancelled:
+        pass
+    finally:
+        ended.append(world.now)
+
+
+def latch(world: World, participants: list[Client]) -> None:
+    """Curator's ``LeaderLatch``: leads until closed, queues again after losing."""
+    key = "/leader/latch"
+    _election(
+        world,
+        participants,
+        key,
+        lambda c: LockEngine(c.kazoo, key, LATCH_DRIVER, data=b"x"),
+        selector=False,
+    )
+
+
+def selector(world: World, participants: list[Client]) -> None:
+    """Curator's ``LeaderSelector`` terms: one term each, queue left on a connection error."""
+    key = "/leader/selector"
+    _election(
+        world,
+        participants,
+        key,
+        lambda c: LockEngine(c.kazoo, key, MUTEX_DRIVER, data=b"x"),
+        selector=True,
+    )
+
+
+def zk_election(world: World, participants: list[Client]) -> None:
+    """ZooKeeper's ``LeaderElectionSupport``: offers named ``n_``, persistent parents."""
+    key = "/zk/election"
+    _election(
+        world,
+        participants,
+        key,
+        lambda c: LockEngine(c.kazoo, key, ELECTION_DRIVER, data=b"host", naming=ELECTION_NAMING),
+        selector=False,
+    )
+
+
 Protocol = Callable[[World, list[Client]], None]
 
 #: Every protocol explored, by name.
@@ -209,4 +399,12 @@ PROTOCOLS: dict[str, Protocol] = {
     "read-write": read_write,
     "semaphore": semaphore,
     "semaphore-mutex": semaphore_mutex,
+    "zk-write-lock": zk_write_lock,
+    "menagerie-lock": menagerie_lock,
+    "menagerie-read-write": menagerie_read_write,
+    "menagerie-semaphore": menagerie_semaphore,
+    "zklocker": zklocker,
+    "latch": latch,
+    "selector": selector,
+    "zk-election": zk_election,
 }

@@ -25,12 +25,27 @@ from pycurator._client.runners import Cancelled
 from pycurator._engine import election, observe
 from pycurator._protocol import deadline as deadline_module
 from pycurator._protocol.deadline import DeadlineExpired
-from pycurator._protocol.steps import EFFECTS, Await, NewSignal, Step, Steps, Transport, WaitSignal
+from pycurator._protocol.steps import (
+    EFFECTS,
+    Await,
+    CheckOpen,
+    IsConnected,
+    NewSignal,
+    SessionId,
+    Step,
+    Steps,
+    Transport,
+    WaitSignal,
+)
 
 from ..scripted import Flag
 
 #: The modules of the protocols that read ``time.monotonic``.
 _TIMED: tuple[types.ModuleType, ...] = (deadline_module, observe, election)
+
+
+#: The steps whose outcome tells a protocol of its client's state.
+_OBSERVING = (Await, WaitSignal, SessionId, IsConnected, CheckOpen)
 
 
 class Timer:
@@ -60,9 +75,12 @@ class Participant:
         self.waiting: Step | None = None  # an Await or a WaitSignal
         self.until: float | None = None  # a WaitSignal's end
         self.cancel = False  # a Cancelled is thrown in at its current or next wait
-        #: the tick its next outcome was known at; the one of the outcome it goes on with now
+        #: the tick its next outcome was known at
         self.outcome_tick = 0
-        self.resumed_with = 0
+        #: the tick of the last outcome that told it something of the client (a wait's end, the
+        #: session, the connection), and whether the step it yielded last is one that does
+        self.observed = 0
+        self.observing = False
         self.steps_taken = 0
 
 
@@ -148,7 +166,8 @@ class Scheduler:
         assert p.outcome is not None
         value, error = p.outcome
         p.outcome = None
-        p.resumed_with = p.outcome_tick
+        if p.observing:
+            p.observed = p.outcome_tick
         self.current = p
         try:
             step = p.steps.throw(error) if error is not None else p.steps.send(value)
@@ -158,6 +177,7 @@ class Scheduler:
         except BaseException as exc:
             p.done, p.error = True, exc
             return
+        p.observing = isinstance(step, _OBSERVING)
         boundary = self.boundaries
         self.boundaries += 1
         p.steps_taken += 1

@@ -76,6 +76,13 @@ class World:
         self.log: list[str] = []
         self.scheduler.after_turn = self.check_now
 
+    def client_of(self, kazoo: KazooClient) -> Client:
+        """The model's client whose protocols take ``kazoo`` for theirs."""
+        for client in self.clients:
+            if client.kazoo is kazoo:
+                return client
+        raise LookupError(kazoo)
+
     @property
     def now(self) -> float:
         return self.scheduler.now
