@@ -207,6 +207,15 @@ class Server:
         self._trigger(self.child_watches, _parent(path), EventType.CHILD)
         return path, node.stat()
 
+    def set_data(self, path: str, data: bytes) -> None:
+        """Another client writes ``data`` to ``path`` (if it is there)."""
+        node = self.nodes.get(path)
+        if node is None:
+            return
+        self.zxid += 1
+        node.data, node.mzxid, node.version = data, self.zxid, node.version + 1
+        self._trigger(self.data_watches, path, EventType.CHANGED)
+
     def apply(self, sid: int, request: Request) -> Any:
         """Apply ``request`` of session ``sid``; its answer (a server's error raised)."""
         if not self.alive(sid):

@@ -22,9 +22,10 @@ from pycurator._engine.election import STEP_WAIT, Election
 from pycurator._engine.hold_check import HoldMonitor, HoldState
 from pycurator._engine.locks import HeldNode, LockEngine
 from pycurator._engine.observe import HoldReport, Reporter
+from pycurator._protocol import wire
 from pycurator._protocol.deadline import FIRST_TRY_WAIT
 from pycurator._protocol.drivers import LATCH_DRIVER, MUTEX_DRIVER, ReadSideDriver, write_driver
-from pycurator._protocol.steps import NewSignal, Steps, WaitSignal
+from pycurator._protocol.steps import NewSignal, Signal, Steps, WaitSignal
 from pycurator._protocol.waits import DELETE_WAIT, delete_node_steps
 from pycurator._protocol.zkrecipes import ELECTION_DRIVER, ELECTION_NAMING
 
@@ -50,9 +51,11 @@ def holder(
     timeout: float,
     bound: float,
     hold_for: float,
+    revoked: Flag | None = None,
 ) -> Steps[None]:
-    """Acquire within ``timeout`` (ended by ``bound`` seconds after), hold until told lost or
-    ``hold_for`` seconds, release."""
+    """Acquire within ``timeout`` (ended by ``bound`` seconds after), hold until told lost (or
+    ``revoked`` is set) or for ``hold_for`` seconds, asking the hold check now and then whether
+    the hold is still ours (``is_held()``), and release."""
     ended = world.waited(name, world.now, world.now + bound)
     try:
         node = yield from acquire()
@@ -84,10 +87,16 @@ def holder(
                 lost.set()
 
         report = Reporter(kind, key).acquired(world.now, node.path)
-        hold.monitor = yield from HoldMonitor.follow_steps(
+        if revoked is not None:
+            revoked.wake = lost
+        monitor = yield from HoldMonitor.follow_steps(
             client.kazoo, node.path, "standard", on_change, node.session_id, report
         )
-        yield WaitSignal(lost, hold_for)
+        hold.monitor = monitor
+        until = world.now + hold_for
+        while not lost.is_set() and world.now < until:
+            if not (yield WaitSignal(lost, min(until - world.now, 0.5))):
+                yield from monitor.confirm_steps()
     except Cancelled:
         pass
     finally:
@@ -96,6 +105,19 @@ def holder(
             hold.monitor.close()
     with contextlib.suppress(Cancelled):
         yield from release(node.path)
+
+
+class Flag:
+    """A revocation asked for: ``wake`` (the holder's signal) is set when it comes."""
+
+    def __init__(self) -> None:
+        self.asked = False
+        self.wake: Signal | None = None
+
+    def set(self) -> None:
+        self.asked = True
+        if self.wake is not None:
+            self.wake.set()
 
 
 def _timeout(world: World) -> float:
@@ -148,6 +170,43 @@ def mutex(world: World, participants: list[Client]) -> None:
         "/locks/mutex",
         lambda c, _: ("excl", LockEngine(c.kazoo, "/locks/mutex", MUTEX_DRIVER, data=b"x")),
     )
+
+
+def revocable_mutex(world: World, participants: list[Client]) -> None:
+    """Curator's mutex made revocable: another client writes the revocation message to the
+    holder's node now and then, and the holder releases when told."""
+    key = "/locks/revocable"
+    for i, client in enumerate(participants):
+        revoked = Flag()
+        engine = LockEngine(client.kazoo, key, MUTEX_DRIVER, data=b"x").revocable(revoked.set)
+        timeout = _timeout(world)
+
+        def acquire(engine: LockEngine = engine, timeout: float = timeout) -> Steps[Any]:
+            return engine.acquire_steps(timeout)
+
+        bound = max(timeout, FIRST_TRY_WAIT) + DELETE_WAIT
+        steps = holder(
+            world,
+            client,
+            f"revocable{i}",
+            key,
+            "excl",
+            acquire,
+            engine.delete_steps,
+            timeout,
+            bound,
+            _hold_for(world),
+            revoked,
+        )
+        world.spawn(f"revocable{i}@{client.name}", client, steps)
+
+    def revoke() -> None:  # as Revoker.attempt_revoke, from another client
+        holders = [h for h in world.holds if h.key == key and h.released_at is None]
+        if holders:
+            world.server.set_data(world.rng.choice(holders).node, wire.REVOKE_MESSAGE)
+        world.scheduler.call_later(world.rng.choice([0.1, 0.7]), revoke)
+
+    world.scheduler.call_later(0.05, revoke)
 
 
 def read_write(world: World, participants: list[Client]) -> None:
@@ -397,6 +456,7 @@ Protocol = Callable[[World, list[Client]], None]
 PROTOCOLS: dict[str, Protocol] = {
     "mutex": mutex,
     "read-write": read_write,
+    "revocable-mutex": revocable_mutex,
     "semaphore": semaphore,
     "semaphore-mutex": semaphore_mutex,
     "zk-write-lock": zk_write_lock,
