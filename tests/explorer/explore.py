@@ -28,8 +28,9 @@ from .world import World
 #: it is: the connection dropped and back in the same session; dropped past the session's expiry
 #: (a new session on reconnect); the next answer lost (ConnectionLoss, the request applied); the
 #: answers late (after the deadlines waiting on them; they land later); the client stopped; the
-#: owner cancelling (Cancelled thrown into its steps).
-FAULTS = ("drop", "expire", "lose", "late", "stop", "cancel")
+#: owner cancelling (Cancelled thrown into its steps); one of the client's nodes deleted by
+#: another client.
+FAULTS = ("drop", "expire", "lose", "late", "stop", "cancel", "delete")
 #: Simulated seconds after a connection is cut that the server expires its session (the
 #: client stays cut off until then).
 EXPIRES_AFTER = 1.0
@@ -122,6 +123,10 @@ def _apply(world: World, kind: str, participant: Participant, applied: list[str]
         client.stop()
     elif kind == "cancel":
         scheduler.cancel(participant)
+    elif kind == "delete":
+        nodes = sorted(world.server.ephemerals_of(client.session or 0))
+        if nodes:
+            world.server.delete_by_another(rng.choice(nodes))
     else:
         raise ValueError(f"no such fault: {kind}")
 

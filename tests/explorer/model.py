@@ -207,6 +207,11 @@ class Server:
         self._trigger(self.child_watches, _parent(path), EventType.CHILD)
         return path, node.stat()
 
+    def delete_by_another(self, path: str) -> None:
+        """Another client (an operator, say) deletes ``path``."""
+        if path in self.nodes and not self.nodes[path].children:
+            self._delete(path, ("deleted by another", 0))
+
     def set_data(self, path: str, data: bytes) -> None:
         """Another client writes ``data`` to ``path`` (if it is there)."""
         node = self.nodes.get(path)

@@ -76,7 +76,7 @@ def holder(
         # the session had ended before the acquire last heard from its client (not a stop or
         # an expiry after that, which no acquire can tell)
         world.fail(f"{name}: acquired {node.path} of session {node.session_id:#x}, which ended")
-    hold = Hold(key, kind, client, node.path, world.now)
+    hold = Hold(key, kind, client, node.path, world.now, policy=_policy(world))
     world.holds.append(hold)
     try:
         lost = yield NewSignal()
@@ -90,7 +90,7 @@ def holder(
         if revoked is not None:
             revoked.wake = lost
         monitor = yield from HoldMonitor.follow_steps(
-            client.kazoo, node.path, "standard", on_change, node.session_id, report
+            client.kazoo, node.path, hold.policy, on_change, node.session_id, report
         )
         hold.monitor = monitor
         until = world.now + hold_for
@@ -118,6 +118,11 @@ class Flag:
         self.asked = True
         if self.wake is not None:
             self.wake.set()
+
+
+def _policy(world: World) -> ConnectionPolicy:
+    """A hold's connection policy: mostly ``standard``, now and then ``session``."""
+    return "session" if world.rng.random() < 0.25 else "standard"
 
 
 def _timeout(world: World) -> float:
@@ -343,7 +348,7 @@ def followed_by_model(
     recorded with the running world."""
     world = WORLDS[-1]
     client = world.client_of(kazoo)
-    hold = Hold(node.rsplit("/", 1)[0], "lead", client, node, world.now)
+    hold = Hold(node.rsplit("/", 1)[0], "lead", client, node, world.now, policy=policy)
 
     def changed(state: HoldState, reason: str) -> None:
         world.told(hold, state, reason)
@@ -387,7 +392,7 @@ def _election(
 
         election = Election(
             engine_of(client),
-            "standard",
+            _policy(world),
             elected,
             lambda reason: None,
             reporter=Reporter(kind, key),

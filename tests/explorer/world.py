@@ -10,6 +10,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from pycurator._client.checks import ConnectionPolicy
 from pycurator._engine.hold_check import HoldMonitor, HoldState
 
 from .model import Client, Server
@@ -43,6 +44,13 @@ class Hold:
     released_at: float | None = None
     changes: list[tuple[HoldState, str, float]] = dataclasses.field(default_factory=list)
     ended_by: Callable[[], bool] | None = None  # an election's leadership ends itself
+    policy: ConnectionPolicy = "standard"
+
+    def cut_off(self) -> bool:
+        """Whether its belief may outlast its node for a reason known and not yet handled: a
+        ``session`` policy's holder while disconnected cannot tell that its session expired
+        (Curator starts a timer of the session timeout then; issue 39's third item)."""
+        return self.policy == "session" and not self.client.is_connected
 
     def believes(self) -> bool:
         if self.released_at is not None:
@@ -108,7 +116,10 @@ class World:
             if hold.believes():
                 by_key.setdefault(hold.key, []).append(hold)
                 self._told_in_time(hold)
-        for key, holds in by_key.items():
+        for key, believers in by_key.items():
+            # a holder whose node is gone learns it from a watch, later; how soon is checked
+            # apart (_told_in_time), so that a node deleted by another is not a double hold
+            holds = [h for h in believers if not h.cut_off() and h.node in self.server.nodes]
             exclusive = [h for h in holds if h.kind != "read"]
             readers = [h for h in holds if h.kind == "read"]
             if len(exclusive) > self.capacity.get(key, 1) or (exclusive and readers):
