@@ -12,9 +12,9 @@ others fired).
 requests are answered in order, the watch events in the same stream; a request made while
 disconnected waits for the connection; a dropped connection fails the requests in flight with
 ConnectionLoss (applied or not), tells SUSPENDED, and fires and forgets every watch of the client
-(``EventType.NONE``), the session living on; an expiry is told as LOST at the reconnect, then
-CONNECTED in a new session, and the requests made while disconnected are never answered (kazoo's
-``_reset`` drops its queue); a stopped client closes its session.
+(``EventType.NONE``), the session living on; an expiry is told as LOST at the reconnect (the
+requests made while disconnected failing with SessionExpiredError), then CONNECTED in a new
+session; a stopped client closes its session (those requests failing with ConnectionLoss).
 """
 
 from __future__ import annotations
@@ -375,7 +375,7 @@ class Client:
             self.session = None
             self.session_tick = self.scheduler.ticks
             self._tell(KazooState.LOST)
-            self._queued = []  # as kazoo's _reset: never answered
+            self._fail_queued(SessionExpiredError())
             self._reset_watchers()
             if self.stopped or self.is_connected:
                 return
@@ -422,7 +422,7 @@ class Client:
         inflight, self._inflight = self._inflight, []
         for answer in inflight:
             answer.land(None, ConnectionLoss())
-        self._queued = []  # as kazoo's _reset: never answered
+        self._fail_queued(ConnectionLoss())  # kazoo's _notify_pending(CLOSED)
         self.owed.clear()
         self._tell(KazooState.LOST)
         self._reset_watchers()
@@ -430,6 +430,12 @@ class Client:
     def stall(self, seconds: float) -> None:
         """The answers (and events) of the next ``seconds`` come late, in order."""
         self._stall_until = max(self._stall_until, self.scheduler.now + seconds)
+
+    def _fail_queued(self, error: BaseException) -> None:
+        """The requests made while disconnected fail (kazoo's ``_notify_pending``)."""
+        queued, self._queued = self._queued, []
+        for _, answer in queued:
+            answer.land(None, error)
 
     def _tell(self, state: str) -> None:
         for listener in list(self.listeners):
