@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -48,7 +49,7 @@ def holder(
     kind: str,
     acquire: Acquire,
     release: Release,
-    timeout: float,
+    timeout: float | None,
     bound: float,
     hold_for: float,
     revoked: Flag | None = None,
@@ -125,8 +126,14 @@ def _policy(world: World) -> ConnectionPolicy:
     return "session" if world.rng.random() < 0.25 else "standard"
 
 
-def _timeout(world: World) -> float:
-    return world.rng.choice([0.0, 0.3, 1.0, 3.0, 8.0])
+def _timeout(world: World) -> float | None:
+    """An acquire's timeout: none (wait as long as it takes) now and then."""
+    return world.rng.choice([0.0, 0.3, 1.0, 3.0, 8.0, None])
+
+
+def _bound(timeout: float | None, extra: float) -> float:
+    """Seconds an acquire of ``timeout`` may take: its first try at least, and ``extra``."""
+    return math.inf if timeout is None else max(timeout, FIRST_TRY_WAIT) + extra
 
 
 def _hold_for(world: World) -> float:
@@ -145,10 +152,10 @@ def _locks(
         kind, engine = engines(client, world.rng.random() < 0.5)
         timeout = _timeout(world)
 
-        def acquire(engine: LockEngine = engine, timeout: float = timeout) -> Steps[Any]:
+        def acquire(engine: LockEngine = engine, timeout: float | None = timeout) -> Steps[Any]:
             return engine.acquire_steps(timeout)
 
-        bound = max(timeout, FIRST_TRY_WAIT) + DELETE_WAIT
+        bound = _bound(timeout, DELETE_WAIT)
         world.spawn(
             f"{kind}{i}@{client.name}",
             client,
@@ -186,10 +193,10 @@ def revocable_mutex(world: World, participants: list[Client]) -> None:
         engine = LockEngine(client.kazoo, key, MUTEX_DRIVER, data=b"x").revocable(revoked.set)
         timeout = _timeout(world)
 
-        def acquire(engine: LockEngine = engine, timeout: float = timeout) -> Steps[Any]:
+        def acquire(engine: LockEngine = engine, timeout: float | None = timeout) -> Steps[Any]:
             return engine.acquire_steps(timeout)
 
-        bound = max(timeout, FIRST_TRY_WAIT) + DELETE_WAIT
+        bound = _bound(timeout, DELETE_WAIT)
         steps = holder(
             world,
             client,
@@ -272,11 +279,13 @@ def menagerie_semaphore(world: World, participants: list[Client]) -> None:
         steps = menagerie.PermitSteps(client.kazoo, key, 2, None, "standard")
         timeout = _timeout(world)
 
-        def acquire(steps: menagerie.PermitSteps = steps, timeout: float = timeout) -> Steps[Any]:
+        def acquire(
+            steps: menagerie.PermitSteps = steps, timeout: float | None = timeout
+        ) -> Steps[Any]:
             held = yield from steps.acquire_steps(timeout)
             return None if held is None else held[0]
 
-        bound = max(timeout, FIRST_TRY_WAIT) + DELETE_WAIT
+        bound = _bound(timeout, DELETE_WAIT)
         world.spawn(
             f"permit{i}@{client.name}",
             client,
@@ -301,12 +310,12 @@ def _semaphore(world: World, participants: list[Client], key: str, leases: int) 
         steps = SemaphoreSteps(client.kazoo, key, leases, None, None, "standard")
         timeout = _timeout(world)
 
-        def acquire(steps: SemaphoreSteps = steps, timeout: float = timeout) -> Steps[Any]:
+        def acquire(steps: SemaphoreSteps = steps, timeout: float | None = timeout) -> Steps[Any]:
             held = yield from steps.acquire_steps(1, timeout)
             return None if held is None else held[0][0]
 
         # the internal mutex's acquire starts a first try of its own with what is left
-        bound = max(timeout, FIRST_TRY_WAIT) + FIRST_TRY_WAIT + 3 * DELETE_WAIT
+        bound = _bound(timeout, FIRST_TRY_WAIT + 3 * DELETE_WAIT)
         world.spawn(
             f"lease{i}@{client.name}",
             client,
