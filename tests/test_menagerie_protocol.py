@@ -390,3 +390,23 @@ def test_a_permit_waiter_watches_again_after_a_drop(client: KazooClient) -> None
     held = server.run(permits(client, 1).acquire_steps(None))
     assert held is not None and held[0] == HeldNode(path(ours), 10, SESSION)
     server.finish()
+
+
+def test_the_sweep_after_a_lost_create_asks_again_after_a_connection_loss(
+    client: KazooClient,
+) -> None:
+    engine = lock_engine(client, BASE, None)
+    ours = node("lock-", 1)
+    server = ScriptedServer(
+        [
+            Reply(RELIST, [ours]),
+            # whose node it is, asked as the connection goes: asked again once it is back
+            Reply(NodeExists(path(ours)), error=ConnectionLoss(), disconnects=True),
+            State(KazooState.CONNECTED),
+            Reply(NodeExists(path(ours)), stat(11, SESSION)),
+            Owes(path(ours)),  # this session's, claimed by no acquire: the create given up made it
+        ],
+        session=SESSION,
+    )
+    server.run(engine._orphans_steps(engine.naming.prefix(engine.driver.token, None, ""), {}))
+    server.finish()
