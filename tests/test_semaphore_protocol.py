@@ -581,3 +581,33 @@ def test_a_lease_whose_session_ends_as_the_mutex_is_released_is_taken_again(
     # never a lease of a session that has ended
     assert nodes(leases) == [HeldNode(lease(3, 8), 80, new_session)]
     server.finish()
+
+
+def test_a_lease_made_after_the_mutexs_session_ended_is_not_taken(client: KazooClient) -> None:
+    new_session = SESSION + 1
+    server = ScriptedServer(
+        [
+            *mutex_taken(0, 4),
+            # the lease's create is lost as the session that holds the mutex expires
+            Reply(create_lease(1), error=ConnectionLoss(), disconnects=True),
+            Reply(
+                LEASE_LISTING,
+                error=ConnectionLoss(),
+                then=(State(KazooState.LOST), State(KazooState.CONNECTED, session=new_session)),
+            ),
+            Reply(LEASE_LISTING, []),  # the lost create is looked for, then made again
+            Reply(create_lease(1), (lease(1, 7), stat(70, new_session))),
+            Reply(LEASE_LISTING, [name(lease(1, 7))]),
+            # made in a session that does not hold the mutex: not ours to take, the mutex again
+            Reply(DeleteNode(lease(1, 7))),
+            Reply(DeleteNode(lock(0, 4)), error=NoNodeError()),
+            *mutex_taken(2, 5, new_session),
+            Reply(create_lease(3), (lease(3, 8), stat(80, new_session))),
+            Reply(LEASE_LISTING, [name(lease(3, 8))]),
+            Reply(DeleteNode(lock(2, 5))),
+        ],
+        session=SESSION,
+    )
+    leases = server.run(semaphore(client, 1).acquire_steps(1, None))
+    assert nodes(leases) == [HeldNode(lease(3, 8), 80, new_session)]
+    server.finish()

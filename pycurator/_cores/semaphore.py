@@ -196,7 +196,7 @@ class SemaphoreSteps:
                 return None
             lease: HeldNode | None = None
             try:
-                lease = yield from self._lease_under_lock(deadline)
+                lease = yield from self._lease_under_lock(deadline, lock)
             except _Retry:
                 continue
             finally:
@@ -213,11 +213,12 @@ class SemaphoreSteps:
                 continue
             return lease
 
-    def _lease_under_lock(self, deadline: Deadline) -> Steps[HeldNode | None]:
-        """Under the internal mutex: create our lease node and wait until at most
-        ``max_leases`` lease nodes exist (a count, not an order), woken by the leases' child
-        watch or a connection change; our node when held, None when the deadline passed
-        first. Our node is deleted unless held; :class:`_Retry` if it vanished meanwhile."""
+    def _lease_under_lock(self, deadline: Deadline, lock: HeldNode) -> Steps[HeldNode | None]:
+        """Under the internal mutex (``lock``, our node of it): create our lease node and wait
+        until at most ``max_leases`` lease nodes exist (a count, not an order), woken by the
+        leases' child watch or a connection change; our node when held, None when the deadline
+        passed first. Our node is deleted unless held; :class:`_Retry` if it vanished meanwhile,
+        or was made in a session that no longer holds the mutex."""
         try:
             node, children = yield from self._leases.create_node_steps(deadline)
         except DeadlineExpired:
@@ -236,6 +237,10 @@ class SemaphoreSteps:
 
         yield Listen(on_state)
         try:
+            if node.session_id != lock.session_id:
+                # the session that held the mutex ended as the lease was made: another acquire
+                # of ours may hold the mutex now, and two leases made under it wait for each other
+                raise _Retry()
             while True:
                 yield CheckOpen()
                 if children is None:
