@@ -122,7 +122,8 @@ def _apply(world: World, kind: str, participant: Participant, applied: list[str]
     elif kind == "stop":
         client.stop()
     elif kind == "cancel":
-        scheduler.cancel(participant)
+        if participant in world.owners:  # steps in the background have no owner to cancel
+            scheduler.cancel(participant)
     elif kind == "delete":
         nodes = sorted(world.server.ephemerals_of(client.session or 0))
         if nodes:
