@@ -1,5 +1,6 @@
-"""``python -m tests.explorer [--seconds N] [--seed S] [--protocol P ...] [--replay LINE]``: the
-systematic pass, then random schedules from seed S on until N seconds have passed; prints the
+"""``python -m tests.explorer [--seconds N] [--seed S] [--protocol P ...] [--replay LINE]
+[--participants N] [--clients N] [--faults N]``: the systematic pass, then random schedules from
+seed S on until N seconds have passed (both within the N seconds); prints the
 protocols, schedules, faults and seconds, and each schedule that breaks an invariant with the line
 that replays it (``--replay``, which prints its steps). Exits 1 when any did."""
 
@@ -11,7 +12,7 @@ import itertools
 import sys
 import time
 
-from .explore import FAULTS, Outcome, exploring, randomly, replay, systematic
+from .explore import FAULTS, Outcome, Shape, exploring, randomly, replay, systematic
 from .protocols import PROTOCOLS
 
 
@@ -22,6 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--protocol", action="append", choices=sorted(PROTOCOLS))
     parser.add_argument("--no-systematic", action="store_true", help="random schedules only")
     parser.add_argument("--replay", help="run one schedule again, printing its steps")
+    parser.add_argument("--participants", type=int, default=4, help="at most, per schedule")
+    parser.add_argument("--clients", type=int, default=3, help="at most, per schedule")
+    parser.add_argument("--faults", type=int, default=4, help="at most, per schedule")
     args = parser.parse_args(argv)
     with exploring():
         if args.replay:
@@ -47,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
             for outcome in systematic(protocols):
                 take(outcome, "systematic")
         seeds = itertools.count(args.seed)
-        for outcome in randomly(seeds, protocols, started + args.seconds):
+        shape = Shape(args.participants, args.clients, args.faults)
+        for outcome in randomly(seeds, protocols, started + args.seconds, shape=shape):
             take(outcome, "random")
         seconds = time.monotonic() - started
     print(

@@ -179,9 +179,19 @@ def run(
     return Outcome(schedule, world.violations, world.scheduler.boundaries, applied)
 
 
-def layout_for(rng: random.Random) -> tuple[int, ...]:
-    clients = rng.choice([2, 2, 3])
-    participants = rng.randint(2, 4)
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """What random schedules are drawn from: at most ``participants`` (two at least) on two
+    to ``clients`` clients, one to ``faults`` faults."""
+
+    participants: int = 4
+    clients: int = 3
+    faults: int = 4
+
+
+def layout_for(rng: random.Random, shape: Shape = Shape()) -> tuple[int, ...]:
+    clients = rng.randint(2, max(2, shape.clients))
+    participants = rng.randint(2, max(2, shape.participants))
     return tuple(
         i % clients if i < clients else rng.randrange(clients) for i in range(participants)
     )
@@ -205,14 +215,14 @@ def systematic(
                 yield run(dataclasses.replace(base, faults=(Fault(boundary, kind),)), plant)
 
 
-def random_schedule(seed: int, protocols: list[str]) -> Schedule:
-    """The random schedule of ``seed``: a protocol, its participants on two or three clients,
-    and one to four faults at random boundaries."""
+def random_schedule(seed: int, protocols: list[str], shape: Shape = Shape()) -> Schedule:
+    """The random schedule of ``seed``: a protocol, its participants on several clients, and
+    faults at random boundaries (see :class:`Shape`)."""
     rng = random.Random(seed)
     protocol = rng.choice(protocols)
-    layout = layout_for(rng)
-    count = rng.randint(1, 4)
-    boundaries = sorted(rng.sample(range(12 * len(layout) * 4), count))
+    layout = layout_for(rng, shape)
+    count = rng.randint(1, max(1, shape.faults))
+    boundaries = sorted(rng.sample(range(48 * len(layout)), count))
     faults = tuple(Fault(b, rng.choice(FAULTS)) for b in boundaries)
     return Schedule(protocol, seed, layout, faults)
 
@@ -222,12 +232,13 @@ def randomly(
     protocols: list[str],
     until: float,
     plant: Callable[[World], None] | None = None,
+    shape: Shape = Shape(),
 ) -> Iterator[Outcome]:
     """Random schedules, one per seed, until ``until`` (``time.monotonic``) passes."""
     for seed in seeds:
         if time.monotonic() >= until:
             return
-        yield run(random_schedule(seed, protocols), plant)
+        yield run(random_schedule(seed, protocols, shape), plant)
 
 
 def replay(line: str, trace: bool = True) -> Outcome:
