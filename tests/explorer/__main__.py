@@ -18,7 +18,7 @@ from .protocols import PROTOCOLS
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.explorer", description=__doc__)
-    parser.add_argument("--seconds", type=float, default=10.0, help="random schedules' budget")
+    parser.add_argument("--seconds", type=float, default=60.0, help="the whole run's budget")
     parser.add_argument("--seed", type=int, default=1, help="the first random schedule's seed")
     parser.add_argument("--protocol", action="append", choices=sorted(PROTOCOLS))
     parser.add_argument("--no-systematic", action="store_true", help="random schedules only")

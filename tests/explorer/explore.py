@@ -127,7 +127,9 @@ def _apply(world: World, kind: str, participant: Participant, applied: list[str]
     elif kind == "delete":
         nodes = sorted(world.server.ephemerals_of(client.session or 0))
         if nodes:
-            world.server.delete_by_another(rng.choice(nodes))
+            node = rng.choice(nodes)
+            applied[-1] += f" {node}"
+            world.server.delete_by_another(node)
     else:
         raise ValueError(f"no such fault: {kind}")
 
