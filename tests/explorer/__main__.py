@@ -41,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         def take(outcome: Outcome, how: str) -> None:
             counts[how] += 1
             counts["faults"] += len(outcome.schedule.faults)
+            if outcome.notes:
+                counts["noted"] += 1
+                if counts["noted"] == 1:
+                    print(f"NOTE (as Curator): {outcome.schedule}: {outcome.notes[0]}")
             if outcome.violations:
                 failed.append(outcome)
                 print(f"FAILED: {outcome.schedule}")
@@ -59,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(protocols)} protocols ({', '.join(protocols)}), {len(FAULTS)} kinds of fault;"
         f" {counts['systematic']} systematic and {counts['random']} random schedules"
         f" (seeds {args.seed}..{args.seed + counts['random'] - 1}), {counts['faults']} faults,"
-        f" in {seconds:.1f} s; {len(failed)} broke an invariant"
+        f" in {seconds:.1f} s; {len(failed)} broke an invariant; in {counts['noted']} an acquire"
+        " failed with NoNodeError as Curator's does (its node, or its lock's parent container,"
+        " gone as it was made)"
     )
     return 1 if failed else 0
 

@@ -70,6 +70,7 @@ class Outcome:
     violations: list[str]
     boundaries: int
     applied: list[str]
+    notes: list[str] = dataclasses.field(default_factory=list)
 
 
 def parse(line: str) -> Schedule:
@@ -178,7 +179,7 @@ def run(
                 participant.steps.close()  # those that never ended
         WORLDS.pop()
         wire.new_protected_id = saved
-    return Outcome(schedule, world.violations, world.scheduler.boundaries, applied)
+    return Outcome(schedule, world.violations, world.scheduler.boundaries, applied, world.notes)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -63,8 +63,9 @@ def holder(
     except ENDINGS:
         node = None
     except NoNodeError as exc:
-        # the lock's parent container reaped between its making and the node's create: the
-        # acquire fails, as Curator's does (reported apart, see World.notes)
+        # the lock's parent container reaped between its making and the node's create, or a
+        # revocable node deleted before its revocation watch was set: the acquire fails, as
+        # Curator's does (reported apart, see World.notes)
         world.note(f"{name}: acquire raised {exc!r}")
         node = None
     finally:
