@@ -611,3 +611,31 @@ def test_a_lease_made_after_the_mutexs_session_ended_is_not_taken(client: KazooC
     leases = server.run(semaphore(client, 1).acquire_steps(1, None))
     assert nodes(leases) == [HeldNode(lease(3, 8), 80, new_session)]
     server.finish()
+
+
+def test_a_lease_made_after_ours_means_the_mutex_is_lost_and_it_is_taken_again(
+    client: KazooClient,
+) -> None:
+    server = ScriptedServer(
+        [
+            *mutex_taken(0, 4),
+            Reply(create_lease(1), (lease(1, 7), stat(70, SESSION))),
+            Reply(LEASE_LISTING, [other(6), name(lease(1, 7))]),
+            Reply(WATCHED_LEASES, [other(6), name(lease(1, 7))]),
+            # our mutex node deleted by another, a lease is made under the mutex taken next:
+            # waiting on would wait for a lease that waits for ours
+            Fire(LEASES, EventType.CHILD),
+            Reply(WATCHED_LEASES, [other(6), name(lease(1, 7)), other(8, AHEAD)]),
+            Forgets(LEASES),
+            Reply(DeleteNode(lease(1, 7))),
+            Reply(DeleteNode(lock(0, 4)), error=NoNodeError()),
+            *mutex_taken(2, 9),
+            Reply(create_lease(3), (lease(3, 10), stat(100, SESSION))),
+            Reply(LEASE_LISTING, [name(lease(3, 10))]),
+            Reply(DeleteNode(lock(2, 9))),
+        ],
+        session=SESSION,
+    )
+    leases = server.run(semaphore(client, 1).acquire_steps(1, None))
+    assert nodes(leases) == [HeldNode(lease(3, 10), 100, SESSION)]
+    server.finish()

@@ -249,6 +249,10 @@ class SemaphoreSteps:
                     watched = True
                 if ours not in children:
                     raise _Retry()
+                if _made_after(children, ours):
+                    # no lease is made after ours while we hold the mutex: ours is gone (its node
+                    # deleted), and two leases made under it would wait for each other
+                    raise _Retry()
                 if len(children) <= self.max_leases:
                     if (yield SessionId()) != node.session_id:
                         raise _Retry()  # decided over a listing of a session now ended
@@ -290,6 +294,15 @@ class SemaphoreSteps:
         except NoNodeError:
             return []
         return wire.sort_children(children, wire.LEASE_NAME)
+
+
+def _made_after(children: list[str], ours: str) -> bool:
+    """Whether a lease node among ``children`` was made after ours (sorts after it)."""
+    key = wire.sort_key(ours, wire.LEASE_NAME)
+    return any(
+        wire.LEASE_NAME in child and wire.sort_key(child, wire.LEASE_NAME) > key
+        for child in children
+    )
 
 
 class SemaphoreMutexCore(Generic[LeaseT]):
