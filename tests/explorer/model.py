@@ -359,6 +359,7 @@ class Client:
         self._inflight: list[Answer] = []  # sent on this connection, not answered yet
         self._epoch = 0  # one per connection
         self._last_due = 0.0
+        self._arrival = 0.0
         self._stall_until = 0.0
         self.cut_until = 0.0  # no connection before then (the session expires meanwhile)
         self.lose_next = False  # the next answer is lost: the connection drops instead
@@ -484,7 +485,12 @@ class Client:
                 self._register(request)
             answer.land(value, error)
 
-        self.scheduler.call_at(self.scheduler.now + LATENCY / 2, arrive)
+        self.scheduler.call_at(self._last_arrival(), arrive)
+
+    def _last_arrival(self) -> float:
+        """When a request sent now reaches the server: after those sent before it."""
+        self._arrival = max(self.scheduler.now + LATENCY / 2, self._arrival)
+        return self._arrival
 
     def _register(self, request: GetData | ListChildren | NodeExists) -> None:
         """A watch request answered: its watcher is kept (kazoo registers it as it reads the
@@ -585,10 +591,18 @@ class Client:
         watchers = table.get(path, [])
         if watcher in watchers:
             watchers.remove(watcher)
-        if not watchers:
+        if not watchers and self.is_connected:
+            # as the transport: no other watcher of the client there, so the server is asked
+            # to drop the session's watch, a request in turn after those sent before it
             table.pop(path, None)
             server_table = self.server.child_watches if children else self.server.data_watches
-            server_table[path].discard(self.session or 0)
+            sid, epoch = self.session or 0, self._epoch
+
+            def arrive() -> None:
+                if epoch == self._epoch:
+                    server_table[path].discard(sid)
+
+            self.scheduler.call_at(self._last_arrival(), arrive)
 
     def call_later(self, delay: float, function: Callable[[], None]) -> Timer:
         return self.scheduler.call_later(delay, function)
