@@ -3,7 +3,7 @@ step boundaries, the invariants checked; the systematic pass (each single fault 
 in turn) and random schedules (each from a seed, replayable).
 
 A schedule is named by a line that replays it (:func:`replay`):
-``<protocol> seed=<n> clients=<c0,c1,...> faults=<boundary>:<fault>[@<client>],...``.
+``<protocol> seed=<n> clients=<client of each participant> faults=<boundary>:<fault>,...``.
 """
 
 from __future__ import annotations
