@@ -255,7 +255,7 @@ def test_a_permit_whose_session_ended_queues_again(client: KazooClient) -> None:
             Reply(GetData(path(node("permit-", 0)), watch=WATCHED), (b"", stat(0, 7))),
             State(KazooState.CONNECTED, session=new_session),
             Reply(RELIST, [node("permit-", 0)]),  # our node went with the session
-            Forgets(path(node("permit-", 0))),
+            # no watch to drop: kazoo dropped them all with the connection
             Reply(DeleteNode(path(ours)), error=NoNodeError()),
             Reply(create("permit-"), (path(again), stat(50, new_session))),
             Reply(ListChildren(BASE), [again]),
@@ -364,4 +364,49 @@ def test_a_create_whose_session_ended_before_it_went_out_is_named_again(
     )
     held = server.run(engine.acquire_steps(None))
     assert held == HeldNode(path(node(fresh, 2)), 20, new_session)
+    server.finish()
+
+
+def test_a_permit_waiter_watches_again_after_a_drop(client: KazooClient) -> None:
+    ours = node("permit-", 1)
+    server = ScriptedServer(
+        [
+            Reply(create("permit-"), (path(ours), stat(10, SESSION))),
+            Reply(ListChildren(BASE), [node("permit-", 0), ours]),
+            Reply(GetData(path(node("permit-", 0)), watch=WATCHED), (b"", stat(0, 7))),
+            # kazoo drops every watch with the connection; back in the same session
+            State(KazooState.SUSPENDED),
+            Reply(RELIST, error=ConnectionLoss()),
+            State(KazooState.CONNECTED),
+            Reply(RELIST, [node("permit-", 0), ours]),
+            # the watch is set again, else nothing would wake the waiter when the permit goes
+            Reply(GetData(path(node("permit-", 0)), watch=WATCHED), (b"", stat(0, 7))),
+            Reply(RELIST, [node("permit-", 0), ours]),  # woken by the reconnect meanwhile
+            Fire(path(node("permit-", 0))),
+            Reply(RELIST, [ours]),
+        ],
+        session=SESSION,
+    )
+    held = server.run(permits(client, 1).acquire_steps(None))
+    assert held is not None and held[0] == HeldNode(path(ours), 10, SESSION)
+    server.finish()
+
+
+def test_the_sweep_after_a_lost_create_asks_again_after_a_connection_loss(
+    client: KazooClient,
+) -> None:
+    engine = lock_engine(client, BASE, None)
+    ours = node("lock-", 1)
+    server = ScriptedServer(
+        [
+            Reply(RELIST, [ours]),
+            # whose node it is, asked as the connection goes: asked again once it is back
+            Reply(NodeExists(path(ours)), error=ConnectionLoss(), disconnects=True),
+            State(KazooState.CONNECTED),
+            Reply(NodeExists(path(ours)), stat(11, SESSION)),
+            Owes(path(ours)),  # this session's, claimed by no acquire: the create given up made it
+        ],
+        session=SESSION,
+    )
+    server.run(engine._orphans_steps(engine.naming.prefix(engine.driver.token, None, ""), {}))
     server.finish()

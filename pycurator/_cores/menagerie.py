@@ -140,6 +140,9 @@ class PermitSteps:
             wake.set()
 
         def on_state(state: str) -> None:
+            # kazoo drops every watch with the connection: none is set any more (a waiter
+            # that thought them set would wait with none, for ever without a timeout)
+            armed.clear()
             wake.set()  # our node may be gone with the session: list again
 
         yield Listen(on_state)

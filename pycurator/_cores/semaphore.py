@@ -194,18 +194,31 @@ class SemaphoreSteps:
             lock = yield from self._lock.acquire_steps(deadline.remaining())
             if lock is None:
                 return None
+            lease: HeldNode | None = None
             try:
-                return (yield from self._lease_under_lock(deadline))
+                lease = yield from self._lease_under_lock(deadline, lock)
             except _Retry:
                 continue
             finally:
-                yield from delete_node_steps(lock.path)
+                try:
+                    yield from delete_node_steps(lock.path)
+                except BaseException:
+                    # interrupted as the mutex is released: the lease taken is nobody's
+                    if lease is not None:
+                        yield from delete_node_steps(lease.path)
+                    raise
+            if lease is not None and (yield SessionId()) != lease.session_id:
+                # the session ended while the mutex was released: the lease went with it
+                yield from delete_node_steps(lease.path)
+                continue
+            return lease
 
-    def _lease_under_lock(self, deadline: Deadline) -> Steps[HeldNode | None]:
-        """Under the internal mutex: create our lease node and wait until at most
-        ``max_leases`` lease nodes exist (a count, not an order), woken by the leases' child
-        watch or a connection change; our node when held, None when the deadline passed
-        first. Our node is deleted unless held; :class:`_Retry` if it vanished meanwhile."""
+    def _lease_under_lock(self, deadline: Deadline, lock: HeldNode) -> Steps[HeldNode | None]:
+        """Under the internal mutex (``lock``, our node of it): create our lease node and wait
+        until at most ``max_leases`` lease nodes exist (a count, not an order), woken by the
+        leases' child watch or a connection change; our node when held, None when the deadline
+        passed first. Our node is deleted unless held; :class:`_Retry` if it vanished meanwhile,
+        or was made in a session that no longer holds the mutex."""
         try:
             node, children = yield from self._leases.create_node_steps(deadline)
         except DeadlineExpired:
@@ -224,6 +237,10 @@ class SemaphoreSteps:
 
         yield Listen(on_state)
         try:
+            if node.session_id != lock.session_id:
+                # the session that held the mutex ended as the lease was made: another acquire
+                # of ours may hold the mutex now, and two leases made under it wait for each other
+                raise _Retry()
             while True:
                 yield CheckOpen()
                 if children is None:
@@ -231,6 +248,10 @@ class SemaphoreSteps:
                     children = yield from self._watch_leases(on_change, deadline.for_requests())
                     watched = True
                 if ours not in children:
+                    raise _Retry()
+                if _made_after(children, ours):
+                    # no lease is made after ours while we hold the mutex: ours is gone (its node
+                    # deleted), and two leases made under it would wait for each other
                     raise _Retry()
                 if len(children) <= self.max_leases:
                     if (yield SessionId()) != node.session_id:
@@ -273,6 +294,15 @@ class SemaphoreSteps:
         except NoNodeError:
             return []
         return wire.sort_children(children, wire.LEASE_NAME)
+
+
+def _made_after(children: list[str], ours: str) -> bool:
+    """Whether a lease node among ``children`` was made after ours (sorts after it)."""
+    key = wire.sort_key(ours, wire.LEASE_NAME)
+    return any(
+        wire.LEASE_NAME in child and wire.sort_key(child, wire.LEASE_NAME) > key
+        for child in children
+    )
 
 
 class SemaphoreMutexCore(Generic[LeaseT]):

@@ -354,10 +354,8 @@ class LockEngine:
                 if claims is not None:
                     if path in claims:
                         continue
-                    try:
-                        stat = yield Await((yield Send(NodeExists(path))), Deadline(None))
-                    except RETRYABLE:
-                        continue
+                    # asked again after a connection loss: a node skipped would be left behind
+                    stat = yield from resent_steps(NodeExists(path), Deadline(None))
                     if stat is None or stat.ephemeralOwner != session_id or path in claims:
                         continue
                 yield OweDelete(path)
