@@ -187,6 +187,18 @@ def test_a_change_of_the_node_watches_it_again_while_held(client: KazooClient) -
     assert holder.changes == []
 
 
+def test_a_node_deleted_between_its_change_and_the_watch_set_again_is_lost(
+    client: KazooClient,
+) -> None:
+    # the revocation's write fires the watch; the node is gone by the time it is set again
+    holder = Holder(client, [Reply(EXISTS, OURS), Reply(EXISTS, None)])
+    assert holder.confirm()
+    holder.server.fire(NODE, EventType.CHANGED)
+    assert holder.changes == [(HoldState.LOST, NODE_DELETED)]
+    holder.monitor.close()
+    holder.server.finish()
+
+
 def test_a_standard_hold_is_lost_while_suspended_and_ours_again_once_checked(
     client: KazooClient,
 ) -> None:

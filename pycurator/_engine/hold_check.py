@@ -265,8 +265,10 @@ class HoldMonitor:
         elif event.type in (EventType.CHANGED, EventType.CREATED) and self.state in (
             HoldState.HELD,
             HoldState.SUSPENDED,
-        ):  # a hold that ended leaves no watch behind
-            self._sender.send(NodeExists(self.node, watch=self._on_node_event))
+        ):  # a hold that ended leaves no watch behind; one deleted meanwhile is lost
+            self._sender.send(NodeExists(self.node, watch=self._on_node_event)).rawlink(
+                self._on_check
+            )
 
     def _on_connection(self, state: str) -> None:
         if state == KazooState.LOST:

@@ -13,8 +13,9 @@ from kazoo.client import KazooClient
 from pycurator._client.checks import ConnectionPolicy
 from pycurator._engine.hold_check import HoldMonitor, HoldState
 
-from .model import Client, Server
+from .model import Client
 from .scheduler import Participant, Scheduler
+from .server import Server
 
 #: Seconds after which a holder still believes in a node gone while its client was connected.
 TOLD_WITHIN = 1.0

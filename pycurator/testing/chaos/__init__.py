@@ -30,7 +30,7 @@ as long as that session lives, and fails the run (:mod:`.quiet`).
 from __future__ import annotations
 
 from .checker import CounterReport, PauseReport, Report, check
-from .contenders import CONTENDERS, Contender, JavaContender, PythonContender
+from .contenders import Contender, PythonContender
 from .faults import FAULTS, FaultDriver
 from .history import (
     EXCLUSIVE,
@@ -43,7 +43,9 @@ from .history import (
     Pause,
     QuietCheck,
 )
+from .java_contenders import JavaContender
 from .quiet import Gate, Quiet
+from .roster import CONTENDERS
 from .run import Chaos
 
 __all__ = [

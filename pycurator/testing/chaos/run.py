@@ -26,7 +26,6 @@ from pycurator.testing import (
 from .checker import Report, check
 from .contenders import (
     ASYNC_KINDS,
-    CONTENDERS,
     HANDLERS,
     SESSION_S,
     WORKER_SESSION_S,
@@ -49,6 +48,7 @@ from .history import (
     log_path,
 )
 from .quiet import Gate, Quiet
+from .roster import CONTENDERS
 from .workers import ChaosWorker
 
 #: The languages of the worker processes, and of the contenders unless told otherwise.

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 from pycurator.testing import Event, WorkerProcess, emit, start_jvm
 
-from .contenders import CONTENDERS, WORKER_SESSION_S, quiet_logs
+from .contenders import WORKER_SESSION_S, quiet_logs
 from .history import Hold
 from .quiet import Gate
+from .roster import CONTENDERS
 
 #: How long a worker waits for its contender to park and its client to connect.
 PARK_S = 60.0

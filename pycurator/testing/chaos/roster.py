@@ -1,0 +1,16 @@
+"""The chaos run's contenders by language."""
+
+from __future__ import annotations
+
+from .contenders import AsyncContender, Contender, PythonContender
+from .java_contenders import JavaContender
+
+#: The contenders by language: pycurator's threaded recipes, Java's, and pycurator's asyncio
+#: recipes (not in a run unless asked for).
+CONTENDERS: dict[str, type[Contender]] = {
+    "python": PythonContender,
+    "java": JavaContender,
+    "asyncio": AsyncContender,
+}
+
+__all__ = ["CONTENDERS"]

@@ -1,0 +1,259 @@
+"""The explorer's in-memory ZooKeeper server, with the semantics the recipes rely on: a tree of
+nodes with data; persistent, ephemeral (owned by a session) and container nodes (reaped once empty,
+having had children); sequential names from the parent's ``cversion``; one-shot watches (data and
+exists on a path, children of a path); sessions that live through a dropped connection and end on
+expiry or close (their ephemerals deleted, the watches of others fired). Its clients are in
+:mod:`tests.explorer.model`.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kazoo.exceptions import (
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    SessionExpiredError,
+)
+from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
+
+from pycurator._protocol.ops import (
+    CreateNode,
+    DeleteNode,
+    GetData,
+    ListChildren,
+    MakeContainer,
+    NodeExists,
+    Request,
+)
+
+from .scheduler import Scheduler, Timer
+
+if TYPE_CHECKING:
+    from .model import Client
+
+Watcher = Callable[[WatchedEvent], None]
+
+#: Seconds a request takes to be answered (up and down), at the least.
+LATENCY = 0.001
+#: Seconds between two passes of the server's container reaper.
+REAP_EVERY = 0.5
+
+
+@dataclasses.dataclass
+class Node:
+    data: bytes
+    owner: int  # the session of an ephemeral node; 0 for any other
+    container: bool
+    czxid: int
+    mzxid: int
+    version: int = 0
+    cversion: int = 0
+    children: set[str] = dataclasses.field(default_factory=set)
+    had_children: bool = False
+
+    def stat(self) -> ZnodeStat:
+        return ZnodeStat(
+            self.czxid,
+            self.mzxid,
+            0,
+            0,
+            self.version,
+            self.cversion,
+            0,
+            self.owner,
+            len(self.data),
+            len(self.children),
+            self.mzxid,
+        )
+
+
+def _parent(path: str) -> str:
+    head = path.rsplit("/", 1)[0]
+    return head or "/"
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[1]
+
+
+class Session:
+    def __init__(self, sid: int, client: Client) -> None:
+        self.sid = sid
+        self.client = client
+        self.alive = True
+        self.ephemerals: set[str] = set()
+
+
+class Server:
+    """The ensemble, as one server (see module doc). :attr:`gone` says, for each node path
+    deleted, how: ``("deleted", session)`` or ``("expired", session)`` or ``("reaped", 0)``."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+        self.zxid = 1
+        self.nodes: dict[str, Node] = {"/": Node(b"", 0, False, 0, 0)}
+        self.sessions: dict[int, Session] = {}
+        self._next_session = 0x1000
+        self.data_watches: collections.defaultdict[str, set[int]] = collections.defaultdict(set)
+        self.child_watches: collections.defaultdict[str, set[int]] = collections.defaultdict(set)
+        self.gone: dict[str, tuple[str, int, float]] = {}
+        self._reaper: Timer | None = None
+
+    def start_reaper(self) -> None:
+        def reap() -> None:
+            for path, node in list(self.nodes.items()):
+                empty = node.container and not node.children and node.had_children
+                if empty and path in self.nodes:
+                    self._delete(path, ("reaped", 0))
+            self._reaper = self.scheduler.call_later(REAP_EVERY, reap)
+
+        self._reaper = self.scheduler.call_later(REAP_EVERY, reap)
+
+    def stop_reaper(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+
+    # -- sessions --------------------------------------------------------------------------------
+
+    def open_session(self, client: Client) -> int:
+        self._next_session += 1
+        sid = self._next_session
+        self.sessions[sid] = Session(sid, client)
+        return sid
+
+    def end_session(self, sid: int, how: str) -> None:
+        """The session ends (``how``: ``"expired"`` or ``"closed"``): its ephemerals go."""
+        session = self.sessions.get(sid)
+        if session is None or not session.alive:
+            return
+        session.alive = False
+        for path in sorted(session.ephemerals, reverse=True):
+            if path in self.nodes:
+                self._delete(path, (how, sid))
+        self.forget_watches(sid)
+
+    def forget_watches(self, sid: int) -> None:
+        for table in (self.data_watches, self.child_watches):
+            for sessions in table.values():
+                sessions.discard(sid)
+
+    def alive(self, sid: int | None) -> bool:
+        session = self.sessions.get(sid) if sid is not None else None
+        return session is not None and session.alive
+
+    # -- the tree --------------------------------------------------------------------------------
+
+    def _trigger(self, table: dict[str, set[int]], path: str, type: str) -> None:
+        sessions = table.pop(path, set()) if path in table else set()
+        for sid in sorted(sessions):
+            session = self.sessions.get(sid)
+            if session is not None and session.alive:
+                session.client.event(WatchedEvent(type, KazooState.CONNECTED, path))
+
+    def _delete(self, path: str, how: tuple[str, int]) -> None:
+        node = self.nodes.pop(path)
+        self.zxid += 1
+        parent = self.nodes.get(_parent(path))
+        if parent is not None:
+            parent.children.discard(_name(path))
+            parent.cversion += 1
+        if node.owner and node.owner in self.sessions:
+            self.sessions[node.owner].ephemerals.discard(path)
+        self.gone[path] = (how[0], how[1], self.scheduler.now)
+        self._trigger(self.data_watches, path, EventType.DELETED)
+        self._trigger(self.child_watches, path, EventType.DELETED)
+        self._trigger(self.child_watches, _parent(path), EventType.CHILD)
+
+    def _create(
+        self, path: str, data: bytes, sid: int, ephemeral: bool, sequence: bool, container: bool
+    ) -> tuple[str, ZnodeStat]:
+        parent = self.nodes.get(_parent(path))
+        if parent is None:
+            raise NoNodeError()
+        if parent.owner:
+            raise NoNodeError()  # NoChildrenForEphemerals, as the protocols read it
+        if sequence:
+            path = f"{path}{parent.cversion:010d}"
+        if path in self.nodes:
+            raise NodeExistsError()
+        self.zxid += 1
+        node = Node(data, sid if ephemeral else 0, container, self.zxid, self.zxid)
+        self.nodes[path] = node
+        parent.children.add(_name(path))
+        parent.had_children = True
+        parent.cversion += 1
+        if ephemeral:
+            self.sessions[sid].ephemerals.add(path)
+        self.gone.pop(path, None)
+        self._trigger(self.data_watches, path, EventType.CREATED)
+        self._trigger(self.child_watches, _parent(path), EventType.CHILD)
+        return path, node.stat()
+
+    def delete_by_another(self, path: str) -> None:
+        """Another client (an operator, say) deletes ``path``."""
+        if path in self.nodes and not self.nodes[path].children:
+            self._delete(path, ("deleted by another", 0))
+
+    def set_data(self, path: str, data: bytes) -> None:
+        """Another client writes ``data`` to ``path`` (if it is there)."""
+        node = self.nodes.get(path)
+        if node is None:
+            return
+        self.zxid += 1
+        node.data, node.mzxid, node.version = data, self.zxid, node.version + 1
+        self._trigger(self.data_watches, path, EventType.CHANGED)
+
+    def apply(self, sid: int, request: Request) -> Any:
+        """Apply ``request`` of session ``sid``; its answer (a server's error raised)."""
+        if not self.alive(sid):
+            raise SessionExpiredError()
+        if isinstance(request, CreateNode):
+            return self._create(
+                request.path,
+                request.data or b"",
+                sid,
+                request.ephemeral,
+                request.sequence,
+                False,
+            )
+        if isinstance(request, MakeContainer):
+            return self._create(request.server_path, b"", sid, False, False, True)
+        if isinstance(request, DeleteNode):
+            node = self.nodes.get(request.path)
+            if node is None:
+                raise NoNodeError()
+            if node.children:
+                raise NotEmptyError()
+            self._delete(request.path, ("deleted", sid))
+            return True
+        if isinstance(request, ListChildren):
+            node = self.nodes.get(request.path)
+            if node is None:
+                raise NoNodeError()
+            if request.watch is not None:
+                self.child_watches[request.path].add(sid)
+            children = sorted(node.children)
+            self.scheduler.rng.shuffle(children)  # ZooKeeper's order is no order
+            return children
+        if isinstance(request, NodeExists):
+            if request.watch is not None:
+                self.data_watches[request.path].add(sid)
+            node = self.nodes.get(request.path)
+            return None if node is None else node.stat()
+        if isinstance(request, GetData):
+            node = self.nodes.get(request.path)
+            if node is None:
+                raise NoNodeError()
+            if request.watch is not None:
+                self.data_watches[request.path].add(sid)
+            return node.data, node.stat()
+        raise AssertionError(f"not a request the model knows: {request!r}")
+
+    def ephemerals_of(self, sid: int) -> set[str]:
+        session = self.sessions.get(sid)
+        return set(session.ephemerals) if session is not None and session.alive else set()
