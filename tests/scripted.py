@@ -77,6 +77,9 @@ class Reply:
     #: what happens to the connection right after this answer is given, before the protocol's
     #: next step: each :class:`State` in turn (a drop, an expiry told at the reconnect, ...)
     then: tuple[State, ...] = ()
+    #: another watcher of the client has the server drop a watch as this answer comes
+    #: (:class:`~pycurator._protocol.steps.WatchRemovals` counts one more)
+    drops_a_watch: bool = False
 
 
 @dataclass(frozen=True)
@@ -218,6 +221,8 @@ class ScriptedServer:
         self.watches: defaultdict[str, list[Callable[[WatchedEvent], None]]] = defaultdict(list)
         #: the client's claims on its lock nodes (:class:`~pycurator._protocol.steps.Claims`)
         self.claimed: dict[str, object] = {}
+        #: how many times the client had the server drop a watch (see :class:`Reply`)
+        self.removals = 0
         self._held: list[Answer] = []
         #: the first way the protocol departed from the script: raised by :meth:`run` and
         #: :meth:`finish` even if the protocol swallowed it (a callback's ``except Exception``)
@@ -361,6 +366,8 @@ class ScriptedServer:
             answer.land()
         for change in entry.then:
             self.change(change.state, change.session)
+        if entry.drops_a_watch:
+            self.removals += 1
         return answer
 
     def listen(self, listener: Callable[[str], object]) -> None:
@@ -385,6 +392,9 @@ class ScriptedServer:
 
     def claims(self) -> dict[str, object]:
         return self.claimed
+
+    def watch_removals(self) -> int:
+        return self.removals
 
     def owe_delete(self, path: str, sent: Any = None) -> None:
         entry = self._next(f"owes the delete of {path}")

@@ -536,3 +536,22 @@ def test_a_plain_create_gives_the_listing_that_came_with_it(engine: LockEngine) 
     assert node == HeldNode(path(name(3)), 30, SESSION)
     assert listed == [name(3), name(2, OTHER)]
     server.finish()
+
+
+def test_a_watch_dropped_on_the_server_as_it_is_set_is_set_again(engine: LockEngine) -> None:
+    # the server keeps one watch per path for a session: another waiter of this client that
+    # gave up on the same node had the server drop it just after our request set it
+    predecessor = path(name(2, OTHER))
+    server = ScriptedServer(
+        [
+            Reply(create(), (path(name(3)), stat(30, SESSION))),
+            Reply(LISTING, [name(2, OTHER), name(3)]),
+            Reply(GetData(predecessor, watch=WATCHED), (b"", stat(20, 7)), drops_a_watch=True),
+            Reply(GetData(predecessor, watch=WATCHED), (b"", stat(20, 7))),
+            Fire(predecessor),
+            Reply(NodeExists(path(name(3))), stat(30, SESSION)),
+        ],
+        session=SESSION,
+    )
+    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    server.finish()

@@ -491,3 +491,15 @@ def test_a_drop_as_the_reconnects_check_is_answered_keeps_the_hold(client: Kazoo
     assert holder.changes == [(HoldState.SUSPENDED, SUSPENDED), (HoldState.HELD, REGAINED)]
     holder.monitor.close()
     server.finish()
+
+
+def test_a_watch_dropped_on_the_server_as_it_is_set_is_set_again(client: KazooClient) -> None:
+    # a waiter of this client gave up its watch on our node as our exists set it: the server
+    # keeps one watch per path and session, so ours went too
+    holder = Holder(client, [Reply(EXISTS, OURS, drops_a_watch=True), Reply(EXISTS, OURS)])
+    assert holder.confirm()
+    assert holder.server.sent == [holder.exists(), holder.exists()]
+    holder.server.fire(NODE)
+    assert holder.changes == [(HoldState.LOST, NODE_DELETED)]
+    holder.monitor.close()
+    holder.server.finish()

@@ -138,6 +138,9 @@ class Runtime:
         #: Lock nodes whose names do not tell which acquire made them, by the acquire that
         #: claimed each (see :class:`~pycurator._protocol.drivers.Naming`).
         self.claims: dict[str, object] = {}
+        #: How many times the client asked the server to drop a watch
+        #: (:class:`~pycurator._protocol.steps.WatchRemovals`).
+        self.watch_removals = 0
         self._lock = client.handler.lock_object()  # held for bookkeeping only
         self._look: Timer | None = None  # a look for a stop, pending while the state is LOST
         self._told_stop = False  # the listeners have heard of the current stop

@@ -199,6 +199,9 @@ def forget_watch(
     server_path = prefixed(client, path)
     if kazoo_internals.discard_watcher(client, server_path, watcher, children=children):
         return
+    # a watch request of another of our watchers may be on its way: the one server watch it
+    # sets goes too, and the count tells it to set it again (watch_sent_steps)
+    runtime_of(client).watch_removals += 1
     remove_watches(client, path, WATCHER_TYPE_CHILDREN if children else WATCHER_TYPE_DATA)
 
 
@@ -274,6 +277,9 @@ class KazooTransport:
 
     def claims(self) -> dict[str, object]:
         return self.runtime.claims
+
+    def watch_removals(self) -> int:
+        return self.runtime.watch_removals
 
     # -- what outlives a wait ----------------------------------------------------------------
 

@@ -94,6 +94,7 @@ class HoldMonitor:
     __slots__ = (
         "_lock",
         "_on_change",
+        "_removals",
         "_sender",
         "_session_id",
         "_watching",
@@ -191,6 +192,7 @@ class HoldMonitor:
     def confirm_steps(self) -> Steps[bool]:
         """:meth:`confirm`, as steps. A stopped client's hold is lost."""
         if self.state is HoldState.HELD and not self._watching and (yield IsConnected()):
+            self._removals = self._sender.watch_removals()
             answer = yield Send(NodeExists(self.node, watch=self._on_node_event))
             try:
                 stat = yield Await(answer, Deadline(CONFIRM_WAIT))
@@ -211,9 +213,7 @@ class HoldMonitor:
     def _watch(self) -> None:
         """Set the node's watch without waiting (once connected: the reconnect sets it)."""
         if self.state is HoldState.HELD and not self._watching and self._sender.connected():
-            self._sender.send(NodeExists(self.node, watch=self._on_node_event)).rawlink(
-                self._on_check
-            )
+            self._send_exists().rawlink(self._on_check)
 
     def _watch_later(self) -> None:
         """:meth:`_watch`, once the hold has lasted :data:`WATCH_DELAY` (by the handler's
@@ -254,10 +254,24 @@ class HoldMonitor:
             return  # the connection listener reports connection trouble, and re-arms
         self._checked(stat)
 
+    def _send_exists(self) -> Any:
+        """Send the ``exists`` that checks the node and sets its watch."""
+        self._removals = self._sender.watch_removals()
+        return self._sender.send(NodeExists(self.node, watch=self._on_node_event))
+
+    def _set(self) -> None:
+        """The watch is set, unless another watcher of the client had the server drop the
+        node's watch meanwhile (one per path and session): then it is set again."""
+        self._watching = self._sender.watch_removals() == self._removals
+        if not self._watching:
+            self._watch()
+
     def _checked(self, stat: ZnodeStat | None) -> None:
-        self._watching = True
         if stat is None:
+            self._watching = True  # nothing to watch any more
             self._move(HoldState.LOST, NODE_DELETED)
+        else:
+            self._set()
 
     def _on_node_event(self, event: WatchedEvent) -> None:
         if event.type == EventType.DELETED:
@@ -266,9 +280,7 @@ class HoldMonitor:
             HoldState.HELD,
             HoldState.SUSPENDED,
         ):  # a hold that ended leaves no watch behind; one deleted meanwhile is lost
-            self._sender.send(NodeExists(self.node, watch=self._on_node_event)).rawlink(
-                self._on_check
-            )
+            self._send_exists().rawlink(self._on_check)
 
     def _on_connection(self, state: str) -> None:
         if state == KazooState.LOST:
@@ -286,7 +298,7 @@ class HoldMonitor:
         """After a reconnect: a suspended hold is ours again only if its node exists and this
         session made it; a hold not yet watched gets its watch. Sends, does not wait."""
         if self.state is HoldState.SUSPENDED:
-            answer = self._sender.send(NodeExists(self.node, watch=self._on_node_event))
+            answer = self._send_exists()
             answer.rawlink(self._verified)
         else:
             self._watch()
@@ -302,6 +314,7 @@ class HoldMonitor:
             self._move(HoldState.LOST, "lock node not ours after reconnect")
         else:
             self._move(HoldState.HELD, "reconnected in the same session")
+            self._set()
 
 
 def _end_reason(transport: _Transport) -> str:

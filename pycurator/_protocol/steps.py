@@ -10,7 +10,8 @@ The recipes' protocols (the lock loop, the semaphore loop, the hold check) are g
 - :class:`NewSignal`: a flag that kazoo's callbacks may set from any thread;
 - :class:`WaitSignal`: the flag being set, for at most a number of seconds (True when set);
 - the client's side: :class:`Listen` / :class:`Unlisten` to its connection states,
-  :class:`CheckOpen`, :class:`IsConnected`, :class:`SessionId`, :class:`Chroot`; what outlives
+  :class:`CheckOpen`, :class:`IsConnected`, :class:`SessionId`, :class:`Chroot`,
+  :class:`WatchRemovals`; what outlives
   a wait: :class:`OweDelete`, :class:`ForgetWatch`; and :class:`GetSender`, the
   :class:`Sender` a protocol's callbacks use (they run on kazoo's threads, outside the steps).
 
@@ -129,6 +130,8 @@ class Transport(Sender, Protocol):
 
     def claims(self) -> dict[str, object]: ...
 
+    def watch_removals(self) -> int: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Send:
@@ -185,6 +188,13 @@ class Claims:
 
 
 @dataclass(frozen=True, slots=True)
+class WatchRemovals:
+    """How many times the client has asked the server to drop a watch (a count that only grows).
+    The server keeps one watch per path for a session, whatever the number of watchers: a watch
+    set by a request sent before such a drop and answered after it may be gone already."""
+
+
+@dataclass(frozen=True, slots=True)
 class OweDelete:
     """Curator's guaranteed delete of ``path`` in the background, until it is gone or the
     client is stopped; ``sent``: the pending answer of a delete of it already sent."""
@@ -217,6 +227,7 @@ Effect = (
     | SessionId
     | Chroot
     | Claims
+    | WatchRemovals
     | OweDelete
     | ForgetWatch
     | GetSender
@@ -235,6 +246,7 @@ EFFECTS: dict[type[Any], Callable[[Transport, Any], Any]] = {
     SessionId: lambda t, step: t.session_id(),
     Chroot: lambda t, step: t.chroot(),
     Claims: lambda t, step: t.claims(),
+    WatchRemovals: lambda t, step: t.watch_removals(),
     OweDelete: lambda t, step: t.owe_delete(step.path, step.sent),
     ForgetWatch: lambda t, step: t.forget_watch(step.path, step.watcher, step.children),
     GetSender: lambda t, step: t,
@@ -269,5 +281,6 @@ __all__ = [
     "Transport",
     "Unlisten",
     "WaitSignal",
+    "WatchRemovals",
     "perform",
 ]

@@ -42,6 +42,7 @@ from .steps import (
     Steps,
     Unlisten,
     WaitSignal,
+    WatchRemovals,
 )
 
 log = logging.getLogger("pycurator")
@@ -111,9 +112,14 @@ def watch_sent_steps(request: GetData | ListChildren, deadline: Deadline) -> Ste
     assert watch is not None, "a request that sets a watch"
     children = not isinstance(request, GetData)
     while True:
+        removals = yield WatchRemovals()
         answer = yield Send(request)
         try:
-            return (yield Await(answer, deadline))
+            value = yield Await(answer, deadline)
+            if (yield WatchRemovals()) == removals:
+                return value
+            # another watcher of ours dropped the server's watch of some path meanwhile:
+            # perhaps the one this request set, so it is set again
         except RETRYABLE:
             yield from connected_steps(deadline)
         except BaseException:

@@ -123,6 +123,7 @@ class Client:
             list
         )
         self.claimed: dict[str, object] = {}
+        self.removals = 0  # watch removals asked of the server (WatchRemovals)
         self.owed: set[str] = set()
         self._queued: list[tuple[Request, Answer]] = []  # sent while disconnected
         self._inflight: list[Answer] = []  # sent on this connection, not answered yet
@@ -331,6 +332,9 @@ class Client:
     def claims(self) -> dict[str, object]:
         return self.claimed
 
+    def watch_removals(self) -> int:
+        return self.removals
+
     def owe_delete(self, path: str, sent: Any = None) -> None:
         """Curator's guaranteed delete: sent again at each connection until done or gone."""
         if self.stopped:
@@ -364,6 +368,7 @@ class Client:
             # as the transport: no other watcher of the client there, so the server is asked
             # to drop the session's watch, a request in turn after those sent before it
             table.pop(path, None)
+            self.removals += 1
             server_table = self.server.child_watches if children else self.server.data_watches
             sid, epoch = self.session or 0, self._epoch
 
