@@ -37,11 +37,37 @@ and unchanged since 2.9.0; each point pinned by a test of the same name there):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import logging
+import os
+import random
+import select
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable
+from importlib.metadata import version
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import EXCEPTIONS
+from kazoo.exceptions import (
+    EXCEPTIONS,
+    AuthFailedError,
+    ConnectionDropped,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import SequentialThreadingHandler
+from kazoo.protocol import connection as _kazoo_connection
+from kazoo.protocol.connection import (
+    AUTH_XID,
+    PING_XID,
+    WATCH_XID,
+    ConnectionHandler,
+    RWServerAvailable,
+)
+from kazoo.protocol.serialization import Auth, PingInstance, ReplyHeader
+from kazoo.protocol.states import KeeperState
 
 #: The kazoo releases these touches and the handler's reliance were checked against: the
 #: lowest the package allows (``kazoo>=2.11``) and the newest of every minor release above it.
@@ -162,16 +188,407 @@ def observe_calls(client: KazooClient, observe: Callable[[Any], None]) -> Callab
     return restore
 
 
+#: ``ConnectionHandler._connect_attempt``'s answer that ends its ``zk_loop`` (kazoo 2.9.0 to
+#: 2.11.0), and the two test hooks ``_call`` may be handed instead of a request: queued, they
+#: end the connection as an expired session or a drop.
+STOP_CONNECTING = _kazoo_connection.STOP_CONNECTING
+_SESSION_EXPIRED = _kazoo_connection._SESSION_EXPIRED
+_CONNECTION_DROP = _kazoo_connection._CONNECTION_DROP
+#: A request's frame head: its length (from the xid on), xid and type.
+_HEAD = struct.Struct("!iii")
+#: A reply's frame head: its length, then ``ReplyHeader`` (xid, zxid, err).
+_LENGTH = struct.Struct("!i")
+_REPLY = struct.Struct("!iqi")
+#: The most one read of the server's socket takes.
+READ_BLOCK = 65536
+_LIVE = (KeeperState.CONNECTED, KeeperState.CONNECTED_RO)
+
+_fallback_told = False
+
+
+class _Waker:
+    """The writing end of the connection's wake-up pair: never waits (a full pair already holds
+    bytes enough to wake the loop, which empties it whole on each wake)."""
+
+    __slots__ = ("_sock",)
+
+    def __init__(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        self._sock = sock
+
+    def send(self, data: Any) -> int:
+        try:
+            return self._sock.send(data)
+        except BlockingIOError:
+            return len(data)
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+
+class LeanConnection(ConnectionHandler):  # type: ignore[misc]
+    """kazoo's ``ConnectionHandler`` with pycurator's steady-state loop.
+
+    Kept from kazoo (inherited and called as kazoo calls them): ``zk_loop`` and
+    ``_connect_loop`` (host order, the connection retry policy, stopping), ``_connect`` (the
+    socket, the handshake with session id, password and read-only flag, SASL and digest auth),
+    ``_read_response`` (each answer: errors, ``exists`` on no node, transactions, watcher
+    registration, the close), ``_read_watch_event`` (watchers popped and handed to the
+    handler's ``dispatch_callback``), the client's state machine (``_session_callback``: failing
+    pending and queued requests on a drop, listeners, watch resets) and the exceptions
+    ``_connect_attempt`` handles, in its order.
+
+    Replaced: once a session is made, a calling thread writes its own request (xid, the
+    ``_pending`` entry and the send under one lock, :meth:`call`); the loop thread waits in one
+    ``poll`` on the socket and the wake-up pair, and one ``recv`` of up to :data:`READ_BLOCK`
+    bytes takes every frame that has arrived. Requests made while there is no session (and
+    kazoo's ``stop()``, which queues the close) go through kazoo's ``_queue`` and the wake-up
+    pair, and are sent in order when the session is made (or by the loop when woken).
+    """
+
+    def __init__(self, client: KazooClient, retry_sleeper: Any, logger: Any, sasl: Any) -> None:
+        super().__init__(client, retry_sleeper, logger=logger, sasl_options=sasl)
+        self._writing = threading.RLock()
+        #: the server's socket while the loop serves a session (writers send on it), else None
+        self._live: socket.socket | None = None
+        #: the process that made the client: a forked child never writes on its socket
+        self._pid = os.getpid()
+        self._loop_thread = 0
+        #: requests the loop thread's own callbacks made, sent once it has read its batch
+        self._deferred: list[tuple[Any, Any]] = []
+        self._last_send = 0.0
+        self._write_timeout = 10.0
+        self._debug = False
+        self._kazoo_call = client._call
+        self._xid: int = 0
+        self._rw_server: tuple[str, int] | None = None
+        self._connection_routine: Any = None
+
+    def start(self) -> None:
+        """kazoo's ``start``, with a wake-up pair of the loop's own (whose writer never waits)."""
+        if self.connection_closed.is_set():
+            reader, writer = socket.socketpair()
+            reader.setblocking(False)
+            self._read_sock, self._write_sock = reader, _Waker(writer)
+            self.connection_closed.clear()
+        if self._connection_routine:
+            raise RuntimeError("Unable to start, connection routine already active.")
+        self._connection_routine = self.handler.spawn(self.zk_loop)
+
+    def call(self, request: Any, async_object: Any) -> Any:
+        """``KazooClient._call``: written at once while a session is served (by the caller,
+        or after the loop's current batch when the loop thread itself calls), else kazoo's
+        own (checks of the state, then ``_queue`` and the wake-up pair)."""
+        if os.getpid() != self._pid:  # a forked child: the parent's socket is not its own
+            return self._kazoo_call(request, async_object)
+        with self._writing:
+            live = self._live
+            if (
+                live is not None
+                and self.client._state in _LIVE
+                and request is not _SESSION_EXPIRED
+                and request is not _CONNECTION_DROP
+            ):
+                if threading.get_ident() == self._loop_thread:
+                    self._deferred.append((request, async_object))
+                else:
+                    self._send_requests(live, ((request, async_object),))
+                return None
+            return self._kazoo_call(request, async_object)
+
+    def _send_requests(self, sock: socket.socket, requests: Iterable[tuple[Any, Any]]) -> None:
+        """Frame ``requests``, enter each in ``_pending`` and send them in one write (under
+        ``_writing``)."""
+        pending = self.client._pending
+        frames = []
+        failed = []
+        for request, async_object in requests:
+            try:
+                body = request.serialize()
+            except Exception as error:
+                failed.append((async_object, error))
+                continue
+            if request.type == Auth.type:
+                xid = AUTH_XID
+            else:
+                xid = self._xid = self._xid % 2147483647 + 1
+            if self._debug:
+                self.logger.debug("Sending request(xid=%s): %s", xid, request)
+            frames.append(_HEAD.pack(len(body) + 8, xid, request.type))
+            frames.append(body)
+            pending.append((request, async_object, xid))
+        if frames:
+            self._send(sock, b"".join(frames))
+        for answer, problem in failed:  # answered once the others are sent, in order
+            if answer is not None:
+                answer.set_exception(problem)
+
+    def _send(self, sock: socket.socket, data: bytes) -> None:
+        """Send all of ``data`` (under ``_writing``), waiting for room while the socket is full.
+        A failure (or no room within the write timeout) shuts the socket down: the loop then
+        sees the drop and fails every pending request, these included."""
+        try:
+            try:
+                sent = sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            if sent < len(data):
+                view = memoryview(data)
+                poller = select.poll()
+                poller.register(sock, select.POLLOUT)
+                while sent < len(data):
+                    if not poller.poll(self._write_timeout * 1000.0):
+                        raise TimeoutError("socket time-out during write")
+                    with contextlib.suppress(BlockingIOError):
+                        sent += sock.send(view[sent:])
+            self._last_send = time.monotonic()
+        except OSError as exc:
+            self.logger.warning("Connection dropped while writing: %s", exc)
+            self._live = None
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def _send_queued(self, sock: socket.socket) -> None:
+        """Send what waits in kazoo's ``_queue`` and the loop's own deferred requests, in order
+        (under ``_writing``); kazoo's test hooks end the connection as kazoo's loop does."""
+        queue = self.client._queue
+        batch = []
+        while queue:
+            request, async_object = queue.popleft()
+            if request is _SESSION_EXPIRED:
+                raise SessionExpiredError("Session expired: Testing")
+            if request is _CONNECTION_DROP:
+                raise ConnectionDropped("Connection dropped: Testing")
+            batch.append((request, async_object))
+        if self._deferred:
+            batch.extend(self._deferred)
+            self._deferred.clear()
+        if batch:
+            self._send_requests(sock, batch)
+
+    def _connect_attempt(self, host: str, hostip: str, port: int, retry: Any) -> Any:
+        """kazoo's ``_connect_attempt`` (its states, logs and exceptions), serving the session
+        with :meth:`_serve` instead of kazoo's loop."""
+        client = self.client
+        timeout_error = self.handler.timeout_exception
+        self._socket = None
+        if self._rw_server:
+            host, port = self._rw_server
+            self._rw_server = None
+        if client._state != KeeperState.CONNECTING:
+            client._session_callback(KeeperState.CONNECTING)
+        try:
+            self._xid = 0
+            read_timeout, connect_timeout = self._connect(host, hostip, port)
+            retry.reset()
+            self.ping_outstanding.clear()
+            with self._socket_error_handling():
+                self._serve(read_timeout / 1000.0, connect_timeout / 1000.0)
+            self.logger.info("Closing connection to %s:%s", host, port)
+            client._session_callback(KeeperState.CLOSED)
+            return STOP_CONNECTING
+        except (ConnectionDropped, timeout_error) as e:
+            if isinstance(e, ConnectionDropped):
+                self.logger.warning("Connection dropped: %s", e)
+            else:
+                self.logger.warning("Connection time-out: %s", e)
+            if client._state != KeeperState.CONNECTING:
+                self.logger.warning("Transition to CONNECTING")
+                client._session_callback(KeeperState.CONNECTING)
+        except AuthFailedError as err:
+            retry.reset()
+            self.logger.warning("AUTH_FAILED closing: %s", err)
+            client._session_callback(KeeperState.AUTH_FAILED)
+            return STOP_CONNECTING
+        except SessionExpiredError:
+            retry.reset()
+            self.logger.warning("Session has expired")
+            client._session_callback(KeeperState.EXPIRED_SESSION)
+        except RWServerAvailable:
+            retry.reset()
+            self.logger.warning("Found a RW server, dropping connection")
+            client._session_callback(KeeperState.CONNECTING)
+        except Exception:
+            self.logger.exception("Unhandled exception in connection loop")
+            raise
+        finally:
+            if self._socket is not None:
+                self._socket.close()
+        return None
+
+    def _serve(self, read_timeout: float, connect_timeout: float) -> None:
+        """Serve the session until the server answers the close (returns) or the connection
+        fails (raises). Writers send on the socket from when the requests queued meanwhile are
+        sent until just before this returns or raises, so a drop fails every request written."""
+        sock, data = _raw_socket(self._socket)
+        wake = self._read_sock
+        sock_fd, wake_fd = sock.fileno(), wake.fileno()
+        poller = select.poll()
+        poller.register(sock_fd, select.POLLIN)
+        poller.register(wake_fd, select.POLLIN)
+        jitter = random.randint(1, 40) / 100.0
+        half = read_timeout / 2.0 - jitter
+        self._write_timeout = connect_timeout
+        self._debug = self.logger.isEnabledFor(logging.DEBUG)
+        with self._writing:
+            self._loop_thread = threading.get_ident()
+            self._last_send = time.monotonic()
+            self._live = sock
+            self._send_queued(sock)
+        try:
+            while True:
+                if self._live is None:
+                    raise ConnectionDropped("socket connection broken")
+                deadline = self._last_send + half
+                wait = max(deadline - time.monotonic(), jitter)
+                ready = poller.poll(wait * 1000.0)
+                if not ready:
+                    if self.ping_outstanding.is_set():
+                        self.ping_outstanding.clear()
+                        raise ConnectionDropped("outstanding heartbeat ping not received")
+                else:
+                    for fd, _ in ready:
+                        if fd == sock_fd:
+                            try:
+                                chunk = sock.recv(READ_BLOCK)
+                            except BlockingIOError:
+                                continue
+                            if not chunk:
+                                raise ConnectionDropped("socket connection broken")
+                            data = data + chunk if data else chunk
+                            rest = self._read_frames(data)
+                            if rest is None:
+                                return
+                            data = rest
+                        else:
+                            _drain(wake)
+                            with self._writing:
+                                self._send_queued(sock)
+                    if self._deferred:
+                        with self._writing:
+                            self._send_queued(sock)
+                if time.monotonic() >= self._last_send + half:
+                    self.ping_outstanding.set()
+                    with self._writing:
+                        self._send(sock, _HEAD.pack(8, PING_XID, PingInstance.type))
+        finally:
+            with self._writing:
+                self._live = None
+                self._loop_thread = 0
+                # made before the drop: queued first, failed with the queue as kazoo fails it
+                self.client._queue.extendleft(reversed(self._deferred))
+                self._deferred.clear()
+
+    def _read_frames(self, data: bytes) -> bytes | None:
+        """Handle every whole frame in ``data`` as kazoo's loop does; the rest, or None once
+        the server answered the close."""
+        client = self.client
+        size = len(data)
+        at = 0
+        while size - at >= 4:
+            end = at + 4 + _LENGTH.unpack_from(data, at)[0]
+            if end > size:
+                break
+            body = data[at + 4 : end]
+            at = end
+            xid, zxid, err = _REPLY.unpack_from(body, 0)
+            if xid == WATCH_XID:
+                self._read_watch_event(body, 16)
+            elif xid == PING_XID:
+                self.ping_outstanding.clear()
+            elif xid == AUTH_XID:
+                _, async_object, _ = client._pending.popleft()
+                if err:
+                    async_object.set_exception(AuthFailedError())
+                    client._session_callback(KeeperState.AUTH_FAILED)
+                else:
+                    async_object.set(True)
+            elif self._read_response(ReplyHeader(xid, zxid, err), body, 16) is not None:
+                return None
+        return data[at:] if at < size else b""
+
+
+def _raw_socket(sock: Any) -> tuple[socket.socket, bytes]:
+    """The plain socket under kazoo's connection socket, and what was read from it and not
+    yet taken (the fast handler's buffered socket keeps some)."""
+    detach = getattr(sock, "detach_buffer", None)
+    if detach is not None:
+        return detach()  # type: ignore[no-any-return]
+    return sock, b""
+
+
+def _drain(sock: socket.socket) -> None:
+    """Empty the wake-up pair's reading end."""
+    try:
+        while sock.recv(4096):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def loop_refusal(client: KazooClient) -> str | None:
+    """Why :func:`use_lean_loop` leaves ``client`` on kazoo's loop, or None if it need not."""
+    if version("kazoo") not in CHECKED_VERSIONS:
+        return f"kazoo {version('kazoo')} is not one of {', '.join(CHECKED_VERSIONS)}"
+    if not isinstance(client.handler, SequentialThreadingHandler):
+        return f"its handler is {type(client.handler).__name__}, not a threading one"
+    if client.use_ssl:
+        return "it talks TLS"
+    if type(client._connection) is not ConnectionHandler and not isinstance(
+        client._connection, LeanConnection
+    ):
+        return f"its connection is a {type(client._connection).__name__}"
+    return None
+
+
+def use_lean_loop(client: KazooClient) -> bool:
+    """Give ``client`` (not yet started) pycurator's connection loop (:class:`LeanConnection`);
+    whether it has it. Left on kazoo's loop (False) with a gevent or eventlet handler, with TLS,
+    or on a kazoo release not in :data:`CHECKED_VERSIONS` (said once in the log). Replaces
+    ``KazooClient._connection`` (made in ``__init__`` with the client's connection retry, logger
+    and SASL options, all kept) and ``KazooClient._call`` on this instance."""
+    global _fallback_told
+    current = client._connection
+    if isinstance(current, LeanConnection):
+        return True
+    if not is_stopped(client) or current._connection_routine is not None:
+        raise RuntimeError("use_lean_loop() must be called before the client is started")
+    refusal = loop_refusal(client)
+    if refusal is not None:
+        if not _fallback_told and refusal.startswith("kazoo "):
+            _fallback_told = True
+            logging.getLogger("pycurator").warning(
+                "pycurator's connection loop is not used: %s; kazoo's own loop serves", refusal
+            )
+        return False
+    lean = LeanConnection(client, current.retry_sleeper, current.logger, current.sasl_options)
+    client._connection = lean
+    client._call = lean.call
+    return True
+
+
+def uses_lean_loop(client: KazooClient) -> bool:
+    """Whether ``client`` runs on pycurator's connection loop."""
+    return isinstance(client._connection, LeanConnection)
+
+
 __all__ = [
     "CHECKED_VERSIONS",
     "NO_WATCHER",
     "WAKE_BYTE",
+    "LeanConnection",
     "call",
     "discard_watcher",
     "is_stopped",
+    "loop_refusal",
     "observe_calls",
     "reads_error",
     "session_timeout",
+    "use_lean_loop",
+    "uses_lean_loop",
     "watched_paths",
     "watchers",
 ]
