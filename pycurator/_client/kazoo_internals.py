@@ -188,10 +188,11 @@ def observe_calls(client: KazooClient, observe: Callable[[Any], None]) -> Callab
     return restore
 
 
-#: ``ConnectionHandler._connect_attempt``'s answer that ends its ``zk_loop`` (kazoo 2.9.0 to
-#: 2.11.0), and the two test hooks ``_call`` may be handed instead of a request: queued, they
-#: end the connection as an expired session or a drop.
-STOP_CONNECTING = _kazoo_connection.STOP_CONNECTING
+#: ``ConnectionHandler._read_socket``'s answer once the server answered the close (which ends
+#: ``_connect_attempt``'s loop; kazoo 2.9.0 to 2.11.0), and the two test hooks ``_call`` may be
+#: handed instead of a request: queued, they end the connection as an expired session or a
+#: drop.
+CLOSE_RESPONSE = _kazoo_connection.CLOSE_RESPONSE
 _SESSION_EXPIRED = _kazoo_connection._SESSION_EXPIRED
 _CONNECTION_DROP = _kazoo_connection._CONNECTION_DROP
 #: A request's frame head: its length (from the xid on), xid and type.
@@ -232,21 +233,23 @@ class _Waker:
 class LeanConnection(ConnectionHandler):  # type: ignore[misc]
     """kazoo's ``ConnectionHandler`` with pycurator's steady-state loop.
 
-    Kept from kazoo (inherited and called as kazoo calls them): ``zk_loop`` and
-    ``_connect_loop`` (host order, the connection retry policy, stopping), ``_connect`` (the
-    socket, the handshake with session id, password and read-only flag, SASL and digest auth),
+    Kept from kazoo (inherited, and called where kazoo calls them): ``zk_loop``,
+    ``_connect_loop`` and ``_connect_attempt`` (host order, the connection retry policy, the
+    states each failure leads to and their log records, stopping), ``_connect`` (the socket,
+    the handshake with session id, password and read-only flag, SASL and digest auth),
     ``_read_response`` (each answer: errors, ``exists`` on no node, transactions, watcher
     registration, the close), ``_read_watch_event`` (watchers popped and handed to the
-    handler's ``dispatch_callback``), the client's state machine (``_session_callback``: failing
-    pending and queued requests on a drop, listeners, watch resets) and the exceptions
-    ``_connect_attempt`` handles, in its order.
+    handler's ``dispatch_callback``), the look for a read-write server while read-only, and the
+    client's state machine (``_session_callback``: failing pending and queued requests on a
+    drop, listeners, watch resets).
 
-    Replaced: once a session is made, a calling thread writes its own request (xid, the
-    ``_pending`` entry and the send under one lock, :meth:`call`); the loop thread waits in one
-    ``poll`` on the socket and the wake-up pair, and one ``recv`` of up to :data:`READ_BLOCK`
-    bytes takes every frame that has arrived. Requests made while there is no session (and
-    kazoo's ``stop()``, which queues the close) go through kazoo's ``_queue`` and the wake-up
-    pair, and are sent in order when the session is made (or by the loop when woken).
+    Replaced: once a session is made (at the end of ``_connect``), a calling thread writes its
+    own request (xid, the ``_pending`` entry and the send under one lock, :meth:`call`); the
+    loop thread waits in one ``poll`` on the socket and the wake-up pair, and one ``recv`` of
+    up to :data:`READ_BLOCK` bytes takes every frame that has arrived. Requests made while no
+    session is served (and kazoo's ``stop()``, which queues the close) go through kazoo's
+    ``_queue`` and the wake-up pair, and are sent in order once one is (or when the loop is
+    woken).
     """
 
     def __init__(self, client: KazooClient, retry_sleeper: Any, logger: Any, sasl: Any) -> None:
@@ -263,6 +266,8 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         self._write_timeout = 10.0
         self._debug = False
         self._kazoo_call = client._call
+        self._retry: Any = None
+        self._closed = False
         self._xid: int = 0
         self._rw_server: tuple[str, int] | None = None
         self._connection_routine: Any = None
@@ -370,54 +375,39 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
             self._send_requests(sock, batch)
 
     def _connect_attempt(self, host: str, hostip: str, port: int, retry: Any) -> Any:
-        """kazoo's ``_connect_attempt`` (its states, logs and exceptions), serving the session
-        with :meth:`_serve` instead of kazoo's loop."""
-        client = self.client
-        timeout_error = self.handler.timeout_exception
-        self._socket = None
-        if self._rw_server:
-            host, port = self._rw_server
-            self._rw_server = None
-        if client._state != KeeperState.CONNECTING:
-            client._session_callback(KeeperState.CONNECTING)
+        """kazoo's ``_connect_attempt``, whole (states, logs, the exceptions it handles); the
+        session is served from within :meth:`_connect` (the retry policy is kept to be reset
+        there, as kazoo resets it once a session is made)."""
+        self._retry = retry
         try:
-            self._xid = 0
-            read_timeout, connect_timeout = self._connect(host, hostip, port)
-            retry.reset()
-            self.ping_outstanding.clear()
-            with self._socket_error_handling():
-                self._serve(read_timeout / 1000.0, connect_timeout / 1000.0)
-            self.logger.info("Closing connection to %s:%s", host, port)
-            client._session_callback(KeeperState.CLOSED)
-            return STOP_CONNECTING
-        except (ConnectionDropped, timeout_error) as e:
-            if isinstance(e, ConnectionDropped):
-                self.logger.warning("Connection dropped: %s", e)
-            else:
-                self.logger.warning("Connection time-out: %s", e)
-            if client._state != KeeperState.CONNECTING:
-                self.logger.warning("Transition to CONNECTING")
-                client._session_callback(KeeperState.CONNECTING)
-        except AuthFailedError as err:
-            retry.reset()
-            self.logger.warning("AUTH_FAILED closing: %s", err)
-            client._session_callback(KeeperState.AUTH_FAILED)
-            return STOP_CONNECTING
-        except SessionExpiredError:
-            retry.reset()
-            self.logger.warning("Session has expired")
-            client._session_callback(KeeperState.EXPIRED_SESSION)
-        except RWServerAvailable:
-            retry.reset()
-            self.logger.warning("Found a RW server, dropping connection")
-            client._session_callback(KeeperState.CONNECTING)
-        except Exception:
-            self.logger.exception("Unhandled exception in connection loop")
-            raise
+            return super()._connect_attempt(host, hostip, port, retry)
         finally:
-            if self._socket is not None:
-                self._socket.close()
-        return None
+            self._retry = None
+
+    def _connect(self, host: str, hostip: str, port: int) -> tuple[float, float]:
+        """kazoo's ``_connect`` (socket, handshake, SASL, auth), then the session served by
+        :meth:`_serve` until the server answers the close (kazoo's loop then reads the end of
+        the connection and closes as it does) or the connection fails (kazoo's
+        ``_connect_attempt`` handles the error as it would its own loop's)."""
+        read_timeout, connect_timeout = super()._connect(host, hostip, port)
+        if self._retry is not None:
+            self._retry.reset()
+        self.ping_outstanding.clear()
+        with self._socket_error_handling():
+            self._serve(read_timeout / 1000.0, connect_timeout / 1000.0)
+        # the close is answered: kazoo's loop finds a socket at its end, and its read says so
+        self._socket.close()
+        self._socket, writer = socket.socketpair()
+        writer.close()
+        self._closed = True
+        return read_timeout, connect_timeout
+
+    def _read_socket(self, read_timeout: float) -> Any:
+        """kazoo's read of one frame; after :meth:`_serve` saw the close answered, that answer."""
+        if self._closed:
+            self._closed = False
+            return CLOSE_RESPONSE
+        return super()._read_socket(read_timeout)
 
     def _serve(self, read_timeout: float, connect_timeout: float) -> None:
         """Serve the session until the server answers the close (returns) or the connection
@@ -474,6 +464,11 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
                     self.ping_outstanding.set()
                     with self._writing:
                         self._send(sock, _HEAD.pack(8, PING_XID, PingInstance.type))
+                    if self._ro_mode:  # kazoo's look for a read-write server, as it pings
+                        found = next(self._ro_mode)
+                        if found:
+                            self._rw_server = found
+                            raise RWServerAvailable()
         finally:
             with self._writing:
                 self._live = None

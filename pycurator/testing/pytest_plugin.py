@@ -155,7 +155,10 @@ def handler_from_env() -> Any:
         from ..handlers import FastThreadingHandler
 
         return FastThreadingHandler()
-    raise pytest.UsageError(f"{HANDLER_ENV} must be 'threading', 'fast' or 'lean', not {name!r}")
+    raise pytest.UsageError(
+        f"{HANDLER_ENV} must be 'threading' or 'fast' (or 'lean': the fast handler on "
+        f"pycurator's connection loop), not {name!r}"
+    )
 
 
 @pytest.fixture
