@@ -269,6 +269,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         self._retry: Any = None
         self._closed = False
         self._xid: int = 0
+        self._socket: Any = None
         self._rw_server: tuple[str, int] | None = None
         self._connection_routine: Any = None
 
