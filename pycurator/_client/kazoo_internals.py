@@ -33,6 +33,12 @@ and unchanged since 2.9.0; each point pinned by a test of the same name there):
   tells whether it was.
 - ``kazoo.handlers.utils.fileobj_to_fd(obj)``: the descriptor of a socket or of anything with
   ``fileno()``, as kazoo's own ``select`` finds it.
+
+pycurator's connection loop (:class:`LeanConnection`, given by :func:`use_lean_loop`)
+subclasses kazoo's ``ConnectionHandler`` and takes the place of ``KazooClient._connection`` and
+``KazooClient._call``; the members of both it builds on are named in its docstring and pinned
+by ``test_the_connection_handler_has_the_members_the_lean_loop_builds_on`` and
+``test_a_connect_attempt_serves_after_connect_and_ends_on_the_close_read``.
 """
 
 from __future__ import annotations
