@@ -153,6 +153,14 @@ def parser() -> argparse.ArgumentParser:
     busy.add_argument("--contended-warmup", type=float, default=2.0, help="unmeasured seconds")
     busy.add_argument("--contended-threads", type=int, default=5, help="threads (or processes)")
     busy.add_argument("--contended-rounds", type=int, default=3, help="alternating rounds")
+    busy.add_argument(
+        "--standalone-sides",
+        help="the standalone section's Python sides, comma-separated (default: all)",
+    )
+    busy.add_argument(
+        "--standalone-recipes",
+        help="the standalone section's recipes, comma-separated (default: all)",
+    )
     soaking = p.add_argument_group("soak")
     soaking.add_argument("--seconds", type=float, default=60.0, help="how long the soak runs")
     soaking.add_argument("--soak-interval", type=float, help="between samples (default: 1/10)")
@@ -209,6 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.contended_threads,
             args.contended_rounds,
             args.contended_warmup,
+            tuple(args.standalone_sides.split(",")) if args.standalone_sides else standalone.SIDES,
+            tuple(args.standalone_recipes.split(","))
+            if args.standalone_recipes
+            else standalone.RECIPES,
         ),
         "leaks": lambda: leaks.run(hosts),
         "aio": lambda: aio.run(hosts, args.cycles, args.warmup, args.handoffs),

@@ -385,6 +385,7 @@ STANDALONE = {
     "pycurator-connect": "pycurator, `connect()`'s client",
     "pycurator": "pycurator, a `KazooClient` (kazoo's handler)",
     "pycurator-fast": "pycurator, a `KazooClient` on the fast handler",
+    "pycurator-kazoo-loop": "pycurator, `connect()`'s client on kazoo's connection loop",
     "curator-java": "Java Curator, a Java program",
 }
 
