@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench import report
+from bench import report, standalone
 from bench.__main__ import DEFAULT_SECTIONS, SECTIONS, main
 from bench.chart import main as chart_main
 from bench.contender import KINDS
@@ -196,6 +196,7 @@ def test_standalone_programs_cover_each_recipe_mode_and_side_against_the_java_pr
                 "pycurator-connect",
                 "pycurator",
                 "pycurator-fast",
+                "pycurator-kazoo-loop",
             }
             assert sides["curator-java"]["ratio_to_curator"] == 1.0
             for row in sides.values():
@@ -355,3 +356,8 @@ def test_an_unknown_section_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["--sections", "cycle,bogus"])
     assert exit_.value.code == 2
+
+
+def test_the_standalone_section_refuses_a_side_or_recipe_it_does_not_have() -> None:
+    with pytest.raises(ValueError, match="unknown standalone sides or recipes: nobody, queue"):
+        standalone.run("127.0.0.1:1", 1.0, 1, 1, 0.0, ("nobody",), ("queue",))
