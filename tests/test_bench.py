@@ -361,3 +361,29 @@ def test_an_unknown_section_is_a_usage_error() -> None:
 def test_the_standalone_section_refuses_a_side_or_recipe_it_does_not_have() -> None:
     with pytest.raises(ValueError, match="unknown standalone sides or recipes: nobody, queue"):
         standalone.run("127.0.0.1:1", 1.0, 1, 1, 0.0, ("nobody",), ("queue",))
+
+
+def test_a_standalone_run_on_both_loops_goes_to_the_loop_region_alone() -> None:
+    def row(rate: float, rounds: list[float]) -> dict[str, Any]:
+        return {"ops_per_s": rate, "ops_per_s_rounds": rounds, "cpu_ms_per_op": 0.5,
+                "ratio_to_curator": rate / 100.0}  # fmt: skip
+
+    sides = {
+        "curator-java": row(100.0, [100.0, 50.0]),
+        "pycurator-connect": row(120.0, [120.0, 100.0]),
+        report.KAZOO_LOOP: row(80.0, [80.0, 20.0]),
+    }
+    results = {
+        "standalone": {
+            "threads": 5,
+            "seconds": 3.0,
+            "rounds": 2,
+            "table": {"mutex": {"shared": sides}},
+        }
+    }
+    page = f"{report.BEGIN}\nmain\n{report.END}\n{report.LOOP_BEGIN}\nold\n{report.LOOP_END}\n"
+    published = report.publish(page, results)
+    assert "\nmain\n" in published and "\nold\n" not in published
+    (line,) = [line for line in published.splitlines() if line.startswith("| InterProcessMutex")]
+    # each round's ratio: 1.20 and 2.00 on pycurator's loop, 0.80 and 0.40 on kazoo's
+    assert "| 1.20 (1.20-2.00) |" in line and "| 0.80 (0.40-0.80) |" in line
