@@ -440,10 +440,11 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
                 if self._live is None:
                     raise ConnectionDropped("socket connection broken")
                 deadline = self._last_send + half
-                wait = max(deadline - time.monotonic(), jitter)
+                # requests the loop thread made itself are sent without waiting for more news
+                wait = 0.0 if self._deferred else max(deadline - time.monotonic(), jitter)
                 ready = poller.poll(wait * 1000.0)
                 if not ready:
-                    if self.ping_outstanding.is_set():
+                    if wait and self.ping_outstanding.is_set():
                         self.ping_outstanding.clear()
                         raise ConnectionDropped("outstanding heartbeat ping not received")
                 else:
@@ -464,9 +465,9 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
                             _drain(wake)
                             with self._writing:
                                 self._send_queued(sock)
-                    if self._deferred:
-                        with self._writing:
-                            self._send_queued(sock)
+                if self._deferred:
+                    with self._writing:
+                        self._send_queued(sock)
                 if time.monotonic() >= self._last_send + half:
                     self.ping_outstanding.set()
                     with self._writing:
