@@ -14,8 +14,10 @@ Sections (``--sections``, all by default):
 - ``standalone``: the same three and every other recipe (the semaphore mutex, a multi-lock, a
   latch won, a selector's terms), each side a program of its own, as services run: a Java
   program on Curator (compiled with ``javac`` against the Curator jars in use) against a Python
-  program on pycurator, on ``connect()``'s client and on ``KazooClient``s built by hand (it takes
-  the ``--contended-*`` options);
+  program on pycurator, on ``connect()``'s client (on pycurator's connection loop and on
+  kazoo's) and on ``KazooClient``s built by hand (it takes the ``--contended-*`` options, and
+  ``--standalone-sides`` and ``--standalone-recipes``); when it runs alone its JSON goes to
+  ``docs/loop-bench.json`` and its table to the page's loop region;
 - ``leaks``: watches left on the server by an acquire that timed out;
 - ``aio``: the asyncio API's uncontended cycle and hand-off against the threaded API and Curator;
 - ``soak`` (only when named): mixed recipes for ``--seconds``, sampling RSS, threads, kazoo's
@@ -231,8 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     soak_alone = args.sections == ["soak"]
     scale_alone = args.sections == ["scale"]
+    # the standalone section alone measures connect()'s client on both loops: its own JSON, and
+    # its own region of the page (see bench.report.loop_tables)
+    loop_alone = args.sections == ["standalone"]
     if args.json is None:
-        args.json = ROOT / "docs" / ("soak.json" if soak_alone else "benchmarks.json")
+        name = "soak.json" if soak_alone else "loop-bench.json" if loop_alone else "benchmarks.json"
+        args.json = ROOT / "docs" / name
     try:
         host = machine(hosts)
         results: dict[str, object] = {
@@ -248,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")
         print(f"\nresults written to {args.json}")
-        if not args.no_chart and not soak_alone and not scale_alone:
+        if not args.no_chart and not soak_alone and not scale_alone and not loop_alone:
             from .chart import draw
 
             draw(results, args.chart)

@@ -25,11 +25,6 @@ SOAK_END = "<!-- bench-soak: end -->"
 #: The scale section's region (``--sections scale``), filled from its part of the JSON.
 SCALE_BEGIN = "<!-- bench-scale: begin (python -m bench.report --write) -->"
 SCALE_END = "<!-- bench-scale: end -->"
-#: The region of a standalone run with connect()'s client on both loops (pycurator's and kazoo's).
-LOOP_BEGIN = "<!-- bench-loop: begin (python -m bench.report --write) -->"
-LOOP_END = "<!-- bench-loop: end -->"
-#: The standalone side that is connect()'s client on kazoo's connection loop.
-KAZOO_LOOP = "pycurator-kazoo-loop"
 NAMES = {
     "pycurator": "pycurator",
     "pycurator-fast": "pycurator, fast handler",
@@ -543,57 +538,13 @@ def scale_report(results: dict[str, Any]) -> str:
     return "\n".join(scale_tables(results["scale"])) + "\n"
 
 
-def loop_tables(section: dict[str, Any]) -> list[str]:
-    """A standalone run's ``connect()`` client on pycurator's loop and on kazoo's, against the
-    Java program: rates and their ratios (the medians', and the range of each round's, a
-    round's blocks running one after the other), and client CPU per operation."""
-    rows = []
-    for recipe, modes in section["table"].items():
-        for mode, sides in modes.items():
-            java = sides["curator-java"]
-            cells = [RECIPES.get(recipe, recipe), MODES.get(mode, mode), f"{java['ops_per_s']:.0f}"]
-            for side in ("pycurator-connect", KAZOO_LOOP):
-                row = sides[side]
-                pairs = zip(row["ops_per_s_rounds"], java["ops_per_s_rounds"], strict=True)
-                rounds = [mine / theirs for mine, theirs in pairs if theirs]
-                spread = f"{min(rounds):.2f}-{max(rounds):.2f}" if rounds else "-"
-                cells += [
-                    f"{row['ops_per_s']:.0f}",
-                    f"{row['ratio_to_curator']:.2f} ({spread})",
-                    f"{row['cpu_ms_per_op']:.2f}",
-                ]
-            cells.append(f"{java['cpu_ms_per_op']:.2f}")
-            rows.append(cells)
-    header = [
-        f"recipe ({section['threads']} threads, {section['seconds']:g} s blocks, "
-        f"{section['rounds']} rounds)",
-        "clients",
-        "Java program, ops/s",
-        "pycurator's loop, ops/s",
-        "/ Java's (each round)",
-        "CPU ms/op",
-        "kazoo's loop, ops/s",
-        "/ Java's (each round)",
-        "CPU ms/op",
-        "Java's CPU ms/op",
-    ]
-    return _table(header, rows)
-
-
-def _loop_run(results: dict[str, Any]) -> bool:
-    """Whether ``results`` is a standalone run alone with connect()'s client on both loops."""
-    sections = set(results) & set(SECTIONS)
-    if sections != {"standalone"}:
-        return False
-    table = results["standalone"]["table"]
-    return all(KAZOO_LOOP in sides for modes in table.values() for sides in modes.values())
-
-
 def publish(page: str, results: dict[str, Any]) -> str:
     """``page`` with each region ``results`` has tables for replaced, where it has the markers:
     the main one (or the soak's), and the scale section's; a standalone run alone with
     connect()'s client on both loops goes to the loop's region only."""
-    if _loop_run(results) and LOOP_BEGIN in page and LOOP_END in page:
+    from .loop_report import LOOP_BEGIN, LOOP_END, loop_run, loop_tables
+
+    if loop_run(results) and LOOP_BEGIN in page and LOOP_END in page:
         tables = "\n".join(loop_tables(results["standalone"])) + "\n"
         return replace_region(page, tables, LOOP_BEGIN, LOOP_END)
     begin, end = markers(results)

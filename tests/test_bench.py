@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench import report, standalone
+from bench import loop_report, report, standalone
 from bench.__main__ import DEFAULT_SECTIONS, SECTIONS, main
 from bench.chart import main as chart_main
 from bench.contender import KINDS
@@ -81,6 +81,15 @@ def test_the_published_soak_table_is_that_of_the_published_soak_json() -> None:
         assert report.markers(soak) == (report.SOAK_BEGIN, report.SOAK_END)
         tables = report.report(soak)
         assert report.replace_region(page, tables, *report.markers(soak)) == page
+
+
+def test_the_published_loop_table_is_that_of_the_published_loop_json() -> None:
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    page = (docs / "benchmarks.md").read_text()
+    assert loop_report.LOOP_BEGIN in page and loop_report.LOOP_END in page
+    loop = json.loads((docs / "loop-bench.json").read_text())
+    assert loop_report.loop_run(loop)
+    assert report.publish(page, loop) == page
 
 
 def test_a_soak_alone_goes_to_its_own_json_and_region(
@@ -371,7 +380,7 @@ def test_a_standalone_run_on_both_loops_goes_to_the_loop_region_alone() -> None:
     sides = {
         "curator-java": row(100.0, [100.0, 50.0]),
         "pycurator-connect": row(120.0, [120.0, 100.0]),
-        report.KAZOO_LOOP: row(80.0, [80.0, 20.0]),
+        loop_report.KAZOO_LOOP: row(80.0, [80.0, 20.0]),
     }
     results = {
         "standalone": {
@@ -381,7 +390,8 @@ def test_a_standalone_run_on_both_loops_goes_to_the_loop_region_alone() -> None:
             "table": {"mutex": {"shared": sides}},
         }
     }
-    page = f"{report.BEGIN}\nmain\n{report.END}\n{report.LOOP_BEGIN}\nold\n{report.LOOP_END}\n"
+    loop_region = f"{loop_report.LOOP_BEGIN}\nold\n{loop_report.LOOP_END}\n"
+    page = f"{report.BEGIN}\nmain\n{report.END}\n{loop_region}"
     published = report.publish(page, results)
     assert "\nmain\n" in published and "\nold\n" not in published
     (line,) = [line for line in published.splitlines() if line.startswith("| InterProcessMutex")]

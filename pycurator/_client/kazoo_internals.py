@@ -49,7 +49,6 @@ import os
 import random
 import select
 import socket
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -74,6 +73,17 @@ from kazoo.protocol.connection import (
 )
 from kazoo.protocol.serialization import Auth, PingInstance, ReplyHeader
 from kazoo.protocol.states import KeeperState
+
+from .sockets import (
+    LENGTH,
+    READ_BLOCK,
+    REPLY_HEADER,
+    REQUEST_HEAD,
+    drain,
+    raw_socket,
+    send_all,
+    wake_pair,
+)
 
 #: The kazoo releases these touches and the handler's reliance were checked against: the
 #: lowest the package allows (``kazoo>=2.11``) and the newest of every minor release above it.
@@ -201,39 +211,10 @@ def observe_calls(client: KazooClient, observe: Callable[[Any], None]) -> Callab
 CLOSE_RESPONSE = _kazoo_connection.CLOSE_RESPONSE
 _SESSION_EXPIRED = _kazoo_connection._SESSION_EXPIRED
 _CONNECTION_DROP = _kazoo_connection._CONNECTION_DROP
-#: A request's frame head: its length (from the xid on), xid and type.
-_HEAD = struct.Struct("!iii")
-#: A reply's frame head: its length, then ``ReplyHeader`` (xid, zxid, err).
-_LENGTH = struct.Struct("!i")
-_REPLY = struct.Struct("!iqi")
-#: The most one read of the server's socket takes.
-READ_BLOCK = 65536
+#: The states in which a session is served.
 _LIVE = (KeeperState.CONNECTED, KeeperState.CONNECTED_RO)
-
+#: Whether the fallback to kazoo's loop on an unchecked kazoo release was logged (once).
 _fallback_told = False
-
-
-class _Waker:
-    """The writing end of the connection's wake-up pair: never waits (a full pair already holds
-    bytes enough to wake the loop, which empties it whole on each wake)."""
-
-    __slots__ = ("_sock",)
-
-    def __init__(self, sock: socket.socket) -> None:
-        sock.setblocking(False)
-        self._sock = sock
-
-    def send(self, data: Any) -> int:
-        try:
-            return self._sock.send(data)
-        except BlockingIOError:
-            return len(data)
-
-    def close(self) -> None:
-        self._sock.close()
-
-    def fileno(self) -> int:
-        return self._sock.fileno()
 
 
 class LeanConnection(ConnectionHandler):  # type: ignore[misc]
@@ -282,9 +263,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
     def start(self) -> None:
         """kazoo's ``start``, with a wake-up pair of the loop's own (whose writer never waits)."""
         if self.connection_closed.is_set():
-            reader, writer = socket.socketpair()
-            reader.setblocking(False)
-            self._read_sock, self._write_sock = reader, _Waker(writer)
+            self._read_sock, self._write_sock = wake_pair()
             self.connection_closed.clear()
         if self._connection_routine:
             raise RuntimeError("Unable to start, connection routine already active.")
@@ -329,7 +308,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
                 xid = self._xid = self._xid % 2147483647 + 1
             if self._debug:
                 self.logger.debug("Sending request(xid=%s): %s", xid, request)
-            frames.append(_HEAD.pack(len(body) + 8, xid, request.type))
+            frames.append(REQUEST_HEAD.pack(len(body) + 8, xid, request.type))
             frames.append(body)
             pending.append((request, async_object, xid))
         if frames:
@@ -343,19 +322,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         A failure (or no room within the write timeout) shuts the socket down: the loop then
         sees the drop and fails every pending request, these included."""
         try:
-            try:
-                sent = sock.send(data)
-            except BlockingIOError:
-                sent = 0
-            if sent < len(data):
-                view = memoryview(data)
-                poller = select.poll()
-                poller.register(sock, select.POLLOUT)
-                while sent < len(data):
-                    if not poller.poll(self._write_timeout * 1000.0):
-                        raise TimeoutError("socket time-out during write")
-                    with contextlib.suppress(BlockingIOError):
-                        sent += sock.send(view[sent:])
+            send_all(sock, data, self._write_timeout)
             self._last_send = time.monotonic()
         except OSError as exc:
             self.logger.warning("Connection dropped while writing: %s", exc)
@@ -420,7 +387,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         """Serve the session until the server answers the close (returns) or the connection
         fails (raises). Writers send on the socket from when the requests queued meanwhile are
         sent until just before this returns or raises, so a drop fails every request written."""
-        sock, data = _raw_socket(self._socket)
+        sock, data = raw_socket(self._socket)
         wake = self._read_sock
         sock_fd, wake_fd = sock.fileno(), wake.fileno()
         poller = select.poll()
@@ -462,7 +429,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
                                 return
                             data = rest
                         else:
-                            _drain(wake)
+                            drain(wake)
                             with self._writing:
                                 self._send_queued(sock)
                 if self._deferred:
@@ -471,7 +438,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
                 if time.monotonic() >= self._last_send + half:
                     self.ping_outstanding.set()
                     with self._writing:
-                        self._send(sock, _HEAD.pack(8, PING_XID, PingInstance.type))
+                        self._send(sock, REQUEST_HEAD.pack(8, PING_XID, PingInstance.type))
                     if self._ro_mode:  # kazoo's look for a read-write server, as it pings
                         found = next(self._ro_mode)
                         if found:
@@ -492,12 +459,12 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         size = len(data)
         at = 0
         while size - at >= 4:
-            end = at + 4 + _LENGTH.unpack_from(data, at)[0]
+            end = at + 4 + LENGTH.unpack_from(data, at)[0]
             if end > size:
                 break
             body = data[at + 4 : end]
             at = end
-            xid, zxid, err = _REPLY.unpack_from(body, 0)
+            xid, zxid, err = REPLY_HEADER.unpack_from(body, 0)
             if xid == WATCH_XID:
                 self._read_watch_event(body, 16)
             elif xid == PING_XID:
@@ -512,24 +479,6 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
             elif self._read_response(ReplyHeader(xid, zxid, err), body, 16) is not None:
                 return None
         return data[at:] if at < size else b""
-
-
-def _raw_socket(sock: Any) -> tuple[socket.socket, bytes]:
-    """The plain socket under kazoo's connection socket, and what was read from it and not
-    yet taken (the fast handler's buffered socket keeps some)."""
-    detach = getattr(sock, "detach_buffer", None)
-    if detach is not None:
-        return detach()  # type: ignore[no-any-return]
-    return sock, b""
-
-
-def _drain(sock: socket.socket) -> None:
-    """Empty the wake-up pair's reading end."""
-    try:
-        while sock.recv(4096):
-            pass
-    except BlockingIOError:
-        pass
 
 
 def loop_refusal(client: KazooClient) -> str | None:
