@@ -71,7 +71,15 @@ from kazoo.protocol.connection import (
     ConnectionHandler,
     RWServerAvailable,
 )
-from kazoo.protocol.serialization import Auth, PingInstance, ReplyHeader
+from kazoo.protocol.serialization import (
+    Auth,
+    Close,
+    GetChildren,
+    GetChildren2,
+    PingInstance,
+    ReplyHeader,
+    Transaction,
+)
 from kazoo.protocol.states import KeeperState
 
 from .sockets import (
@@ -211,6 +219,8 @@ def observe_calls(client: KazooClient, observe: Callable[[Any], None]) -> Callab
 CLOSE_RESPONSE = _kazoo_connection.CLOSE_RESPONSE
 _SESSION_EXPIRED = _kazoo_connection._SESSION_EXPIRED
 _CONNECTION_DROP = _kazoo_connection._CONNECTION_DROP
+#: The request types whose answers go through kazoo's ``_read_response`` whole.
+_KAZOO_ANSWERS = frozenset({Transaction.type, Close.type})
 #: The states in which a session is served.
 _LIVE = (KeeperState.CONNECTED, KeeperState.CONNECTED_RO)
 #: Whether the fallback to kazoo's loop on an unchecked kazoo release was logged (once).
@@ -244,7 +254,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         self._writing = threading.RLock()
         #: the server's socket while the loop serves a session (writers send on it), else None
         self._live: socket.socket | None = None
-        #: the process that made the client: a forked child never writes on its socket
+        #: the process that started the client: a forked child never writes on its socket
         self._pid = os.getpid()
         self._loop_thread = 0
         #: requests the loop thread's own callbacks made, sent once it has read its batch
@@ -267,6 +277,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
             self.connection_closed.clear()
         if self._connection_routine:
             raise RuntimeError("Unable to start, connection routine already active.")
+        self._pid = os.getpid()
         self._connection_routine = self.handler.spawn(self.zk_loop)
 
     def call(self, request: Any, async_object: Any) -> Any:
@@ -476,9 +487,40 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
                     client._session_callback(KeeperState.AUTH_FAILED)
                 else:
                     async_object.set(True)
-            elif self._read_response(ReplyHeader(xid, zxid, err), body, 16) is not None:
-                return None
+            elif err or self._debug or not self._answer(xid, zxid, body):
+                closing = self._read_response(ReplyHeader(xid, zxid, err), body, 16)
+                if closing is not None:  # the close answered
+                    return None
         return data[at:] if at < size else b""
+
+    def _answer(self, xid: int, zxid: int, body: bytes) -> bool:
+        """An answer without error, handled as kazoo's ``_read_response`` handles it (the
+        result set to what the request deserializes, then its watcher registered) without its
+        debug records (off, else kazoo's runs); False, and nothing done, for what kazoo's
+        ``_read_response`` must see: another xid than the pending request's, a request with
+        no result or that kazoo reads as false (an empty named tuple), a transaction, the
+        close."""
+        client = self.client
+        request, async_object, sent = client._pending[0]
+        if xid != sent or async_object is None or not request or request.type in _KAZOO_ANSWERS:
+            return False
+        client._pending.popleft()
+        if zxid > 0:
+            client.last_zxid = zxid
+        try:
+            response = request.deserialize(body, 16)
+        except Exception as exc:
+            self.logger.exception("Exception raised during deserialization of request: %s", request)
+            async_object.set_exception(exc)
+            return True
+        async_object.set(response)
+        watcher = getattr(request, "watcher", None)
+        if watcher and not client._stopped.is_set():
+            children = isinstance(request, (GetChildren, GetChildren2))
+            (client._child_watchers if children else client._data_watchers)[request.path].add(
+                watcher
+            )
+        return True
 
 
 def loop_refusal(client: KazooClient) -> str | None:
