@@ -234,8 +234,9 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
     ``_connect_loop`` and ``_connect_attempt`` (host order, the connection retry policy, the
     states each failure leads to and their log records, stopping), ``_connect`` (the socket,
     the handshake with session id, password and read-only flag, SASL and digest auth),
-    ``_read_response`` (each answer: errors, ``exists`` on no node, transactions, watcher
-    registration, the close), ``_read_watch_event`` (watchers popped and handed to the
+    ``_read_response`` (answers with errors, ``exists`` on no node, transactions, the
+    close, and every answer while debug records are on; :meth:`_answer` handles the others
+    as it does, result then watcher), ``_read_watch_event`` (watchers popped and handed to the
     handler's ``dispatch_callback``), the look for a read-write server while read-only, and the
     client's state machine (``_session_callback``: failing pending and queued requests on a
     drop, listeners, watch resets).
