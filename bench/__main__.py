@@ -14,8 +14,10 @@ Sections (``--sections``, all by default):
 - ``standalone``: the same three and every other recipe (the semaphore mutex, a multi-lock, a
   latch won, a selector's terms), each side a program of its own, as services run: a Java
   program on Curator (compiled with ``javac`` against the Curator jars in use) against a Python
-  program on pycurator, on ``connect()``'s client and on ``KazooClient``s built by hand (it takes
-  the ``--contended-*`` options);
+  program on pycurator, on ``connect()``'s client (on pycurator's connection loop and on
+  kazoo's) and on ``KazooClient``s built by hand (it takes the ``--contended-*`` options, and
+  ``--standalone-sides`` and ``--standalone-recipes``); when it runs alone its JSON goes to
+  ``docs/loop-bench.json`` and its table to the page's loop region;
 - ``leaks``: watches left on the server by an acquire that timed out;
 - ``aio``: the asyncio API's uncontended cycle and hand-off against the threaded API and Curator;
 - ``soak`` (only when named): mixed recipes for ``--seconds``, sampling RSS, threads, kazoo's
@@ -153,6 +155,14 @@ def parser() -> argparse.ArgumentParser:
     busy.add_argument("--contended-warmup", type=float, default=2.0, help="unmeasured seconds")
     busy.add_argument("--contended-threads", type=int, default=5, help="threads (or processes)")
     busy.add_argument("--contended-rounds", type=int, default=3, help="alternating rounds")
+    busy.add_argument(
+        "--standalone-sides",
+        help="the standalone section's Python sides, comma-separated (default: all)",
+    )
+    busy.add_argument(
+        "--standalone-recipes",
+        help="the standalone section's recipes, comma-separated (default: all)",
+    )
     soaking = p.add_argument_group("soak")
     soaking.add_argument("--seconds", type=float, default=60.0, help="how long the soak runs")
     soaking.add_argument("--soak-interval", type=float, help="between samples (default: 1/10)")
@@ -209,6 +219,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.contended_threads,
             args.contended_rounds,
             args.contended_warmup,
+            tuple(args.standalone_sides.split(",")) if args.standalone_sides else standalone.SIDES,
+            tuple(args.standalone_recipes.split(","))
+            if args.standalone_recipes
+            else standalone.RECIPES,
         ),
         "leaks": lambda: leaks.run(hosts),
         "aio": lambda: aio.run(hosts, args.cycles, args.warmup, args.handoffs),
@@ -219,8 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     soak_alone = args.sections == ["soak"]
     scale_alone = args.sections == ["scale"]
+    # the standalone section alone measures connect()'s client on both loops: its own JSON, and
+    # its own region of the page (see bench.report.loop_tables)
+    loop_alone = args.sections == ["standalone"]
     if args.json is None:
-        args.json = ROOT / "docs" / ("soak.json" if soak_alone else "benchmarks.json")
+        name = "soak.json" if soak_alone else "loop-bench.json" if loop_alone else "benchmarks.json"
+        args.json = ROOT / "docs" / name
     try:
         host = machine(hosts)
         results: dict[str, object] = {
@@ -236,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")
         print(f"\nresults written to {args.json}")
-        if not args.no_chart and not soak_alone and not scale_alone:
+        if not args.no_chart and not soak_alone and not scale_alone and not loop_alone:
             from .chart import draw
 
             draw(results, args.chart)

@@ -49,16 +49,18 @@ Operation = Callable[[dict[str, int]], bool]
 
 
 #: The Python sides a worker takes: pycurator on a ``KazooClient`` built by hand (kazoo's
-#: handler, or the fast one), or on :func:`pycurator.connect`'s client.
-PYTHON_SIDES = ("pycurator", "pycurator-fast", "pycurator-connect")
+#: handler, or the fast one), on :func:`pycurator.connect`'s client, or on that client served by
+#: kazoo's connection loop instead of pycurator's (``lean_loop=False``).
+PYTHON_SIDES = ("pycurator", "pycurator-fast", "pycurator-connect", "pycurator-kazoo-loop")
 
 
 def python_client(hosts: str, side: str) -> Any:
     """A started client for a Python ``side`` (see :data:`PYTHON_SIDES`)."""
-    if side == "pycurator-connect":
+    if side in ("pycurator-connect", "pycurator-kazoo-loop"):
         from pycurator import connect
 
-        return connect(hosts, connect_timeout=SOON)  # its own 30 s session, as SESSION_TIMEOUT_S
+        # its own 30 s session, as SESSION_TIMEOUT_S
+        return connect(hosts, connect_timeout=SOON, lean_loop=side == "pycurator-connect")
     from kazoo.client import KazooClient
 
     kwargs: dict[str, Any] = {}

@@ -385,6 +385,7 @@ STANDALONE = {
     "pycurator-connect": "pycurator, `connect()`'s client",
     "pycurator": "pycurator, a `KazooClient` (kazoo's handler)",
     "pycurator-fast": "pycurator, a `KazooClient` on the fast handler",
+    "pycurator-kazoo-loop": "pycurator, `connect()`'s client on kazoo's connection loop",
     "curator-java": "Java Curator, a Java program",
 }
 
@@ -539,7 +540,13 @@ def scale_report(results: dict[str, Any]) -> str:
 
 def publish(page: str, results: dict[str, Any]) -> str:
     """``page`` with each region ``results`` has tables for replaced, where it has the markers:
-    the main one (or the soak's), and the scale section's."""
+    the main one (or the soak's), and the scale section's; a standalone run alone with
+    connect()'s client on both loops goes to the loop's region only."""
+    from .loop_report import LOOP_BEGIN, LOOP_END, loop_run, loop_tables
+
+    if loop_run(results) and LOOP_BEGIN in page and LOOP_END in page:
+        tables = "\n".join(loop_tables(results["standalone"])) + "\n"
+        return replace_region(page, tables, LOOP_BEGIN, LOOP_END)
     begin, end = markers(results)
     if set(results) & set(SECTIONS) and begin in page and end in page:
         page = replace_region(page, report(results), begin, end)

@@ -18,9 +18,10 @@ THREADS PATH WARMUP``), which sets up, times and counts as that one does:
 - ``leader``: a ``LeaderSelector`` per thread with auto-requeue, whose ``lead`` counts its term
   and returns at once; an operation is a term, counted when it starts in the measured window.
 
-pycurator runs on :func:`pycurator.connect`'s client (``pycurator-connect``) and on a
-``KazooClient`` built by hand on kazoo's handler (``pycurator``) and on the fast handler
-(``pycurator-fast``).
+pycurator runs on :func:`pycurator.connect`'s client (``pycurator-connect``), on that client
+served by kazoo's connection loop instead of pycurator's (``pycurator-kazoo-loop``: the same
+commit before and after the loop), and on a ``KazooClient`` built by hand on kazoo's handler
+(``pycurator``) and on the fast handler (``pycurator-fast``).
 
 What differs from ``contended``: there Curator's threads are Python threads blocked in Curator's
 calls through JPype, in a Python process whose interpreter, GIL and JPype layer take part in
@@ -57,9 +58,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "bench" / "java" / "Contender.java"
 #: Curator in a Java program of its own.
 JAVA = "curator-java"
-#: pycurator on connect()'s client, on a KazooClient built by hand (kazoo's handler), and on one
-#: built by hand on the fast handler.
-PYTHON_SIDES = ("pycurator-connect", "pycurator", "pycurator-fast")
+#: pycurator on connect()'s client, on a KazooClient built by hand (kazoo's handler), on one
+#: built by hand on the fast handler, and on connect()'s client served by kazoo's connection loop
+#: (``lean_loop=False``: the client connect() gave before it had pycurator's loop).
+PYTHON_SIDES = ("pycurator-connect", "pycurator", "pycurator-fast", "pycurator-kazoo-loop")
 SIDES = (JAVA, *PYTHON_SIDES)
 MODES = ("shared", "per-thread")
 #: The issue's targets for connect()'s client, as ratios to Curator's operations per second.
@@ -113,10 +115,24 @@ def java_command(build: Path, classpath: str, arguments: list[str]) -> list[str]
     return ["java", "-cp", f"{build}:{classpath}", "Contender", *arguments, session_ms]
 
 
-def run(hosts: str, seconds: float, threads: int, rounds: int, warmup: float) -> dict[str, object]:
-    """Medians over ``rounds`` of every side, recipe and mode, and each Python side's ratio to
-    the Java program's rate in the same recipe and mode."""
+def run(
+    hosts: str,
+    seconds: float,
+    threads: int,
+    rounds: int,
+    warmup: float,
+    sides: tuple[str, ...] = SIDES,
+    recipes: tuple[str, ...] = RECIPES,
+) -> dict[str, object]:
+    """Medians over ``rounds`` of every side and recipe of ``sides`` and ``recipes`` (all by
+    default; the Java program always runs) in each mode, and each Python side's ratio to the
+    Java program's rate in the same recipe and mode."""
     from .common import first_server
+
+    unknown = sorted({*sides} - {*SIDES}) + sorted({*recipes} - {*RECIPES})
+    if unknown:
+        raise ValueError(f"unknown standalone sides or recipes: {', '.join(unknown)}")
+    sides = (JAVA, *(side for side in SIDES if side in sides and side != JAVA))
 
     hosts = first_server(hosts)
     classpath = curator_classpath()
@@ -124,10 +140,9 @@ def run(hosts: str, seconds: float, threads: int, rounds: int, warmup: float) ->
     versions: dict[str, str] = {}
     with compiled(classpath) as build:
         for round_ in range(rounds):
-            for recipe in RECIPES:
+            for recipe in (recipe for recipe in RECIPES if recipe in recipes):
                 for mode in MODES:
-                    sides = list(SIDES if round_ % 2 == 0 else reversed(SIDES))
-                    for side in sides:
+                    for side in sides if round_ % 2 == 0 else reversed(sides):
                         path = f"{BENCH_ROOT}/standalone-{recipe}-{uuid.uuid4().hex[:8]}"
                         arguments = block_arguments(
                             recipe, mode, hosts, seconds, threads, path, warmup

@@ -22,7 +22,9 @@ Curator's builder            :func:`connect`
 ==========================  ==========================================================
 
 The handler is :class:`pycurator.handlers.FastThreadingHandler` unless another is given
-(kazoo's ``SequentialThreadingHandler`` where ``select.poll`` is missing).
+(kazoo's ``SequentialThreadingHandler`` where ``select.poll`` is missing), and the client is
+served by pycurator's connection loop (:func:`pycurator.handlers.use_lean_loop`) unless
+``lean_loop=False``.
 
 pycurator prints nothing of its own accord: its loggers (``pycurator``, and
 :data:`KAZOO_LOGGER`, the logger of the clients :func:`connect` makes) end in a
@@ -48,6 +50,7 @@ from kazoo.exceptions import ConnectionLoss, OperationTimeoutError
 from kazoo.retry import KazooRetry
 
 from ._client.checks import MAX_SESSION_TIMEOUT, UNLIMITED_TIMEOUT
+from ._client.kazoo_internals import use_lean_loop
 from ._client.requests import make_containers_steps
 from ._client.runners import run
 from ._client.runtime import runtime_of
@@ -359,6 +362,7 @@ def connect(
     auth: Sequence[tuple[str, str]] | None = None,
     tls: bool | TLSOptions = False,
     handler: Any = None,
+    lean_loop: bool = True,
     **kazoo_kwargs: Any,
 ) -> KazooClient:
     """A started ``KazooClient`` on ``hosts``, set up as Curator's builder sets up a client.
@@ -390,6 +394,9 @@ def connect(
     - ``tls``: ``True`` (the system's CAs) or a :class:`TLSOptions`.
     - ``handler``: a kazoo handler instance; :class:`pycurator.handlers.FastThreadingHandler`
       by default.
+    - ``lean_loop``: serve the client with pycurator's connection loop
+      (:func:`pycurator.handlers.use_lean_loop`; kazoo's own loop with ``False``, and wherever
+      that function leaves a client on it: gevent, eventlet, TLS).
     - Any other keyword goes to ``KazooClient`` (``default_acl``, ``read_only``, ``logger``...).
       kazoo's records go to ``logger``, else to :data:`KAZOO_LOGGER`.
 
@@ -421,6 +428,8 @@ def connect(
         logger=connect_log,
         **kazoo_kwargs,
     )
+    if lean_loop:
+        use_lean_loop(client)
     runtime_of(client)  # before the first connection: it sees the session timeout granted
     try:
         _start(client, servers.text, within, namespace, connect_log)

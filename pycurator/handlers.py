@@ -31,6 +31,7 @@ One handler per client, as with kazoo's handlers. POSIX only (``select.poll``). 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import queue
 import select
@@ -43,9 +44,10 @@ from typing import Any
 from kazoo.handlers.threading import AsyncResult, SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
 
+from ._client import kazoo_internals
 from ._client.concurrency import INLINE_MARK, link_inline, runs_inline
 
-__all__ = ["FastThreadingHandler", "link_inline", "runs_inline"]
+__all__ = ["FastThreadingHandler", "link_inline", "runs_inline", "use_lean_loop", "uses_lean_loop"]
 
 log = logging.getLogger(__name__)
 
@@ -60,26 +62,115 @@ _NOT_WRITE = ~select.POLLIN
 _READ_BLOCK = 65536
 
 
+#: Held while a result is answered, a callback linked or a waiter's gate made: uncontended in
+#: practice (each is a few attribute moves), and one lock for all results instead of a lock and a
+#: condition made for each.
+_LINKS = threading.Lock()
+#: What a result holds before it is answered.
+_UNSET: Any = object()
+
+
 class _InlineLinkedResult(AsyncResult):  # type: ignore[misc]
-    """kazoo's ``AsyncResult``, and a callback run by the thread that sets it (see
+    """kazoo's ``AsyncResult`` contract (``set``/``set_exception`` once, ``get``/``wait`` with
+    kazoo's timeout error, ``rawlink`` callbacks run on the completion worker), on a single
+    ``threading.Lock`` made only when a thread waits before the answer, instead of a
+    ``threading.Condition`` per result; and a callback run by the thread that sets it (see
     :func:`link_inline`)."""
 
     _inline: Callable[[Any], None] | None = None
 
+    def __init__(self, handler: Any) -> None:  # kazoo's __init__ would make a Condition
+        self._handler = handler
+        self._exception = _UNSET
+        self._callbacks: list[Any] | None = None
+        self._gate: threading.Lock | None = None
+        self.value = None
+
+    def ready(self) -> bool:
+        return self._exception is not _UNSET
+
+    def successful(self) -> bool:
+        return self._exception is None
+
+    @property
+    def exception(self) -> BaseException | None:
+        exception = self._exception
+        return None if exception is _UNSET else exception
+
     def link_inline(self, callback: Callable[[Any], None]) -> None:
         self._inline = callback
-        if self.ready():
+        if self._exception is not _UNSET:
             self._run_inline()
 
     def set(self, value: Any = None) -> None:
-        super().set(value)
+        self.value = value
+        self._answer(None)
+
+    def set_exception(self, exception: BaseException) -> None:
+        self._answer(exception)
+
+    def _answer(self, exception: BaseException | None) -> None:
+        with _LINKS:
+            self._exception = exception
+            gate, callbacks = self._gate, self._callbacks
+            self._gate = self._callbacks = None
+        if callbacks:
+            self._dispatch(callbacks)
+        if gate is not None:
+            gate.release()
         if self._inline is not None:
             self._run_inline()
 
-    def set_exception(self, exception: BaseException) -> None:
-        super().set_exception(exception)
-        if self._inline is not None:
-            self._run_inline()
+    def _dispatch(self, callbacks: list[Any]) -> None:
+        handler = self._handler
+        for callback in callbacks:
+            if handler.running:
+                handler.completion_queue.put(functools.partial(callback, self))
+            else:
+                callback(self)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._exception is not _UNSET:
+            return True
+        with _LINKS:
+            if self._exception is not _UNSET:
+                return True
+            gate = self._gate
+            if gate is None:
+                gate = self._gate = threading.Lock()
+                gate.acquire()
+        # every waiter passes the gate on once the answer opened it
+        if gate.acquire(True, -1 if timeout is None else max(timeout, 0.0)):
+            gate.release()
+        return self._exception is not _UNSET
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        if self._exception is _UNSET and block:
+            self.wait(timeout)
+        exception = self._exception
+        if exception is None:
+            return self.value
+        if exception is _UNSET:
+            raise self._handler.timeout_exception()
+        raise exception
+
+    def get_nowait(self) -> Any:
+        return self.get(block=False)
+
+    def rawlink(self, callback: Callable[[Any], None]) -> None:
+        with _LINKS:
+            if self._exception is _UNSET:
+                if self._callbacks is None:
+                    self._callbacks = [callback]
+                elif callback not in self._callbacks:
+                    self._callbacks.append(callback)
+                return
+        self._dispatch([callback])
+
+    def unlink(self, callback: Callable[[Any], None]) -> None:
+        with _LINKS:
+            if self._callbacks and callback in self._callbacks:
+                self._callbacks.remove(callback)
 
     def _run_inline(self) -> None:
         # taken out in one step, so it runs once whichever thread sees the answer first
@@ -128,6 +219,13 @@ class _BufferedSocket:
 
     def fileno(self) -> int:
         return self._sock.fileno()
+
+    def detach_buffer(self) -> tuple[socket.socket, bytes]:
+        """The socket itself and what was read from it and not yet taken, which is no longer
+        kept here: a connection loop reading the socket on its own goes on from there."""
+        rest = self.buffer[self.offset :]
+        self.buffer, self.offset, self.readable = b"", 0, False
+        return self._sock, rest
 
     def close(self) -> None:
         self.fd = -1
@@ -339,3 +437,28 @@ class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
 def _fd(obj: Any) -> int:
     """The descriptor of a socket (or anything with ``fileno``), or an int as it is."""
     return obj if obj.__class__ is int else fileobj_to_fd(obj)
+
+
+def use_lean_loop(client: Any) -> bool:
+    """Serve ``client`` (a ``KazooClient`` not yet started) with pycurator's connection loop;
+    whether it is served so. Call it once, before ``start()``; :func:`pycurator.connect` calls it
+    for every client it makes.
+
+    kazoo keeps what a user relies on: the whole ``KazooClient`` API, its connection retry and
+    reconnects, the handshake (session id and password, read-only mode), digest and SASL auth,
+    the states and their listeners, watches, requests queued while disconnected and failed on a
+    drop or an expiry. The loop replaces only how requests and answers travel while a session
+    is up: the calling thread writes its own request, and the connection thread takes every
+    answer that has arrived in one read. It spends about half the client CPU per request of
+    kazoo's loop; with :class:`FastThreadingHandler` (recommended) each answer wakes its waiter
+    through a single lock.
+
+    ``client`` stays on kazoo's loop (False) when its handler is not a threading one (gevent,
+    eventlet), when it talks TLS, or on a kazoo release pycurator was not checked against (said
+    once in the ``pycurator`` log). ``RuntimeError`` if ``client`` was started already."""
+    return kazoo_internals.use_lean_loop(client)
+
+
+def uses_lean_loop(client: Any) -> bool:
+    """Whether ``client`` is served by pycurator's connection loop (:func:`use_lean_loop`)."""
+    return kazoo_internals.uses_lean_loop(client)

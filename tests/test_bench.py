@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench import report
+from bench import loop_report, report, standalone
 from bench.__main__ import DEFAULT_SECTIONS, SECTIONS, main
 from bench.chart import main as chart_main
 from bench.contender import KINDS
@@ -81,6 +81,15 @@ def test_the_published_soak_table_is_that_of_the_published_soak_json() -> None:
         assert report.markers(soak) == (report.SOAK_BEGIN, report.SOAK_END)
         tables = report.report(soak)
         assert report.replace_region(page, tables, *report.markers(soak)) == page
+
+
+def test_the_published_loop_table_is_that_of_the_published_loop_json() -> None:
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    page = (docs / "benchmarks.md").read_text()
+    assert loop_report.LOOP_BEGIN in page and loop_report.LOOP_END in page
+    loop = json.loads((docs / "loop-bench.json").read_text())
+    assert loop_report.loop_run(loop)
+    assert report.publish(page, loop) == page
 
 
 def test_a_soak_alone_goes_to_its_own_json_and_region(
@@ -196,6 +205,7 @@ def test_standalone_programs_cover_each_recipe_mode_and_side_against_the_java_pr
                 "pycurator-connect",
                 "pycurator",
                 "pycurator-fast",
+                "pycurator-kazoo-loop",
             }
             assert sides["curator-java"]["ratio_to_curator"] == 1.0
             for row in sides.values():
@@ -355,3 +365,35 @@ def test_an_unknown_section_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["--sections", "cycle,bogus"])
     assert exit_.value.code == 2
+
+
+def test_the_standalone_section_refuses_a_side_or_recipe_it_does_not_have() -> None:
+    with pytest.raises(ValueError, match="unknown standalone sides or recipes: nobody, queue"):
+        standalone.run("127.0.0.1:1", 1.0, 1, 1, 0.0, ("nobody",), ("queue",))
+
+
+def test_a_standalone_run_on_both_loops_goes_to_the_loop_region_alone() -> None:
+    def row(rate: float, rounds: list[float]) -> dict[str, Any]:
+        return {"ops_per_s": rate, "ops_per_s_rounds": rounds, "cpu_ms_per_op": 0.5,
+                "ratio_to_curator": rate / 100.0}  # fmt: skip
+
+    sides = {
+        "curator-java": row(100.0, [100.0, 50.0]),
+        "pycurator-connect": row(120.0, [120.0, 100.0]),
+        loop_report.KAZOO_LOOP: row(80.0, [80.0, 20.0]),
+    }
+    results = {
+        "standalone": {
+            "threads": 5,
+            "seconds": 3.0,
+            "rounds": 2,
+            "table": {"mutex": {"shared": sides}},
+        }
+    }
+    loop_region = f"{loop_report.LOOP_BEGIN}\nold\n{loop_report.LOOP_END}\n"
+    page = f"{report.BEGIN}\nmain\n{report.END}\n{loop_region}"
+    published = report.publish(page, results)
+    assert "\nmain\n" in published and "\nold\n" not in published
+    (line,) = [line for line in published.splitlines() if line.startswith("| InterProcessMutex")]
+    # each round's ratio: 1.20 and 2.00 on pycurator's loop, 0.80 and 0.40 on kazoo's
+    assert "| 1.20 (1.20-2.00) |" in line and "| 0.80 (0.40-0.80) |" in line

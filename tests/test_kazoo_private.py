@@ -9,6 +9,7 @@ kazoo's connection asks of it, so they test kazoo and not pycurator."""
 
 from __future__ import annotations
 
+import collections
 import inspect
 import queue
 import socket
@@ -445,3 +446,51 @@ def test_the_session_outlives_a_dropped_connection_and_ends_with_an_expiry(
             client.stop()
             client.close()
         assert transport.session_id() is None  # a stopped client has none
+
+
+def test_the_connection_handler_has_the_members_the_lean_loop_builds_on() -> None:
+    from kazoo.protocol import connection
+
+    client = KazooClient(hosts="127.0.0.1:2181")
+    handler = client._connection
+    assert type(handler) is connection.ConnectionHandler
+    for name in ("_socket", "_xid", "_rw_server", "_ro_mode", "_read_sock", "_write_sock"):
+        assert hasattr(handler, name), name
+    for name in ("_connection_routine", "connection_closed", "ping_outstanding"):
+        assert hasattr(handler, name), name
+    for name in ("retry_sleeper", "logger", "sasl_options", "handler", "client"):
+        assert hasattr(handler, name), name
+    signatures = {
+        "_connect": ["host", "hostip", "port"],
+        "_connect_attempt": ["host", "hostip", "port", "retry"],
+        "_read_response": ["header", "buffer", "offset"],
+        "_read_watch_event": ["buffer", "offset"],
+        "_read_socket": ["read_timeout"],
+        "_socket_error_handling": [],
+        "start": [],
+    }
+    for name, parameters in signatures.items():
+        method = getattr(connection.ConnectionHandler, name)
+        assert list(inspect.signature(method).parameters)[1:] == parameters, name
+    assert (connection.WATCH_XID, connection.PING_XID, connection.AUTH_XID) == (-1, -2, -4)
+    for name in ("CLOSE_RESPONSE", "_SESSION_EXPIRED", "_CONNECTION_DROP", "RWServerAvailable"):
+        assert hasattr(connection, name), name
+    assert isinstance(client._queue, collections.deque)
+    assert isinstance(client._pending, collections.deque)
+    assert client._call.__func__ is KazooClient._call
+    assert client.use_ssl is False
+
+
+def test_a_connect_attempt_serves_after_connect_and_ends_on_the_close_read() -> None:
+    """The lean loop serves a session from within ``_connect`` and hands kazoo's loop the close
+    through ``_read_socket``; kazoo's ``_connect_attempt`` calls both, in that order, and ends
+    on ``CLOSE_RESPONSE``."""
+    from kazoo.protocol import connection
+
+    source = inspect.getsource(connection.ConnectionHandler._connect_attempt)
+    connect_at = source.index("self._connect(host, hostip, port)")
+    read_at = source.index("self._read_socket(read_timeout)")
+    assert connect_at < read_at
+    assert "CLOSE_RESPONSE" in source[read_at:]
+    assert "retry.reset()" in source[connect_at:read_at]
+    assert "self._ro_mode" in inspect.getsource(connection.ConnectionHandler._send_ping)

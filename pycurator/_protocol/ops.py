@@ -8,6 +8,10 @@ both sent before either is awaited.
 
 Paths are the client's (the chroot is the transport's business), except where a field says
 otherwise. Answers and errors are kazoo's, as its ``*_async`` calls give them.
+
+A request is a record made for each request sent and never changed once made: slotted, equal by
+type and fields, and hashable, with a plain ``__init__`` (a frozen dataclass's sets each field
+through ``object.__setattr__``, several times the cost, on every request).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from kazoo.protocol.states import WatchedEvent
 Watch = Callable[[WatchedEvent], None]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class CreateNode:
     """``create`` of ``path`` with ``data`` (None: no data, as Java's ``null``); ``acl`` None
     (or empty) is the client's default ACL, or open to all when it has none. Answer: ``(path
@@ -36,7 +40,7 @@ class CreateNode:
     sequence: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class MakeContainer:
     """``createContainer`` of an empty CONTAINER node at ``server_path``: the path as the server
     names it, chroot included (a missing chroot is made this way too). ``acl`` None is the
@@ -46,7 +50,7 @@ class MakeContainer:
     acl: Sequence[Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ListChildren:
     """``getChildren`` of ``path``, with ``watch`` set on its children if given. With
     ``reduce``, the listing is handed to ``reduce`` as the reply is read (on kazoo's connection
@@ -59,7 +63,7 @@ class ListChildren:
     reduce: Callable[[list[str]], Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class NodeExists:
     """``exists`` of ``path``, with ``watch`` set if given; the answer is its ZnodeStat, or None
     when it does not exist."""
@@ -68,7 +72,7 @@ class NodeExists:
     watch: Watch | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class GetData:
     """``getData`` of ``path``, with ``watch`` set if given; the answer is ``(data,
     ZnodeStat)``. NoNodeError if ``path`` is gone."""
@@ -77,7 +81,7 @@ class GetData:
     watch: Watch | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class DeleteNode:
     """``delete`` of ``path`` (any version); NoNodeError if it is gone."""
 

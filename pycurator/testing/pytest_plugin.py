@@ -32,7 +32,8 @@ HOSTS_ENV = "PYCURATOR_TEST_ZK_HOSTS"
 #: The command line's default ensemble, which the tests never use.
 CLI_HOSTS_ENV = "PYCURATOR_ZK_HOSTS"
 TEST_ROOT = "/pycurator-tests"
-#: ``fast``: the fixtures' clients run on :class:`pycurator.handlers.FastThreadingHandler`
+#: ``fast``: the fixtures' clients run on :class:`pycurator.handlers.FastThreadingHandler`;
+#: ``lean``: on it and pycurator's connection loop (:func:`pycurator.handlers.use_lean_loop`)
 #: (unset or ``threading``: kazoo's default handler).
 HANDLER_ENV = "PYCURATOR_TEST_HANDLER"
 
@@ -151,11 +152,14 @@ def handler_from_env() -> Any:
     name = os.environ.get(HANDLER_ENV, "").strip()
     if name in ("", "threading"):
         return None
-    if name == "fast":
+    if name in ("fast", "lean"):
         from ..handlers import FastThreadingHandler
 
         return FastThreadingHandler()
-    raise pytest.UsageError(f"{HANDLER_ENV} must be 'threading' or 'fast', not {name!r}")
+    raise pytest.UsageError(
+        f"{HANDLER_ENV} must be 'threading' or 'fast' (or 'lean': the fast handler on "
+        f"pycurator's connection loop), not {name!r}"
+    )
 
 
 @pytest.fixture
@@ -176,6 +180,10 @@ def zk_client_factory(zk_server: ZooKeeperTarget) -> Iterator[ClientFactory]:
         if "connection_retry" not in kwargs:
             kwargs["connection_retry"] = reconnecting_retry(handler)
         client = KazooClient(**kwargs)
+        if os.environ.get(HANDLER_ENV, "").strip() == "lean":
+            from ..handlers import use_lean_loop
+
+            use_lean_loop(client)
         clients.append(client)
         client.start(timeout=30)
         return client

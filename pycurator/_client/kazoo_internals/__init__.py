@@ -35,6 +35,12 @@ and unchanged since 2.9.0; each point pinned by a test of the same name there):
   tells whether it was.
 - ``kazoo.handlers.utils.fileobj_to_fd(obj)``: the descriptor of a socket or of anything with
   ``fileno()``, as kazoo's own ``select`` finds it.
+
+pycurator's connection loop (:class:`LeanConnection`, given by :func:`use_lean_loop`)
+subclasses kazoo's ``ConnectionHandler`` and takes the place of ``KazooClient._connection`` and
+``KazooClient._call``; the members of both it builds on are named in its docstring and pinned
+by ``test_the_connection_handler_has_the_members_the_lean_loop_builds_on`` and
+``test_a_connect_attempt_serves_after_connect_and_ends_on_the_close_read``.
 """
 
 from __future__ import annotations
@@ -124,8 +130,14 @@ def follow_connects(
     (``_session_callback(EXPIRED_SESSION)``) and goes on connecting; it returns
     ``(read_timeout, connect_timeout)`` in milliseconds, ``read_timeout`` being two thirds of
     the negotiated session timeout (kazoo 2.9.0 to 2.11.0). Replaced on this instance only.
+    pycurator's loop (:class:`LeanConnection`) serves the session from within ``_connect``: it
+    makes both calls itself, around the handshake, and takes them over from kazoo's connection
+    when :func:`use_lean_loop` comes after.
     """
     connection = client._connection
+    connection._pycurator_follows = (before, after)
+    if isinstance(connection, LeanConnection):
+        return
     original = getattr(connection._connect, _FOLLOWED, connection._connect)
 
     def connect(host: str, hostip: str, port: int) -> tuple[float, float]:
@@ -217,18 +229,24 @@ def observe_calls(client: KazooClient, observe: Callable[[Any], None]) -> Callab
     return restore
 
 
+from .loop import LeanConnection, loop_refusal, use_lean_loop, uses_lean_loop  # noqa: E402
+
 __all__ = [
     "CHECKED_VERSIONS",
     "NO_WATCHER",
     "WAKE_BYTE",
+    "LeanConnection",
     "call",
     "discard_watcher",
     "follow_connects",
     "is_stopped",
+    "loop_refusal",
     "observe_calls",
     "reads_error",
     "session_of",
     "session_timeout",
+    "use_lean_loop",
+    "uses_lean_loop",
     "watched_paths",
     "watchers",
 ]

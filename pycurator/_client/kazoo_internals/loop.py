@@ -1,0 +1,421 @@
+"""pycurator's connection loop under ``KazooClient``: kazoo's ``ConnectionHandler`` whose
+steady state is its own (:class:`LeanConnection`), and who gets it (:func:`use_lean_loop`). Part of
+:mod:`pycurator._client.kazoo_internals`, with which it keeps every kazoo private it touches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import select
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from importlib.metadata import version
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    AuthFailedError,
+    ConnectionDropped,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import SequentialThreadingHandler
+from kazoo.protocol import connection as _kazoo_connection
+from kazoo.protocol.connection import (
+    AUTH_XID,
+    PING_XID,
+    WATCH_XID,
+    ConnectionHandler,
+    RWServerAvailable,
+)
+from kazoo.protocol.serialization import (
+    Auth,
+    Close,
+    GetChildren,
+    GetChildren2,
+    PingInstance,
+    ReplyHeader,
+    Transaction,
+)
+from kazoo.protocol.states import KeeperState
+
+from ..sockets import (
+    LENGTH,
+    READ_BLOCK,
+    REPLY_HEADER,
+    REQUEST_HEAD,
+    drain,
+    raw_socket,
+    send_all,
+    wake_pair,
+)
+from . import CHECKED_VERSIONS, is_stopped
+
+#: ``ConnectionHandler._read_socket``'s answer once the server answered the close (which ends
+#: ``_connect_attempt``'s loop; kazoo 2.9.0 to 2.11.0), and the two test hooks ``_call`` may be
+#: handed instead of a request: queued, they end the connection as an expired session or a
+#: drop.
+CLOSE_RESPONSE = _kazoo_connection.CLOSE_RESPONSE
+_SESSION_EXPIRED = _kazoo_connection._SESSION_EXPIRED
+_CONNECTION_DROP = _kazoo_connection._CONNECTION_DROP
+#: The request types whose answers go through kazoo's ``_read_response`` whole.
+_KAZOO_ANSWERS = frozenset({Transaction.type, Close.type})
+#: The states in which a session is served.
+_LIVE = (KeeperState.CONNECTED, KeeperState.CONNECTED_RO)
+#: Whether the fallback to kazoo's loop on an unchecked kazoo release was logged (once).
+_fallback_told = False
+
+
+class LeanConnection(ConnectionHandler):  # type: ignore[misc]
+    """kazoo's ``ConnectionHandler`` with pycurator's steady-state loop.
+
+    Kept from kazoo (inherited, and called where kazoo calls them): ``zk_loop``,
+    ``_connect_loop`` and ``_connect_attempt`` (host order, the connection retry policy, the
+    states each failure leads to and their log records, stopping), ``_connect`` (the socket,
+    the handshake with session id, password and read-only flag, SASL and digest auth),
+    ``_read_response`` (answers with errors, ``exists`` on no node, transactions, the
+    close, and every answer while debug records are on; :meth:`_answer` handles the others
+    as it does, result then watcher), ``_read_watch_event`` (watchers popped and handed to the
+    handler's ``dispatch_callback``), the look for a read-write server while read-only, and the
+    client's state machine (``_session_callback``: failing pending and queued requests on a
+    drop, listeners, watch resets).
+
+    Replaced: once a session is made (at the end of ``_connect``), a calling thread writes its
+    own request (xid, the ``_pending`` entry and the send under one lock, :meth:`call`); the
+    loop thread waits in one ``poll`` on the socket and the wake-up pair, and one ``recv`` of
+    up to :data:`READ_BLOCK` bytes takes every frame that has arrived. Requests made while no
+    session is served (and kazoo's ``stop()``, which queues the close) go through kazoo's
+    ``_queue`` and the wake-up pair, and are sent in order once one is (or when the loop is
+    woken).
+    """
+
+    def __init__(self, client: KazooClient, retry_sleeper: Any, logger: Any, sasl: Any) -> None:
+        super().__init__(client, retry_sleeper, logger=logger, sasl_options=sasl)
+        self._writing = threading.RLock()
+        #: the server's socket while the loop serves a session (writers send on it), else None
+        self._live: socket.socket | None = None
+        #: the process that started the client: a forked child never writes on its socket
+        self._pid = os.getpid()
+        self._loop_thread = 0
+        #: requests the loop thread's own callbacks made, sent once it has read its batch
+        self._deferred: list[tuple[Any, Any]] = []
+        self._last_send = 0.0
+        self._write_timeout = 10.0
+        self._debug = False
+        self._kazoo_call = client._call
+        self._retry: Any = None
+        self._closed = False
+        self._xid: int = 0
+        self._socket: Any = None
+        self._rw_server: tuple[str, int] | None = None
+        self._connection_routine: Any = None
+
+    def start(self) -> None:
+        """kazoo's ``start``, with a wake-up pair of the loop's own (whose writer never waits)."""
+        if self.connection_closed.is_set():
+            self._read_sock, self._write_sock = wake_pair()
+            self.connection_closed.clear()
+        if self._connection_routine:
+            raise RuntimeError("Unable to start, connection routine already active.")
+        self._pid = os.getpid()
+        self._connection_routine = self.handler.spawn(self.zk_loop)
+
+    def call(self, request: Any, async_object: Any) -> Any:
+        """``KazooClient._call``: written at once while a session is served (by the caller,
+        or after the loop's current batch when the loop thread itself calls), else kazoo's
+        own (checks of the state, then ``_queue`` and the wake-up pair)."""
+        if os.getpid() != self._pid:  # a forked child: the parent's socket is not its own
+            return self._kazoo_call(request, async_object)
+        with self._writing:
+            live = self._live
+            if (
+                live is not None
+                and self.client._state in _LIVE
+                and request is not _SESSION_EXPIRED
+                and request is not _CONNECTION_DROP
+            ):
+                if threading.get_ident() == self._loop_thread:
+                    self._deferred.append((request, async_object))
+                else:
+                    self._send_requests(live, ((request, async_object),))
+                return None
+            return self._kazoo_call(request, async_object)
+
+    def _send_requests(self, sock: socket.socket, requests: Iterable[tuple[Any, Any]]) -> None:
+        """Frame ``requests``, enter each in ``_pending`` and send them in one write (under
+        ``_writing``)."""
+        pending = self.client._pending
+        frames = []
+        failed = []
+        for request, async_object in requests:
+            try:
+                body = request.serialize()
+            except Exception as error:
+                failed.append((async_object, error))
+                continue
+            if request.type == Auth.type:
+                xid = AUTH_XID
+            else:
+                xid = self._xid = self._xid % 2147483647 + 1
+            if self._debug:
+                self.logger.debug("Sending request(xid=%s): %s", xid, request)
+            frames.append(REQUEST_HEAD.pack(len(body) + 8, xid, request.type))
+            frames.append(body)
+            pending.append((request, async_object, xid))
+        if frames:
+            self._send(sock, b"".join(frames))
+        for answer, problem in failed:  # answered once the others are sent, in order
+            if answer is not None:
+                answer.set_exception(problem)
+
+    def _send(self, sock: socket.socket, data: bytes) -> None:
+        """Send all of ``data`` (under ``_writing``), waiting for room while the socket is full.
+        A failure (or no room within the write timeout) shuts the socket down: the loop then
+        sees the drop and fails every pending request, these included."""
+        try:
+            send_all(sock, data, self._write_timeout)
+            self._last_send = time.monotonic()
+        except OSError as exc:
+            self.logger.warning("Connection dropped while writing: %s", exc)
+            self._live = None
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def _send_queued(self, sock: socket.socket) -> None:
+        """Send what waits in kazoo's ``_queue`` and the loop's own deferred requests, in order
+        (under ``_writing``); kazoo's test hooks end the connection as kazoo's loop does."""
+        queue = self.client._queue
+        batch = []
+        while queue:
+            request, async_object = queue.popleft()
+            if request is _SESSION_EXPIRED:
+                raise SessionExpiredError("Session expired: Testing")
+            if request is _CONNECTION_DROP:
+                raise ConnectionDropped("Connection dropped: Testing")
+            batch.append((request, async_object))
+        if self._deferred:
+            batch.extend(self._deferred)
+            self._deferred.clear()
+        if batch:
+            self._send_requests(sock, batch)
+
+    def _connect_attempt(self, host: str, hostip: str, port: int, retry: Any) -> Any:
+        """kazoo's ``_connect_attempt``, whole (states, logs, the exceptions it handles); the
+        session is served from within :meth:`_connect` (the retry policy is kept to be reset
+        there, as kazoo resets it once a session is made)."""
+        self._retry = retry
+        try:
+            return super()._connect_attempt(host, hostip, port, retry)
+        finally:
+            self._retry = None
+
+    def _connect(self, host: str, hostip: str, port: int) -> tuple[float, float]:
+        """kazoo's ``_connect`` (socket, handshake, SASL, auth), then the session served by
+        :meth:`_serve` until the server answers the close (kazoo's loop then reads the end of
+        the connection and closes as it does) or the connection fails (kazoo's
+        ``_connect_attempt`` handles the error as it would its own loop's)."""
+        follows = getattr(self, "_pycurator_follows", None)  # see follow_connects
+        if follows is not None:
+            follows[0]()
+        read_timeout, connect_timeout = super()._connect(host, hostip, port)
+        if follows is not None:
+            follows[1](read_timeout * 1.5 / 1000.0)
+        if self._retry is not None:
+            self._retry.reset()
+        self.ping_outstanding.clear()
+        with self._socket_error_handling():
+            self._serve(read_timeout / 1000.0, connect_timeout / 1000.0)
+        # the close is answered: kazoo's loop finds a socket at its end, and its read says so
+        self._socket.close()
+        self._socket, writer = socket.socketpair()
+        writer.close()
+        self._closed = True
+        return read_timeout, connect_timeout
+
+    def _read_socket(self, read_timeout: float) -> Any:
+        """kazoo's read of one frame; after :meth:`_serve` saw the close answered, that answer."""
+        if self._closed:
+            self._closed = False
+            return CLOSE_RESPONSE
+        return super()._read_socket(read_timeout)
+
+    def _serve(self, read_timeout: float, connect_timeout: float) -> None:
+        """Serve the session until the server answers the close (returns) or the connection
+        fails (raises). Writers send on the socket from when the requests queued meanwhile are
+        sent until just before this returns or raises, so a drop fails every request written."""
+        sock, data = raw_socket(self._socket)
+        wake = self._read_sock
+        sock_fd, wake_fd = sock.fileno(), wake.fileno()
+        poller = select.poll()
+        poller.register(sock_fd, select.POLLIN)
+        poller.register(wake_fd, select.POLLIN)
+        jitter = random.randint(1, 40) / 100.0
+        half = read_timeout / 2.0 - jitter
+        self._write_timeout = connect_timeout
+        self._debug = self.logger.isEnabledFor(logging.DEBUG)
+        with self._writing:
+            self._loop_thread = threading.get_ident()
+            self._last_send = time.monotonic()
+            self._live = sock
+            self._send_queued(sock)
+        try:
+            while True:
+                if self._live is None:
+                    raise ConnectionDropped("socket connection broken")
+                deadline = self._last_send + half
+                # requests the loop thread made itself are sent without waiting for more news
+                wait = 0.0 if self._deferred else max(deadline - time.monotonic(), jitter)
+                ready = poller.poll(wait * 1000.0)
+                if not ready:
+                    if wait and self.ping_outstanding.is_set():
+                        self.ping_outstanding.clear()
+                        raise ConnectionDropped("outstanding heartbeat ping not received")
+                else:
+                    for fd, _ in ready:
+                        if fd == sock_fd:
+                            try:
+                                chunk = sock.recv(READ_BLOCK)
+                            except BlockingIOError:
+                                continue
+                            if not chunk:
+                                raise ConnectionDropped("socket connection broken")
+                            data = data + chunk if data else chunk
+                            rest = self._read_frames(data)
+                            if rest is None:
+                                return
+                            data = rest
+                        else:
+                            drain(wake)
+                            with self._writing:
+                                self._send_queued(sock)
+                if self._deferred:
+                    with self._writing:
+                        self._send_queued(sock)
+                if time.monotonic() >= self._last_send + half:
+                    self.ping_outstanding.set()
+                    with self._writing:
+                        self._send(sock, REQUEST_HEAD.pack(8, PING_XID, PingInstance.type))
+                    if self._ro_mode:  # kazoo's look for a read-write server, as it pings
+                        found = next(self._ro_mode)
+                        if found:
+                            self._rw_server = found
+                            raise RWServerAvailable()
+        finally:
+            with self._writing:
+                self._live = None
+                self._loop_thread = 0
+                # made before the drop: queued first, failed with the queue as kazoo fails it
+                self.client._queue.extendleft(reversed(self._deferred))
+                self._deferred.clear()
+
+    def _read_frames(self, data: bytes) -> bytes | None:
+        """Handle every whole frame in ``data`` as kazoo's loop does; the rest, or None once
+        the server answered the close."""
+        client = self.client
+        size = len(data)
+        at = 0
+        while size - at >= 4:
+            end = at + 4 + LENGTH.unpack_from(data, at)[0]
+            if end > size:
+                break
+            body = data[at + 4 : end]
+            at = end
+            xid, zxid, err = REPLY_HEADER.unpack_from(body, 0)
+            if xid == WATCH_XID:
+                self._read_watch_event(body, 16)
+            elif xid == PING_XID:
+                self.ping_outstanding.clear()
+            elif xid == AUTH_XID:
+                _, async_object, _ = client._pending.popleft()
+                if err:
+                    async_object.set_exception(AuthFailedError())
+                    client._session_callback(KeeperState.AUTH_FAILED)
+                else:
+                    async_object.set(True)
+            elif err or self._debug or not self._answer(xid, zxid, body):
+                closing = self._read_response(ReplyHeader(xid, zxid, err), body, 16)
+                if closing is not None:  # the close answered
+                    return None
+        return data[at:] if at < size else b""
+
+    def _answer(self, xid: int, zxid: int, body: bytes) -> bool:
+        """An answer without error, handled as kazoo's ``_read_response`` handles it (the
+        result set to what the request deserializes, then its watcher registered) without its
+        debug records (off, else kazoo's runs); False, and nothing done, for what kazoo's
+        ``_read_response`` must see: another xid than the pending request's, a request with
+        no result or that kazoo reads as false (an empty named tuple), a transaction, the
+        close."""
+        client = self.client
+        request, async_object, sent = client._pending[0]
+        if xid != sent or async_object is None or not request or request.type in _KAZOO_ANSWERS:
+            return False
+        client._pending.popleft()
+        if zxid > 0:
+            client.last_zxid = zxid
+        try:
+            response = request.deserialize(body, 16)
+        except Exception as exc:
+            self.logger.exception("Exception raised during deserialization of request: %s", request)
+            async_object.set_exception(exc)
+            return True
+        async_object.set(response)
+        watcher = getattr(request, "watcher", None)
+        if watcher and not client._stopped.is_set():
+            children = isinstance(request, (GetChildren, GetChildren2))
+            (client._child_watchers if children else client._data_watchers)[request.path].add(
+                watcher
+            )
+        return True
+
+
+def loop_refusal(client: KazooClient) -> str | None:
+    """Why :func:`use_lean_loop` leaves ``client`` on kazoo's loop, or None if it need not."""
+    if version("kazoo") not in CHECKED_VERSIONS:
+        return f"kazoo {version('kazoo')} is not one of {', '.join(CHECKED_VERSIONS)}"
+    if not isinstance(client.handler, SequentialThreadingHandler):
+        return f"its handler is {type(client.handler).__name__}, not a threading one"
+    if client.use_ssl:
+        return "it talks TLS"
+    if type(client._connection) is not ConnectionHandler and not isinstance(
+        client._connection, LeanConnection
+    ):
+        return f"its connection is a {type(client._connection).__name__}"
+    return None
+
+
+def use_lean_loop(client: KazooClient) -> bool:
+    """Give ``client`` (not yet started) pycurator's connection loop (:class:`LeanConnection`);
+    whether it has it. Left on kazoo's loop (False) with a gevent or eventlet handler, with TLS,
+    or on a kazoo release not in :data:`CHECKED_VERSIONS` (said once in the log). Replaces
+    ``KazooClient._connection`` (made in ``__init__`` with the client's connection retry, logger
+    and SASL options, all kept) and ``KazooClient._call`` on this instance."""
+    global _fallback_told
+    current = client._connection
+    if isinstance(current, LeanConnection):
+        return True
+    if not is_stopped(client) or current._connection_routine is not None:
+        raise RuntimeError("use_lean_loop() must be called before the client is started")
+    refusal = loop_refusal(client)
+    if refusal is not None:
+        if not _fallback_told and refusal.startswith("kazoo "):
+            _fallback_told = True
+            logging.getLogger("pycurator").warning(
+                "pycurator's connection loop is not used: %s; kazoo's own loop serves", refusal
+            )
+        return False
+    lean = LeanConnection(client, current.retry_sleeper, current.logger, current.sasl_options)
+    follows = getattr(current, "_pycurator_follows", None)
+    if follows is not None:  # the client's runtime was made first: it follows the new one
+        lean._pycurator_follows = follows
+    client._connection = lean
+    client._call = lean.call
+    return True
+
+
+def uses_lean_loop(client: KazooClient) -> bool:
+    """Whether ``client`` runs on pycurator's connection loop."""
+    return isinstance(client._connection, LeanConnection)

@@ -1,0 +1,347 @@
+"""pycurator's connection loop under ``KazooClient`` (``use_lean_loop``): who gets it, and that
+it keeps kazoo's contract where the loop differs from kazoo's (requests written by their
+callers, answers read in blocks, results woken through one lock): order, requests queued
+without a session, drops in the middle of a write, a full socket, a fork, an unreachable
+server."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss, NoNodeError
+from kazoo.handlers.gevent import SequentialGeventHandler
+from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
+from kazoo.protocol.states import KazooState, KeeperState
+
+from pycurator import connect
+from pycurator._client.kazoo_internals import loop as kazoo_loop
+from pycurator.handlers import (
+    FastThreadingHandler,
+    link_inline,
+    runs_inline,
+    use_lean_loop,
+    uses_lean_loop,
+)
+from pycurator.testing import FaultProxy
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
+
+from .support import SOON, STEADY_RECONNECT, eventually
+
+#: Data near ZooKeeper's default 1 MB limit on a request: a few of them fill a socket's buffers.
+BIG = b"x" * 900_000
+
+
+def lean_client(hosts: str, **kwargs: Any) -> KazooClient:
+    """A ``KazooClient`` on the fast handler and the lean loop, reconnecting steadily."""
+    handler = FastThreadingHandler()
+    kwargs.setdefault("timeout", 10.0)
+    kwargs.setdefault("connection_retry", STEADY_RECONNECT.copy())
+    client = KazooClient(hosts=hosts, handler=handler, **kwargs)
+    assert use_lean_loop(client)
+    return client
+
+
+@pytest.fixture
+def proxy(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:
+    with FaultProxy(zk_server.hosts.split(",")[0]) as fault_proxy:
+        yield fault_proxy
+
+
+@pytest.fixture
+def clients() -> Iterator[list[KazooClient]]:
+    """Clients to stop and close at the end."""
+    made: list[KazooClient] = []
+    yield made
+    for client in made:
+        client.stop()
+        client.close()
+
+
+def started(clients: list[KazooClient], hosts: str, **kwargs: Any) -> KazooClient:
+    """A :func:`lean_client`, started and kept in ``clients`` to be stopped at the end."""
+    client = lean_client(hosts, **kwargs)
+    client.start(timeout=SOON)
+    clients.append(client)
+    return client
+
+
+def test_connect_serves_its_clients_on_the_loop_unless_told_not_to(
+    zk_server: ZooKeeperTarget, clients: list[KazooClient]
+) -> None:
+    lean = connect(zk_server.hosts)
+    clients.append(lean)
+    plain = connect(zk_server.hosts, lean_loop=False)
+    clients.append(plain)
+    assert uses_lean_loop(lean)
+    assert not uses_lean_loop(plain)
+    assert lean.exists("/") is not None
+
+
+def test_a_client_built_by_hand_takes_the_loop_before_start_only(
+    zk_server: ZooKeeperTarget, clients: list[KazooClient]
+) -> None:
+    built = KazooClient(hosts=zk_server.hosts, handler=FastThreadingHandler())
+    assert not uses_lean_loop(built)
+    assert use_lean_loop(built)
+    assert use_lean_loop(built)  # a second call changes nothing
+    built.start(timeout=SOON)
+    clients.append(built)
+    assert uses_lean_loop(built)
+    late = KazooClient(hosts=zk_server.hosts)
+    late.start(timeout=SOON)
+    clients.append(late)
+    with pytest.raises(RuntimeError, match="before the client is started"):
+        use_lean_loop(late)
+
+
+def test_kazoo_s_own_handler_is_served_too(
+    zk_server: ZooKeeperTarget, clients: list[KazooClient], zk_path: str
+) -> None:
+    client = KazooClient(hosts=zk_server.hosts, handler=SequentialThreadingHandler())
+    assert use_lean_loop(client)
+    client.start(timeout=SOON)
+    clients.append(client)
+    client.create(zk_path, b"v", makepath=True)
+    assert client.get(zk_path)[0] == b"v"
+    client.delete(zk_path)
+
+
+def test_tls_and_green_handlers_keep_kazoo_s_loop() -> None:
+    tls = KazooClient(hosts="127.0.0.1:2181", use_ssl=True, verify_certs=False)
+    green = KazooClient(hosts="127.0.0.1:2181", handler=SequentialGeventHandler())
+    assert not use_lean_loop(tls)
+    assert not use_lean_loop(green)
+    assert not uses_lean_loop(tls) and not uses_lean_loop(green)
+
+
+def test_an_unchecked_kazoo_release_keeps_kazoo_s_loop_and_says_so_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(kazoo_loop, "CHECKED_VERSIONS", ("0.1.0",))
+    monkeypatch.setattr(kazoo_loop, "_fallback_told", False)
+    with caplog.at_level(logging.WARNING, logger="pycurator"):
+        for _ in range(2):
+            client = KazooClient(hosts="127.0.0.1:2181", handler=FastThreadingHandler())
+            assert not use_lean_loop(client)
+    told = [r for r in caplog.records if "connection loop is not used" in r.getMessage()]
+    assert len(told) == 1, caplog.records
+    assert "0.1.0" in told[0].getMessage()
+
+
+def test_ten_thousand_pipelined_requests_are_answered_in_order(
+    zk_server: ZooKeeperTarget, clients: list[KazooClient], zk_path: str
+) -> None:
+    client = started(clients, zk_server.hosts)
+    client.ensure_path(zk_path)
+    made = [client.create_async(f"{zk_path}/n-", sequence=True) for _ in range(10_000)]
+    names = [result.get(timeout=SOON) for result in made]
+    assert names == sorted(names)
+    assert len(set(names)) == 10_000
+    client.delete(zk_path, recursive=True)
+
+
+def test_requests_made_without_a_session_are_sent_in_order_once_it_is_made(
+    proxy: FaultProxy, clients: list[KazooClient], zk_path: str
+) -> None:
+    client = lean_client(proxy.hosts)
+    clients.append(client)
+    proxy.blackhole()
+    client.start_async()
+    eventually(lambda: client.client_state == KeeperState.CONNECTING, what="connecting")
+    parent = client.create_async(zk_path, makepath=True)
+    made = [client.create_async(f"{zk_path}/n-", sequence=True) for _ in range(5)]
+    assert not client.connected and not parent.ready()
+    proxy.heal()
+    assert parent.get(timeout=SOON) == zk_path
+    names = [result.get(timeout=SOON) for result in made]
+    assert names == sorted(names) and len(set(names)) == 5
+    client.delete(zk_path, recursive=True)
+
+
+def test_a_drop_in_the_middle_of_writes_fails_them_and_the_client_goes_on(
+    proxy: FaultProxy, clients: list[KazooClient], zk_path: str
+) -> None:
+    client = started(clients, proxy.hosts)
+    client.create(zk_path, makepath=True)
+    outcomes: list[str] = []
+    going = threading.Event()
+    dropped = threading.Event()
+
+    def write() -> None:
+        going.set()
+        while not dropped.is_set():
+            try:
+                client.set_async(zk_path, BIG).get(timeout=SOON)
+                outcomes.append("set")
+            except ConnectionLoss:
+                outcomes.append("lost")
+
+    writers = [threading.Thread(target=write) for _ in range(3)]
+    for writer in writers:
+        writer.start()
+    assert going.wait(SOON)
+    eventually(lambda: "set" in outcomes, what="a write through")
+    for _ in range(3):
+        proxy.drop_connections()
+        eventually(lambda: client.connected, what="reconnected")
+    dropped.set()
+    for writer in writers:
+        writer.join(SOON)
+        assert not writer.is_alive()
+    assert "lost" in outcomes
+    # the connection serves on: no answer went to the wrong request
+    client.set(zk_path, b"after")
+    assert client.get(zk_path)[0] == b"after"
+    client.delete(zk_path)
+
+
+def test_writes_bigger_than_the_socket_takes_wait_for_room_and_all_arrive(
+    zk_server: ZooKeeperTarget, clients: list[KazooClient], zk_path: str
+) -> None:
+    client = started(clients, zk_server.hosts)
+    client.ensure_path(zk_path)
+    paths = [f"{zk_path}/{i}" for i in range(40)]  # 36 MB in one burst from two threads
+    halves = (paths[::2], paths[1::2])
+    results: list[Any] = []
+
+    def burst(part: list[str]) -> None:
+        results.extend(client.create_async(path, BIG + path.encode()) for path in part)
+
+    threads = [threading.Thread(target=burst, args=(half,)) for half in halves]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(SOON)
+    assert sorted(result.get(timeout=SOON) for result in results) == sorted(paths)
+    for path in paths[:3]:
+        assert client.get(path)[0] == BIG + path.encode()
+    client.delete(zk_path, recursive=True)
+
+
+def test_a_forked_child_never_writes_on_the_parent_s_connection(
+    zk_server: ZooKeeperTarget, clients: list[KazooClient], zk_path: str
+) -> None:
+    client = started(clients, zk_server.hosts)
+    pid = os.fork()
+    if pid == 0:  # the child: a request it makes must not reach the parent's session
+        try:
+            client.create_async(zk_path, b"child")
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0
+    # a frame the child wrote would have been answered to the parent under an xid it did not
+    # send, ending its connection loop
+    for _ in range(20):
+        assert client.exists("/") is not None
+    assert client.exists(zk_path) is None
+    assert client.connected
+
+
+def test_an_unreachable_server_fails_pending_requests_and_the_client_comes_back(
+    proxy: FaultProxy, clients: list[KazooClient], zk_path: str
+) -> None:
+    client = lean_client(proxy.hosts, timeout=4.0)
+    states: list[KazooState] = []
+    client.add_listener(states.append)
+    client.start(timeout=SOON)
+    clients.append(client)
+    proxy.blackhole()
+    waiting = client.exists_async(zk_path)
+    with pytest.raises(ConnectionLoss):
+        waiting.get(timeout=SOON)
+    assert KazooState.SUSPENDED in states
+    proxy.heal()
+    eventually(lambda: client.connected, what="reconnected")
+    assert client.exists(zk_path) is None
+    assert states[-1] == KazooState.CONNECTED
+
+
+def test_a_watcher_run_on_the_loop_thread_may_send_requests(
+    zk_server: ZooKeeperTarget, clients: list[KazooClient], zk_path: str
+) -> None:
+    client = started(clients, zk_server.hosts)
+    answered = threading.Event()
+    seen: list[Any] = []
+
+    def got(result: Any) -> None:
+        seen.append(result.get_nowait())
+        answered.set()
+
+    @runs_inline
+    def on_created(event: Any) -> None:
+        # on the connection thread: the request is written once the loop has read its batch
+        assert link_inline(client.get_async(event.path), got)
+
+    client.exists(zk_path, watch=on_created)
+    client.create(zk_path, b"seen", makepath=True)
+    assert answered.wait(SOON)
+    assert seen[0][0] == b"seen"
+    client.delete(zk_path)
+
+
+def test_stop_ends_the_session_and_fails_later_requests(
+    zk_server: ZooKeeperTarget, zk_path: str
+) -> None:
+    client = lean_client(zk_server.hosts)
+    client.start(timeout=SOON)
+    client.create(zk_path, ephemeral=True, makepath=True)
+    client.stop()
+    client.close()
+    assert client.state == KazooState.LOST
+    checker = KazooClient(hosts=zk_server.hosts)
+    checker.start(timeout=SOON)
+    try:
+        assert checker.exists(zk_path) is None  # the session closed, its node with it
+    finally:
+        checker.stop()
+        checker.close()
+    with pytest.raises(Exception, match="closed"):
+        client.exists(zk_path)
+
+
+def test_a_client_restarts_on_the_loop(zk_server: ZooKeeperTarget, zk_path: str) -> None:
+    client = lean_client(zk_server.hosts)
+    client.start(timeout=SOON)
+    try:
+        client.restart()
+        assert uses_lean_loop(client)
+        with pytest.raises(NoNodeError):
+            client.get(zk_path)
+    finally:
+        client.stop()
+        client.close()
+
+
+def test_a_result_waits_on_its_own_lock_and_times_out_as_kazoo_s() -> None:
+    handler = FastThreadingHandler()
+    handler.start()
+    try:
+        result = handler.async_result()
+        with pytest.raises(KazooTimeoutError):
+            result.get(timeout=0.05)
+        assert not result.wait(0.01)
+        linked = threading.Event()
+        result.rawlink(lambda _: linked.set())
+        waiters = [threading.Thread(target=result.wait, args=(SOON,)) for _ in range(3)]
+        for waiter in waiters:
+            waiter.start()
+        threading.Timer(0.05, result.set, args=("answer",)).start()
+        for waiter in waiters:
+            waiter.join(SOON)
+            assert not waiter.is_alive()
+        assert result.get(timeout=SOON) == "answer" and result.successful()
+        assert linked.wait(SOON)  # on kazoo's completion worker
+        failed = handler.async_result()
+        failed.set_exception(ConnectionLoss())
+        with pytest.raises(ConnectionLoss):
+            failed.get()
+        assert isinstance(failed.exception, ConnectionLoss) and not failed.successful()
+    finally:
+        handler.stop()
