@@ -192,8 +192,7 @@ class HoldMonitor:
     def confirm_steps(self) -> Steps[bool]:
         """:meth:`confirm`, as steps. A stopped client's hold is lost."""
         if self.state is HoldState.HELD and not self._watching and (yield IsConnected()):
-            self._removals = self._sender.watch_removals()
-            answer = yield Send(NodeExists(self.node, watch=self._on_node_event))
+            answer = yield Send(self._exists())
             try:
                 stat = yield Await(answer, Deadline(CONFIRM_WAIT))
             except DeadlineExpired:
@@ -254,10 +253,15 @@ class HoldMonitor:
             return  # the connection listener reports connection trouble, and re-arms
         self._checked(stat)
 
-    def _send_exists(self) -> Any:
-        """Send the ``exists`` that checks the node and sets its watch."""
+    def _exists(self) -> NodeExists:
+        """The ``exists`` that checks the node and sets its watch, about to be sent: the watch
+        removals so far are noted, for :meth:`_set`."""
         self._removals = self._sender.watch_removals()
-        return self._sender.send(NodeExists(self.node, watch=self._on_node_event))
+        return NodeExists(self.node, watch=self._on_node_event)
+
+    def _send_exists(self) -> Any:
+        """Send :meth:`_exists` without waiting."""
+        return self._sender.send(self._exists())
 
     def _set(self) -> None:
         """The watch is set, unless another watcher of the client had the server drop the
