@@ -21,6 +21,7 @@ from kazoo.protocol.states import KazooState, KeeperState
 
 from pycurator import connect
 from pycurator._client.kazoo_internals import loop as kazoo_loop
+from pycurator._client.runtime import runtime_of
 from pycurator.handlers import (
     FastThreadingHandler,
     link_inline,
@@ -345,3 +346,26 @@ def test_a_result_waits_on_its_own_lock_and_times_out_as_kazoo_s() -> None:
         assert isinstance(failed.exception, ConnectionLoss) and not failed.successful()
     finally:
         handler.stop()
+
+
+@pytest.mark.parametrize("runtime_first", [True, False])
+def test_the_runtime_hears_the_granted_session_timeout_on_the_loop(
+    zk_server: ZooKeeperTarget, clients: list[KazooClient], runtime_first: bool
+) -> None:
+    """The loop serves a session from within kazoo's ``_connect``: the runtime's hooks (the
+    timeout granted, a session given up) are called around the handshake all the same, whether
+    the runtime was made before the loop was chosen or after."""
+    if zk_server.local is None:
+        pytest.skip("the server's bounds are known of a local server only")
+    shortest = 2 * zk_server.local.tick_time_ms / 1000.0  # ZooKeeper's minSessionTimeout
+    client = KazooClient(
+        hosts=zk_server.hosts, timeout=shortest / 2, handler=FastThreadingHandler()
+    )
+    clients.append(client)
+    if runtime_first:
+        runtime_of(client)
+    assert use_lean_loop(client)
+    runtime = runtime_of(client)
+    assert runtime.session_timeout() == shortest / 2  # the one asked for, until an answer
+    client.start(timeout=SOON)
+    assert runtime.session_timeout() == shortest  # raised by the server
