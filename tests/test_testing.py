@@ -19,6 +19,7 @@ from pycurator.testing import (
     WorkerProcess,
     ZooKeeperEnsemble,
     ZooKeeperServer,
+    ZooKeeperServerError,
     assert_no_ephemerals,
     ephemerals_by_session,
     four_letter_word,
@@ -160,6 +161,29 @@ def test_server_and_ensemble_share_their_lifecycle() -> None:
     ensemble = ZooKeeperEnsemble(3)
     ensemble.close()
     ensemble.close()  # closing twice, or before starting, is harmless
+
+
+def test_an_ensemble_that_does_not_serve_in_time_says_what_each_member_said_and_ends() -> None:
+    """The error names every member still waiting, whether its process runs, and its log's
+    end (a member that lost a port or whose election stalls says why there), and nothing of
+    the ensemble is left running."""
+    ensemble = ZooKeeperEnsemble(3, start_timeout=0.01)  # no JVM serves that soon
+    with pytest.raises(ZooKeeperServerError, match=r"members \[1, 2, 3\] do not serve") as told:
+        ensemble.__enter__()
+    assert str(told.value).count("the end of its log") == 3
+    left = [
+        cmdline
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline")
+        if str(ensemble._dir) in _read(cmdline)
+    ]
+    assert left == [] and not ensemble._dir.exists()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode(errors="replace")
+    except OSError:  # the process ended meanwhile
+        return ""
 
 
 def test_container_check_interval_reaches_the_server(zk_server: ZooKeeperTarget) -> None:

@@ -141,7 +141,20 @@ class ZooKeeperEnsemble:
             if waiting:
                 time.sleep(0.2)
         if waiting:
-            raise ZooKeeperServerError(f"ensemble members {sorted(waiting)} do not serve")
+            raise ZooKeeperServerError(
+                f"ensemble members {sorted(waiting)} do not serve"
+                + "".join(self._told(member) for member in sorted(waiting))
+            )
+
+    def _told(self, member: int) -> str:
+        """What a member that does not serve said last: whether it runs, and its log's end."""
+        process = self._processes.get(member)
+        state = "not started" if process is None else f"exit code {process.poll()}"
+        if process is not None and process.poll() is None:
+            state = "running"
+        log = self._dir / f"server{member}.log"
+        tail = log.read_text(errors="replace").splitlines()[-12:] if log.exists() else []
+        return f"\n-- member {member} ({state}), the end of its log:\n" + "\n".join(tail)
 
     def mode(self, member: int) -> str | None:
         """``leader``, ``follower``, or None when the member does not answer or serve."""
