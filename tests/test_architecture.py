@@ -219,3 +219,22 @@ def test_no_module_of_the_core_or_the_recipes_imports_one_that_imports_it_back()
 
     circles = sorted(f"{a} <-> {b}" for a in graph for b in graph[a] if a < b and reaches(b, a))
     assert not circles
+
+
+#: What the protocol may take from kazoo: its words (errors, states, events), none of its I/O.
+KAZOO_WORDS = ("kazoo.exceptions", "kazoo.protocol.states")
+#: Modules that do I/O, wait on threads or run event loops: none is the protocol's.
+DOES_IO = ("socket", "select", "selectors", "ssl", "threading", "asyncio", "queue", "subprocess")
+
+
+@pytest.mark.parametrize(
+    "path", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pycurator/_protocol").glob("*.py"))
+)
+def test_the_protocol_imports_nothing_that_does_io(path: str) -> None:
+    wrong = sorted(
+        module
+        for module in imports_of(path)
+        if (module.partition(".")[0] == "kazoo" and not module.startswith(KAZOO_WORDS))
+        or module.partition(".")[0] in DOES_IO
+    )
+    assert not wrong, f"{path} imports {wrong}"

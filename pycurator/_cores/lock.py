@@ -8,11 +8,12 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.checks import ConnectionPolicy, check_client_type, check_data, check_policy
+from .._client.transport import check_client_type
 from .._engine.hold import FollowedNode, Held, LossNotice, ReentrantHolds
 from .._engine.locks import LockEngine
 from .._engine.observe import Reporter
 from .._protocol import wire
+from .._protocol.checks import ConnectionPolicy, check_data, check_policy
 from .._protocol.drivers import MUTEX_DRIVER, Driver, ReadSideDriver, write_driver
 from .._protocol.paths import validate_path
 from .._protocol.steps import Steps

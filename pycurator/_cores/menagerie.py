@@ -10,12 +10,13 @@ from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
 from .._client import kazoo_internals
-from .._client.checks import ConnectionPolicy, check_client_type, check_policy, check_timeout
 from .._client.concurrency import runs_inline
+from .._client.transport import check_client_type
 from .._engine.hold import Held
 from .._engine.locks import NOT_STARTED, HeldNode, LockEngine
 from .._engine.observe import Reporter
 from .._protocol import menagerie, wire
+from .._protocol.checks import ConnectionPolicy, check_policy, check_timeout
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.drivers import Driver, Naming, NodeVanishedError
 from .._protocol.ops import GetData, ListChildren

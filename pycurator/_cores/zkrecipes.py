@@ -11,7 +11,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from .._client import kazoo_internals
-from .._client.checks import check_client_type
+from .._client.transport import check_client_type
 from .._engine.locks import LockEngine
 from .._engine.participants import CloseMode
 from .._protocol import wire

@@ -35,11 +35,11 @@ from collections.abc import Callable
 from kazoo.exceptions import ConnectionClosedError, KazooException, NoNodeError
 from kazoo.protocol.states import KazooState, WatchedEvent
 
-from .._client.checks import ConnectionPolicy
 from .._client.concurrency import runs_inline
 from .._client.runners import set_here
 from .._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from .._protocol import wire
+from .._protocol.checks import ConnectionPolicy
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.errors import UNFIXABLE
 from .._protocol.ops import GetData

@@ -37,9 +37,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError, KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
-from .._client.checks import CONNECTION_POLICIES, ConnectionPolicy, check_policy
 from .._client.runners import RunnerTransport, run
 from .._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
+from .._protocol.checks import CONNECTION_POLICIES, ConnectionPolicy, check_policy
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.ops import NodeExists
 from .._protocol.steps import Await, GetSender, IsConnected, Send, Steps

@@ -21,11 +21,12 @@ from kazoo.exceptions import (
 )
 
 from .._client import kazoo_internals
-from .._client import requests as _requests
+from .._client.transport import default_node_data
 from .._protocol import wire
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.drivers import CURATOR_NAMING, Decision, Driver, Naming
 from .._protocol.ops import CreateNode, ListChildren, NodeExists
+from .._protocol.parents import container_parents_steps, persistent_parents_steps
 from .._protocol.steps import Await, Claims, GetSender, OweDelete, Send, Sender, SessionId, Steps
 from .._protocol.waits import (
     RETRYABLE,
@@ -76,7 +77,7 @@ class LockNodes:
         self.driver = driver
         self.naming = naming
         self.null_data = null_data
-        self.data = wire.default_node_data() if data is None else bytes(data)
+        self.data = default_node_data() if data is None else bytes(data)
         if len(self.data) > MAX_NODE_DATA:
             raise ValueError(
                 f"node data is {len(self.data)} bytes; ZooKeeper takes at most {MAX_NODE_DATA}"
@@ -145,9 +146,9 @@ class LockNodes:
                     created, stat = yield Await(create, deadline)
                 except NoNodeError:
                     if naming.parents == "containers":
-                        yield from _requests.container_parents_steps(node_path, self.acl, deadline)
+                        yield from container_parents_steps(node_path, self.acl, deadline)
                     else:
-                        yield from _requests.persistent_parents_steps(node_path, self.acl, deadline)
+                        yield from persistent_parents_steps(node_path, self.acl, deadline)
                     continue
                 except RETRYABLE:
                     raise  # the node may be made: the next try looks for it by its prefix

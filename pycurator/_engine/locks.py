@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .._client.checks import check_client_type
 from .._client.runners import run
+from .._client.transport import check_client_type
 from .._protocol import wire
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.drivers import Driver, NodeVanishedError

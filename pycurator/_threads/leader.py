@@ -17,11 +17,11 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.checks import ConnectionPolicy, check_timeout
 from .._client.runners import Task, run, start
 from .._client.runtime import services_of
 from .._cores.latch import CLOSE_WAIT, LatchCore
 from .._engine.participants import CloseMode, LeaderLatchListener, Participant, leader_of
+from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.deadline import Deadline
 
 

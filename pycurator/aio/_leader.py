@@ -9,9 +9,9 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.checks import ConnectionPolicy, check_timeout
 from .._cores.latch import CLOSE_WAIT, LatchCore
 from .._engine.participants import CloseMode, Participant, leader_of
+from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.deadline import Deadline
 from ._runner import LoopEvent, log_failure, loop_spawner, run_async, wait_event
 
