@@ -238,3 +238,21 @@ def test_the_protocol_imports_nothing_that_does_io(path: str) -> None:
         or module.partition(".")[0] in DOES_IO
     )
     assert not wrong, f"{path} imports {wrong}"
+
+
+#: What sending a request takes: the requests, and the steps that send and await them.
+SENDS = (
+    "pycurator._protocol.ops",
+    "pycurator._protocol.steps.Send",
+    "pycurator._protocol.steps.Await",
+)
+
+
+@pytest.mark.parametrize("path", layers().get(SHARED, []), ids=lambda p: p)
+def test_the_recipes_cores_send_no_request_every_protocol_is_the_engines(path: str) -> None:
+    wrong = sorted(
+        module
+        for module in imports_of(path)
+        if module in SENDS or module.startswith(f"{SENDS[0]}.")
+    )
+    assert not wrong, f"{path} imports {wrong}: a protocol, which belongs in pycurator._engine"

@@ -19,9 +19,9 @@ from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoAuthError,
 from kazoo.protocol.states import EventType, KazooState
 
 from pycurator._client.transport import default_node_data
-from pycurator._cores.semaphore import SemaphoreSteps, lease_data_steps
 from pycurator._engine.hold import Held
 from pycurator._engine.locks import HeldNode
+from pycurator._engine.semaphore import SemaphoreSteps, lease_data_steps
 from pycurator._protocol import wire
 from pycurator._protocol.deadline import Deadline
 from pycurator._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists

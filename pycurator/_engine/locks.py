@@ -21,13 +21,25 @@ and a runner does it (on a real client, or on the scripted server of
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kazoo.client import KazooClient
 
 from .._client.runners import run
 from .._client.transport import check_client_type
 from .._protocol import wire
+from .._protocol.checks import check_data
 from .._protocol.deadline import Deadline, DeadlineExpired
-from .._protocol.drivers import Driver, NodeVanishedError
+from .._protocol.drivers import (
+    MUTEX_DRIVER,
+    Driver,
+    NodeVanishedError,
+    ReadSideDriver,
+    write_driver,
+)
+from .._protocol.paths import validate_path
 from .._protocol.steps import CheckOpen, SessionId, Steps
 from .lock_nodes import MAX_NODE_DATA, HeldNode, LockNodes, decision_on_arrival
 from .lock_wait import wait_steps
@@ -120,4 +132,53 @@ class LockEngine(LockNodes):
         return wire.full_paths(self.base_path, self.sorted_children())
 
 
-__all__ = ["MAX_NODE_DATA", "HeldNode", "LockEngine", "decision_on_arrival"]
+def mutex_engine(
+    client: KazooClient, path: str, node_data: bytes | None, acl: Sequence[Any] | None
+) -> LockEngine:
+    """The engine of a mutex on ``path`` (Curator's ``lock-`` nodes, the standard driver),
+    after checking every argument: shared by the threaded and the asyncio mutex."""
+    validate_path(path)
+    check_client_type(client)
+    check_data(node_data)
+    return LockEngine(client, path, MUTEX_DRIVER, data=node_data, acl=acl)
+
+
+def read_write_engines(
+    client: KazooClient,
+    path: str,
+    node_data: bytes | None,
+    acl: Sequence[Any] | None,
+    lock_data: bytes | None = None,
+) -> tuple[LockEngine, LockEngine]:
+    """The write side's and the read side's engines of a read/write lock on ``path``, after
+    checking every argument: shared by the threaded and the asyncio read/write lock.
+
+    ``lock_data`` is the former name of ``node_data``: it still works, with a DeprecationWarning
+    pointing at the caller of the lock's constructor; giving both raises :class:`TypeError`.
+    """
+    if lock_data is not None:
+        if node_data is not None:
+            raise TypeError("give node_data or lock_data (its former name), not both")
+        warnings.warn(
+            "InterProcessReadWriteLock(lock_data=...) is deprecated: use node_data=",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        node_data = lock_data
+    validate_path(path)
+    check_client_type(client)
+    check_data(node_data, "lock_data" if lock_data is not None else "node_data")
+    return (
+        LockEngine(client, path, write_driver(), data=node_data, acl=acl),
+        LockEngine(client, path, ReadSideDriver(), data=node_data, acl=acl),
+    )
+
+
+__all__ = [
+    "MAX_NODE_DATA",
+    "HeldNode",
+    "LockEngine",
+    "decision_on_arrival",
+    "mutex_engine",
+    "read_write_engines",
+]

@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from .._cores.lock import LockCore, mutex_engine, read_write_engines
+from .._cores.lock import LockCore
 from .._cores.multilock import (
     add_on_lost,
     check_unfollowed,
@@ -31,7 +31,7 @@ from .._cores.multilock import (
     release_failed,
 )
 from .._engine.hold import Held, LossNotice
-from .._engine.locks import LockEngine
+from .._engine.locks import LockEngine, mutex_engine, read_write_engines
 from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.deadline import Deadline
 from .._protocol.drivers import Driver, ReadSideDriver
