@@ -16,6 +16,7 @@ from typing import Any
 from kazoo.client import KazooClient, TransactionRequest
 
 from .._client import transport
+from .._client.runners import run
 from .._client.runtime import process_lock, services_of
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.errors import LockLostError, LockNotOwnedError
@@ -152,7 +153,7 @@ class FollowedNode:
 
     def is_held(self) -> bool:
         """Whether the node is known to be ours now (one request, once, to set its watch)."""
-        return self.monitor.confirm()
+        return run(self.client, self.monitor.confirm_steps())
 
     def is_held_steps(self) -> Steps[bool]:
         """:meth:`is_held`, as steps."""

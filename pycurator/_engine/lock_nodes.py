@@ -282,8 +282,10 @@ class LockNodes:
             claims.pop(node, None)
 
     def sorted_children_steps(self, deadline: Deadline | None = None) -> Steps[list[str]]:
-        """:meth:`sorted_children`, as steps (``deadline``: by default the client's session
-        timeout from now)."""
+        """All children of the lock path in queue order; empty if the path does not exist. A
+        read that rides through a reconnect (see
+        :func:`~pycurator._protocol.waits.read_sent_steps`), within ``deadline`` (by default the
+        client's session timeout from now)."""
         if deadline is None:
             deadline = Deadline(kazoo_internals.session_timeout(self.client))
         try:

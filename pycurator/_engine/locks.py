@@ -72,22 +72,18 @@ class LockEngine(LockNodes):
 
     # -- acquiring ---------------------------------------------------------------------------
 
-    def acquire(self, timeout: float | None, driver: Driver | None = None) -> HeldNode | None:
-        """Wait for the lock; our node when held, None when the timeout ran out first.
-
-        ``timeout`` counts from this call, the create included; 0 creates, checks once, and
-        deletes. The call returns within ``timeout`` plus at most :data:`DELETE_WAIT` (the
-        clean-up's delete), whatever the connection does. On timeout, error or interruption our
-        node is deleted (or its delete handed to the background) before returning, and an
-        error reaches the caller unchanged. ``driver``: this acquire's driver, if not the
-        engine's (the read side's, say, which depends on who asks).
-        """
-        return run(self.client, self.acquire_steps(timeout, driver))
-
     def acquire_steps(
         self, timeout: float | None, driver: Driver | None = None
     ) -> Steps[HeldNode | None]:
-        """:meth:`acquire`, as steps."""
+        """Wait for the lock; our node when held, None when the timeout ran out first.
+
+        ``timeout`` counts from the start, the create included; 0 creates, checks once, and
+        deletes. The steps end within ``timeout`` plus at most :data:`DELETE_WAIT` (the
+        clean-up's delete), whatever the connection does. On timeout, error or interruption our
+        node is deleted (or its delete handed to the background) before they end, and an
+        error reaches the caller unchanged. ``driver``: this acquire's driver, if not the
+        engine's (the read side's, say, which depends on who asks).
+        """
         check_client_type(self.client)
         yield CheckOpen(NOT_STARTED)
         driver = driver or self.driver
@@ -118,18 +114,6 @@ class LockEngine(LockNodes):
     def release(self, node: str) -> None:
         """Delete our node (guaranteed: retried in the background if the connection is down)."""
         run(self.client, self.delete_steps(node))
-
-    def sorted_children(self) -> list[str]:
-        """All children of the lock path in queue order; empty if the path does not exist.
-
-        A read that rides through a reconnect (see
-        :func:`~pycurator._protocol.waits.read_sent_steps`).
-        """
-        return run(self.client, self.sorted_children_steps())
-
-    def participant_nodes(self) -> list[str]:
-        """Full paths of every child of the lock path, in queue order."""
-        return wire.full_paths(self.base_path, self.sorted_children())
 
 
 def mutex_engine(
