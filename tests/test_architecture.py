@@ -256,3 +256,49 @@ def test_the_recipes_cores_send_no_request_every_protocol_is_the_engines(path: s
         if module in SENDS or module.startswith(f"{SENDS[0]}.")
     )
     assert not wrong, f"{path} imports {wrong}: a protocol, which belongs in pycurator._engine"
+
+
+#: A kazoo client's requests and session, by the names only its client has: what the engine and
+#: the recipes' cores ask of the server goes through the transport, as steps.
+CLIENT_CALLS = {
+    "get_children",
+    "exists",
+    "transaction",
+    "ensure_path",
+    "create",
+    "delete",
+    "sync",
+    "retry",
+    "client_id",
+    *(f"{name}_async" for name in ("get", "get_children", "exists", "set", "create", "delete")),
+}
+#: What a kazoo client shares with other objects (an event's ``set``, a dict's ``get``): a call
+#: of these counts on something named ``client``.
+CLIENT_ONLY_CALLS = {"get", "set"}
+
+
+def client_calls(path: str) -> list[str]:
+    """The kazoo client requests ``path`` makes (``line: name``): calls, and reads of its
+    session."""
+    found = []
+    for node in ast.walk(ast.parse((ROOT / path).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            name, receiver = node.func.attr, node.func.value
+        elif isinstance(node, ast.Attribute) and node.attr == "client_id":
+            name, receiver = node.attr, node.value
+        else:
+            continue
+        named = (
+            receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+        )
+        if name in CLIENT_CALLS or (name in CLIENT_ONLY_CALLS and named == "client"):
+            found.append(f"{node.lineno}: {name}")
+    return found
+
+
+@pytest.mark.parametrize(
+    "path", [p for layer in (CORE[3], SHARED) for p in layers().get(layer, [])], ids=lambda p: p
+)
+def test_the_engine_and_the_cores_make_no_request_of_a_kazoo_client(path: str) -> None:
+    wrong = client_calls(path)
+    assert not wrong, f"{path} calls a kazoo client: {wrong}; send through the transport instead"
