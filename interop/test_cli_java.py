@@ -16,7 +16,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
 from pycurator import InterProcessMutex
-from pycurator._protocol.wire import default_node_data
+from pycurator._client.transport import default_node_data
 from pycurator.cli import EXIT_TIMEOUT
 from pycurator.testing import (
     java_acquire,

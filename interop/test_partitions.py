@@ -15,7 +15,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex, InterProcessSemaphoreV2, LeaderLatch, connect
-from pycurator._client.checks import ConnectionPolicy
+from pycurator._protocol.checks import ConnectionPolicy
 from pycurator.testing import (
     JavaLatch,
     JavaMutex,

@@ -49,11 +49,11 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, OperationTimeoutError
 from kazoo.retry import KazooRetry
 
-from ._client.checks import MAX_SESSION_TIMEOUT, UNLIMITED_TIMEOUT
 from ._client.kazoo_internals import use_lean_loop
 from ._client.requests import make_containers_steps
 from ._client.runners import run
 from ._client.runtime import runtime_of
+from ._protocol.checks import MAX_SESSION_TIMEOUT, UNLIMITED_TIMEOUT
 from ._protocol.deadline import Deadline, DeadlineExpired
 from ._protocol.errors import ConnectTimeout
 from ._protocol.paths import validate_path
@@ -379,14 +379,14 @@ def connect(
       ``NoAuthError``, ``NoNodeError`` when a chroot of ``hosts`` is missing) is raised
       unchanged.
     - ``session_timeout``: seconds (the server grants a value within its bounds), at most
-      :data:`~pycurator._client.checks.MAX_SESSION_TIMEOUT` (what the protocol carries). Set the
+      :data:`~pycurator._protocol.checks.MAX_SESSION_TIMEOUT` (what the protocol carries). Set the
       same on the Java side (``sessionTimeoutMs``): a crashed holder blocks the others that long.
       30 by default, and 10 for the command line on purpose: a service's pauses (a busy GIL, a
       long collection) must not expire its session and lose every lock it holds, while
       ``pycurator lock`` stops its command once the connection is lost anyway, so a shorter
       session there only frees a crashed holder's lock sooner. Curator asks for 60.
     - ``connect_timeout``: seconds for the session and the namespace together, below
-      :data:`~pycurator._client.checks.UNLIMITED_TIMEOUT` (about 32 years).
+      :data:`~pycurator._protocol.checks.UNLIMITED_TIMEOUT` (about 32 years).
     - ``retry``: the client's ``command_retry`` (``client.retry(...)``); by default three retries
       a second apart, doubling. The connection is retried for ever (pass kazoo's
       ``connection_retry`` to change that). pycurator's recipes retry on their own.

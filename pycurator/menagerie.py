@@ -18,10 +18,10 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from ._client.checks import ConnectionPolicy
 from ._client.runners import run
-from ._cores.menagerie import PermitSteps, lock_engine, read_write_engines
+from ._engine.menagerie import PermitSteps, lock_engine, read_write_engines
 from ._protocol import menagerie
+from ._protocol.checks import ConnectionPolicy
 from ._protocol.drivers import Driver
 from ._threads.lock import ReentrantLock
 from ._threads.rwlock import ReadLock as _CuratorReadLock

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from kazoo.client import KazooClient
 
-from ._client.checks import ConnectionPolicy
-from ._cores.zklocker import zklocker_engine
+from ._engine.zklocker import zklocker_engine
 from ._protocol import wire
+from ._protocol.checks import ConnectionPolicy
 from ._threads.lock import ReentrantLock
 
 #: Java's parent, always (``ZkLocker.DIR``).

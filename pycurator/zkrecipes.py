@@ -19,7 +19,8 @@ from typing import Any, NoReturn
 from kazoo.client import KazooClient
 
 from ._client.runners import run
-from ._cores.zkrecipes import election_core, leader_steps, write_lock_engine
+from ._cores.zkrecipes import election_core
+from ._engine.zkrecipes import leader_steps, write_lock_engine
 from ._threads.leader import LatchRunner
 from ._threads.lock import ReentrantLock
 

@@ -10,7 +10,8 @@ from typing import TypeVar
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoWatcherError
 
-from pycurator._client.requests import WATCHER_TYPE_CHILDREN, RemoveWatches, prefixed, send
+from pycurator._client.requests import send
+from pycurator._client.transport import WATCHER_TYPE_CHILDREN, RemoveWatches, prefixed
 from pycurator.testing import four_letter_word, paths_by_session, split_hosts
 
 from .support import SOON

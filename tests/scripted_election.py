@@ -15,7 +15,6 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
-from pycurator._client.checks import ConnectionPolicy
 from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from pycurator._engine import election
 from pycurator._engine.election import Election
@@ -23,6 +22,7 @@ from pycurator._engine.hold_check import HoldState
 from pycurator._engine.locks import HeldNode, LockEngine
 from pycurator._engine.observe import HoldReport, Reporter
 from pycurator._protocol import wire
+from pycurator._protocol.checks import ConnectionPolicy
 from pycurator._protocol.drivers import LATCH_DRIVER
 from pycurator._protocol.ops import CreateNode, GetData, ListChildren
 

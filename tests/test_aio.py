@@ -14,7 +14,7 @@ from kazoo.exceptions import ConnectionClosedError
 from pycurator import InterProcessMutex as ThreadedMutex
 from pycurator import LockLostError, LockNotOwnedError, LockTimeout, aio
 from pycurator._client import kazoo_internals
-from pycurator._client.requests import prefixed
+from pycurator._client.transport import prefixed
 from pycurator.testing import (
     ClientFactory,
     expire_kazoo_session,
@@ -327,7 +327,7 @@ def test_semaphore_leases_count_time_out_and_return(
 
 
 def lease_data(client: KazooClient) -> bytes:
-    from pycurator._protocol.wire import default_node_data
+    from pycurator._client.transport import default_node_data
 
     return default_node_data()
 

@@ -219,3 +219,86 @@ def test_no_module_of_the_core_or_the_recipes_imports_one_that_imports_it_back()
 
     circles = sorted(f"{a} <-> {b}" for a in graph for b in graph[a] if a < b and reaches(b, a))
     assert not circles
+
+
+#: What the protocol may take from kazoo: its words (errors, states, events), none of its I/O.
+KAZOO_WORDS = ("kazoo.exceptions", "kazoo.protocol.states")
+#: Modules that do I/O, wait on threads or run event loops: none is the protocol's.
+DOES_IO = ("socket", "select", "selectors", "ssl", "threading", "asyncio", "queue", "subprocess")
+
+
+@pytest.mark.parametrize(
+    "path", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pycurator/_protocol").glob("*.py"))
+)
+def test_the_protocol_imports_nothing_that_does_io(path: str) -> None:
+    wrong = sorted(
+        module
+        for module in imports_of(path)
+        if (module.partition(".")[0] == "kazoo" and not module.startswith(KAZOO_WORDS))
+        or module.partition(".")[0] in DOES_IO
+    )
+    assert not wrong, f"{path} imports {wrong}"
+
+
+#: What sending a request takes: the requests, and the steps that send and await them.
+SENDS = (
+    "pycurator._protocol.ops",
+    "pycurator._protocol.steps.Send",
+    "pycurator._protocol.steps.Await",
+)
+
+
+@pytest.mark.parametrize("path", layers().get(SHARED, []), ids=lambda p: p)
+def test_the_recipes_cores_send_no_request_every_protocol_is_the_engines(path: str) -> None:
+    wrong = sorted(
+        module
+        for module in imports_of(path)
+        if module in SENDS or module.startswith(f"{SENDS[0]}.")
+    )
+    assert not wrong, f"{path} imports {wrong}: a protocol, which belongs in pycurator._engine"
+
+
+#: A kazoo client's requests and session, by the names only its client has: what the engine and
+#: the recipes' cores ask of the server goes through the transport, as steps.
+CLIENT_CALLS = {
+    "get_children",
+    "exists",
+    "transaction",
+    "ensure_path",
+    "create",
+    "delete",
+    "sync",
+    "retry",
+    "client_id",
+    *(f"{name}_async" for name in ("get", "get_children", "exists", "set", "create", "delete")),
+}
+#: What a kazoo client shares with other objects (an event's ``set``, a dict's ``get``): a call
+#: of these counts on something named ``client``.
+CLIENT_ONLY_CALLS = {"get", "set"}
+
+
+def client_calls(path: str) -> list[str]:
+    """The kazoo client requests ``path`` makes (``line: name``): calls, and reads of its
+    session."""
+    found = []
+    for node in ast.walk(ast.parse((ROOT / path).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            name, receiver = node.func.attr, node.func.value
+        elif isinstance(node, ast.Attribute) and node.attr == "client_id":
+            name, receiver = node.attr, node.value
+        else:
+            continue
+        named = (
+            receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+        )
+        if name in CLIENT_CALLS or (name in CLIENT_ONLY_CALLS and named == "client"):
+            found.append(f"{node.lineno}: {name}")
+    return found
+
+
+@pytest.mark.parametrize(
+    "path", [p for layer in (CORE[3], SHARED) for p in layers().get(layer, [])], ids=lambda p: p
+)
+def test_the_engine_and_the_cores_make_no_request_of_a_kazoo_client(path: str) -> None:
+    wrong = client_calls(path)
+    assert not wrong, f"{path} calls a kazoo client: {wrong}; send through the transport instead"

@@ -18,9 +18,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoAuthError, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
-from pycurator._client.checks import ConnectionPolicy
 from pycurator._client.runners import Cancelled
 from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
+from pycurator._engine.election import Participant, participants_steps
 from pycurator._engine.hold_check import HoldState
 from pycurator._engine.observe import (
     LockEvent,
@@ -28,8 +28,8 @@ from pycurator._engine.observe import (
     add_lock_listener,
     remove_lock_listener,
 )
-from pycurator._engine.participants import Participant, participants_steps
 from pycurator._protocol import wire
+from pycurator._protocol.checks import ConnectionPolicy
 from pycurator._protocol.ops import DeleteNode, GetData
 from pycurator._protocol.steps import Steps, WaitSignal
 

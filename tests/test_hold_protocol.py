@@ -17,12 +17,12 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
-from pycurator._client.checks import ConnectionPolicy
 from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from pycurator._engine.hold import FollowedNode
 from pycurator._engine.hold_check import NODE_DELETED, WATCH_DELAY, HoldMonitor, HoldState
 from pycurator._engine.locks import HeldNode
 from pycurator._engine.observe import Reporter
+from pycurator._protocol.checks import ConnectionPolicy
 from pycurator._protocol.errors import LockLostError
 from pycurator._protocol.ops import NodeExists
 

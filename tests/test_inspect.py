@@ -6,15 +6,15 @@ from collections.abc import Sequence
 
 from pycurator._engine.inspect import (
     Entry,
-    Participant,
+    QueuedNode,
     _curator_view,
     classify_latch,
     classify_mutex,
     classify_read_write,
     classify_semaphore,
-    is_latch_node_name,
     layout_of,
 )
+from pycurator._protocol.wire import is_latch_node_name
 
 U1 = "_c_11111111-1111-4111-8111-111111111111-"
 U2 = "_c_22222222-2222-4222-8222-222222222222-"
@@ -25,7 +25,7 @@ def entry(name: str, session: int = 1) -> Entry:
     return Entry(name, session, b"127.0.0.1", 0)
 
 
-def summary(participants: Sequence[Participant]) -> list[tuple[str, str, bool, int]]:
+def summary(participants: Sequence[QueuedNode]) -> list[tuple[str, str, bool, int]]:
     return [(p.entry.name, p.kind, p.holder, p.position) for p in participants]
 
 

@@ -28,9 +28,8 @@ from kazoo.protocol.states import Callback, KazooState, WatchedEvent
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from pycurator._client import kazoo_internals
-from pycurator._client import requests as _requests
-from pycurator._client.requests import CreateContainer, RemoveWatches, prefixed
-from pycurator._client.transport import KazooTransport
+from pycurator._client import transport as _transport
+from pycurator._client.transport import CreateContainer, KazooTransport, RemoveWatches, prefixed
 from pycurator.testing import FaultProxy, expire_kazoo_session
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
@@ -112,11 +111,11 @@ def test_the_answer_is_what_the_request_objects_deserialize_returns_on_the_conne
         readers.append(threading.current_thread().name)
         return ",".join(sorted(children))
 
-    result = _requests.reduced_children_async(zk, zk_path, reduce)
+    result = _transport.reduced_children_async(zk, zk_path, reduce)
     assert result.get(timeout=SOON) == "a,b"
     assert readers and readers[0] != threading.current_thread().name
     with pytest.raises(NoNodeError):
-        _requests.reduced_children_async(zk, f"{zk_path}/gone", reduce).get(timeout=SOON)
+        _transport.reduced_children_async(zk, f"{zk_path}/gone", reduce).get(timeout=SOON)
 
 
 def test_kazoo_reads_the_errors_it_knows_and_nowatcher_from_2_11() -> None:
@@ -132,13 +131,13 @@ def test_remove_watches_is_sent_only_where_kazoo_reads_nowatcher(
     """On kazoo 2.9 and 2.10 (below the floor, but installable with ``--no-deps``) the
     server's NOWATCHER answer would end the connection loop: pycurator sends nothing there."""
     zk.ensure_path(zk_path)
-    assert _requests.CAN_REMOVE_WATCHES is kazoo_internals.reads_error(kazoo_internals.NO_WATCHER)
-    if _requests.CAN_REMOVE_WATCHES:
+    assert _transport.CAN_REMOVE_WATCHES is kazoo_internals.reads_error(kazoo_internals.NO_WATCHER)
+    if _transport.CAN_REMOVE_WATCHES:
         result = zk.handler.async_result()
         kazoo_internals.call(zk, RemoveWatches(prefixed(zk, zk_path)), result)
         with pytest.raises(kazoo.exceptions.NoWatcherError):
             result.get(timeout=SOON)
-    assert _requests.remove_watches(zk, zk_path) is _requests.CAN_REMOVE_WATCHES
+    assert _transport.remove_watches(zk, zk_path) is _transport.CAN_REMOVE_WATCHES
     assert zk.exists(zk_path) is not None  # the connection lives on
     assert zk.connected
 

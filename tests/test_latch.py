@@ -12,7 +12,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoChildrenForEphemeralsError
 
 from pycurator import CloseMode, LeaderLatch, LockLostError, Participant
-from pycurator._cores.latch import LatchCore
+from pycurator._cores.leader import LatchCore
 from pycurator._engine.hold_check import HoldMonitor
 from pycurator._engine.locks import HeldNode
 from pycurator._protocol.drivers import StandardDriver

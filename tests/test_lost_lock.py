@@ -20,6 +20,7 @@ from pycurator import (
     InterProcessSemaphoreV2,
     LockLostError,
 )
+from pycurator._client.runners import run
 from pycurator._engine.hold_check import HoldMonitor, HoldState
 from pycurator._engine.locks import LockEngine
 from pycurator._engine.observe import Reporter
@@ -276,7 +277,7 @@ def test_a_session_that_ended_between_taking_the_node_and_following_it_is_seen(
     # expiry in between is caught by comparing the node's session with the client's.
     client = zk_client_factory()
     engine = LockEngine(client, f"{zk_path}/lock", StandardDriver(LOCK_NAME, 1))
-    node = engine.acquire(SOON)
+    node = run(client, engine.acquire_steps(SOON))
     assert node is not None
     expire_kazoo_session(client)
     eventually(lambda: client.connected, what="a new session")

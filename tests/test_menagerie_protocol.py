@@ -11,9 +11,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
-from pycurator._cores.menagerie import PermitSteps, lock_engine, read_write_engines
-from pycurator._cores.zkrecipes import write_lock_engine
 from pycurator._engine.locks import HeldNode
+from pycurator._engine.menagerie import PermitSteps, lock_engine, read_write_engines
+from pycurator._engine.zkrecipes import write_lock_engine
 from pycurator._protocol import wire
 from pycurator._protocol.menagerie import ReadSide
 from pycurator._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists

@@ -17,12 +17,17 @@ from pycurator import (
     PyCuratorError,
     attempt_revoke,
 )
-from pycurator._protocol.wire import default_node_data
+from pycurator._client.transport import default_node_data
 from pycurator.testing import ClientFactory
 
 from .support import SOON, RequestCounter, Worker, children, eventually
 
 NODE = re.compile(r"_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}")
+
+
+def test_default_node_data_is_an_ascii_address() -> None:
+    data = default_node_data()
+    assert data == b"" or re.fullmatch(rb"[0-9a-fA-F:.]+", data)
 
 
 def test_acquire_creates_one_protected_ephemeral_sequential_node(

@@ -9,7 +9,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessReadWriteLock
-from pycurator._protocol.wire import default_node_data
+from pycurator._client.transport import default_node_data
 from pycurator.testing import ClientFactory, expire_kazoo_session
 
 from .support import SOON, Worker, children, eventually

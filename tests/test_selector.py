@@ -12,7 +12,8 @@ from kazoo.exceptions import NoNodeError
 
 from pycurator import LeaderSelector, Leadership, LockLostError, Participant
 from pycurator._client import background
-from pycurator._protocol.wire import default_node_data, protected_id
+from pycurator._client.transport import default_node_data
+from pycurator._protocol.wire import protected_id
 from pycurator.testing import ClientFactory, FaultProxy, expire_kazoo_session
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 

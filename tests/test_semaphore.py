@@ -14,7 +14,7 @@ from pycurator import (
     LockLostError,
     LockNotOwnedError,
 )
-from pycurator._protocol.wire import default_node_data
+from pycurator._client.transport import default_node_data
 from pycurator.testing import ClientFactory, expire_kazoo_session
 
 from .support import SOON, Worker, children, eventually

@@ -18,9 +18,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoAuthError, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
-from pycurator._cores.semaphore import SemaphoreSteps, lease_data_steps
+from pycurator._client.transport import default_node_data
 from pycurator._engine.hold import Held
 from pycurator._engine.locks import HeldNode
+from pycurator._engine.semaphore import SemaphoreSteps, lease_data_steps
 from pycurator._protocol import wire
 from pycurator._protocol.deadline import Deadline
 from pycurator._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
@@ -86,7 +87,7 @@ def create_lock(n: int) -> CreateNode:
     """The internal mutex's create (its nodes hold Curator's default data, as Curator's)."""
     return CreateNode(
         f"{LOCKS}/{prefix(n)}{wire.LOCK_NAME}",
-        wire.default_node_data(),
+        default_node_data(),
         None,
         ephemeral=True,
         sequence=True,

@@ -69,11 +69,6 @@ def test_join_path_and_node_name() -> None:
     assert wire.full_paths("/p", ["x", "y"]) == ["/p/x", "/p/y"]
 
 
-def test_default_node_data_is_an_ascii_address() -> None:
-    data = wire.default_node_data()
-    assert data == b"" or re.fullmatch(rb"[0-9a-fA-F:.]+", data)
-
-
 def test_revoke_message_is_curators_ten_bytes() -> None:
     assert wire.REVOKE_MESSAGE == b"__REVOKE__"
     assert len(wire.REVOKE_MESSAGE) == 10

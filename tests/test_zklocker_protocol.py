@@ -13,8 +13,8 @@ from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from pycurator._cores.zklocker import zklocker_engine
 from pycurator._engine.locks import HeldNode, LockEngine
+from pycurator._engine.zklocker import zklocker_engine
 from pycurator._protocol.deadline import Deadline
 from pycurator._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
 from pycurator.zklocker import ZkLocker

@@ -13,11 +13,11 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
-from pycurator._cores.zkrecipes import write_lock_engine
 from pycurator._engine import election
 from pycurator._engine.election import Election
 from pycurator._engine.locks import HeldNode, LockEngine
 from pycurator._engine.observe import Reporter
+from pycurator._engine.zkrecipes import write_lock_engine
 from pycurator._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
 from pycurator._protocol.zkrecipes import ELECTION_DRIVER, ELECTION_NAMING
 

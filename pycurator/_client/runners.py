@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from kazoo.client import KazooClient
 from kazoo.protocol.states import Callback
 
-from .._protocol.deadline import DeadlineExpired, wait_result
+from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.steps import EFFECTS, Await, NewSignal, Signal, Steps, WaitSignal
 from .background import Timer
 from .concurrency import link_inline, runs_inline
@@ -37,6 +37,19 @@ class RunnerTransport(KazooTransport):
     def start(self, steps: Steps[Any]) -> None:
         """Run ``steps`` in the background, driven by kazoo's callbacks."""
         start(self.client, steps)
+
+
+def wait_result(client: KazooClient, result: Any, deadline: Deadline) -> Any:
+    """The value of a kazoo async ``result`` (its error raised as kazoo raises it), or
+    :class:`DeadlineExpired` once ``deadline`` passes with no reply yet.
+
+    The request itself is not withdrawn: it may still be sent and answered later, so a caller
+    that gives up on a request with side effects (a create, a watch) undoes them when it lands.
+    """
+    try:
+        return result.get(timeout=deadline.remaining())
+    except client.handler.timeout_exception:
+        raise DeadlineExpired() from None
 
 
 def run(client: KazooClient, steps: Steps[T]) -> T:
@@ -309,4 +322,13 @@ def start(
     return task
 
 
-__all__ = ["Cancelled", "RunnerTransport", "Task", "TaskSignal", "run", "set_here", "start"]
+__all__ = [
+    "Cancelled",
+    "RunnerTransport",
+    "Task",
+    "TaskSignal",
+    "run",
+    "set_here",
+    "start",
+    "wait_result",
+]

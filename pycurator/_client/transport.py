@@ -16,12 +16,14 @@ follow ZooKeeper's jute records.
 from __future__ import annotations
 
 import contextlib
+import functools
+import socket
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import ConnectionClosedError, KazooException
 from kazoo.protocol.serialization import (
     Create2,
@@ -33,7 +35,15 @@ from kazoo.protocol.serialization import (
 from kazoo.protocol.states import WatchedEvent, ZnodeStat
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from .._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, MakeContainer, NodeExists
+from .._protocol.ops import (
+    CreateNode,
+    DeleteNode,
+    GetData,
+    ListChildren,
+    MakeContainer,
+    NodeExists,
+    SetData,
+)
 from . import kazoo_internals
 from .background import SerialQueue, Timer
 from .runtime import Runtime, closed_error, runtime_of, services_of
@@ -51,6 +61,42 @@ WATCHER_TYPE_CHILDREN = 1
 
 _int = struct.Struct("!i")
 _stat = struct.Struct("!qqqqiiiqiiq")
+
+
+@functools.lru_cache(maxsize=1)
+def default_node_data() -> bytes:
+    """What Curator writes by default: ``InetAddress.getLocalHost().getHostAddress()``.
+
+    Empty if the local host name does not resolve, as Curator does. Looked up once per process,
+    as Curator looks it up once per JVM (``CuratorFrameworkFactory``'s local address): a lock
+    made per tenant then costs neither a name look-up nor a bytes object of its own.
+    """
+    try:
+        return socket.gethostbyname(socket.gethostname()).encode("ascii")
+    except OSError:
+        return b""
+
+
+def check_client_type(client: KazooClient) -> None:
+    """Raise TypeError for anything but a kazoo client (started or not)."""
+    if not isinstance(client, KazooClient):
+        raise TypeError(f"client must be a kazoo KazooClient, not {type(client).__name__}")
+
+
+def check_client(client: KazooClient) -> None:
+    """Raise a clear error for a client that cannot send requests (not a client, not started,
+    or stopped: ``ConnectionClosedError``, as kazoo's own calls raise)."""
+    check_client_type(client)
+    if kazoo_internals.is_stopped(client):
+        raise ConnectionClosedError("the kazoo client is not started, or has been stopped")
+
+
+def guarded_transaction(client: KazooClient, path: str) -> TransactionRequest:
+    """A kazoo transaction on ``client`` that also checks that the node at ``path`` exists:
+    ZooKeeper applies all of it or nothing, so a holder whose node is gone cannot commit."""
+    transaction = client.transaction()
+    transaction.check(path, -1)
+    return transaction
 
 
 def prefixed(client: KazooClient, path: str) -> str:
@@ -245,6 +291,8 @@ class KazooTransport:
             return client.get_async(request.path, watch=request.watch)
         if kind is DeleteNode:
             return client.delete_async(request.path)
+        if kind is SetData:
+            return client.set_async(request.path, request.data, request.version)
         if kind is MakeContainer:
             result = client.handler.async_result()
             acl = list(request.acl or client.default_acl or OPEN_ACL_UNSAFE)

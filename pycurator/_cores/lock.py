@@ -1,20 +1,18 @@
-"""The lock core both front ends compose, and the engines of Curator's mutex and read/write lock."""
+"""The lock core both front ends compose, over the engines of Curator's mutex and read/write lock
+(:mod:`pycurator._engine.locks`)."""
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable
 
 from kazoo.client import KazooClient
 
-from .._client.checks import ConnectionPolicy, check_client_type, check_data, check_policy
 from .._engine.hold import FollowedNode, Held, LossNotice, ReentrantHolds
 from .._engine.locks import LockEngine
 from .._engine.observe import Reporter
 from .._protocol import wire
-from .._protocol.drivers import MUTEX_DRIVER, Driver, ReadSideDriver, write_driver
-from .._protocol.paths import validate_path
+from .._protocol.checks import ConnectionPolicy, check_policy
+from .._protocol.drivers import Driver
 from .._protocol.steps import Steps
 
 
@@ -100,46 +98,4 @@ class LockCore:
         self.engine = self.engine.revocable(on_revoke)
 
 
-def mutex_engine(
-    client: KazooClient, path: str, node_data: bytes | None, acl: Sequence[Any] | None
-) -> LockEngine:
-    """The engine of a mutex on ``path`` (Curator's ``lock-`` nodes, the standard driver),
-    after checking every argument: shared by the threaded and the asyncio mutex."""
-    validate_path(path)
-    check_client_type(client)
-    check_data(node_data)
-    return LockEngine(client, path, MUTEX_DRIVER, data=node_data, acl=acl)
-
-
-def read_write_engines(
-    client: KazooClient,
-    path: str,
-    node_data: bytes | None,
-    acl: Sequence[Any] | None,
-    lock_data: bytes | None = None,
-) -> tuple[LockEngine, LockEngine]:
-    """The write side's and the read side's engines of a read/write lock on ``path``, after
-    checking every argument: shared by the threaded and the asyncio read/write lock.
-
-    ``lock_data`` is the former name of ``node_data``: it still works, with a DeprecationWarning
-    pointing at the caller of the lock's constructor; giving both raises :class:`TypeError`.
-    """
-    if lock_data is not None:
-        if node_data is not None:
-            raise TypeError("give node_data or lock_data (its former name), not both")
-        warnings.warn(
-            "InterProcessReadWriteLock(lock_data=...) is deprecated: use node_data=",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        node_data = lock_data
-    validate_path(path)
-    check_client_type(client)
-    check_data(node_data, "lock_data" if lock_data is not None else "node_data")
-    return (
-        LockEngine(client, path, write_driver(), data=node_data, acl=acl),
-        LockEngine(client, path, ReadSideDriver(), data=node_data, acl=acl),
-    )
-
-
-__all__ = ["LockCore", "mutex_engine", "read_write_engines"]
+__all__ = ["LockCore"]

@@ -9,7 +9,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kazoo.client import KazooClient
 
-from .._client.checks import check_client_type
+from .._client.transport import check_client_type
 from .._protocol.errors import LockLostError, LockReleaseError
 from .._protocol.paths import validate_path
 

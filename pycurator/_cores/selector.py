@@ -22,13 +22,15 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from .._client.checks import ConnectionPolicy, check_client_type, check_policy
+from .._client import transport
+from .._client.runners import run
 from .._client.runtime import CLIENT_STOPPED, runtime_of
-from .._engine.election import Election, Lifecycle
+from .._client.transport import check_client_type
+from .._engine.election import Election, Lifecycle, Participant, id_bytes, participants_steps
 from .._engine.hold_check import HoldMonitor
 from .._engine.locks import HeldNode, LockEngine
 from .._engine.observe import Reporter
-from .._engine.participants import Participant, id_bytes, participants_steps
+from .._protocol.checks import ConnectionPolicy, check_policy
 from .._protocol.drivers import MUTEX_DRIVER
 from .._protocol.errors import LockLostError
 from .._protocol.paths import validate_path
@@ -107,8 +109,9 @@ class LeadershipCore:
             self.lost_event.set()
 
     def confirm(self) -> bool:
-        """Whether our node is known to be ours now, blocking (see :meth:`HoldMonitor.confirm`)."""
-        return self.monitor.confirm()
+        """Whether our node is known to be ours now, blocking (see
+        :meth:`HoldMonitor.confirm_steps`)."""
+        return run(self.client, self.monitor.confirm_steps())
 
     def confirm_steps(self) -> Steps[bool]:
         """:meth:`confirm` as steps."""
@@ -116,9 +119,7 @@ class LeadershipCore:
 
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that our node exists."""
-        transaction = self.client.transaction()
-        transaction.check(self.node.path, -1)
-        return transaction
+        return transport.guarded_transaction(self.client, self.node.path)
 
     def lost_error(self) -> LockLostError:
         """The error that says the term is over, and why."""

@@ -23,6 +23,9 @@ never block), and delete our node on the way out, however they end.
 The steps do no I/O: they say what to send (:mod:`pycurator._protocol.ops` requests), what to listen
 to and what to owe, and the runner does it; only the leader's monitor is made on the client. So
 ``tests/test_election_protocol.py`` runs them on a scripted server.
+
+Also here, what an election's participants are (:class:`Participant`) and how they are read from
+the tree (:func:`participants_steps`), as Curator's ``getParticipants``.
 """
 
 from __future__ import annotations
@@ -30,16 +33,19 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 from kazoo.exceptions import ConnectionClosedError, KazooException, NoNodeError
 from kazoo.protocol.states import KazooState, WatchedEvent
 
-from .._client.checks import ConnectionPolicy
+from .._client import kazoo_internals
 from .._client.concurrency import runs_inline
 from .._client.runners import set_here
 from .._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from .._protocol import wire
+from .._protocol.checks import ConnectionPolicy
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.errors import UNFIXABLE
 from .._protocol.ops import GetData
@@ -59,7 +65,7 @@ from .._protocol.steps import (
     Unlisten,
     WaitSignal,
 )
-from .._protocol.waits import RETRYABLE, watch_sent_steps
+from .._protocol.waits import RETRYABLE, read_all_sent_steps, watch_sent_steps
 from .hold_check import HoldMonitor, HoldState
 from .locks import HeldNode, LockEngine
 from .observe import LockEventKind, Reporter
@@ -414,4 +420,79 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-__all__ = ["STEP_WAIT", "Election", "Lifecycle"]
+# -- the participants, read from the tree --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Participant:
+    """One participant of an election: its id (the node's data) and whether it leads."""
+
+    id: str
+    is_leader: bool
+
+
+class CloseMode(enum.Enum):
+    """What :meth:`LeaderLatch.close` tells the listeners: nothing (``SILENT``, Curator's
+    default) or ``not_leader()`` when the latch was leading (``NOTIFY_LEADER``)."""
+
+    SILENT = "silent"
+    NOTIFY_LEADER = "notify_leader"
+
+
+class LeaderLatchListener(Protocol):
+    """Told of each change of leadership, in order, on a worker thread."""
+
+    def is_leader(self) -> None:
+        """We lead now."""
+
+    def not_leader(self) -> None:
+        """We no longer lead."""
+
+
+def id_bytes(participant_id: str) -> bytes:
+    """A participant id as node data (UTF-8); TypeError or ValueError for an unusable id."""
+    if not isinstance(participant_id, str):
+        raise TypeError(f"id must be a str, not {type(participant_id).__name__}")
+    try:
+        return participant_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"id cannot be written as UTF-8: {exc.reason}") from None
+
+
+def participants_steps(engine: LockEngine) -> Steps[list[Participant]]:
+    """Curator's ``LeaderSelector.getParticipants`` on ``engine``'s path: each node's data as
+    its id, in queue order; nodes gone while reading are skipped and the first one still there
+    leads. Reads that ride through a reconnect, within the client's session timeout (see
+    :func:`~pycurator._protocol.waits.read_all_sent_steps`): one listing, then every node's data
+    asked for at once."""
+    deadline = Deadline(kazoo_internals.session_timeout(engine.client))
+    names = yield from engine.sorted_children_steps(deadline)
+    paths = wire.full_paths(engine.base_path, names)
+    outcomes = yield from read_all_sent_steps([GetData(path) for path in paths], deadline)
+    participants: list[Participant] = []
+    for answer, error in outcomes:
+        if isinstance(error, NoNodeError):
+            continue
+        if error is not None:
+            raise error
+        data = answer[0] or b""
+        participants.append(Participant(data.decode("utf-8", "replace"), not participants))
+    return participants
+
+
+def leader_of(participants: Sequence[Participant]) -> Participant:
+    """The leader among ``participants``, or Curator's dummy ``Participant("", False)``."""
+    return participants[0] if participants else Participant("", False)
+
+
+__all__ = [
+    "STEP_WAIT",
+    "CloseMode",
+    "Election",
+    "LeaderLatchListener",
+    "Lifecycle",
+    "Participant",
+    "id_bytes",
+    "leader_of",
+    "participants_steps",
+]

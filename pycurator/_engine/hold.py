@@ -15,8 +15,10 @@ from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from .._client.checks import ConnectionPolicy
+from .._client import transport
+from .._client.runners import run
 from .._client.runtime import process_lock, services_of
+from .._protocol.checks import ConnectionPolicy
 from .._protocol.errors import LockLostError, LockNotOwnedError
 from .._protocol.steps import Steps
 from .hold_check import HoldMonitor, HoldState
@@ -151,7 +153,7 @@ class FollowedNode:
 
     def is_held(self) -> bool:
         """Whether the node is known to be ours now (one request, once, to set its watch)."""
-        return self.monitor.confirm()
+        return run(self.client, self.monitor.confirm_steps())
 
     def is_held_steps(self) -> Steps[bool]:
         """:meth:`is_held`, as steps."""
@@ -170,9 +172,7 @@ class FollowedNode:
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that the node exists: ZooKeeper applies all of
         it or nothing, so a holder whose node is gone cannot commit."""
-        transaction = self.client.transaction()
-        transaction.check(self.node.path, -1)
-        return transaction
+        return transport.guarded_transaction(self.client, self.node.path)
 
     def close(self) -> None:
         """Stop following the node (on release): no request; its watch is spent when the node

@@ -12,7 +12,7 @@ A node deleted by anyone, or the session's expiry, is final.
 Connection states reach the monitor at once (a connection listener). The watch that reports the
 node's deletion by someone else costs a request and an event, which would make a short hold half
 again as dear on loopback; so it is set once a hold has lasted :data:`WATCH_DELAY`, or at once
-when the holder asks (:meth:`HoldMonitor.confirm`, behind ``is_held()`` and ``check()``).
+when the holder asks (:meth:`HoldMonitor.confirm_steps`, behind ``is_held()`` and ``check()``).
 
 The monitor never calls kazoo. It confirms as steps (:meth:`HoldMonitor.confirm_steps`,
 :mod:`pycurator._protocol.steps`); it is made with the runner's transport, its :class:`HoldSender`
@@ -37,9 +37,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError, KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
-from .._client.checks import CONNECTION_POLICIES, ConnectionPolicy, check_policy
-from .._client.runners import RunnerTransport, run
+from .._client.runners import RunnerTransport
 from .._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
+from .._protocol.checks import CONNECTION_POLICIES, ConnectionPolicy, check_policy
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.ops import NodeExists
 from .._protocol.steps import Await, GetSender, IsConnected, Send, Steps
@@ -50,7 +50,7 @@ log = logging.getLogger("pycurator")
 
 #: How long a hold lasts before its node's deletion watch is set without being asked for.
 WATCH_DELAY = 0.05
-#: The longest :meth:`HoldMonitor.confirm` (``is_held()``, ``check()``) waits for the server.
+#: The longest :meth:`HoldMonitor.confirm_steps` (``is_held()``, ``check()``) waits for the server.
 CONFIRM_WAIT = 2.0
 #: Why a hold whose node is gone is lost.
 NODE_DELETED = "lock node deleted"
@@ -86,7 +86,7 @@ class HoldMonitor:
     the state moves between HELD and not held. ``session_id`` is the session that made the node,
     so a session that ended before the monitor started is seen too. The monitor listens to the
     connection at once and watches the node from :data:`WATCH_DELAY` into the hold, or from the
-    first :meth:`confirm`; :meth:`close` removes the listener, and the watch is spent when the
+    first :meth:`confirm_steps`; :meth:`close` removes the listener, and the watch is spent when the
     node is deleted. ``report`` is told of each move and of the end (see
     :mod:`pycurator._engine.observe`).
     """
@@ -183,14 +183,11 @@ class HoldMonitor:
         """The state as last reported: True unless a loss has been seen (no request)."""
         return self.state is HoldState.HELD
 
-    def confirm(self) -> bool:
+    def confirm_steps(self) -> Steps[bool]:
         """Like :attr:`held`, but the node's deletion is seen too: before the watch is set, one
         ``exists`` sets it and checks the node. Waits at most :data:`CONFIRM_WAIT` seconds for
-        the answer, and answers False (not known to be ours) when it does not come in time."""
-        return run(self.client, self.confirm_steps())
-
-    def confirm_steps(self) -> Steps[bool]:
-        """:meth:`confirm`, as steps. A stopped client's hold is lost."""
+        the answer, and answers False (not known to be ours) when it does not come in time. A
+        stopped client's hold is lost."""
         if self.state is HoldState.HELD and not self._watching and (yield IsConnected()):
             answer = yield Send(self._exists())
             try:

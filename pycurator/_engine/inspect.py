@@ -12,14 +12,15 @@ server.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError
 
+from .._client.runners import run
 from .._protocol import wire
+from .._protocol.deadline import Deadline
 from .._protocol.drivers import (
     LATCH_DRIVER,
     MUTEX_DRIVER,
@@ -28,9 +29,12 @@ from .._protocol.drivers import (
     StandardDriver,
     write_driver,
 )
+from .._protocol.ops import GetData, ListChildren, NodeExists
+from .._protocol.steps import Await, Send, Steps
 from .inspect_systems import SYSTEM_OF_LAYOUT, classify_others, layout_of_others
-from .revocation import is_lock_node_name
 
+#: Each answer is waited for as kazoo's blocking calls wait: until kazoo's own errors end it.
+_NO_DEADLINE = Deadline(None)
 #: Position of a holder; waiters count 1, 2, ... in the order they will be served.
 HOLDING = 0
 
@@ -46,7 +50,7 @@ class Entry:
 
 
 @dataclass(frozen=True)
-class Participant:
+class QueuedNode:
     """One node in a lock's queue.
 
     ``kind``: ``mutex``, ``write``, ``read``, ``lease``, ``lock`` (a semaphore's internal mutex),
@@ -84,22 +88,12 @@ class LockView:
     path: str
     exists: bool
     layout: str
-    participants: tuple[Participant, ...]
+    participants: tuple[QueuedNode, ...]
     ignored: tuple[str, ...] = ()
     note: str = ""
     system: str = "curator"
     holders_known: bool = True
     blockers: tuple[str, ...] = ()
-
-
-# A latch node once the protection prefix is stripped: Curator's ``latch-`` and the sequence.
-_LATCH_NODE_NAME = re.compile(re.escape(wire.LATCH_NAME) + "(?:[0-9]{10}|-[0-9]{9,10})")
-
-
-def is_latch_node_name(name: str) -> bool:
-    """Whether ``name`` (one path segment) is named like a ``LeaderLatch`` node:
-    ``[_c_<uuid>-]latch-<seq>``."""
-    return _LATCH_NODE_NAME.fullmatch(wire.strip_protection(name)) is not None
 
 
 def layout_of(names: Sequence[str]) -> str:
@@ -108,7 +102,7 @@ def layout_of(names: Sequence[str]) -> str:
         return "empty"
     if set(names) <= {wire.SEMAPHORE_LOCK_PARENT, wire.SEMAPHORE_LEASE_PARENT}:
         return "semaphore"
-    if any(is_latch_node_name(n) for n in names):
+    if any(wire.is_latch_node_name(n) for n in names):
         return "latch"
     if any(wire.READ_LOCK_NAME in n or wire.WRITE_LOCK_NAME in n for n in names):
         return "read-write"
@@ -121,11 +115,11 @@ def _kind(name: str, token: str, kind: str) -> str:
 
 def _classify_standard(
     entries: Sequence[Entry], driver: StandardDriver, kind: str
-) -> list[Participant]:
+) -> list[QueuedNode]:
     by_name = {e.name: e for e in entries}
     ordered = driver.sort(list(by_name))
     return [
-        Participant(
+        QueuedNode(
             by_name[name],
             _kind(name, driver.token, kind),
             driver.decide(ordered, name).holds,
@@ -135,25 +129,25 @@ def _classify_standard(
     ]
 
 
-def classify_mutex(entries: Sequence[Entry]) -> list[Participant]:
+def classify_mutex(entries: Sequence[Entry]) -> list[QueuedNode]:
     """Mutex: the mutex driver's order and decision (the first node holds it)."""
     return _classify_standard(entries, MUTEX_DRIVER, "mutex")
 
 
-def classify_latch(entries: Sequence[Entry]) -> list[Participant]:
+def classify_latch(entries: Sequence[Entry]) -> list[QueuedNode]:
     """Leader latch: nodes in queue order (by the part after ``latch-``), the first leads. This
     is Curator's ``getParticipants()``; the ids are the nodes' data."""
     return _classify_standard(entries, LATCH_DRIVER, "latch")
 
 
-def classify_read_write(entries: Sequence[Entry]) -> list[Participant]:
+def classify_read_write(entries: Sequence[Entry]) -> list[QueuedNode]:
     """Read/write lock: the write and read drivers decide each node. The one rule the tree
     cannot show is per thread: a read node of the session whose write node holds and is the
     only writer ahead is taken for that holder's downgrade, and holds."""
     by_name = {e.name: e for e in entries}
     write, read = write_driver(), ReadDriver()
     ordered = write.sort(list(by_name))
-    result: list[Participant] = []
+    result: list[QueuedNode] = []
     writers_ahead = 0
     waiting = 0
     for name in ordered:
@@ -174,11 +168,11 @@ def classify_read_write(entries: Sequence[Entry]) -> list[Participant]:
             writers_ahead += 1
         if not holder:
             waiting += 1
-        result.append(Participant(entry, kind, holder, HOLDING if holder else waiting))
+        result.append(QueuedNode(entry, kind, holder, HOLDING if holder else waiting))
     return result
 
 
-def classify_semaphore(locks: Sequence[Entry], leases: Sequence[Entry]) -> list[Participant]:
+def classify_semaphore(locks: Sequence[Entry], leases: Sequence[Entry]) -> list[QueuedNode]:
     """Semaphore: every lease node holds a lease, except the newest one when its session also
     owns the first node of ``locks/`` (that client holds the internal mutex and still waits for a
     lease to free up). Waiters queue on ``locks/``, first come, first served."""
@@ -192,14 +186,14 @@ def classify_semaphore(locks: Sequence[Entry], leases: Sequence[Entry]) -> list[
         else None
     )
     result = [
-        Participant(e, "lease", e is not pending, 1 if e is pending else HOLDING)
+        QueuedNode(e, "lease", e is not pending, 1 if e is pending else HOLDING)
         for e in ordered_leases
     ]
-    result += [Participant(e, "lock", False, i) for i, e in enumerate(ordered_locks, 1)]
+    result += [QueuedNode(e, "lock", False, i) for i, e in enumerate(ordered_locks, 1)]
     return result
 
 
-def _read_entries(client: KazooClient, path: str, prefix: str = "") -> list[Entry] | None:
+def _read_entries(path: str, prefix: str = "") -> Steps[list[Entry] | None]:
     """The children of ``path`` with data and stat, or None when ``path`` does not exist.
 
     The reads are pipelined; a child deleted between the listing and its read is left out. A
@@ -207,18 +201,21 @@ def _read_entries(client: KazooClient, path: str, prefix: str = "") -> list[Entr
     gives whatever the ACL) still tells its session and age.
     """
     try:
-        names = client.get_children(path)
+        names = yield Await((yield Send(ListChildren(path))), _NO_DEADLINE)
     except NoNodeError:
         return None
-    replies = [(name, client.get_async(wire.join_path(path, name))) for name in names]
+    replies = []
+    for name in names:
+        replies.append((name, (yield Send(GetData(wire.join_path(path, name))))))
     entries: list[Entry] = []
     for name, reply in replies:
         try:
-            data, stat = reply.get()
+            data, stat = yield Await(reply, _NO_DEADLINE)
         except NoNodeError:
             continue
         except NoAuthError:
-            stat = client.exists(wire.join_path(path, name))
+            exists = NodeExists(wire.join_path(path, name))
+            stat = yield Await((yield Send(exists)), _NO_DEADLINE)
             if stat is None:
                 continue
             data = b""
@@ -228,7 +225,7 @@ def _read_entries(client: KazooClient, path: str, prefix: str = "") -> list[Entr
 
 def _is_participant(entry: Entry) -> bool:
     name = wire.node_name(entry.name)
-    return entry.session != 0 and (is_lock_node_name(name) or is_latch_node_name(name))
+    return entry.session != 0 and (wire.is_lock_node_name(name) or wire.is_latch_node_name(name))
 
 
 def _split(entries: Sequence[Entry]) -> tuple[list[Entry], list[str]]:
@@ -239,7 +236,7 @@ def _split(entries: Sequence[Entry]) -> tuple[list[Entry], list[str]]:
     )
 
 
-def _semaphore_part(client: KazooClient, path: str) -> str:
+def _semaphore_part(path: str) -> Steps[str]:
     """A note if ``path`` is the ``locks`` or ``leases`` child of a semaphore, else ``""``."""
     name = wire.node_name(path)
     parts = {wire.SEMAPHORE_LOCK_PARENT, wire.SEMAPHORE_LEASE_PARENT}
@@ -247,7 +244,7 @@ def _semaphore_part(client: KazooClient, path: str) -> str:
         return ""
     parent = path.rsplit("/", 1)[0]
     try:
-        siblings = client.get_children(parent)
+        siblings = yield Await((yield Send(ListChildren(parent))), _NO_DEADLINE)
     except NoNodeError:
         return ""
     if not set(siblings) <= parts:
@@ -311,7 +308,7 @@ def _other_system(
     by_name = {e.name: e for e in entries}
     nodes, ignored = classify_others(layout, [(e.name, e.session) for e in entries], permits)
     known = not (layout == "menagerie-semaphore" and permits is None)
-    participants = tuple(Participant(by_name[n.name], n.kind, n.holder, n.position) for n in nodes)
+    participants = tuple(QueuedNode(by_name[n.name], n.kind, n.holder, n.position) for n in nodes)
     blockers = [p.entry for p in participants if p.kind == "other"]
     notes = [_blocking_note(layout, blockers)]
     if not known:
@@ -349,7 +346,7 @@ def _curator_view(path: str, entries: Sequence[Entry], layout: str | None) -> Lo
         participants = classify_mutex([*lock_entries, *queued])
     blockers = {e.name for e in queued}
     participants = [
-        Participant(p.entry, "other", False, p.position) if p.entry.name in blockers else p
+        QueuedNode(p.entry, "other", False, p.position) if p.entry.name in blockers else p
         for p in participants
     ]
     ignored = [name for name in ignored if name not in blockers]
@@ -371,6 +368,13 @@ def _curator_view(path: str, entries: Sequence[Entry], layout: str | None) -> Lo
 def inspect_lock(
     client: KazooClient, path: str, permits: int | None = None, layout: str | None = None
 ) -> LockView:
+    """:func:`inspect_lock_steps`, blocking the calling thread."""
+    return run(client, inspect_lock_steps(path, permits, layout))
+
+
+def inspect_lock_steps(
+    path: str, permits: int | None = None, layout: str | None = None
+) -> Steps[LockView]:
     """The holders and waiters on ``path`` (a validated lock path), whatever recipe made them,
     Curator's or another Java lock system's (``permits``: a menagerie semaphore's, which
     ZooKeeper does not keep).
@@ -382,18 +386,18 @@ def inspect_lock(
     ``locks``/``leases`` node given directly) has the layout :data:`NOT_A_LOCK` and no
     participants.
     """
-    entries = _read_entries(client, path)
+    entries = yield from _read_entries(path)
     if entries is None:
         return LockView(path, False, "empty", ())
-    note = _semaphore_part(client, path)
+    note = yield from _semaphore_part(path)
     if note:
         return LockView(path, True, NOT_A_LOCK, (), tuple(e.name for e in entries), note)
     names = [e.name for e in entries]
     if layout == "semaphore" or (layout is None and layout_of(names) == "semaphore"):
         locks_parent = wire.SEMAPHORE_LOCK_PARENT
         leases_parent = wire.SEMAPHORE_LEASE_PARENT
-        locks = _read_entries(client, wire.join_path(path, locks_parent), f"{locks_parent}/")
-        leases = _read_entries(client, wire.join_path(path, leases_parent), f"{leases_parent}/")
+        locks = yield from _read_entries(wire.join_path(path, locks_parent), f"{locks_parent}/")
+        leases = yield from _read_entries(wire.join_path(path, leases_parent), f"{leases_parent}/")
         locks, ignored_locks = _split(locks or [])
         leases, ignored_leases = _split(leases or [])
         participants = classify_semaphore(locks, leases)

@@ -1,37 +1,52 @@
-"""Curator's ``Revoker``: ask the holder of a revocable lock to release it."""
+"""Curator's ``Revoker``: ask the holder of a revocable lock to release it, as steps
+(:mod:`pycurator._protocol.steps`), and :func:`attempt_revoke`, which runs them blocking."""
 
 from __future__ import annotations
-
-import re
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NoNodeError
 
+from .._client.runners import run
 from .._protocol import wire
+from .._protocol.deadline import Deadline
 from .._protocol.errors import NotALockNodeError
+from .._protocol.ops import NodeExists, SetData
 from .._protocol.paths import validate_path
+from .._protocol.steps import Await, Send, Steps
 
-# What a lock, read/write lock or lease node is called once the protection prefix is stripped:
-# a token and the server's sequence suffix (``%010d``: ten digits, or a sign and nine or more).
-_LOCK_NODE_NAME = re.compile(
-    "(?:{})(?:[0-9]{{10}}|-[0-9]{{9,10}})".format(
-        "|".join(
-            re.escape(token)
-            for token in (
-                wire.LOCK_NAME,
-                wire.READ_LOCK_NAME,
-                wire.WRITE_LOCK_NAME,
-                wire.LEASE_NAME,
-            )
+
+def revoke_steps(node_path: str, deadline: Deadline | None = None) -> Steps[None]:
+    """:func:`attempt_revoke`, as steps; ``deadline``: for each answer (none by default:
+    kazoo's own errors end a wait)."""
+    validate_path(node_path)
+    name = wire.node_name(node_path)
+    if not wire.is_lock_node_name(name):
+        raise NotALockNodeError(
+            node_path, f"{name!r} is not named like a Curator lock or lease node"
         )
-    )
-)
-
-
-def is_lock_node_name(name: str) -> bool:
-    """Whether ``name`` (one path segment) is named like a node a Curator lock recipe creates:
-    ``[_c_<uuid>-]lock-<seq>``, ``__READ__<seq>``, ``__WRIT__<seq>`` or ``lease-<seq>``."""
-    return _LOCK_NODE_NAME.fullmatch(wire.strip_protection(name)) is not None
+    deadline = deadline or Deadline(None)
+    stat = yield Await((yield Send(NodeExists(node_path))), deadline)
+    if stat is None:
+        return
+    if not stat.ephemeralOwner:
+        raise NotALockNodeError(node_path, "it is a persistent node; lock nodes are ephemeral")
+    created = stat.czxid
+    while True:
+        try:
+            write = SetData(node_path, wire.REVOKE_MESSAGE, stat.version)
+            yield Await((yield Send(write)), deadline)
+            return
+        except NoNodeError:
+            return
+        except BadVersionError:
+            # Someone wrote to it (another revoker, say): write again if it is the same node.
+            stat = yield Await((yield Send(NodeExists(node_path))), deadline)
+            if stat is None:
+                return
+            if stat.czxid != created:
+                raise NotALockNodeError(
+                    node_path, "it was replaced while it was checked; nothing was written"
+                ) from None
 
 
 def attempt_revoke(client: KazooClient, node_path: str) -> None:
@@ -42,30 +57,7 @@ def attempt_revoke(client: KazooClient, node_path: str) -> None:
     else :class:`NotALockNodeError` is raised and nothing is written. The write is conditional
     on the version read, so a node replaced in between is left alone.
     """
-    validate_path(node_path)
-    name = wire.node_name(node_path)
-    if not is_lock_node_name(name):
-        raise NotALockNodeError(
-            node_path, f"{name!r} is not named like a Curator lock or lease node"
-        )
-    stat = client.exists(node_path)
-    if stat is None:
-        return
-    if not stat.ephemeralOwner:
-        raise NotALockNodeError(node_path, "it is a persistent node; lock nodes are ephemeral")
-    created = stat.czxid
-    while True:
-        try:
-            client.set(node_path, wire.REVOKE_MESSAGE, version=stat.version)
-            return
-        except NoNodeError:
-            return
-        except BadVersionError:
-            # Someone wrote to it (another revoker, say): write again if it is the same node.
-            stat = client.exists(node_path)
-            if stat is None:
-                return
-            if stat.czxid != created:
-                raise NotALockNodeError(
-                    node_path, "it was replaced while it was checked; nothing was written"
-                ) from None
+    run(client, revoke_steps(node_path))
+
+
+__all__ = ["attempt_revoke", "revoke_steps"]

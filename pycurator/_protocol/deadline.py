@@ -1,16 +1,13 @@
-"""Deadlines, and waiting for one kazoo result no longer than a deadline allows.
+"""Deadlines: how long a protocol's waits may last, whatever the connection does.
 
 kazoo queues a request made while the connection is down and sends it once the connection is
-back, so a plain ``result.get()`` can wait for as long as an outage lasts. Every wait on a kazoo
-result inside an acquire goes through :func:`wait_result` with the acquire's deadline.
+back, so a plain ``result.get()`` can wait for as long as an outage lasts: every wait for an
+answer (:class:`~pycurator._protocol.steps.Await`) carries a deadline, which its runner honours.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
-
-from kazoo.client import KazooClient
 
 
 class DeadlineExpired(Exception):
@@ -52,16 +49,3 @@ class Deadline:
         floor = Deadline(None)
         floor._start, floor._end = self._start, self._start + FIRST_TRY_WAIT
         return floor
-
-
-def wait_result(client: KazooClient, result: Any, deadline: Deadline) -> Any:
-    """The value of a kazoo async ``result`` (its error raised as kazoo raises it), or
-    :class:`DeadlineExpired` once ``deadline`` passes with no reply yet.
-
-    The request itself is not withdrawn: it may still be sent and answered later, so a caller
-    that gives up on a request with side effects (a create, a watch) undoes them when it lands.
-    """
-    try:
-        return result.get(timeout=deadline.remaining())
-    except client.handler.timeout_exception:
-        raise DeadlineExpired() from None

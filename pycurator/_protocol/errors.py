@@ -23,7 +23,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kazoo import exceptions as kazoo_errors
+import kazoo.exceptions as kazoo_errors
 
 #: The server's errors that sending the same request again cannot fix: it refuses the request
 #: itself (rights, authentication, the ACL or arguments given, a parent that is ephemeral, a

@@ -82,13 +82,23 @@ class GetData:
 
 
 @dataclass(slots=True, unsafe_hash=True)
+class SetData:
+    """``setData`` of ``path`` to ``data``, if its version is still ``version`` (-1: any); the
+    answer is its new ZnodeStat. NoNodeError if it is gone, BadVersionError if it changed."""
+
+    path: str
+    data: bytes
+    version: int = -1
+
+
+@dataclass(slots=True, unsafe_hash=True)
 class DeleteNode:
     """``delete`` of ``path`` (any version); NoNodeError if it is gone."""
 
     path: str
 
 
-Request = CreateNode | MakeContainer | ListChildren | NodeExists | GetData | DeleteNode
+Request = CreateNode | MakeContainer | ListChildren | NodeExists | GetData | SetData | DeleteNode
 
 
 __all__ = [
@@ -99,5 +109,6 @@ __all__ = [
     "MakeContainer",
     "NodeExists",
     "Request",
+    "SetData",
     "Watch",
 ]

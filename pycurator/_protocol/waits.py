@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -225,17 +224,14 @@ def read_all_sent_steps(
         return []
     outcomes: list[tuple[Any, BaseException | None] | None] = [None] * len(requests)
     wake = yield NewSignal()
-    lock = threading.Lock()
-    unanswered = [0]
 
     def on_state(state: str) -> None:
         wake.set()
 
     def answered(_: Any) -> None:
-        with lock:
-            unanswered[0] -= 1
-            last = unanswered[0] == 0
-        if last:
+        # each answer checks them all: the last one in sees every one ready, whichever thread
+        # reads it (a signal set twice is set once)
+        if all(answer.ready() for _, answer in answers):
             wake.set()
 
     yield Listen(on_state)
@@ -251,8 +247,7 @@ def read_all_sent_steps(
                     f"not connected to ZooKeeper within {_within(deadline)}"
                 ) from None
             wake.clear()
-            unanswered[0] = len(pending)
-            answers = []
+            answers: list[tuple[int, Any]] = []
             for index in pending:
                 answers.append((index, (yield Send(requests[index]))))
             for _, answer in answers:

@@ -6,9 +6,8 @@ class that defines it, so that pycurator writes exactly what Java Curator writes
 
 from __future__ import annotations
 
-import functools
 import random as _random
-import socket
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
@@ -101,18 +100,29 @@ def full_paths(parent: str, names: Sequence[str]) -> list[str]:
     return [join_path(parent, name) for name in names]
 
 
-@functools.lru_cache(maxsize=1)
-def default_node_data() -> bytes:
-    """What Curator writes by default: ``InetAddress.getLocalHost().getHostAddress()``.
+# What a lock, read/write lock or lease node is called once the protection prefix is stripped:
+# a token and the server's sequence suffix (``%010d``: ten digits, or a sign and nine or more).
+_LOCK_NODE_NAME = re.compile(
+    "(?:{})(?:[0-9]{{10}}|-[0-9]{{9,10}})".format(
+        "|".join(
+            re.escape(token) for token in (LOCK_NAME, READ_LOCK_NAME, WRITE_LOCK_NAME, LEASE_NAME)
+        )
+    )
+)
+# A latch node once the protection prefix is stripped: Curator's ``latch-`` and the sequence.
+_LATCH_NODE_NAME = re.compile(re.escape(LATCH_NAME) + "(?:[0-9]{10}|-[0-9]{9,10})")
 
-    Empty if the local host name does not resolve, as Curator does. Looked up once per process,
-    as Curator looks it up once per JVM (``CuratorFrameworkFactory``'s local address): a lock
-    made per tenant then costs neither a name look-up nor a bytes object of its own.
-    """
-    try:
-        return socket.gethostbyname(socket.gethostname()).encode("ascii")
-    except OSError:
-        return b""
+
+def is_lock_node_name(name: str) -> bool:
+    """Whether ``name`` (one path segment) is named like a node a Curator lock recipe creates:
+    ``[_c_<uuid>-]lock-<seq>``, ``__READ__<seq>``, ``__WRIT__<seq>`` or ``lease-<seq>``."""
+    return _LOCK_NODE_NAME.fullmatch(strip_protection(name)) is not None
+
+
+def is_latch_node_name(name: str) -> bool:
+    """Whether ``name`` (one path segment) is named like a ``LeaderLatch`` node:
+    ``[_c_<uuid>-]latch-<seq>``."""
+    return _LATCH_NODE_NAME.fullmatch(strip_protection(name)) is not None
 
 
 # -- the other Java lock systems on ZooKeeper (pycurator.zkrecipes, .menagerie, .zklocker) ------

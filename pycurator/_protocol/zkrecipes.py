@@ -9,8 +9,8 @@
   that does not parse; here such a child takes no part (:func:`offer_number`).
 
 The engine (:mod:`pycurator._engine.locks`) and the election (:mod:`pycurator._engine.election`) run
-these drivers with the namings below (:mod:`pycurator._cores.zkrecipes`); :mod:`pycurator.zkrecipes`
-and :mod:`pycurator.aio.zkrecipes` are the shells.
+these drivers with the namings below (:mod:`pycurator._engine.zkrecipes`);
+:mod:`pycurator.zkrecipes` and :mod:`pycurator.aio.zkrecipes` are the shells.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A latch is a protected ephemeral-sequential node ``PATH/_c_<uuid>-latch-<seq>`` holding the
 participant's id as UTF-8. The first node in queue order leads; every other participant watches
 only the node right in front of it. Curator 5.8's rules apply (see
-:mod:`pycurator._engine.election`). What a latch is lives in :mod:`pycurator._cores.latch`, which
+:mod:`pycurator._engine.election`). What a latch is lives in :mod:`pycurator._cores.leader`, which
 the asyncio latch holds too; this shell runs the election on kazoo's callbacks (no thread of its
 own) and waits on handler events.
 """
@@ -17,11 +17,11 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.checks import ConnectionPolicy, check_timeout
 from .._client.runners import Task, run, start
 from .._client.runtime import services_of
-from .._cores.latch import CLOSE_WAIT, LatchCore
-from .._engine.participants import CloseMode, LeaderLatchListener, Participant, leader_of
+from .._cores.leader import CLOSE_WAIT, LatchCore
+from .._engine.election import CloseMode, LeaderLatchListener, Participant, leader_of
+from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.deadline import Deadline
 
 
@@ -42,7 +42,7 @@ class _Changes:
 
 
 class LatchRunner:
-    """How a threaded shell runs a :class:`~pycurator._cores.latch.LatchCore` (a
+    """How a threaded shell runs a :class:`~pycurator._cores.leader.LatchCore` (a
     ``LeaderLatch``, ZooKeeper's ``LeaderElection``): its election as a task on kazoo's
     callbacks (no thread of its own), its news in order on the handler's serial queue, and its
     waits on handler events."""

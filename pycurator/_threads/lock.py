@@ -16,12 +16,12 @@ from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from .._client.checks import ConnectionPolicy, check_timeout
 from .._client.concurrency import unit_getter
 from .._client.runners import run
 from .._cores.lock import LockCore
 from .._engine.hold import LossNotice
 from .._engine.locks import LockEngine
+from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.drivers import Driver
 from .._protocol.errors import LockLostError, LockTimeout
 

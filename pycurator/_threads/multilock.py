@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 
 from kazoo.client import KazooClient
 
-from .._client.checks import check_timeout
 from .._cores.multilock import (
     Lock,
     add_on_lost,
@@ -21,6 +20,7 @@ from .._cores.multilock import (
     members_path,
     release_failed,
 )
+from .._protocol.checks import check_timeout
 from .._protocol.deadline import Deadline
 from .lock import LockContext
 from .mutex import InterProcessMutex

@@ -7,8 +7,8 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.checks import ConnectionPolicy
-from .._cores.lock import mutex_engine
+from .._engine.locks import mutex_engine
+from .._protocol.checks import ConnectionPolicy
 from .lock import ReentrantLock
 
 

@@ -7,10 +7,9 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.checks import ConnectionPolicy
 from .._client.runners import run
-from .._cores.lock import read_write_engines
-from .._engine.locks import LockEngine
+from .._engine.locks import LockEngine, read_write_engines
+from .._protocol.checks import ConnectionPolicy
 from .._protocol.drivers import Driver, ReadSideDriver
 from .lock import ReentrantLock
 

@@ -37,14 +37,14 @@ from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from .._client.checks import ConnectionPolicy, check_timeout
 from .._client.concurrency import unit_getter
 from .._client.runners import Task, run
 from .._client.runtime import services_of
 from .._cores.selector import LeadershipCore, SelectorCore, Term, ending_of
+from .._engine.election import Participant, leader_of
 from .._engine.hold_check import HoldMonitor
 from .._engine.locks import HeldNode
-from .._engine.participants import Participant, leader_of
+from .._protocol.checks import ConnectionPolicy, check_timeout
 
 log = logging.getLogger("pycurator")
 

@@ -1,4 +1,4 @@
-"""The asyncio leader latch: the latch's core (:mod:`pycurator._cores.latch`), whose election steps
+"""The asyncio leader latch: the latch's core (:mod:`pycurator._cores.leader`), whose election steps
 run as a task on the event loop, with no thread and no executor."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.checks import ConnectionPolicy, check_timeout
-from .._cores.latch import CLOSE_WAIT, LatchCore
-from .._engine.participants import CloseMode, Participant, leader_of
+from .._cores.leader import CLOSE_WAIT, LatchCore
+from .._engine.election import CloseMode, Participant, leader_of
+from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.deadline import Deadline
 from ._runner import LoopEvent, log_failure, loop_spawner, run_async, wait_event
 
 
 class LatchRunner:
-    """How an asyncio shell runs a :class:`~pycurator._cores.latch.LatchCore` (a
+    """How an asyncio shell runs a :class:`~pycurator._cores.leader.LatchCore` (a
     ``LeaderLatch``, ZooKeeper's ``LeaderElection``): its election as a task on the loop that
     started it, its news on that loop, and its waits on :class:`asyncio.Event`."""
 

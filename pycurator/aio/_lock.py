@@ -21,8 +21,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from .._client.checks import ConnectionPolicy, check_timeout
-from .._cores.lock import LockCore, mutex_engine, read_write_engines
+from .._cores.lock import LockCore
 from .._cores.multilock import (
     add_on_lost,
     check_unfollowed,
@@ -32,7 +31,8 @@ from .._cores.multilock import (
     release_failed,
 )
 from .._engine.hold import Held, LossNotice
-from .._engine.locks import LockEngine
+from .._engine.locks import LockEngine, mutex_engine, read_write_engines
+from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.deadline import Deadline
 from .._protocol.drivers import Driver, ReadSideDriver
 from .._protocol.errors import LockLostError, LockTimeout

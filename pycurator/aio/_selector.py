@@ -22,11 +22,11 @@ from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from .._client.checks import ConnectionPolicy, check_timeout
 from .._cores.selector import LeadershipCore, SelectorCore, Term, ending_of
+from .._engine.election import Participant, leader_of
 from .._engine.hold_check import HoldMonitor
 from .._engine.locks import HeldNode
-from .._engine.participants import Participant, leader_of
+from .._protocol.checks import ConnectionPolicy, check_timeout
 from ._runner import log_failure, run_async
 
 log = logging.getLogger("pycurator")

@@ -11,9 +11,10 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.checks import ConnectionPolicy
-from .._cores.semaphore import LeaseCore, SemaphoreMutexCore, SemaphoreSteps
+from .._cores.semaphore import LeaseCore, SemaphoreMutexCore
 from .._engine.hold import Held, LossNotice
+from .._engine.semaphore import SemaphoreSteps
+from .._protocol.checks import ConnectionPolicy
 from .._protocol.steps import Steps
 from .._protocol.waits import delete_node_steps
 from ._lock import AsyncLockContext, TaskNotice

@@ -8,9 +8,9 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.checks import ConnectionPolicy
-from .._cores.menagerie import PermitSteps, lock_engine, read_write_engines
+from .._engine.menagerie import PermitSteps, lock_engine, read_write_engines
 from .._protocol import menagerie
+from .._protocol.checks import ConnectionPolicy
 from .._protocol.drivers import Driver
 from ._lock import AsyncReentrantLock, WriteLock
 from ._lock import ReadLock as _CuratorReadLock

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from kazoo.client import KazooClient
 
-from .._client.checks import ConnectionPolicy
-from .._cores.zklocker import zklocker_engine
+from .._engine.zklocker import zklocker_engine
+from .._protocol.checks import ConnectionPolicy
 from ..zklocker import JAVA_PARENT
 from ._lock import AsyncReentrantLock
 

@@ -9,7 +9,8 @@ from typing import Any, NoReturn
 
 from kazoo.client import KazooClient
 
-from .._cores.zkrecipes import election_core, leader_steps, write_lock_engine
+from .._cores.zkrecipes import election_core
+from .._engine.zkrecipes import leader_steps, write_lock_engine
 from ._leader import LatchRunner
 from ._lock import AsyncReentrantLock
 from ._runner import run_async

@@ -13,8 +13,7 @@ from typing import Any, TextIO
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 
-from .._engine.inspect import NOT_A_LOCK, LockView, inspect_lock
-from .._engine.inspect import Participant as LockParticipant
+from .._engine.inspect import NOT_A_LOCK, LockView, QueuedNode, inspect_lock
 from .._engine.inspect_systems import name_session
 from .._engine.revocation import attempt_revoke
 from .._protocol import wire
@@ -30,7 +29,7 @@ from ._common import (
 from ._text import shown, shown_data
 
 
-def _state(view: LockView, participant: LockParticipant) -> str:
+def _state(view: LockView, participant: QueuedNode) -> str:
     """``holder`` (``leader``), ``waiting``, ``blocking`` (a child that is no lock node but
     stands in the queue) or ``unknown`` (the tree cannot tell: a menagerie semaphore without
     ``--permits``)."""
@@ -47,21 +46,21 @@ def _state(view: LockView, participant: LockParticipant) -> str:
 _ELECTIONS = ("latch", "zookeeper-election")
 
 
-def _data(participant: LockParticipant) -> str:
+def _data(participant: QueuedNode) -> str:
     """The node's data for JSON (which escapes what it must itself)."""
     return participant.entry.data.decode("utf-8", "replace")
 
 
-def _shown_data(participant: LockParticipant) -> str:
+def _shown_data(participant: QueuedNode) -> str:
     """The node's data for the terminal (see :mod:`pycurator.cli._text`)."""
     return shown_data(participant.entry.data)
 
 
-def _age(participant: LockParticipant, now_ms: int) -> float:
+def _age(participant: QueuedNode, now_ms: int) -> float:
     return max(0, now_ms - participant.entry.created_ms) / 1000
 
 
-def _participant_json(view: LockView, p: LockParticipant, now_ms: int) -> dict[str, Any]:
+def _participant_json(view: LockView, p: QueuedNode, now_ms: int) -> dict[str, Any]:
     document = {
         "node": wire.join_path(view.path, p.entry.name),
         "kind": p.kind,
@@ -247,7 +246,7 @@ def tree_as_table(views: list[LockView], now_ms: int) -> str:
 # -- --watch ---------------------------------------------------------------------------------
 
 
-def _label(view: LockView, p: LockParticipant) -> str:
+def _label(view: LockView, p: QueuedNode) -> str:
     data = _shown_data(p) or "no data"
     return f"{shown(p.kind)} {shown(p.entry.name)} ({data}, session 0x{p.entry.session:x})"
 

@@ -450,7 +450,7 @@ def _run_holding(
 def cmd_elect(args: argparse.Namespace, err: TextIO) -> int:
     """Run a command while this process leads a LeaderLatch (or, with ``--system zookeeper``,
     ZooKeeper's ``LeaderElectionSupport``); see ``pycurator elect --help``."""
-    from .._engine.participants import id_bytes
+    from .._engine.election import id_bytes
     from .._threads.leader import LeaderLatch
 
     args.path = checked_path(args.path)

@@ -13,17 +13,17 @@ from typing import Any
 
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoNodeError, SessionExpiredError
 
-from pycurator._client.checks import ConnectionPolicy
 from pycurator._client.runners import Cancelled
-from pycurator._cores import menagerie
-from pycurator._cores.semaphore import SemaphoreSteps
-from pycurator._cores.zklocker import zklocker_engine
-from pycurator._cores.zkrecipes import write_lock_engine
+from pycurator._engine import menagerie
 from pycurator._engine.election import STEP_WAIT, Election
 from pycurator._engine.hold_check import HoldMonitor, HoldState
 from pycurator._engine.locks import HeldNode, LockEngine
 from pycurator._engine.observe import HoldReport, Reporter
+from pycurator._engine.semaphore import SemaphoreSteps
+from pycurator._engine.zklocker import zklocker_engine
+from pycurator._engine.zkrecipes import write_lock_engine
 from pycurator._protocol import wire
+from pycurator._protocol.checks import ConnectionPolicy
 from pycurator._protocol.deadline import FIRST_TRY_WAIT
 from pycurator._protocol.drivers import LATCH_DRIVER, MUTEX_DRIVER, ReadSideDriver, write_driver
 from pycurator._protocol.steps import NewSignal, Signal, Steps, WaitSignal

@@ -10,8 +10,8 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from pycurator._client.checks import ConnectionPolicy
 from pycurator._engine.hold_check import HoldMonitor, HoldState
+from pycurator._protocol.checks import ConnectionPolicy
 
 from .model import Client
 from .scheduler import Participant, Scheduler

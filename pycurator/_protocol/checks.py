@@ -1,4 +1,5 @@
-"""Checks of the arguments every recipe takes: client, timeout, node data, connection policy.
+"""Checks of the arguments every recipe takes: timeout, node data, connection policy (the
+client's own check is the transport's, :func:`pycurator._client.transport.check_client`).
 
 Each raises ``TypeError`` or ``ValueError`` naming the argument, before any request is sent.
 """
@@ -7,11 +8,6 @@ from __future__ import annotations
 
 import math
 from typing import Literal
-
-from kazoo.client import KazooClient
-from kazoo.exceptions import ConnectionClosedError
-
-from . import kazoo_internals
 
 #: A timeout of this many seconds (about 32 years) or more, ``math.inf`` included, waits
 #: without limit: the clocks and the waits of threads, greenlets and event loops overflow
@@ -45,20 +41,6 @@ def check_data(data: bytes | None, name: str = "node_data") -> None:
         raise TypeError(f"{name} must be bytes, not {type(data).__name__}")
 
 
-def check_client_type(client: KazooClient) -> None:
-    """Raise TypeError for anything but a kazoo client (started or not)."""
-    if not isinstance(client, KazooClient):
-        raise TypeError(f"client must be a kazoo KazooClient, not {type(client).__name__}")
-
-
-def check_client(client: KazooClient) -> None:
-    """Raise a clear error for a client that cannot send requests (not a client, not started,
-    or stopped: ``ConnectionClosedError``, as kazoo's own calls raise)."""
-    check_client_type(client)
-    if kazoo_internals.is_stopped(client):
-        raise ConnectionClosedError("the kazoo client is not started, or has been stopped")
-
-
 def check_policy(policy: str) -> ConnectionPolicy:
     """Validate a connection policy name (see :mod:`pycurator._engine.hold_check`)."""
     if policy == "standard":
@@ -73,8 +55,6 @@ __all__ = [
     "MAX_SESSION_TIMEOUT",
     "UNLIMITED_TIMEOUT",
     "ConnectionPolicy",
-    "check_client",
-    "check_client_type",
     "check_data",
     "check_policy",
     "check_timeout",

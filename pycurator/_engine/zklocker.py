@@ -5,10 +5,10 @@ from __future__ import annotations
 from kazoo.client import KazooClient
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from .._client.checks import check_client_type
-from .._engine.locks import LockEngine
+from .._client.transport import check_client_type
 from .._protocol import zklocker
 from .._protocol.paths import validate_path
+from .locks import LockEngine
 
 
 def zklocker_engine(client: KazooClient, parent: str, key: str | None) -> LockEngine:

@@ -10,12 +10,10 @@ from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
 from .._client import kazoo_internals
-from .._client.checks import ConnectionPolicy, check_client_type, check_policy, check_timeout
 from .._client.concurrency import runs_inline
-from .._engine.hold import Held
-from .._engine.locks import NOT_STARTED, HeldNode, LockEngine
-from .._engine.observe import Reporter
+from .._client.transport import check_client_type
 from .._protocol import menagerie, wire
+from .._protocol.checks import ConnectionPolicy, check_policy, check_timeout
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.drivers import Driver, Naming, NodeVanishedError
 from .._protocol.ops import GetData, ListChildren
@@ -31,6 +29,9 @@ from .._protocol.steps import (
     WaitSignal,
 )
 from .._protocol.waits import read_sent_steps, watch_sent_steps
+from .hold import Held
+from .locks import NOT_STARTED, HeldNode, LockEngine
+from .observe import Reporter
 
 #: What menagerie writes to every node: ``ZkPrimitive.emptyNode``.
 EMPTY = b""

@@ -16,13 +16,20 @@ from typing import Any, Protocol
 
 from kazoo.client import KazooClient
 
-from .._client.checks import ConnectionPolicy, check_client_type, check_policy
 from .._client.runtime import closed_error, runtime_of
-from .._engine.election import Election, Lifecycle
+from .._client.transport import check_client_type
+from .._engine.election import (
+    CloseMode,
+    Election,
+    Lifecycle,
+    Participant,
+    id_bytes,
+    participants_steps,
+)
 from .._engine.hold_check import HoldMonitor
 from .._engine.locks import HeldNode, LockEngine
 from .._engine.observe import Reporter
-from .._engine.participants import CloseMode, Participant, id_bytes, participants_steps
+from .._protocol.checks import ConnectionPolicy, check_policy
 from .._protocol.drivers import CURATOR_NAMING, LATCH_DRIVER, Driver, Naming
 from .._protocol.errors import LockLostError
 from .._protocol.paths import validate_path
