@@ -24,12 +24,15 @@ from kazoo.client import KazooClient, TransactionRequest
 from .._client.checks import ConnectionPolicy, check_timeout
 from .._cores.lock import LockCore, mutex_engine, read_write_engines
 from .._cores.multilock import (
+    Asks,
+    acquire_steps,
     add_on_lost,
-    check_unfollowed,
-    followed,
+    check_steps,
+    in_this_process,
+    is_held_steps,
     member_locks,
     members_path,
-    release_failed,
+    release_steps,
 )
 from .._engine.hold import Held, LossNotice
 from .._engine.locks import LockEngine
@@ -41,6 +44,7 @@ from ._runner import loop_notice, loop_spawner, run_async
 log = logging.getLogger("pycurator")
 
 C = TypeVar("C", bound="AsyncLockContext")
+T = TypeVar("T")
 
 
 def current_task() -> Hashable:
@@ -401,17 +405,25 @@ class AsyncLock(Protocol):
     def is_acquired_in_this_process(self) -> bool: ...
 
 
-def _member_acquire(lock: AsyncLock, owner: Hashable, timeout: float | None) -> Any:
-    """A member's acquire, for ``owner`` (pycurator's task-owned locks), else as it comes."""
-    if isinstance(lock, AsyncReentrantLock):
-        return lock._acquire(owner, timeout)
-    return lock.acquire(timeout)
-
-
-def _member_release(lock: AsyncLock, owner: Hashable) -> Any:
-    if isinstance(lock, AsyncReentrantLock):
-        return lock._release(owner)
-    return lock.release()
+async def _drive(asks: Asks[T], owner: Hashable | None) -> T:
+    """Run a multi-lock's ``asks``, awaiting each member's answer; pycurator's task-owned
+    locks are asked for ``owner``, the task that called the multi-lock."""
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = asks.send(answer) if error is None else asks.throw(error)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        member = step.member
+        try:
+            if isinstance(member, AsyncReentrantLock) and step.op in ("acquire", "release"):
+                call = getattr(member, f"_{step.op}")(owner, *step.args)
+            else:
+                call = getattr(member, step.op)(*step.args)
+            answer, error = await call, None
+        except BaseException as exc:
+            answer, error = None, exc
 
 
 class InterProcessMultiLock(AsyncLockContext):
@@ -443,62 +455,27 @@ class InterProcessMultiLock(AsyncLockContext):
         return self._acquire(calling_task(), check_timeout(timeout))
 
     async def _acquire(self, owner: Hashable | None, timeout: float | None) -> bool:
-        owner = owner or current_task()
-        deadline = Deadline(timeout)
-        taken: list[AsyncLock] = []
-        try:
-            for lock in self._locks:
-                if not await _member_acquire(lock, owner, deadline.remaining()):
-                    break
-                taken.append(lock)
-            else:
-                return True
-        except BaseException:
-            await self._release_all(taken, owner, quietly=True)
-            raise
-        await self._release_all(taken, owner, quietly=False)
-        return False
+        return await _drive(acquire_steps(self._locks, timeout), owner or current_task())
 
     def release(self) -> Coroutine[Any, Any, None]:
         """Release every lock in reverse order; :class:`LockReleaseError` with every failure."""
         return self._release(calling_task())
 
     async def _release(self, owner: Hashable | None) -> None:
-        await self._release_all(self._locks, owner or current_task(), quietly=False)
-
-    async def _release_all(
-        self, locks: Sequence[AsyncLock], owner: Hashable, *, quietly: bool
-    ) -> None:
-        failures: list[Exception] = []
-        for lock in reversed(locks):
-            try:
-                await _member_release(lock, owner)
-            except Exception as exc:
-                failures.append(exc)
-        release_failed(failures, len(locks), quietly=quietly)
+        await _drive(release_steps(self._locks), owner or current_task())
 
     def is_acquired_in_this_process(self) -> bool:
         """True only when every member lock is held in this process."""
-        return all(lock.is_acquired_in_this_process() for lock in self._locks)
+        return in_this_process(self._locks)
 
     async def is_held(self) -> bool:
         """True when every member is held now (:func:`~pycurator._cores.multilock.followed` says
         how each is asked, as for the threaded multi-lock)."""
-        for lock in self._locks:
-            member = followed(lock)
-            held = lock.is_acquired_in_this_process() if member is None else await member.is_held()
-            if not held:
-                return False
-        return True
+        return await _drive(is_held_steps(self._locks), None)
 
     async def check(self) -> None:
         """Raise :class:`LockLostError` unless every member is still held."""
-        for lock in self._locks:
-            member = followed(lock)
-            if member is not None:
-                await member.check()
-            else:
-                check_unfollowed(lock)
+        await _drive(check_steps(self._locks), None)
 
     def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
         """Run ``callback(member, reason)`` on the loop when any member that reports losses
