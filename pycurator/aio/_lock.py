@@ -343,16 +343,21 @@ class WriteLock(_Side):
 
 
 class ReadLock(_Side):
-    """The read side: shared by readers while no writer holds the lock or queues ahead."""
-
-    #: The driver of an acquire, given the write node its thread holds (None if none).
-    _side: Callable[[str | None], Driver] = ReadSideDriver
+    """The read side: shared by readers while no writer holds the lock or queues ahead (as the
+    lock's system orders its queue); the task holding the write lock may take it."""
 
     def __init__(
-        self, engine: LockEngine, write: WriteLock, *, connection_policy: ConnectionPolicy
+        self,
+        engine: LockEngine,
+        write: WriteLock,
+        *,
+        connection_policy: ConnectionPolicy,
+        side: Callable[[str | None], Driver] = ReadSideDriver,
     ) -> None:
         super().__init__(engine, connection_policy=connection_policy, recipe="read")
         self._write = write
+        #: The driver of an acquire, given the write node its task holds (None if none).
+        self._side = side
 
     def _acquire_driver(self, owner: Hashable) -> Driver:
         return self._side(self._write._core.lock_path(owner))

@@ -3,7 +3,7 @@ nodes, rules and protocol, awaited instead of blocked on, held per asyncio task.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -11,9 +11,7 @@ from kazoo.client import KazooClient
 from .._client.checks import ConnectionPolicy
 from .._cores.menagerie import PermitSteps, lock_engine, read_write_engines
 from .._protocol import menagerie
-from .._protocol.drivers import Driver
-from ._lock import AsyncReentrantLock, WriteLock
-from ._lock import ReadLock as _CuratorReadLock
+from ._lock import AsyncReentrantLock, ReadLock, WriteLock
 from ._runner import run_async
 from ._semaphore import Lease
 
@@ -33,13 +31,6 @@ class ReentrantZkLock(AsyncReentrantLock):
         super().__init__(lock_engine(client, path, acl), connection_policy=connection_policy)
 
 
-class ReadLock(_CuratorReadLock):
-    """The read side of a :class:`ReentrantZkReadWriteLock`: shared while no writer with a
-    lower sequence exists; the task holding the write lock downgrades at once."""
-
-    _side: Callable[[str | None], Driver] = menagerie.ReadSide
-
-
 class ReentrantZkReadWriteLock:
     """The asyncio form of :class:`pycurator.menagerie.ReentrantZkReadWriteLock` (per task:
     the task holding the write lock may take the read lock, and its release deletes the
@@ -55,7 +46,9 @@ class ReentrantZkReadWriteLock:
     ) -> None:
         write, read = read_write_engines(client, path, acl)
         self._write = WriteLock(write, connection_policy=connection_policy)
-        self._read = ReadLock(read, self._write, connection_policy=connection_policy)
+        self._read = ReadLock(
+            read, self._write, connection_policy=connection_policy, side=menagerie.ReadSide
+        )
 
     @property
     def path(self) -> str:

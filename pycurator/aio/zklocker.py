@@ -7,8 +7,11 @@ from kazoo.client import KazooClient
 
 from .._client.checks import ConnectionPolicy
 from .._cores.zklocker import zklocker_engine
-from ..zklocker import JAVA_PARENT
+from .._protocol import wire
 from ._lock import AsyncReentrantLock
+
+#: Java's parent, always (``ZkLocker.DIR``).
+JAVA_PARENT = wire.ZKLOCKER_JAVA_PARENT
 
 
 class ZkLocker(AsyncReentrantLock):
