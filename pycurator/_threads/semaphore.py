@@ -81,7 +81,7 @@ class Lease:
 
     @property
     def fencing_token(self) -> int:
-        """The lease node's creation zxid (see the class doc)."""
+        """The lease node's creation zxid (see :class:`pycurator.Lease` for what it orders)."""
         return self._core.fencing_token
 
     def data(self) -> bytes:

@@ -286,7 +286,11 @@ class AsyncReentrantLock(AsyncLockContext):
 
     @property
     def fencing_token(self) -> int:
-        """Our node's creation zxid (see the threaded lock's ``fencing_token``)."""
+        """A number that grows with every new holder of this lock path: our node's creation
+        zxid. A resource that remembers the largest token it has seen can reject a stale holder.
+
+        Raises :class:`LockLostError` when the calling task does not hold the lock.
+        """
         return self._core.holds.required().fencing_token
 
     def guarded_transaction(self) -> TransactionRequest:

@@ -68,7 +68,7 @@ class Lease:
 
     @property
     def fencing_token(self) -> int:
-        """The lease node's creation zxid."""
+        """The lease node's creation zxid (see :class:`pycurator.Lease` for what it orders)."""
         return self._core.fencing_token
 
     async def data(self) -> bytes:

@@ -63,8 +63,8 @@ class LeaderElection:
 
     @property
     def fencing_token(self) -> int:
-        """Our offer's creation zxid while we lead; raises :class:`~pycurator.LockLostError`
-        when not leading."""
+        """Our offer's creation zxid while we lead (it grows with every new leader); raises
+        :class:`~pycurator.LockLostError` when not leading."""
         return self._core.fencing_token
 
     async def start(self) -> None:
