@@ -9,6 +9,7 @@ from kazoo.client import KazooClient
 
 from .._client.checks import ConnectionPolicy
 from .._client.runners import run
+from .._cores.faces import PermitsFace
 from .._cores.menagerie import PermitSteps, lock_engine, read_write_engines
 from .._protocol import menagerie
 from .lock import ReentrantLock
@@ -81,7 +82,7 @@ class ReentrantZkReadWriteLock:
         return f"ReentrantZkReadWriteLock({self.path!r})"
 
 
-class ZkSemaphore:
+class ZkSemaphore(PermitsFace):
     """``permits`` permits shared with menagerie's ``ZkSemaphore`` on the same base node.
 
     Each permit is a node ``PATH/permit-<seq>``, ephemeral sequential and empty, and holds
@@ -103,26 +104,6 @@ class ZkSemaphore:
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         self._steps = PermitSteps(client, path, permits, acl, connection_policy)
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this semaphore uses."""
-        return self._steps.client
-
-    @property
-    def path(self) -> str:
-        """The base node, as given."""
-        return self._steps.path
-
-    @property
-    def permits(self) -> int:
-        """How many permits there are (as this participant counts them)."""
-        return self._steps.permits
-
-    @property
-    def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see :mod:`pycurator._engine.hold_check`)."""
-        return self._steps.policy
 
     def acquire(self, timeout: float | None = None) -> Lease | None:
         """One permit within ``timeout`` seconds (None: wait forever; 0: one try), or None on

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from kazoo.client import KazooClient
 
 from .._client.checks import check_timeout
+from .._cores.faces import MultiLockFace
 from .._cores.multilock import (
     Ask,
     Lock,
@@ -21,7 +22,6 @@ from .._cores.multilock import (
     in_this_process,
     is_held_steps,
     member_locks,
-    members_path,
     release_steps,
 )
 from .lock import LockContext
@@ -32,7 +32,7 @@ def _ask(ask: Ask) -> object:
     return getattr(ask.member, ask.op)(*ask.args)
 
 
-class InterProcessMultiLock(LockContext):
+class InterProcessMultiLock(MultiLockFace[Lock], LockContext):
     """Several locks taken as one: all of them, or none.
 
     ``InterProcessMultiLock(client, paths)`` makes one :class:`InterProcessMutex` per path, in
@@ -53,16 +53,6 @@ class InterProcessMultiLock(LockContext):
         self._locks: list[Lock] = member_locks(
             client_or_locks, paths, InterProcessMutex, Lock, "not a lock"
         )
-
-    @property
-    def path(self) -> str:
-        """The member locks, for messages: their paths where they have one."""
-        return members_path(self._locks)
-
-    @property
-    def locks(self) -> list[Lock]:
-        """The member locks, in acquisition order."""
-        return list(self._locks)
 
     def acquire(self, timeout: float | None = None) -> bool:
         """Take every lock in order within ``timeout`` seconds (None: wait forever).

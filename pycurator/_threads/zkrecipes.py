@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 from kazoo.client import KazooClient
 
 from .._client.runners import run
+from .._cores.faces import ElectionFace
 from .._cores.zkrecipes import election_core, leader_steps, write_lock_engine
 from .leader import LatchRunner
 from .lock import ReentrantLock
@@ -34,7 +35,7 @@ class WriteLock(ReentrantLock):
         raise TypeError("ZooKeeper's WriteLock has no revocation")
 
 
-class LeaderElection:
+class LeaderElection(ElectionFace):
     """A participant in an election shared with ZooKeeper's ``LeaderElectionSupport``.
 
     Once started, it offers ``ROOT/n_<seq>`` (ephemeral sequential, ``host_name`` as UTF-8)
@@ -51,32 +52,6 @@ class LeaderElection:
         self._core = self._runner.core
         #: Set when leadership ends, cleared when it begins (a handler event).
         self.lost_event = self._runner.lost_event
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this participant uses."""
-        return self._core.client
-
-    @property
-    def root(self) -> str:
-        """The election's root, as given."""
-        return self._core.path
-
-    @property
-    def host_name(self) -> str:
-        """This participant's host name, written to its offer."""
-        return self._core.id
-
-    @property
-    def our_path(self) -> str | None:
-        """Our offer's full path, or None while there is none."""
-        return self._core.our_path
-
-    @property
-    def fencing_token(self) -> int:
-        """Our offer's creation zxid while we lead (it grows with every new leader); raises
-        :class:`~pycurator.LockLostError` when not leading."""
-        return self._core.fencing_token
 
     def start(self) -> None:
         """Make an offer and take part, in the background. RuntimeError when started before."""

@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from kazoo.client import KazooClient, TransactionRequest
 
 from .._client.checks import ConnectionPolicy, check_timeout
+from .._cores.faces import LockFace, MultiLockFace
 from .._cores.lock import LockCore, mutex_engine, read_write_engines
 from .._cores.multilock import (
     Asks,
@@ -31,7 +32,6 @@ from .._cores.multilock import (
     in_this_process,
     is_held_steps,
     member_locks,
-    members_path,
     release_steps,
 )
 from .._engine.hold import Held, LossNotice
@@ -133,7 +133,7 @@ class TaskNotice:
         return self._notice
 
 
-class AsyncReentrantLock(AsyncLockContext):
+class AsyncReentrantLock(LockFace, AsyncLockContext):
     """A lock held per asyncio task and per lock object; re-entry only counts.
 
     A hold belongs to the task that calls :meth:`acquire` (see the module's doc: the idioms
@@ -158,21 +158,6 @@ class AsyncReentrantLock(AsyncLockContext):
         self._acquiring: dict[Hashable, asyncio.Future[None]] = {}
         self._notice = TaskNotice(engine.client)
         self.lost_event = self._notice.event
-
-    @property
-    def path(self) -> str:
-        """The lock path, as given."""
-        return self._core.path
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this lock uses."""
-        return self._core.client
-
-    @property
-    def connection_policy(self) -> ConnectionPolicy:
-        """``standard`` (a suspended connection counts as lost) or ``session`` (only expiry)."""
-        return self._core.policy
 
     def acquire(self, timeout: float | None = None) -> Coroutine[Any, Any, bool]:
         """Wait up to ``timeout`` seconds (None, or a huge one: forever; 0: one try) for the
@@ -435,7 +420,7 @@ async def _drive(asks: Asks[T], owner: Hashable | None) -> T:
             answer, error = None, exc
 
 
-class InterProcessMultiLock(AsyncLockContext):
+class InterProcessMultiLock(MultiLockFace[AsyncLock], AsyncLockContext):
     """The asyncio form of :class:`pycurator.InterProcessMultiLock`: all the locks or none,
     taken in order under one deadline, released in reverse order (every failure reported).
     Its members' holds belong to the task that calls :meth:`acquire`, as a lock's do."""
@@ -446,16 +431,6 @@ class InterProcessMultiLock(AsyncLockContext):
         self._locks: list[AsyncLock] = member_locks(
             client_or_locks, paths, InterProcessMutex, AsyncLock, "not an asyncio lock"
         )
-
-    @property
-    def path(self) -> str:
-        """The member locks, for messages: their paths where they have one."""
-        return members_path(self._locks)
-
-    @property
-    def locks(self) -> list[AsyncLock]:
-        """The member locks, in acquisition order."""
-        return list(self._locks)
 
     def acquire(self, timeout: float | None = None) -> Coroutine[Any, Any, bool]:
         """Take every lock in order within ``timeout`` seconds (None: wait forever), for the
