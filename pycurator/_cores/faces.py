@@ -26,8 +26,17 @@ class Fenced(Protocol):
     def fencing_token(self) -> int: ...
 
 
+class Pathed(Protocol):
+    """A side of either front end's read/write lock, as its face reads it."""
+
+    @property
+    def path(self) -> str: ...
+
+
 M = TypeVar("M")
 L = TypeVar("L", bound=Fenced)
+R = TypeVar("R")
+W = TypeVar("W", bound=Pathed)
 
 
 class LockFace:
@@ -225,6 +234,35 @@ class PermitsFace:
         return self._steps.policy
 
 
+class ReadWriteFace(Generic[R, W]):
+    """A read/write lock over its two sides (Curator's: :attr:`path` is the lock path)."""
+
+    _read: R
+    _write: W
+
+    @property
+    def path(self) -> str:
+        """The lock path, as given."""
+        return self._write.path
+
+    def read_lock(self) -> R:
+        """The read side (the same object on every call)."""
+        return self._read
+
+    def write_lock(self) -> W:
+        """The write side (the same object on every call)."""
+        return self._write
+
+
+class ZkReadWriteFace(ReadWriteFace[R, W]):
+    """menagerie's read/write lock over its two sides: :attr:`path` is its base node."""
+
+    @property
+    def path(self) -> str:
+        """The base node, as given."""
+        return self._write.path
+
+
 __all__ = [
     "ElectionFace",
     "Fenced",
@@ -232,7 +270,10 @@ __all__ = [
     "LeaseFace",
     "LockFace",
     "MultiLockFace",
+    "Pathed",
     "PermitsFace",
+    "ReadWriteFace",
     "SemaphoreFace",
     "SemaphoreMutexFace",
+    "ZkReadWriteFace",
 ]

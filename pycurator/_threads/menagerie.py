@@ -9,7 +9,7 @@ from kazoo.client import KazooClient
 
 from .._client.checks import ConnectionPolicy
 from .._client.runners import run
-from .._cores.faces import PermitsFace
+from .._cores.faces import PermitsFace, ZkReadWriteFace
 from .._cores.menagerie import PermitSteps, lock_engine, read_write_engines
 from .._protocol import menagerie
 from .lock import ReentrantLock
@@ -38,7 +38,7 @@ class ReentrantZkLock(ReentrantLock):
         super().__init__(lock_engine(client, path, acl), connection_policy=connection_policy)
 
 
-class ReentrantZkReadWriteLock:
+class ReentrantZkReadWriteLock(ZkReadWriteFace[ReadLock, WriteLock]):
     """Readers share, writers exclude, with menagerie's ``ReentrantZkReadWriteLock`` on the
     same base.
 
@@ -64,19 +64,6 @@ class ReentrantZkReadWriteLock:
         self._read = ReadLock(
             read, self._write, connection_policy=connection_policy, side=menagerie.ReadSide
         )
-
-    @property
-    def path(self) -> str:
-        """The base node, as given."""
-        return self._write.path
-
-    def read_lock(self) -> ReadLock:
-        """The read side (the same object on every call)."""
-        return self._read
-
-    def write_lock(self) -> WriteLock:
-        """The write side (the same object on every call)."""
-        return self._write
 
     def __repr__(self) -> str:
         return f"ReentrantZkReadWriteLock({self.path!r})"

@@ -9,6 +9,7 @@ from kazoo.client import KazooClient
 
 from .._client.checks import ConnectionPolicy
 from .._client.runners import run
+from .._cores.faces import ReadWriteFace
 from .._cores.lock import read_write_engines
 from .._engine.locks import LockEngine
 from .._protocol.drivers import Driver, ReadSideDriver
@@ -51,7 +52,7 @@ class ReadLock(_Side):
         return self._side(self._write.lock_path)
 
 
-class InterProcessReadWriteLock:
+class InterProcessReadWriteLock(ReadWriteFace[ReadLock, WriteLock]):
     """Readers share, writers exclude, across Java Curator and pycurator on one path.
 
     Fair as Curator's: a reader that arrives after a queued writer waits for it. Each side is
@@ -85,19 +86,6 @@ class InterProcessReadWriteLock:
         write, read = read_write_engines(client, path, node_data, acl, lock_data)
         self._write = WriteLock(write, connection_policy=connection_policy)
         self._read = ReadLock(read, self._write, connection_policy=connection_policy)
-
-    @property
-    def path(self) -> str:
-        """The lock path, as given."""
-        return self._write.path
-
-    def read_lock(self) -> ReadLock:
-        """The read side (the same object on every call)."""
-        return self._read
-
-    def write_lock(self) -> WriteLock:
-        """The write side (the same object on every call)."""
-        return self._write
 
     def __repr__(self) -> str:
         return f"InterProcessReadWriteLock({self.path!r})"

@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from kazoo.client import KazooClient, TransactionRequest
 
 from .._client.checks import ConnectionPolicy, check_timeout
-from .._cores.faces import LockFace, MultiLockFace
+from .._cores.faces import LockFace, MultiLockFace, ReadWriteFace
 from .._cores.lock import LockCore, mutex_engine, read_write_engines
 from .._cores.multilock import (
     Asks,
@@ -352,7 +352,7 @@ class ReadLock(_Side):
         return self._side(self._write._core.lock_path(owner))
 
 
-class InterProcessReadWriteLock:
+class InterProcessReadWriteLock(ReadWriteFace[ReadLock, WriteLock]):
     """The asyncio form of :class:`pycurator.InterProcessReadWriteLock` (per task: the task
     holding the write lock may take the read lock). ``lock_data``, the former name of
     ``node_data``, still works and warns (DeprecationWarning)."""
@@ -370,19 +370,6 @@ class InterProcessReadWriteLock:
         write, read = read_write_engines(client, path, node_data, acl, lock_data)
         self._write = WriteLock(write, connection_policy=connection_policy)
         self._read = ReadLock(read, self._write, connection_policy=connection_policy)
-
-    @property
-    def path(self) -> str:
-        """The lock path, as given."""
-        return self._write.path
-
-    def read_lock(self) -> ReadLock:
-        """The read side (the same object on every call)."""
-        return self._read
-
-    def write_lock(self) -> WriteLock:
-        """The write side (the same object on every call)."""
-        return self._write
 
     def __repr__(self) -> str:
         return f"aio.InterProcessReadWriteLock({self.path!r})"

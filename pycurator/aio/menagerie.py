@@ -9,7 +9,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from .._client.checks import ConnectionPolicy
-from .._cores.faces import PermitsFace
+from .._cores.faces import PermitsFace, ZkReadWriteFace
 from .._cores.menagerie import PermitSteps, lock_engine, read_write_engines
 from .._protocol import menagerie
 from ._lock import AsyncReentrantLock, ReadLock, WriteLock
@@ -32,7 +32,7 @@ class ReentrantZkLock(AsyncReentrantLock):
         super().__init__(lock_engine(client, path, acl), connection_policy=connection_policy)
 
 
-class ReentrantZkReadWriteLock:
+class ReentrantZkReadWriteLock(ZkReadWriteFace[ReadLock, WriteLock]):
     """The asyncio form of :class:`pycurator.menagerie.ReentrantZkReadWriteLock` (per task:
     the task holding the write lock may take the read lock, and its release deletes the
     downgrade's node)."""
@@ -50,19 +50,6 @@ class ReentrantZkReadWriteLock:
         self._read = ReadLock(
             read, self._write, connection_policy=connection_policy, side=menagerie.ReadSide
         )
-
-    @property
-    def path(self) -> str:
-        """The base node, as given."""
-        return self._write.path
-
-    def read_lock(self) -> ReadLock:
-        """The read side (the same object on every call)."""
-        return self._read
-
-    def write_lock(self) -> WriteLock:
-        """The write side (the same object on every call)."""
-        return self._write
 
     def __repr__(self) -> str:
         return f"aio.ReentrantZkReadWriteLock({self.path!r})"
