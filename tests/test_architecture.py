@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import pycurator
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "architecture.md"
 #: The layers that make the core, as the page's headings name them.
@@ -25,22 +27,19 @@ THREADED = "Recipes: the threaded front end"
 ASYNCIO = "Recipes: the asyncio front end"
 #: What the core never imports: the optional handler and everything built on the core.
 NOT_FOR_THE_CORE = ("pycurator.handlers", "pycurator.aio", "pycurator.cli", "pycurator.testing")
-#: Where the modules of each layer live (the public modules of the other Java systems are the
-#: threaded shells, named as their asyncio twins in pycurator.aio).
+#: Where the modules of each layer live (the public modules of the other Java systems,
+#: pycurator.menagerie and its kin, are entry points that re-export the threaded shells).
 HOMES = {
     CORE[0]: ("pycurator/_protocol/",),
     CORE[1]: ("pycurator/_protocol/", "pycurator/_client/runners.py", "pycurator/aio/_runner.py"),
     CORE[2]: ("pycurator/_client/",),
     CORE[3]: ("pycurator/_engine/",),
     SHARED: ("pycurator/_cores/",),
-    THREADED: (
-        "pycurator/_threads/",
-        "pycurator/zkrecipes.py",
-        "pycurator/zklocker.py",
-        "pycurator/menagerie.py",
-    ),
+    THREADED: ("pycurator/_threads/",),
     ASYNCIO: ("pycurator/aio/",),
 }
+#: The public modules that re-export the threaded shells (entry points, above both front ends).
+THREADED_PUBLIC = ("pycurator.zkrecipes", "pycurator.zklocker", "pycurator.menagerie")
 #: The layers' packages, each above the ones before it: none imports a later one.
 PACKAGES = ("pycurator._protocol", "pycurator._client", "pycurator._engine", "pycurator._cores")
 
@@ -102,8 +101,7 @@ def test_each_layer_lives_in_its_own_package(layer: str) -> None:
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_a_layers_package_imports_no_package_above_it(package: str) -> None:
-    shells: tuple[str, ...] = ("pycurator._threads", "pycurator.zkrecipes", "pycurator.zklocker")
-    shells += ("pycurator.menagerie",)
+    shells = ("pycurator._threads", *THREADED_PUBLIC)
     above = (*PACKAGES[PACKAGES.index(package) + 1 :], *shells, *NOT_FOR_THE_CORE)
     folder = ROOT / package.replace(".", "/")
     wrong = sorted(
@@ -120,7 +118,7 @@ def test_a_layers_package_imports_no_package_above_it(package: str) -> None:
 )
 def test_the_core_imports_no_recipe_front_end_entry_point_or_optional_part(path: str) -> None:
     above = {module_name(p) for layer in (THREADED, ASYNCIO) for p in layers().get(layer, [])}
-    above |= {"pycurator", "pycurator._connect", "pycurator.demo"}
+    above |= {"pycurator", *THREADED_PUBLIC, "pycurator._connect", "pycurator.demo"}
     optional = tuple(f"{name}." for name in NOT_FOR_THE_CORE)
     wrong = sorted(
         module
@@ -178,6 +176,31 @@ def foreign_private_members(path: str) -> list[str]:
 @pytest.mark.parametrize("path", layers().get(ASYNCIO, []), ids=lambda p: p)
 def test_no_asyncio_module_uses_another_modules_underscored_members(path: str) -> None:
     assert not foreign_private_members(path)
+
+
+@pytest.mark.parametrize("front", [THREADED, ASYNCIO])
+def test_the_front_ends_never_import_each_other(front: str) -> None:
+    """Neither front end imports the other's modules, nor the entry points that name the other
+    (``pycurator`` and the threaded shells' public modules): what both need comes from below,
+    so either could go, or a third come, without touching the other."""
+    if front == THREADED:
+        other: tuple[str, ...] = ("pycurator.aio",)
+    else:
+        other = ("pycurator._threads", *THREADED_PUBLIC)
+    public = {f"pycurator.{name}" for name in pycurator.__all__} | {"pycurator"}
+
+    def of_the_other(module: str) -> bool:
+        if front == ASYNCIO and module in public:  # the package's own names: threaded ones
+            return True
+        return module in other or module.startswith(tuple(f"{name}." for name in other))
+
+    wrong = sorted(
+        f"{path} imports {module}"
+        for path in layers().get(front, [])
+        for module in imports_of(path)
+        if of_the_other(module)
+    )
+    assert not wrong
 
 
 @pytest.mark.parametrize("front", [THREADED, ASYNCIO])

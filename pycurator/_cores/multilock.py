@@ -1,15 +1,22 @@
-"""What both front ends' multi-locks share: their members, checked and followed, and how a
-release that failed is told."""
+"""What a multi-lock is, whatever waits on it: its members, checked and followed, and its
+all-or-nothing acquire, its rollback, its release, ``is_held`` and ``check`` as steps.
+
+Each of those is a generator that yields an :class:`Ask` (call a member's method) and is sent
+the answer, or thrown the member's error; a front end only says how it asks (:func:`drive`
+calls, the asyncio shell awaits), so the rules are written once for both.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kazoo.client import KazooClient
 
 from .._client.transport import check_client_type
+from .._protocol.deadline import Deadline
 from .._protocol.errors import LockLostError, LockReleaseError
 from .._protocol.paths import validate_path
 
@@ -44,6 +51,96 @@ class InProcess(Protocol):
 
 
 M = TypeVar("M")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Ask:
+    """Call ``member``'s method ``op`` with ``args``; the answer (awaited, in the asyncio front
+    end) is sent back in, a raised error thrown in."""
+
+    member: Any
+    op: str
+    args: tuple[Any, ...] = ()
+
+
+#: A multi-lock's work, as asks of its members, ending with a ``T``.
+Asks = Generator[Ask, Any, T]
+
+
+def drive(asks: Asks[T], ask: Callable[[Ask], Any]) -> T:
+    """Run ``asks``, answering each with ``ask(it)`` (an error it raises is thrown in): how a
+    front end whose members answer at once (they block) runs a multi-lock's work."""
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = asks.send(answer) if error is None else asks.throw(error)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        try:
+            answer, error = ask(step), None
+        except BaseException as exc:
+            answer, error = None, exc
+
+
+def acquire_steps(locks: Sequence[object], timeout: float | None) -> Asks[bool]:
+    """Take every lock in order, under one deadline for the whole call (Curator gives each
+    lock the full timeout): True when all are held. On a timeout (False) or a member's error
+    (raised), those taken are released first, in reverse order (:func:`release_steps`; quietly
+    when an error is on its way), and nothing stays held."""
+    deadline = Deadline(timeout)
+    taken: list[object] = []
+    try:
+        for lock in locks:
+            if not (yield Ask(lock, "acquire", (deadline.remaining(),))):
+                break
+            taken.append(lock)
+        else:
+            return True
+    except BaseException:
+        yield from release_steps(taken, quietly=True)
+        raise
+    yield from release_steps(taken, quietly=False)
+    return False
+
+
+def release_steps(locks: Sequence[object], *, quietly: bool = False) -> Asks[None]:
+    """Release every one of ``locks`` in reverse order, even when one fails; then
+    :func:`release_failed` tells the failures."""
+    failures: list[Exception] = []
+    for lock in reversed(locks):
+        try:
+            yield Ask(lock, "release")
+        except Exception as exc:
+            failures.append(exc)
+    release_failed(failures, len(locks), quietly=quietly)
+
+
+def is_held_steps(locks: Sequence[InProcess]) -> Asks[bool]:
+    """True when every member is held now (:func:`followed` says how each is asked)."""
+    for lock in locks:
+        if followed(lock) is None:
+            held = lock.is_acquired_in_this_process()
+        else:
+            held = yield Ask(lock, "is_held")
+        if not held:
+            return False
+    return True
+
+
+def check_steps(locks: Sequence[InProcess]) -> Asks[None]:
+    """Raise :class:`LockLostError` unless every member is still held."""
+    for lock in locks:
+        if followed(lock) is None:
+            check_unfollowed(lock)
+        else:
+            yield Ask(lock, "check")
+
+
+def in_this_process(locks: Sequence[InProcess]) -> bool:
+    """True only when every member lock is held in this process."""
+    return all(lock.is_acquired_in_this_process() for lock in locks)
 
 
 def member_locks(
@@ -121,14 +218,22 @@ def add_on_lost(locks: Sequence[object], callback: Callable[[Any, str], Any]) ->
 
 
 __all__ = [
+    "Ask",
+    "Asks",
     "Followed",
     "InProcess",
     "Lock",
     "M",
+    "acquire_steps",
     "add_on_lost",
+    "check_steps",
     "check_unfollowed",
+    "drive",
     "followed",
+    "in_this_process",
+    "is_held_steps",
     "member_locks",
     "members_path",
     "release_failed",
+    "release_steps",
 ]

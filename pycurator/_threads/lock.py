@@ -14,10 +14,11 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, TypeVar
 
-from kazoo.client import KazooClient, TransactionRequest
+from kazoo.client import TransactionRequest
 
 from .._client.concurrency import unit_getter
 from .._client.runners import run
+from .._cores.faces import LockFace
 from .._cores.lock import LockCore
 from .._engine.hold import LossNotice
 from .._engine.locks import LockEngine
@@ -66,7 +67,7 @@ class LockContext:
         self.release()
 
 
-class ReentrantLock(LockContext):
+class ReentrantLock(LockFace, LockContext):
     """A lock held per thread and per lock object; re-entry only counts, it sends nothing.
 
     "Thread" is the client's handler's unit of concurrency (see
@@ -95,21 +96,6 @@ class ReentrantLock(LockContext):
         policy), until the next acquire; a handler event (``threading.Event`` under kazoo's
         threading handler)."""
         return self._notice.lost_event
-
-    @property
-    def path(self) -> str:
-        """The lock path, as given."""
-        return self._core.path
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this lock uses."""
-        return self._core.client
-
-    @property
-    def connection_policy(self) -> ConnectionPolicy:
-        """``standard`` (a suspended connection counts as lost) or ``session`` (only expiry)."""
-        return self._core.policy
 
     def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever; 0: one try) for the lock.

@@ -8,6 +8,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from .._client.runners import run
+from .._cores.faces import ReadWriteFace
 from .._engine.locks import LockEngine, read_write_engines
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.drivers import Driver, ReadSideDriver
@@ -30,22 +31,27 @@ class WriteLock(_Side):
 
 
 class ReadLock(_Side):
-    """The read side: shared by readers while no writer holds the lock or queues ahead."""
-
-    #: The driver of an acquire, given the write node its thread holds (None if none).
-    _side: Callable[[str | None], Driver] = ReadSideDriver
+    """The read side: shared by readers while no writer holds the lock or queues ahead (as the
+    lock's system orders its queue); the thread holding the write lock may take it."""
 
     def __init__(
-        self, engine: LockEngine, write: WriteLock, *, connection_policy: ConnectionPolicy
+        self,
+        engine: LockEngine,
+        write: WriteLock,
+        *,
+        connection_policy: ConnectionPolicy,
+        side: Callable[[str | None], Driver] = ReadSideDriver,
     ) -> None:
         super().__init__(engine, connection_policy=connection_policy, recipe="read")
         self._write = write
+        #: The driver of an acquire, given the write node its thread holds (None if none).
+        self._side = side
 
     def _acquire_driver(self) -> Driver:
         return self._side(self._write.lock_path)
 
 
-class InterProcessReadWriteLock:
+class InterProcessReadWriteLock(ReadWriteFace[ReadLock, WriteLock]):
     """Readers share, writers exclude, across Java Curator and pycurator on one path.
 
     Fair as Curator's: a reader that arrives after a queued writer waits for it. Each side is
@@ -79,19 +85,6 @@ class InterProcessReadWriteLock:
         write, read = read_write_engines(client, path, node_data, acl, lock_data)
         self._write = WriteLock(write, connection_policy=connection_policy)
         self._read = ReadLock(read, self._write, connection_policy=connection_policy)
-
-    @property
-    def path(self) -> str:
-        """The lock path, as given."""
-        return self._write.path
-
-    def read_lock(self) -> ReadLock:
-        """The read side (the same object on every call)."""
-        return self._read
-
-    def write_lock(self) -> WriteLock:
-        """The write side (the same object on every call)."""
-        return self._write
 
     def __repr__(self) -> str:
         return f"InterProcessReadWriteLock({self.path!r})"

@@ -20,6 +20,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from .._client.runners import run
+from .._cores.faces import LeaseFace, SemaphoreFace, SemaphoreMutexFace
 from .._cores.semaphore import LeaseCore, SemaphoreMutexCore
 from .._engine.hold import Held, LossNotice
 from .._engine.semaphore import SemaphoreSteps
@@ -31,7 +32,7 @@ from .lock import LockContext
 LostCallback = Callable[[Any, str], None]
 
 
-class Lease:
+class Lease(LeaseFace):
     """One lease of an :class:`InterProcessSemaphoreV2`: return it with :meth:`close`.
 
     Not tied to a thread. It follows its node like a held lock does: :meth:`is_held`,
@@ -69,21 +70,6 @@ class Lease:
     def lost_event(self) -> Any:
         """Set while the lease node is not known to be ours (see the class doc)."""
         return self._core.notice.lost_event
-
-    @property
-    def path(self) -> str:
-        """The lease node's full path."""
-        return self._core.path
-
-    @property
-    def node_name(self) -> str:
-        """The lease node's name, as Curator's ``Lease.getNodeName()``."""
-        return self._core.node_name
-
-    @property
-    def fencing_token(self) -> int:
-        """The lease node's creation zxid (see the class doc)."""
-        return self._core.fencing_token
 
     def data(self) -> bytes:
         """The lease node's data, read from ZooKeeper (riding through a reconnect, as every
@@ -125,7 +111,7 @@ class Lease:
         return f"Lease({self._core.path!r})"
 
 
-class InterProcessSemaphoreV2:
+class InterProcessSemaphoreV2(SemaphoreFace):
     """A pool of ``max_leases`` leases shared with Java Curator's ``InterProcessSemaphoreV2``.
 
     Waiters are served in arrival order through the internal mutex. Nothing checks that every
@@ -144,26 +130,6 @@ class InterProcessSemaphoreV2:
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         self._steps = SemaphoreSteps(client, path, max_leases, node_data, acl, connection_policy)
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this semaphore uses."""
-        return self._steps.client
-
-    @property
-    def path(self) -> str:
-        """The semaphore's path, as given."""
-        return self._steps.path
-
-    @property
-    def max_leases(self) -> int:
-        """How many leases there are (as this participant counts them)."""
-        return self._steps.max_leases
-
-    @property
-    def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see :mod:`pycurator._engine.hold_check`)."""
-        return self._steps.policy
 
     def acquire(self, timeout: float | None = None) -> Lease | None:
         """One lease within ``timeout`` seconds (None: wait forever), or None on timeout."""
@@ -198,7 +164,7 @@ class InterProcessSemaphoreV2:
         return f"InterProcessSemaphoreV2({self.path!r}, {self.max_leases})"
 
 
-class InterProcessSemaphoreMutex(LockContext):
+class InterProcessSemaphoreMutex(SemaphoreMutexFace[Lease], LockContext):
     """A mutex on a one-lease :class:`InterProcessSemaphoreV2`, shared with Java Curator's
     ``InterProcessSemaphoreMutex``.
 
@@ -226,11 +192,6 @@ class InterProcessSemaphoreMutex(LockContext):
         """Set while the lock is not held by this object or its hold is not ours (lost, or
         suspended under the ``standard`` policy); clear while held."""
         return self._notice.lost_event
-
-    @property
-    def path(self) -> str:
-        """The semaphore's path, as given."""
-        return self._core.steps.path
 
     def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for the lock; False on timeout."""
@@ -263,16 +224,6 @@ class InterProcessSemaphoreMutex(LockContext):
     def on_lost(self, callback: LostCallback) -> None:
         """Run ``callback(lock, reason)`` on a worker thread when a hold stops being held."""
         self._notice.add(callback)
-
-    @property
-    def lease(self) -> Lease | None:
-        """The lease behind the current hold, or None."""
-        return self._core.lease
-
-    @property
-    def fencing_token(self) -> int:
-        """The czxid of the current hold's lease node; :class:`LockLostError` if not held."""
-        return self._core.required().fencing_token
 
     def participant_nodes(self) -> list[str]:
         """Names of the lease nodes: the holder, and at most one waiter about to wait."""

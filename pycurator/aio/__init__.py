@@ -10,7 +10,7 @@ releases the lock; ``CancelledError`` always propagates.
 
 from __future__ import annotations
 
-from .._threads.leader import CloseMode, Participant
+from .._engine.election import CloseMode, Participant
 from ._leader import LeaderLatch
 from ._lock import (
     InterProcessMultiLock,

@@ -9,6 +9,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from .._cores.faces import LatchFace
 from .._cores.leader import CLOSE_WAIT, LatchCore
 from .._engine.election import CloseMode, Participant, leader_of
 from .._protocol.checks import ConnectionPolicy, check_timeout
@@ -69,7 +70,7 @@ class LatchRunner:
             await wait_event(changed, remaining)
 
 
-class LeaderLatch:
+class LeaderLatch(LatchFace):
     """The asyncio form of :class:`pycurator.LeaderLatch`: the same nodes and election as
     Curator's ``LeaderLatch``; ``await latch.wait()`` for leadership.
 
@@ -94,32 +95,6 @@ class LeaderLatch:
         self._core = self._runner.core
         #: Set when leadership ends, cleared when it begins.
         self.lost_event = self._runner.lost_event
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this latch uses."""
-        return self._core.client
-
-    @property
-    def path(self) -> str:
-        """The latch path, as given."""
-        return self._core.path
-
-    @property
-    def id(self) -> str:
-        """This participant's id, written to its node."""
-        return self._core.id
-
-    @property
-    def our_path(self) -> str | None:
-        """Our node's full path, or None while there is none."""
-        return self._core.our_path
-
-    @property
-    def fencing_token(self) -> int:
-        """Our node's creation zxid while we lead: it grows with every new leader of this path.
-        Raises :class:`LockLostError` when not leading."""
-        return self._core.fencing_token
 
     def has_leadership(self) -> bool:
         """True while started and leading (as last heard; no request)."""

@@ -21,14 +21,17 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kazoo.client import KazooClient, TransactionRequest
 
+from .._cores.faces import LockFace, MultiLockFace, ReadWriteFace
 from .._cores.lock import LockCore
 from .._cores.multilock import (
+    Asks,
+    acquire_steps,
     add_on_lost,
-    check_unfollowed,
-    followed,
+    check_steps,
+    in_this_process,
+    is_held_steps,
     member_locks,
-    members_path,
-    release_failed,
+    release_steps,
 )
 from .._engine.hold import Held, LossNotice
 from .._engine.locks import LockEngine, mutex_engine, read_write_engines
@@ -41,6 +44,7 @@ from ._runner import loop_notice, loop_spawner, run_async
 log = logging.getLogger("pycurator")
 
 C = TypeVar("C", bound="AsyncLockContext")
+T = TypeVar("T")
 
 
 def current_task() -> Hashable:
@@ -129,7 +133,7 @@ class TaskNotice:
         return self._notice
 
 
-class AsyncReentrantLock(AsyncLockContext):
+class AsyncReentrantLock(LockFace, AsyncLockContext):
     """A lock held per asyncio task and per lock object; re-entry only counts.
 
     A hold belongs to the task that calls :meth:`acquire` (see the module's doc: the idioms
@@ -154,21 +158,6 @@ class AsyncReentrantLock(AsyncLockContext):
         self._acquiring: dict[Hashable, asyncio.Future[None]] = {}
         self._notice = TaskNotice(engine.client)
         self.lost_event = self._notice.event
-
-    @property
-    def path(self) -> str:
-        """The lock path, as given."""
-        return self._core.path
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this lock uses."""
-        return self._core.client
-
-    @property
-    def connection_policy(self) -> ConnectionPolicy:
-        """``standard`` (a suspended connection counts as lost) or ``session`` (only expiry)."""
-        return self._core.policy
 
     def acquire(self, timeout: float | None = None) -> Coroutine[Any, Any, bool]:
         """Wait up to ``timeout`` seconds (None, or a huge one: forever; 0: one try) for the
@@ -282,7 +271,11 @@ class AsyncReentrantLock(AsyncLockContext):
 
     @property
     def fencing_token(self) -> int:
-        """Our node's creation zxid (see the threaded lock's ``fencing_token``)."""
+        """A number that grows with every new holder of this lock path: our node's creation
+        zxid. A resource that remembers the largest token it has seen can reject a stale holder.
+
+        Raises :class:`LockLostError` when the calling task does not hold the lock.
+        """
         return self._core.holds.required().fencing_token
 
     def guarded_transaction(self) -> TransactionRequest:
@@ -339,22 +332,27 @@ class WriteLock(_Side):
 
 
 class ReadLock(_Side):
-    """The read side: shared by readers while no writer holds the lock or queues ahead."""
-
-    #: The driver of an acquire, given the write node its thread holds (None if none).
-    _side: Callable[[str | None], Driver] = ReadSideDriver
+    """The read side: shared by readers while no writer holds the lock or queues ahead (as the
+    lock's system orders its queue); the task holding the write lock may take it."""
 
     def __init__(
-        self, engine: LockEngine, write: WriteLock, *, connection_policy: ConnectionPolicy
+        self,
+        engine: LockEngine,
+        write: WriteLock,
+        *,
+        connection_policy: ConnectionPolicy,
+        side: Callable[[str | None], Driver] = ReadSideDriver,
     ) -> None:
         super().__init__(engine, connection_policy=connection_policy, recipe="read")
         self._write = write
+        #: The driver of an acquire, given the write node its task holds (None if none).
+        self._side = side
 
     def _acquire_driver(self, owner: Hashable) -> Driver:
         return self._side(self._write._core.lock_path(owner))
 
 
-class InterProcessReadWriteLock:
+class InterProcessReadWriteLock(ReadWriteFace[ReadLock, WriteLock]):
     """The asyncio form of :class:`pycurator.InterProcessReadWriteLock` (per task: the task
     holding the write lock may take the read lock). ``lock_data``, the former name of
     ``node_data``, still works and warns (DeprecationWarning)."""
@@ -373,19 +371,6 @@ class InterProcessReadWriteLock:
         self._write = WriteLock(write, connection_policy=connection_policy)
         self._read = ReadLock(read, self._write, connection_policy=connection_policy)
 
-    @property
-    def path(self) -> str:
-        """The lock path, as given."""
-        return self._write.path
-
-    def read_lock(self) -> ReadLock:
-        """The read side (the same object on every call)."""
-        return self._read
-
-    def write_lock(self) -> WriteLock:
-        """The write side (the same object on every call)."""
-        return self._write
-
     def __repr__(self) -> str:
         return f"aio.InterProcessReadWriteLock({self.path!r})"
 
@@ -401,20 +386,28 @@ class AsyncLock(Protocol):
     def is_acquired_in_this_process(self) -> bool: ...
 
 
-def _member_acquire(lock: AsyncLock, owner: Hashable, timeout: float | None) -> Any:
-    """A member's acquire, for ``owner`` (pycurator's task-owned locks), else as it comes."""
-    if isinstance(lock, AsyncReentrantLock):
-        return lock._acquire(owner, timeout)
-    return lock.acquire(timeout)
+async def _drive(asks: Asks[T], owner: Hashable | None) -> T:
+    """Run a multi-lock's ``asks``, awaiting each member's answer; pycurator's task-owned
+    locks are asked for ``owner``, the task that called the multi-lock."""
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = asks.send(answer) if error is None else asks.throw(error)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        member = step.member
+        try:
+            if isinstance(member, AsyncReentrantLock) and step.op in ("acquire", "release"):
+                call = getattr(member, f"_{step.op}")(owner, *step.args)
+            else:
+                call = getattr(member, step.op)(*step.args)
+            answer, error = await call, None
+        except BaseException as exc:
+            answer, error = None, exc
 
 
-def _member_release(lock: AsyncLock, owner: Hashable) -> Any:
-    if isinstance(lock, AsyncReentrantLock):
-        return lock._release(owner)
-    return lock.release()
-
-
-class InterProcessMultiLock(AsyncLockContext):
+class InterProcessMultiLock(MultiLockFace[AsyncLock], AsyncLockContext):
     """The asyncio form of :class:`pycurator.InterProcessMultiLock`: all the locks or none,
     taken in order under one deadline, released in reverse order (every failure reported).
     Its members' holds belong to the task that calls :meth:`acquire`, as a lock's do."""
@@ -426,16 +419,6 @@ class InterProcessMultiLock(AsyncLockContext):
             client_or_locks, paths, InterProcessMutex, AsyncLock, "not an asyncio lock"
         )
 
-    @property
-    def path(self) -> str:
-        """The member locks, for messages: their paths where they have one."""
-        return members_path(self._locks)
-
-    @property
-    def locks(self) -> list[AsyncLock]:
-        """The member locks, in acquisition order."""
-        return list(self._locks)
-
     def acquire(self, timeout: float | None = None) -> Coroutine[Any, Any, bool]:
         """Take every lock in order within ``timeout`` seconds (None: wait forever), for the
         calling task: True when all are held; False on timeout, with every lock taken so far
@@ -443,62 +426,27 @@ class InterProcessMultiLock(AsyncLockContext):
         return self._acquire(calling_task(), check_timeout(timeout))
 
     async def _acquire(self, owner: Hashable | None, timeout: float | None) -> bool:
-        owner = owner or current_task()
-        deadline = Deadline(timeout)
-        taken: list[AsyncLock] = []
-        try:
-            for lock in self._locks:
-                if not await _member_acquire(lock, owner, deadline.remaining()):
-                    break
-                taken.append(lock)
-            else:
-                return True
-        except BaseException:
-            await self._release_all(taken, owner, quietly=True)
-            raise
-        await self._release_all(taken, owner, quietly=False)
-        return False
+        return await _drive(acquire_steps(self._locks, timeout), owner or current_task())
 
     def release(self) -> Coroutine[Any, Any, None]:
         """Release every lock in reverse order; :class:`LockReleaseError` with every failure."""
         return self._release(calling_task())
 
     async def _release(self, owner: Hashable | None) -> None:
-        await self._release_all(self._locks, owner or current_task(), quietly=False)
-
-    async def _release_all(
-        self, locks: Sequence[AsyncLock], owner: Hashable, *, quietly: bool
-    ) -> None:
-        failures: list[Exception] = []
-        for lock in reversed(locks):
-            try:
-                await _member_release(lock, owner)
-            except Exception as exc:
-                failures.append(exc)
-        release_failed(failures, len(locks), quietly=quietly)
+        await _drive(release_steps(self._locks), owner or current_task())
 
     def is_acquired_in_this_process(self) -> bool:
         """True only when every member lock is held in this process."""
-        return all(lock.is_acquired_in_this_process() for lock in self._locks)
+        return in_this_process(self._locks)
 
     async def is_held(self) -> bool:
         """True when every member is held now (:func:`~pycurator._cores.multilock.followed` says
         how each is asked, as for the threaded multi-lock)."""
-        for lock in self._locks:
-            member = followed(lock)
-            held = lock.is_acquired_in_this_process() if member is None else await member.is_held()
-            if not held:
-                return False
-        return True
+        return await _drive(is_held_steps(self._locks), None)
 
     async def check(self) -> None:
         """Raise :class:`LockLostError` unless every member is still held."""
-        for lock in self._locks:
-            member = followed(lock)
-            if member is not None:
-                await member.check()
-            else:
-                check_unfollowed(lock)
+        await _drive(check_steps(self._locks), None)
 
     def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
         """Run ``callback(member, reason)`` on the loop when any member that reports losses

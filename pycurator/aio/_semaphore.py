@@ -11,6 +11,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from .._cores.faces import LeaseFace, SemaphoreFace, SemaphoreMutexFace
 from .._cores.semaphore import LeaseCore, SemaphoreMutexCore
 from .._engine.hold import Held, LossNotice
 from .._engine.semaphore import SemaphoreSteps
@@ -21,7 +22,7 @@ from ._lock import AsyncLockContext, TaskNotice
 from ._runner import loop_notice, run_async
 
 
-class Lease:
+class Lease(LeaseFace):
     """One lease of an :class:`InterProcessSemaphoreV2`: ``await lease.close()`` returns it.
 
     Not tied to a task. It follows its node: ``await is_held()``, ``await check()``,
@@ -56,21 +57,6 @@ class Lease:
         """Set while the lease node is not known to be ours (see the class doc)."""
         event: asyncio.Event = self._core.notice.lost_event.event
         return event
-
-    @property
-    def path(self) -> str:
-        """The lease node's full path."""
-        return self._core.path
-
-    @property
-    def node_name(self) -> str:
-        """The lease node's name, as Curator's ``Lease.getNodeName()``."""
-        return self._core.node_name
-
-    @property
-    def fencing_token(self) -> int:
-        """The lease node's creation zxid."""
-        return self._core.fencing_token
 
     async def data(self) -> bytes:
         """The lease node's data, read from ZooKeeper (riding through a reconnect)."""
@@ -112,7 +98,7 @@ class Lease:
         return f"aio.Lease({self._core.path!r})"
 
 
-class InterProcessSemaphoreV2:
+class InterProcessSemaphoreV2(SemaphoreFace):
     """The asyncio form of :class:`pycurator.InterProcessSemaphoreV2`."""
 
     def __init__(
@@ -126,26 +112,6 @@ class InterProcessSemaphoreV2:
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         self._steps = SemaphoreSteps(client, path, max_leases, node_data, acl, connection_policy)
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this semaphore uses."""
-        return self._steps.client
-
-    @property
-    def path(self) -> str:
-        """The semaphore's path, as given."""
-        return self._steps.path
-
-    @property
-    def max_leases(self) -> int:
-        """How many leases there are (as this participant counts them)."""
-        return self._steps.max_leases
-
-    @property
-    def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see :mod:`pycurator._engine.hold_check`)."""
-        return self._steps.policy
 
     async def acquire(self, timeout: float | None = None) -> Lease | None:
         """One lease within ``timeout`` seconds (None: wait forever), or None on timeout."""
@@ -177,7 +143,7 @@ class InterProcessSemaphoreV2:
         return f"aio.InterProcessSemaphoreV2({self.path!r}, {self.max_leases})"
 
 
-class InterProcessSemaphoreMutex(AsyncLockContext):
+class InterProcessSemaphoreMutex(SemaphoreMutexFace[Lease], AsyncLockContext):
     """The asyncio form of :class:`pycurator.InterProcessSemaphoreMutex`: not re-entrant, and
     any task may release it."""
 
@@ -198,19 +164,9 @@ class InterProcessSemaphoreMutex(AsyncLockContext):
         #: while held (an :class:`asyncio.Event`).
         self.lost_event = self._notice.event
 
-    @property
-    def path(self) -> str:
-        """The semaphore's path, as given."""
-        return self._core.steps.path
-
     def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
         """Run ``callback(lock, reason)`` on the loop when a hold stops being held."""
         self._notice.add(callback)
-
-    @property
-    def lease(self) -> Lease | None:
-        """The lease behind the current hold, or None."""
-        return self._core.lease
 
     async def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for the lock; False on timeout."""
@@ -240,11 +196,6 @@ class InterProcessSemaphoreMutex(AsyncLockContext):
     async def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`."""
         await self._core.required().check()
-
-    @property
-    def fencing_token(self) -> int:
-        """The czxid of the current hold's lease node; :class:`LockLostError` if not held."""
-        return self._core.required().fencing_token
 
     async def participant_nodes(self) -> list[str]:
         """Names of the lease nodes: the holder, and at most one waiter about to wait."""

@@ -3,17 +3,16 @@ nodes, rules and protocol, awaited instead of blocked on, held per asyncio task.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from kazoo.client import KazooClient
 
+from .._cores.faces import PermitsFace, ZkReadWriteFace
 from .._engine.menagerie import PermitSteps, lock_engine, read_write_engines
 from .._protocol import menagerie
 from .._protocol.checks import ConnectionPolicy
-from .._protocol.drivers import Driver
-from ._lock import AsyncReentrantLock, WriteLock
-from ._lock import ReadLock as _CuratorReadLock
+from ._lock import AsyncReentrantLock, ReadLock, WriteLock
 from ._runner import run_async
 from ._semaphore import Lease
 
@@ -33,14 +32,7 @@ class ReentrantZkLock(AsyncReentrantLock):
         super().__init__(lock_engine(client, path, acl), connection_policy=connection_policy)
 
 
-class ReadLock(_CuratorReadLock):
-    """The read side of a :class:`ReentrantZkReadWriteLock`: shared while no writer with a
-    lower sequence exists; the task holding the write lock downgrades at once."""
-
-    _side: Callable[[str | None], Driver] = menagerie.ReadSide
-
-
-class ReentrantZkReadWriteLock:
+class ReentrantZkReadWriteLock(ZkReadWriteFace[ReadLock, WriteLock]):
     """The asyncio form of :class:`pycurator.menagerie.ReentrantZkReadWriteLock` (per task:
     the task holding the write lock may take the read lock, and its release deletes the
     downgrade's node)."""
@@ -55,26 +47,15 @@ class ReentrantZkReadWriteLock:
     ) -> None:
         write, read = read_write_engines(client, path, acl)
         self._write = WriteLock(write, connection_policy=connection_policy)
-        self._read = ReadLock(read, self._write, connection_policy=connection_policy)
-
-    @property
-    def path(self) -> str:
-        """The base node, as given."""
-        return self._write.path
-
-    def read_lock(self) -> ReadLock:
-        """The read side (the same object on every call)."""
-        return self._read
-
-    def write_lock(self) -> WriteLock:
-        """The write side (the same object on every call)."""
-        return self._write
+        self._read = ReadLock(
+            read, self._write, connection_policy=connection_policy, side=menagerie.ReadSide
+        )
 
     def __repr__(self) -> str:
         return f"aio.ReentrantZkReadWriteLock({self.path!r})"
 
 
-class ZkSemaphore:
+class ZkSemaphore(PermitsFace):
     """The asyncio form of :class:`pycurator.menagerie.ZkSemaphore`: ``await acquire()`` gives
     an asyncio :class:`~pycurator.aio.Lease` (``await lease.close()`` returns it)."""
 
@@ -88,26 +69,6 @@ class ZkSemaphore:
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         self._steps = PermitSteps(client, path, permits, acl, connection_policy)
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this semaphore uses."""
-        return self._steps.client
-
-    @property
-    def path(self) -> str:
-        """The base node, as given."""
-        return self._steps.path
-
-    @property
-    def permits(self) -> int:
-        """How many permits there are (as this participant counts them)."""
-        return self._steps.permits
-
-    @property
-    def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see :mod:`pycurator._engine.hold_check`)."""
-        return self._steps.policy
 
     async def acquire(self, timeout: float | None = None) -> Lease | None:
         """One permit within ``timeout`` seconds (None: wait forever; 0: one try), or None on

@@ -6,9 +6,12 @@ from __future__ import annotations
 from kazoo.client import KazooClient
 
 from .._engine.zklocker import zklocker_engine
+from .._protocol import wire
 from .._protocol.checks import ConnectionPolicy
-from ..zklocker import JAVA_PARENT
 from ._lock import AsyncReentrantLock
+
+#: Java's parent, always (``ZkLocker.DIR``).
+JAVA_PARENT = wire.ZKLOCKER_JAVA_PARENT
 
 
 class ZkLocker(AsyncReentrantLock):

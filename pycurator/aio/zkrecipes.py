@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 
 from kazoo.client import KazooClient
 
+from .._cores.faces import ElectionFace
 from .._cores.zkrecipes import election_core
 from .._engine.zkrecipes import leader_steps, write_lock_engine
 from ._leader import LatchRunner
@@ -28,7 +29,7 @@ class WriteLock(AsyncReentrantLock):
         raise TypeError("ZooKeeper's WriteLock has no revocation")
 
 
-class LeaderElection:
+class LeaderElection(ElectionFace):
     """The asyncio form of :class:`pycurator.zkrecipes.LeaderElection`: the same offers as
     ZooKeeper's ``LeaderElectionSupport``; ``await election.wait()`` for leadership.
 
@@ -41,32 +42,6 @@ class LeaderElection:
         self._core = self._runner.core
         #: Set when leadership ends, cleared when it begins.
         self.lost_event = self._runner.lost_event
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this participant uses."""
-        return self._core.client
-
-    @property
-    def root(self) -> str:
-        """The election's root, as given."""
-        return self._core.path
-
-    @property
-    def host_name(self) -> str:
-        """This participant's host name, written to its offer."""
-        return self._core.id
-
-    @property
-    def our_path(self) -> str | None:
-        """Our offer's full path, or None while there is none."""
-        return self._core.our_path
-
-    @property
-    def fencing_token(self) -> int:
-        """Our offer's creation zxid while we lead; raises :class:`~pycurator.LockLostError`
-        when not leading."""
-        return self._core.fencing_token
 
     async def start(self) -> None:
         """Make an offer and take part (in the background, on the running loop)."""
