@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kazoo.exceptions import ConnectionClosedError
 
 from ..support import SOON, eventually
 from .actors import Actor
@@ -99,6 +100,20 @@ def test_lock_data_is_the_deprecated_name_of_node_data(front: Front, zk_path: st
     write.do("release")
     with pytest.raises(TypeError):
         front.make("InterProcessReadWriteLock", client, zk_path, b"new", lock_data=b"old")
+
+
+def test_a_multi_lock_whose_member_fails_releases_the_others_and_raises_its_error(
+    front: Front, zk_path: str
+) -> None:
+    observer, closed = front.client(), front.client()
+    closed.stop()  # the second member's client: its acquire raises
+    first = front.make("InterProcessMutex", front.client(), f"{zk_path}/one")
+    broken = front.make("InterProcessMutex", closed, f"{zk_path}/two")
+    multi = front.actor(front.make("InterProcessMultiLock", [first, broken]))
+    with pytest.raises(ConnectionClosedError):
+        multi.do("acquire", SOON)
+    assert nodes(observer, [f"{zk_path}/one"]) == []
+    assert multi.view(first).do("is_acquired_in_this_process") is False
 
 
 class AskedMember:
