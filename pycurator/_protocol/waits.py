@@ -228,10 +228,18 @@ def read_all_sent_steps(
     def on_state(state: str) -> None:
         wake.set()
 
+    first_unready = [0]
+
     def answered(_: Any) -> None:
-        # each answer checks them all: the last one in sees every one ready, whichever thread
-        # reads it (a signal set twice is set once)
-        if all(answer.ready() for _, answer in answers):
+        # an answer is ready before its callbacks run, so the callback of the last one in finds
+        # every one ready, whichever thread runs it; the scan starts where an earlier one
+        # stopped (a stale start, from a race, only costs a longer scan; a signal set twice is
+        # set once)
+        index = first_unready[0]
+        while index < len(answers) and answers[index][1].ready():
+            index += 1
+        first_unready[0] = index
+        if index == len(answers):
             wake.set()
 
     yield Listen(on_state)
@@ -248,6 +256,7 @@ def read_all_sent_steps(
                 ) from None
             wake.clear()
             answers: list[tuple[int, Any]] = []
+            first_unready[0] = 0
             for index in pending:
                 answers.append((index, (yield Send(requests[index]))))
             for _, answer in answers:
