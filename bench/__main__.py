@@ -16,8 +16,9 @@ Sections (``--sections``, all by default):
   program on Curator (compiled with ``javac`` against the Curator jars in use) against a Python
   program on pycurator, on ``connect()``'s client (on pycurator's connection loop and on
   kazoo's) and on ``KazooClient``s built by hand (it takes the ``--contended-*`` options, and
-  ``--standalone-sides`` and ``--standalone-recipes``); when it runs alone its JSON goes to
-  ``docs/loop-bench.json`` and its table to the page's loop region;
+  ``--standalone-sides`` and ``--standalone-recipes``); when it runs alone (or with ``cycle``
+  and ``handoff`` only) its JSON goes to ``docs/loop-bench.json`` and its tables, with the
+  targets table, to the page's loop region;
 - ``leaks``: watches left on the server by an acquire that timed out;
 - ``aio``: the asyncio API's uncontended cycle and hand-off against the threaded API and Curator;
 - ``soak`` (only when named): mixed recipes for ``--seconds``, sampling RSS, threads, kazoo's
@@ -58,6 +59,7 @@ from . import (
     handoff,
     herd,
     leaks,
+    loop_report,
     report,
     scale,
     soak,
@@ -233,9 +235,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     soak_alone = args.sections == ["soak"]
     scale_alone = args.sections == ["scale"]
-    # the standalone section alone measures connect()'s client on both loops: its own JSON, and
-    # its own region of the page (see bench.report.loop_tables)
-    loop_alone = args.sections == ["standalone"]
+    # the standalone section alone (or with the cycle and the hand-off) measures connect()'s
+    # client on both loops: its own JSON, and its own region of the page (bench.loop_report)
+    loop_alone = "standalone" in args.sections and set(args.sections) <= {
+        "standalone",
+        *loop_report.WITH_LOOP,
+    }
     if args.json is None:
         name = "soak.json" if soak_alone else "loop-bench.json" if loop_alone else "benchmarks.json"
         args.json = ROOT / "docs" / name

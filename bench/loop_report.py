@@ -1,18 +1,30 @@
 """The loop region of the benchmarks page: a standalone run of ``connect()``'s client on
-pycurator's connection loop and on kazoo's (``pycurator-kazoo-loop``), against the Java program
+pycurator's connection loop and on kazoo's (``pycurator-kazoo-loop``), against the Java program,
+with the uncontended cycle and the hand-off when they ran with it, and the targets table
 (:func:`bench.report.publish` writes it)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .report import MODES, RECIPES, SECTIONS, _table
+from .report import MODES, RECIPES, SECTIONS, _cycle, _handoff, _table, _targets
 
 #: The region of a standalone run with connect()'s client on both loops (pycurator's and kazoo's).
 LOOP_BEGIN = "<!-- bench-loop: begin (python -m bench.report --write) -->"
 LOOP_END = "<!-- bench-loop: end -->"
 #: The standalone side that is connect()'s client on kazoo's connection loop.
 KAZOO_LOOP = "pycurator-kazoo-loop"
+#: The sections a loop run may hold besides ``standalone``.
+WITH_LOOP = ("cycle", "handoff")
+
+
+def loop_region(results: dict[str, Any]) -> str:
+    """The loop region's Markdown for a loop run (:func:`loop_run`): the targets table, the
+    standalone table (:func:`loop_tables`), then the cycle's and the hand-off's, if run."""
+    parts = [_targets(results), loop_tables(results["standalone"])]
+    drawers = {"cycle": _cycle, "handoff": _handoff}
+    parts += [drawers[name](results) for name in WITH_LOOP if name in results]
+    return "\n\n".join("\n".join(part) for part in parts if part) + "\n"
 
 
 def loop_tables(section: dict[str, Any]) -> list[str]:
@@ -53,9 +65,10 @@ def loop_tables(section: dict[str, Any]) -> list[str]:
 
 
 def loop_run(results: dict[str, Any]) -> bool:
-    """Whether ``results`` is a standalone run alone with connect()'s client on both loops."""
+    """Whether ``results`` is a standalone run with connect()'s client on both loops, alone or
+    with the sections of :data:`WITH_LOOP`."""
     sections = set(results) & set(SECTIONS)
-    if sections != {"standalone"}:
+    if "standalone" not in sections or not sections <= {"standalone", *WITH_LOOP}:
         return False
     table = results["standalone"]["table"]
     return all(KAZOO_LOOP in sides for modes in table.values() for sides in modes.values())

@@ -193,7 +193,7 @@ def test_standalone_programs_cover_each_recipe_mode_and_side_against_the_java_pr
 ) -> None:
     section = results["standalone"]
     assert section["curator"].startswith("5.")  # the Java program's own Curator
-    assert section["targets"] == {"shared": 0.8, "per-thread": 0.6}
+    assert section["targets"] == {"shared": 1.0, "per-thread": 1.0}
     table = section["table"]
     contended = ["rwlock", "semaphore", "mutex"]  # then the rest, on the section's own worker
     assert list(table) == [*contended, "semaphore-mutex", "multilock", "latch", "leader"]
@@ -221,13 +221,16 @@ def test_standalone_programs_cover_each_recipe_mode_and_side_against_the_java_pr
 
 
 def test_the_targets_table_says_which_figures_meet_their_targets() -> None:
-    def sides(connect: float) -> dict[str, Any]:
-        return {"pycurator-connect": {"ratio_to_curator": connect}}
+    def sides(connect: float, cpu_ms: float) -> dict[str, Any]:
+        return {
+            "pycurator-connect": {"ratio_to_curator": connect, "cpu_ms_per_op": cpu_ms},
+            "curator-java": {"ratio_to_curator": 1.0, "cpu_ms_per_op": 0.5},
+        }
 
     results = {
         "standalone": {
-            "targets": {"shared": 0.8, "per-thread": 0.6},
-            "table": {"mutex": {"shared": sides(0.81), "per-thread": sides(0.59)}},
+            "targets": standalone.TARGETS,
+            "table": {"mutex": {"shared": sides(1.01, 0.5), "per-thread": sides(0.99, 0.51)}},
         },
         "cycle": {
             "loopback_repeats": [
@@ -240,9 +243,12 @@ def test_the_targets_table_says_which_figures_meet_their_targets() -> None:
         line.split(" | ")[0].lstrip("| "): line.split(" | ")[-1].rstrip(" |")
         for line in report._targets(results)[4:]
     }
+    assert standalone.TARGETS == {"shared": 1.0, "per-thread": 1.0}
     assert rows == {
         "InterProcessMutex, one client shared by the threads": "met",
+        "InterProcessMutex, one client shared by the threads: client CPU per operation": "met",
         "InterProcessMutex, a client per thread": "**not met**",
+        "InterProcessMutex, a client per thread: client CPU per operation": "**not met**",
         "uncontended loopback cycle, every repeat": "**not met**",  # 2 of 3
         "hand-off median": "met",
         "hand-off p99": "**not met**",
@@ -397,3 +403,33 @@ def test_a_standalone_run_on_both_loops_goes_to_the_loop_region_alone() -> None:
     (line,) = [line for line in published.splitlines() if line.startswith("| InterProcessMutex")]
     # each round's ratio: 1.20 and 2.00 on pycurator's loop, 0.80 and 0.40 on kazoo's
     assert "| 1.20 (1.20-2.00) |" in line and "| 0.80 (0.40-0.80) |" in line
+
+
+def test_a_loop_run_with_the_hand_off_puts_its_table_and_the_targets_in_the_loop_region() -> None:
+    def row(rate: float) -> dict[str, Any]:
+        return {"ops_per_s": rate, "ops_per_s_rounds": [rate], "cpu_ms_per_op": 0.5,
+                "ratio_to_curator": rate / 100.0}  # fmt: skip
+
+    sides = {"curator-java": row(100.0), "pycurator-connect": row(120.0)}
+    sides[loop_report.KAZOO_LOOP] = row(80.0)
+    results = {
+        "standalone": {
+            "threads": 5,
+            "seconds": 3.0,
+            "rounds": 1,
+            "targets": standalone.TARGETS,
+            "table": {"mutex": {"shared": sides}},
+        },
+        "handoff": {
+            "hand_offs": 10,
+            "table": {"curator->curator": {"median_ms": 2.0, "p99_ms": 4.0}},
+            "ratio_to_curator": {"pycurator-connect": {"median_ms": 0.5, "p99_ms": 1.5}},
+        },
+    }
+    assert loop_report.loop_run(results)
+    assert not loop_report.loop_run({"handoff": results["handoff"]})  # no standalone run
+    page = f"{report.BEGIN}\nmain\n{report.END}\n{loop_report.LOOP_BEGIN}\n{loop_report.LOOP_END}"
+    region = report.publish(page, results).split(loop_report.LOOP_BEGIN)[1]
+    assert region.index("### Targets") < region.index("| InterProcessMutex")
+    assert "| hand-off p99 | <= 1 | 1.50 | **not met** |" in region
+    assert "### Hand-off latency" in region

@@ -12,6 +12,7 @@ from kazoo.exceptions import NoNodeError
 
 from pycurator import LeaderSelector, Leadership, LockLostError, Participant
 from pycurator._client import background
+from pycurator._client.runtime import services_of
 from pycurator._client.transport import default_node_data
 from pycurator._protocol.wire import protected_id
 from pycurator.testing import ClientFactory, FaultProxy, expire_kazoo_session
@@ -87,6 +88,22 @@ def test_selectors_with_auto_requeue_take_turns_one_at_a_time(
         selector.close()
     assert overlaps == []
     eventually(lambda: children(zk_client_factory(), path) == [], what="every node gone")
+
+
+def test_auto_requeue_queues_the_next_term_on_the_thread_that_heard_the_last_one_end(
+    zk_client_factory: ClientFactory, zk_path: str, selectors: list[LeaderSelector]
+) -> None:
+    client = zk_client_factory()  # a handler of its own: nothing else uses its pool
+    terms = threading.Semaphore(0)
+    selector = LeaderSelector(
+        client, f"{zk_path}/leader", lambda leadership: terms.release(), auto_requeue=True
+    )
+    selectors.append(selector)
+    selector.start()
+    for _ in range(5):
+        assert terms.acquire(timeout=SOON)
+    # no hand-off to the handler's pool between terms (a worker lingers once it has run)
+    assert services_of(client.handler).pool.workers == 0
 
 
 def test_returning_gives_leadership_up_and_requeue_queues_again(

@@ -161,6 +161,7 @@ class LeaderSelector:
         self._lock = client.handler.rlock_object()
         self._unit = unit_getter(client.handler)
         self._requeues = services_of(client.handler).serial_queue()
+        self._queuing = False  # _queue runs (under the lock): a term that ends meanwhile posts
 
     @property
     def client(self) -> KazooClient:
@@ -262,7 +263,11 @@ class LeaderSelector:
 
     def _queue(self, asked: bool = False) -> bool:
         """Start a term unless one is under way (under the lock; see SelectorCore.queue)."""
-        return self._core.queue(self._begin, self._elected, asked)
+        self._queuing = True
+        try:
+            return self._core.queue(self._begin, self._elected, asked)
+        finally:
+            self._queuing = False
 
     def _begin(self, term: Term[_Run]) -> _Run:
         task = Task(self.client, term.election.steps(), functools.partial(self._over, term))
@@ -292,11 +297,17 @@ class LeaderSelector:
                 self._core.lead_ended(term, here=True)
 
     def _over(self, term: Term[_Run], task: Task) -> None:
-        """A term's steps have ended (its node deleted): queue again if the rule says so."""
+        """A term's steps have ended (its node deleted): queue again if the rule says so, on
+        this thread (kazoo's, or the unit that ran ``lead``; a closing selector never queues
+        again, so this is not the caller of close()): the next term's first steps only send,
+        and a hand-off to a worker cost a fifth of a term's CPU. On a worker when the term
+        ended while one was being queued (its first steps failed at once): no recursion."""
         with self._lock:
             again = self._core.over(term, ending_of(task.value, task.error))
-        if again:
-            # not on the thread that ended the term, which may be the caller of close()
+            here = not self._queuing
+        if again and here:
+            self._requeue_after()
+        elif again:
             self._requeues.post(self._requeue_after)
 
     def _requeue_after(self) -> None:

@@ -46,7 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--handler",
         choices=HANDLERS,
         default="threading",
-        help="the kazoo handler of the Python contenders' clients (fast: pycurator's)",
+        help="the kazoo handler of the Python contenders' clients (fast: pycurator's; lean:"
+        " pycurator's on pycurator's connection loop, as connect() makes them)",
     )
     parser.add_argument("--json", type=Path, help="write the report here too")
     options = parser.parse_args(args)

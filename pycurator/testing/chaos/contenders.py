@@ -37,7 +37,7 @@ from pycurator import (
     menagerie,
     zkrecipes,
 )
-from pycurator.handlers import FastThreadingHandler
+from pycurator.handlers import FastThreadingHandler, use_lean_loop
 from pycurator.testing import (
     STEADY_RECONNECT,
 )
@@ -63,8 +63,9 @@ from .quiet import Gate
 T = TypeVar("T")
 
 #: The kazoo handlers a Python contender's client can have: kazoo's own, or pycurator's
-#: :class:`~pycurator.handlers.FastThreadingHandler`.
-HANDLERS = ("threading", "fast")
+#: :class:`~pycurator.handlers.FastThreadingHandler` (``lean``: that one on pycurator's
+#: connection loop, :func:`~pycurator.handlers.use_lean_loop`, as ``connect()`` serves it).
+HANDLERS = ("threading", "fast", "lean")
 RETRYABLE = (ConnectionLoss, OperationTimeoutError, SessionExpiredError)
 #: Session timeouts: contender threads, and worker processes (which are paused past theirs).
 SESSION_S = 4.0
@@ -257,8 +258,10 @@ class PythonContender(Contender):
             hosts=self.hosts,
             timeout=self.session_s,
             connection_retry=STEADY_RECONNECT,
-            handler=FastThreadingHandler() if self.handler == "fast" else None,
+            handler=FastThreadingHandler() if self.handler in ("fast", "lean") else None,
         )
+        if self.handler == "lean" and not use_lean_loop(self.client):
+            raise RuntimeError("pycurator's connection loop refused the contender's client")
         self.client.start(timeout=60)
         self.latch: LeaderLatch | None = None
         self.lease: Any = None
