@@ -88,14 +88,18 @@ def _report(
     values: dict[str, int],
     lock: str = "mutex",
     quiet: Sequence[QuietCheck] = (),
+    counter: int | None = None,
 ) -> Report:
     logs: dict[str, dict[str, LogEntry]] = {name: {} for name in EXCLUSIVE}
     logs[lock] = {hold_id: LogEntry(value, 0) for hold_id, value in values.items()}
     given = copy.deepcopy(holds)
+    counters = {name: len(log) for name, log in logs.items()}
+    if counter is not None:
+        counters[lock] = counter
     report = check(
         holds,
         logs,
-        {name: len(log) for name, log in logs.items()},
+        counters,
         Orphans(),
         faults=FaultLog(),
         errors=Counter(),
@@ -152,6 +156,36 @@ def test_the_checker_flags_two_non_stale_leaders_at_once() -> None:
             _hold("py-1", 5, 30, lock=election),
         ]
         assert _check(stale, {"py-1": 1}, election) == []
+
+
+def test_of_two_leaders_at_once_the_later_node_led_falsely_and_a_java_one_is_told_apart() -> None:
+    """Of two fenced terms that overlap, the false leader is the one whose node has the higher
+    sequence: its rival's, made before it, stayed from its entry to the rival's fence. When the
+    false leader is a Java original's (Curator 5.4's latch can lead with a node that is not
+    first after two reconnects in a row), it is reported and does not fail the run, as the
+    originals' live orphans; its write of its rival's counter value too. When it is pycurator's,
+    the run fails and the line names it."""
+    for election in ("latch", "selector"):
+        for late in ("java", "python"):
+            false = _hold("late-1", 0, 10, lock=election)
+            rival = _hold("early-1", 5, 30, lock=election)
+            false.language, false.node = late, f"/{election}/_c_1-latch-0000000008"
+            rival.language = "python" if late == "java" else "java"
+            rival.node = f"/{election}/_c_2-latch-0000000007"
+            # both fences read the counter at 0 and wrote 1
+            report = _report([false, rival], {"late-1": 1, "early-1": 1}, election, counter=1)
+            told = "late-1 led from _c_1-latch-0000000008 while _c_2-latch-0000000007"
+            if late == "java":
+                assert report.ok, report.summary()
+                assert report.violations == [] and report.counter_problems == []
+                assert len(report.java_double_leaders) == 1
+                assert told in report.java_double_leaders[0]
+                assert "the Java original's own" in report.java_double_leaders[0]
+            else:
+                assert not report.ok
+                assert len(report.violations) == 1 and told in report.violations[0]
+                assert report.counter_problems  # the value written twice is not excused
+                assert report.java_double_leaders == []
 
 
 class Contenders:

@@ -17,9 +17,10 @@ whose node went away (session expired during a fault or a SIGSTOP) is *stale*: i
 rejected by ZooKeeper, and its interval may overlap its successor's, as with any ZooKeeper lock
 (Curator's Tech Note 10). A leader's term is an exclusive hold of its election: nodes only join
 behind, so a node first when its term began and still there at its fence was first throughout;
-two fenced terms that overlap are two non-stale leaders at once. Java's ``System.nanoTime()``
-and Python's ``time.monotonic_ns()`` read the same clock on Linux, so one history merges both
-languages.
+two fenced terms that overlap are two non-stale leaders at once, of which the one whose node came
+later led falsely (a Java original's is reported, not failed, as its live orphans). Java's
+``System.nanoTime()`` and Python's ``time.monotonic_ns()`` read the same clock on Linux, so one
+history merges both languages.
 
 At quiet moments during the run and before its end (faults stopped, every contender parked
 between two cycles, every client connected), every lock node must belong to a holder or waiter
