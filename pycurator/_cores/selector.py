@@ -217,6 +217,9 @@ class SelectorCore(Generic[R]):
         self.state = Lifecycle.LATENT
         #: The term under way, if any.
         self.term: Term[R] | None = None
+        #: True while :meth:`queue` begins a term: a term that ends meanwhile (its first steps
+        #: failed at once) is queued again from elsewhere, not from within, so none recurses.
+        self.queuing = False
 
     @property
     def client(self) -> KazooClient:
@@ -284,7 +287,11 @@ class SelectorCore(Generic[R]):
         if self.state is not Lifecycle.STARTED:
             return False
         term = self.term = Term(lambda made: self._election(made, elected))
-        term.run = begin(term)
+        self.queuing = True
+        try:
+            term.run = begin(term)
+        finally:
+            self.queuing = False
         return True
 
     def _election(

@@ -161,7 +161,6 @@ class LeaderSelector:
         self._lock = client.handler.rlock_object()
         self._unit = unit_getter(client.handler)
         self._requeues = services_of(client.handler).serial_queue()
-        self._queuing = False  # _queue runs (under the lock): a term that ends meanwhile posts
 
     @property
     def client(self) -> KazooClient:
@@ -263,11 +262,7 @@ class LeaderSelector:
 
     def _queue(self, asked: bool = False) -> bool:
         """Start a term unless one is under way (under the lock; see SelectorCore.queue)."""
-        self._queuing = True
-        try:
-            return self._core.queue(self._begin, self._elected, asked)
-        finally:
-            self._queuing = False
+        return self._core.queue(self._begin, self._elected, asked)
 
     def _begin(self, term: Term[_Run]) -> _Run:
         task = Task(self.client, term.election.steps(), functools.partial(self._over, term))
@@ -304,7 +299,7 @@ class LeaderSelector:
         ended while one was being queued (its first steps failed at once): no recursion."""
         with self._lock:
             again = self._core.over(term, ending_of(task.value, task.error))
-            here = not self._queuing
+            here = not self._core.queuing
         if again and here:
             self._requeue_after()
         elif again:
