@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,10 +24,12 @@ from pycurator.testing import (
     assert_no_ephemerals,
     ephemerals_by_session,
     four_letter_word,
+    free_port,
     parse_dump,
     paths_by_session,
     split_hosts,
 )
+from pycurator.testing._server import PORT_FLOOR
 from pycurator.testing.pytest_plugin import ZooKeeperTarget, choose_backend, docker_available
 
 from .support import STEADY_RECONNECT, eventually
@@ -161,6 +164,18 @@ def test_server_and_ensemble_share_their_lifecycle() -> None:
     ensemble = ZooKeeperEnsemble(3)
     ensemble.close()
     ensemble.close()  # closing twice, or before starting, is harmless
+
+
+def test_a_free_port_is_below_the_range_outgoing_connections_take_their_local_ends_from() -> None:
+    """A port handed out for a server to bind later is not one a connection's local end may
+    take meanwhile (which would fail the server's start), and nothing listens on it."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = {free_port() for _ in range(50)}
+    assert len(ports) > 40  # spread, not one port again and again
+    for port in ports:
+        assert PORT_FLOOR <= port < low
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
 
 
 def test_an_ensemble_that_does_not_serve_in_time_says_what_each_member_said_and_ends() -> None:

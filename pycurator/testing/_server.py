@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -15,13 +16,37 @@ from types import TracebackType
 from ._fourletter import four_letter_word
 from ._local import STANDALONE_MAIN, config_lines, end, java_command, launch, server_classpath
 
+#: The lowest port :func:`free_port` hands out.
+PORT_FLOOR = 15000
+
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    """A TCP port on 127.0.0.1 that nothing listens on right now, below the range the system
+    takes the local ends of outgoing connections from (Linux's ``ip_local_port_range``): a port
+    handed out for a server to bind later is then not taken meanwhile by the local end of some
+    connection, which would make that server fail to start (an ensemble member's election
+    port, say, while its peers connect to each other). Where that range is unknown, or leaves
+    no room below it, any port the system hands out."""
+    low = _outgoing_ports_floor()
+    for _ in range(200 if low - PORT_FLOOR > 1000 else 0):
+        port = PORT_FLOOR + secrets.randbelow(low - PORT_FLOOR)  # no shared state with a fork
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        chosen: int = sock.getsockname()[1]
+        return chosen
+
+
+def _outgoing_ports_floor() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 #: Servers not closed yet, for :func:`close_all_servers`.
