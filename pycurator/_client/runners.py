@@ -17,7 +17,18 @@ from kazoo.client import KazooClient
 from kazoo.protocol.states import Callback
 
 from .._protocol.deadline import Deadline, DeadlineExpired
-from .._protocol.steps import EFFECTS, Await, NewSignal, Signal, Steps, WaitSignal
+from .._protocol.steps import (
+    EFFECTS,
+    Await,
+    AwaitAll,
+    NewSignal,
+    Signal,
+    Steps,
+    WaitSignal,
+    link_all,
+    outcome,
+    outcomes,
+)
 from .background import Timer
 from .concurrency import link_inline, runs_inline
 from .runtime import runtime_of
@@ -88,6 +99,13 @@ def run(transport: RunnerTransport, steps: Steps[T]) -> T:
                 value = effect(transport, step)
             elif isinstance(step, NewSignal):
                 value = handler.event_object()
+            elif isinstance(step, AwaitAll):
+                unlink = link_all(step.answers, step.wake)
+                try:
+                    step.wake.wait(step.timeout)  # type: ignore[attr-defined]
+                finally:
+                    unlink()
+                value = outcomes(step.answers)
             else:
                 value = bool(step.signal.wait(step.timeout))  # type: ignore[union-attr]
         except BaseException as exc:  # thrown in, so the protocol's clean-up runs
@@ -97,14 +115,6 @@ def run(transport: RunnerTransport, steps: Steps[T]) -> T:
 class Cancelled(BaseException):
     """Thrown into steps whose :class:`Task` is cancelled: their clean-up runs, then it ends
     them (a BaseException, so that no ``except Exception`` swallows it)."""
-
-
-def _outcome(result: Any) -> tuple[Any, BaseException | None]:
-    """The value of a ready kazoo async result, or its error."""
-    try:
-        return result.get_nowait(), None
-    except BaseException as exc:
-        return None, exc
 
 
 class _Suspension:
@@ -188,6 +198,8 @@ class Task:
         self.lock = threading.Lock()  # held for bookkeeping only, never across a step
         self._token = 0
         self._waiting: _Suspension | None = None
+        #: the AwaitAll whose wait is under way, and the undo of its links to the answers
+        self._gathering: tuple[AwaitAll, Callable[[], None]] | None = None
         self._cancel_pending = False  # cancelled while running: throw at the next wait
         self.done = self._handler.event_object()
         self.value: Any = None
@@ -253,6 +265,11 @@ class Task:
 
     def _drive(self, value: Any, error: BaseException | None) -> None:
         steps = self._steps
+        gathered, self._gathering = self._gathering, None
+        if gathered is not None:  # the wait of an AwaitAll is over
+            gathered[1]()
+            if error is None:
+                value = outcomes(gathered[0].answers)
         while True:
             try:
                 step = steps.throw(error) if error is not None else steps.send(value)
@@ -266,34 +283,45 @@ class Task:
             if isinstance(step, NewSignal):
                 value = TaskSignal(self)
                 continue
-            if not isinstance(step, (Await, WaitSignal)):
+            if not isinstance(step, (Await, WaitSignal, AwaitAll)):
                 try:
                     value = EFFECTS[type(step)](self._transport, step)
                 except BaseException as exc:  # thrown in, so the protocol's clean-up runs
                     error = exc
                 continue
+            unlink: Callable[[], None] | None = None
             if isinstance(step, Await):
                 if step.result.ready():
-                    value, error = _outcome(step.result)
+                    value, error = outcome(step.result)
                     continue
                 waiting = self._suspend()
             else:
-                signal = step.signal
+                signal = step.signal if isinstance(step, WaitSignal) else step.wake
                 assert isinstance(signal, TaskSignal)
+                if isinstance(step, AwaitAll):
+                    unlink = link_all(step.answers, signal)
+                    self._gathering = (step, unlink)  # before the wait: it may end at once
                 if step.timeout == 0 and not signal.is_set():
-                    value = False
-                    continue
-                waiting = self._suspend(signal)
+                    waiting = False
+                else:
+                    waiting = self._suspend(signal)
+                if unlink is not None and not isinstance(waiting, _Suspension):
+                    self._gathering = None
+                    unlink()  # no wait after all
+                    if waiting is not None:  # set already, or no time to wait
+                        value = outcomes(step.answers)  # type: ignore[union-attr]
+                        continue
             if waiting is None:
                 error = Cancelled()
                 continue
-            if waiting is True:
-                value = True
+            if waiting is True or waiting is False:
+                value = waiting
                 continue
             assert isinstance(waiting, _Suspension)
             if isinstance(step, Await):
                 self._await(waiting, step)
-            elif step.timeout is not None:
+                return
+            if step.timeout is not None:
                 waiting.timer = self._transport.services.call_later(
                     step.timeout,
                     functools.partial(self.dispatch, waiting.token, False, None),
@@ -312,7 +340,7 @@ class Task:
 
         @runs_inline
         def answered(_: Any) -> None:
-            self._resume(token, *_outcome(result))
+            self._resume(token, *outcome(result))
 
         # an inline link is not undone: answered later, it finds its wait over and does nothing
         if not link_inline(result, answered):

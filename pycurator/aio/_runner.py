@@ -28,7 +28,16 @@ from typing import Any, TypeVar
 from .._client.runners import RunnerTransport, transport_of
 from .._engine.hold import LossNotice
 from .._protocol.deadline import Deadline, DeadlineExpired
-from .._protocol.steps import Await, NewSignal, Steps, WaitSignal, perform
+from .._protocol.steps import (
+    Await,
+    AwaitAll,
+    NewSignal,
+    Steps,
+    WaitSignal,
+    link_all,
+    outcomes,
+    perform,
+)
 
 T = TypeVar("T")
 
@@ -126,10 +135,18 @@ async def run_async(transport: RunnerTransport, steps: Steps[T]) -> T:
         try:
             if isinstance(step, Await):
                 value = await _answer(loop, step.result, step.deadline)
-            elif not isinstance(step, (NewSignal, WaitSignal)):
+            elif not isinstance(step, (NewSignal, WaitSignal, AwaitAll)):
                 value = perform(transport, step)
             elif isinstance(step, NewSignal):
                 value = LoopSignal(loop)
+            elif isinstance(step, AwaitAll):
+                assert isinstance(step.wake, LoopSignal)
+                unlink = link_all(step.answers, step.wake)
+                try:
+                    await step.wake.wait(step.timeout)
+                finally:
+                    unlink()
+                value = outcomes(step.answers)
             else:
                 assert isinstance(step.signal, LoopSignal)
                 value = await step.signal.wait(step.timeout)
