@@ -359,3 +359,29 @@ def test_the_engine_and_the_cores_take_a_transport_not_a_kazoo_client(path: str)
             if named == "client":
                 wrong.append(f"{node.lineno}: {ast.unparse(node)}")
     assert not wrong, f"{path} reaches a kazoo client: {wrong}; go through the transport"
+
+
+#: What a pending answer does (kazoo's async result): the runners' business, not a protocol's.
+PENDING_CALLS = {"rawlink", "unlink", "ready", "get_nowait", "successful"}
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "pycurator/_protocol").glob("*.py")
+        if p.name != "steps.py"  # the vocabulary, with what every runner does of a step
+    ),
+)
+def test_the_protocol_never_touches_a_pending_answer(path: str) -> None:
+    """Waiting for answers (:class:`~pycurator._protocol.steps.AwaitAll`), reading them and
+    reacting to a late one (:class:`~pycurator._protocol.steps.OnAnswer`) are steps: a
+    protocol only yields them."""
+    wrong = [
+        f"{node.lineno}: {node.func.attr}"
+        for node in ast.walk(ast.parse((ROOT / path).read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in PENDING_CALLS
+    ]
+    assert not wrong, f"{path} calls a pending answer: {wrong}; yield a step instead"
