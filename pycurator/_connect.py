@@ -51,7 +51,7 @@ from kazoo.retry import KazooRetry
 
 from ._client.kazoo_internals import use_lean_loop
 from ._client.requests import make_containers_steps
-from ._client.runners import run
+from ._client.runners import run, transport_of
 from ._client.runtime import runtime_of
 from ._protocol.checks import MAX_SESSION_TIMEOUT, UNLIMITED_TIMEOUT
 from ._protocol.deadline import Deadline, DeadlineExpired
@@ -468,7 +468,7 @@ def _start(
     below = len(chroot) - len(namespace) - 1
     while True:
         try:
-            run(client, make_containers_steps(client, chroot, below, deadline))
+            run(transport_of(client), make_containers_steps(client, chroot, below, deadline))
             return
         except DeadlineExpired:
             raise ConnectTimeout(hosts, within, failures.causes()) from None

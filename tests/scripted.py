@@ -22,7 +22,16 @@ from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 from pycurator._client.runtime import STOPPED_MESSAGE
 from pycurator._protocol.deadline import DeadlineExpired
 from pycurator._protocol.ops import GetData, ListChildren, NodeExists, Request
-from pycurator._protocol.steps import Await, NewSignal, Steps, WaitSignal, perform
+from pycurator._protocol.steps import (
+    Await,
+    AwaitAll,
+    NewSignal,
+    Steps,
+    WaitSignal,
+    link_all,
+    outcomes,
+    perform,
+)
 
 T = TypeVar("T")
 
@@ -251,6 +260,13 @@ class ScriptedServer:
                     value = Flag()
                 elif isinstance(step, WaitSignal):
                     value = self._wait(step.signal)
+                elif isinstance(step, AwaitAll):
+                    unlink = link_all(step.answers, step.wake)
+                    try:
+                        self._wait(step.wake)
+                    finally:
+                        unlink()
+                    value = outcomes(step.answers)
                 else:
                     value = perform(self, step)
             except BaseException as exc:

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import pytest
-from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
+from pycurator._client.runners import RunnerTransport
 from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from pycurator._engine import election
 from pycurator._engine.election import Election
@@ -152,7 +152,7 @@ class Scene:
 
     def __init__(
         self,
-        client: KazooClient,
+        client: RunnerTransport,
         monkeypatch: pytest.MonkeyPatch,
         policy: ConnectionPolicy = "standard",
         *,
@@ -173,7 +173,7 @@ class Scene:
         )
         monkeypatch.setattr(election, "HoldMonitor", self._monitor)
 
-    def _monitor(self, client: KazooClient, *args: Any) -> ScriptedMonitor:
+    def _monitor(self, client: RunnerTransport, *args: Any) -> ScriptedMonitor:
         """Made where the election makes its HoldMonitor, with the same arguments."""
         assert self.server is not None
         return ScriptedMonitor(self.server, *args)

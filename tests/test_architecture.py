@@ -61,12 +61,17 @@ def module_name(path: str) -> str:
     return name.removesuffix(".__init__")
 
 
-def imports_of(path: str) -> set[str]:
-    """The modules ``path`` imports, absolute, whether at the top or inside a function."""
+def imports_of(path: str, *, at_run_time: bool = False) -> set[str]:
+    """The modules ``path`` imports, absolute, whether at the top or inside a function; with
+    ``at_run_time``, less those imported only for type checking (under ``if TYPE_CHECKING:``)."""
     name = module_name(path)
     package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse((ROOT / path).read_text(encoding="utf-8"))):
+    tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if at_run_time and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            node.body = []
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -325,3 +330,58 @@ def client_calls(path: str) -> list[str]:
 def test_the_engine_and_the_cores_make_no_request_of_a_kazoo_client(path: str) -> None:
     wrong = client_calls(path)
     assert not wrong, f"{path} calls a kazoo client: {wrong}; send through the transport instead"
+
+
+#: What takes a kazoo client itself (its handler, its private state, its runtime by the client):
+#: the engine and the cores have all of it through their transport instead.
+OF_THE_CLIENT = (
+    "kazoo.client",
+    "pycurator._client.kazoo_internals",
+    "pycurator._client.runtime.runtime_of",
+    "pycurator._client.runtime.services_of",
+)
+
+
+@pytest.mark.parametrize(
+    "path", [p for layer in (CORE[3], SHARED) for p in layers().get(layer, [])], ids=lambda p: p
+)
+def test_the_engine_and_the_cores_take_a_transport_not_a_kazoo_client(path: str) -> None:
+    """They hold a transport (``pycurator._client.runners.transport_of``), which a front end
+    makes from the user's client: they import no kazoo client but to name its type for
+    checking (a recipe's ``client`` property returns the transport's), nothing that takes a
+    client, and read nothing of one (``client.handler``, ``self.client.chroot``...)."""
+    imported = imports_of(path, at_run_time=True)
+    wrong = sorted(m for m in imported if m.startswith(OF_THE_CLIENT))
+    for node in ast.walk(ast.parse((ROOT / path).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute):
+            owner = node.value
+            named = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+            if named == "client":
+                wrong.append(f"{node.lineno}: {ast.unparse(node)}")
+    assert not wrong, f"{path} reaches a kazoo client: {wrong}; go through the transport"
+
+
+#: What a pending answer does (kazoo's async result): the runners' business, not a protocol's.
+PENDING_CALLS = {"rawlink", "unlink", "ready", "get_nowait", "successful"}
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "pycurator/_protocol").glob("*.py")
+        if p.name != "steps.py"  # the vocabulary, with what every runner does of a step
+    ),
+)
+def test_the_protocol_never_touches_a_pending_answer(path: str) -> None:
+    """Waiting for answers (:class:`~pycurator._protocol.steps.AwaitAll`), reading them and
+    reacting to a late one (:class:`~pycurator._protocol.steps.OnAnswer`) are steps: a
+    protocol only yields them."""
+    wrong = [
+        f"{node.lineno}: {node.func.attr}"
+        for node in ast.walk(ast.parse((ROOT / path).read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in PENDING_CALLS
+    ]
+    assert not wrong, f"{path} calls a pending answer: {wrong}; yield a step instead"

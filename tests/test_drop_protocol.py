@@ -18,6 +18,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
+from pycurator._client.runners import transport_of
 from pycurator._engine.locks import HeldNode, LockEngine
 from pycurator._protocol import wire
 from pycurator._protocol.drivers import MUTEX_DRIVER
@@ -56,7 +57,7 @@ def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture
 def engine() -> LockEngine:
     """The mutex's engine, on a client that is never started: the script is its server."""
-    return LockEngine(KazooClient(hosts="127.0.0.1:1"), BASE, MUTEX_DRIVER, data=DATA)
+    return LockEngine(transport_of(KazooClient(hosts="127.0.0.1:1")), BASE, MUTEX_DRIVER, data=DATA)
 
 
 def test_a_drop_between_the_decision_and_the_session_check_keeps_the_hold(
@@ -177,7 +178,7 @@ def test_a_node_of_an_earlier_session_found_in_a_recovery_is_deleted(engine: Loc
 @pytest.fixture
 def latch_scene(monkeypatch: pytest.MonkeyPatch) -> Scene:
     """A latch's election under the session policy (its leadership outlives a drop)."""
-    return Scene(KazooClient(hosts="127.0.0.1:1"), monkeypatch, "session")
+    return Scene(transport_of(KazooClient(hosts="127.0.0.1:1")), monkeypatch, "session")
 
 
 def test_a_drop_between_the_listing_and_the_session_check_keeps_the_node_in_the_queue(

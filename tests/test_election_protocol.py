@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoAuthError, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
-from pycurator._client.runners import Cancelled
+from pycurator._client.runners import Cancelled, RunnerTransport, transport_of
 from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from pycurator._engine.election import Participant, participants_steps
 from pycurator._engine.hold_check import HoldState
@@ -63,13 +63,13 @@ def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def client() -> KazooClient:
-    """A client that is never started: the script is its server."""
-    return KazooClient(hosts="127.0.0.1:1")
+def client() -> RunnerTransport:
+    """The transport of a client that is never started: the script is its server."""
+    return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
 @pytest.fixture
-def scene(client: KazooClient, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Scene]:
+def scene(client: RunnerTransport, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Scene]:
     def make(policy: ConnectionPolicy = "standard", *, selector: bool = False) -> Scene:
         return Scene(client, monkeypatch, policy, selector=selector)
 

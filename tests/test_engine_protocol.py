@@ -19,6 +19,7 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
+from pycurator._client.runners import RunnerTransport, transport_of
 from pycurator._engine.locks import HeldNode, LockEngine
 from pycurator._protocol import wire
 from pycurator._protocol.deadline import Deadline
@@ -87,13 +88,13 @@ def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def client() -> KazooClient:
-    """A client that is never started: the script is its server."""
-    return KazooClient(hosts="127.0.0.1:1")
+def client() -> RunnerTransport:
+    """The transport of a client that is never started: the script is its server."""
+    return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
 @pytest.fixture
-def engine(client: KazooClient) -> LockEngine:
+def engine(client: RunnerTransport) -> LockEngine:
     """The mutex's engine."""
     return LockEngine(client, BASE, MUTEX_DRIVER, data=DATA)
 
@@ -477,7 +478,7 @@ def test_the_script_fails_a_request_that_a_callback_sent_and_swallowed(
         server.run(engine.acquire_steps(None))
 
 
-def test_a_write_waiter_lists_again_before_it_holds(client: KazooClient) -> None:
+def test_a_write_waiter_lists_again_before_it_holds(client: RunnerTransport) -> None:
     engine = LockEngine(client, BASE, write_driver(), data=DATA)
     write = wire.WRITE_LOCK_NAME
     ours, ahead = f"{prefix()}{write}{3:010d}", f"{OTHER}{write}{2:010d}"
@@ -499,7 +500,7 @@ def test_a_write_waiter_lists_again_before_it_holds(client: KazooClient) -> None
 
 
 def test_a_revocable_holder_watches_its_node_and_hears_the_revocation(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     revoked: list[bool] = []
     engine = LockEngine(client, BASE, MUTEX_DRIVER, data=DATA).revocable(

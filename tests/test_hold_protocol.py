@@ -17,6 +17,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
+from pycurator._client.runners import RunnerTransport, transport_of
 from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from pycurator._engine.hold import FollowedNode
 from pycurator._engine.hold_check import NODE_DELETED, WATCH_DELAY, HoldMonitor, HoldState
@@ -76,9 +77,9 @@ class HoldServer(ScriptedServer):
 
 
 @pytest.fixture
-def client() -> KazooClient:
-    """A client that is never started: only its handler's lock is used."""
-    return KazooClient(hosts="127.0.0.1:1")
+def client() -> RunnerTransport:
+    """The transport of a client that is never started: only its handler's lock is used."""
+    return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
 class Holder:
@@ -86,7 +87,7 @@ class Holder:
 
     def __init__(
         self,
-        client: KazooClient,
+        client: RunnerTransport,
         script: Iterable[Entry] = (),
         policy: ConnectionPolicy = "standard",
         **options: Any,
@@ -109,7 +110,7 @@ class Holder:
 
 
 def test_a_hold_is_confirmed_with_one_request_then_known_by_its_watch(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)])
     server, monitor = holder.server, holder.monitor
@@ -132,7 +133,7 @@ def test_a_hold_is_confirmed_with_one_request_then_known_by_its_watch(
     assert holder.changes == []
 
 
-def test_a_lasting_hold_is_watched_without_being_asked(client: KazooClient) -> None:
+def test_a_lasting_hold_is_watched_without_being_asked(client: RunnerTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)])
     holder.server.lasted()
     assert holder.server.sent == [holder.exists()]
@@ -142,7 +143,7 @@ def test_a_lasting_hold_is_watched_without_being_asked(client: KazooClient) -> N
     holder.server.finish()
 
 
-def test_a_hold_released_before_it_lasted_sends_nothing(client: KazooClient) -> None:
+def test_a_hold_released_before_it_lasted_sends_nothing(client: RunnerTransport) -> None:
     holder = Holder(client)
     holder.monitor.close()
     holder.server.lasted()
@@ -151,7 +152,7 @@ def test_a_hold_released_before_it_lasted_sends_nothing(client: KazooClient) -> 
     assert holder.monitor.state is HoldState.RELEASED
 
 
-def test_a_deleted_node_is_lost_for_good(client: KazooClient) -> None:
+def test_a_deleted_node_is_lost_for_good(client: RunnerTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)])
     assert holder.confirm()
     holder.server.fire(NODE)
@@ -167,7 +168,7 @@ def test_a_deleted_node_is_lost_for_good(client: KazooClient) -> None:
     assert holder.server.sent == [holder.exists()]
 
 
-def test_a_node_found_gone_by_the_confirm_is_lost(client: KazooClient) -> None:
+def test_a_node_found_gone_by_the_confirm_is_lost(client: RunnerTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, None)])
     assert not holder.confirm()
     assert holder.changes == [(HoldState.LOST, NODE_DELETED)]
@@ -175,7 +176,7 @@ def test_a_node_found_gone_by_the_confirm_is_lost(client: KazooClient) -> None:
     holder.server.finish()
 
 
-def test_a_change_of_the_node_watches_it_again_while_held(client: KazooClient) -> None:
+def test_a_change_of_the_node_watches_it_again_while_held(client: RunnerTransport) -> None:
     # a revocation request writes the node: its watch fires, and is set again
     holder = Holder(client, [Reply(EXISTS, OURS), Reply(EXISTS, OURS)])
     assert holder.confirm()
@@ -188,7 +189,7 @@ def test_a_change_of_the_node_watches_it_again_while_held(client: KazooClient) -
 
 
 def test_a_node_deleted_between_its_change_and_the_watch_set_again_is_lost(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     # the revocation's write fires the watch; the node is gone by the time it is set again
     holder = Holder(client, [Reply(EXISTS, OURS), Reply(EXISTS, None)])
@@ -200,7 +201,7 @@ def test_a_node_deleted_between_its_change_and_the_watch_set_again_is_lost(
 
 
 def test_a_standard_hold_is_lost_while_suspended_and_ours_again_once_checked(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS), Reply(EXISTS, OURS)])
     server = holder.server
@@ -225,7 +226,7 @@ def test_a_standard_hold_is_lost_while_suspended_and_ours_again_once_checked(
     ids=["gone", "another session's", "a new session"],
 )
 def test_a_suspended_hold_not_proved_ours_after_the_reconnect_is_lost(
-    client: KazooClient, found: Any, session: int
+    client: RunnerTransport, found: Any, session: int
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, found)])
     holder.server.change(KazooState.SUSPENDED)
@@ -239,7 +240,7 @@ def test_a_suspended_hold_not_proved_ours_after_the_reconnect_is_lost(
 
 
 def test_a_check_answered_after_the_session_ended_does_not_bring_the_hold_back(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS, late=True)])
     holder.server.change(KazooState.SUSPENDED)
@@ -256,7 +257,7 @@ def test_a_check_answered_after_the_session_ended_does_not_bring_the_hold_back(
 
 
 def test_a_session_hold_is_kept_while_suspended_and_watched_again_after(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS), Reply(EXISTS, OURS)], policy="session")
     server = holder.server
@@ -273,7 +274,7 @@ def test_a_session_hold_is_kept_while_suspended_and_watched_again_after(
     server.finish()
 
 
-def test_an_expired_session_loses_the_hold_once(client: KazooClient) -> None:
+def test_an_expired_session_loses_the_hold_once(client: RunnerTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)])
     assert holder.confirm()
     holder.server.change(KazooState.SUSPENDED)
@@ -291,7 +292,7 @@ def test_an_expired_session_loses_the_hold_once(client: KazooClient) -> None:
     assert holder.server.sent == [holder.exists()]
 
 
-def test_a_session_hold_is_lost_when_the_session_expires(client: KazooClient) -> None:
+def test_a_session_hold_is_lost_when_the_session_expires(client: RunnerTransport) -> None:
     holder = Holder(client, policy="session")
     holder.server.change(KazooState.SUSPENDED)
     holder.server.change(KazooState.LOST)
@@ -303,7 +304,7 @@ def test_a_session_hold_is_lost_when_the_session_expires(client: KazooClient) ->
 
 
 def test_a_session_hold_is_lost_once_when_its_session_timeout_passes_while_suspended(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     # the runtime's count from the suspension runs out: LOST while still disconnected, in the
     # same session; then kazoo ends that session (LOST again) and makes a new one
@@ -326,7 +327,7 @@ def test_a_session_hold_is_lost_once_when_its_session_timeout_passes_while_suspe
 
 @pytest.mark.parametrize(("stopped", "reason"), [(False, SESSION_EXPIRED), (True, CLIENT_STOPPED)])
 def test_a_session_that_ended_before_the_hold_was_followed_is_seen_at_once(
-    client: KazooClient, stopped: bool, reason: str
+    client: RunnerTransport, stopped: bool, reason: str
 ) -> None:
     server = HoldServer([], session=0x52, connected=not stopped)
     server.stopped = stopped
@@ -347,7 +348,7 @@ def test_a_session_that_ended_before_the_hold_was_followed_is_seen_at_once(
 
 
 def test_a_confirm_while_disconnected_sends_nothing_and_watches_once_connected(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)], policy="session", connected=False)
     assert holder.confirm()  # the session policy keeps it; nothing sent while disconnected
@@ -363,7 +364,7 @@ def test_a_confirm_while_disconnected_sends_nothing_and_watches_once_connected(
 
 
 def test_a_standard_hold_followed_while_disconnected_is_suspended_at_once(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)], connected=False)
     assert holder.changes == [(HoldState.SUSPENDED, SUSPENDED)]
@@ -378,7 +379,7 @@ def test_a_standard_hold_followed_while_disconnected_is_suspended_at_once(
 
 
 def test_a_confirm_that_meets_a_connection_loss_watches_again_once_connected(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     holder = Holder(
         client,
@@ -397,7 +398,7 @@ def test_a_confirm_that_meets_a_connection_loss_watches_again_once_connected(
 
 
 def test_a_confirm_answered_late_says_not_known_and_the_answer_still_counts(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, None, late=True)])
     assert not holder.confirm()  # not in time: not known to be ours
@@ -408,7 +409,7 @@ def test_a_confirm_answered_late_says_not_known_and_the_answer_still_counts(
     holder.server.finish()
 
 
-def test_a_stop_loses_the_hold_and_leaves_nothing(client: KazooClient) -> None:
+def test_a_stop_loses_the_hold_and_leaves_nothing(client: RunnerTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)])
     assert holder.confirm()
     holder.server.stop()
@@ -423,7 +424,7 @@ def test_a_stop_loses_the_hold_and_leaves_nothing(client: KazooClient) -> None:
     assert holder.server.sent == [holder.exists()]
 
 
-def test_a_confirm_answered_by_a_stopped_client_loses_the_hold(client: KazooClient) -> None:
+def test_a_confirm_answered_by_a_stopped_client_loses_the_hold(client: RunnerTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, error=ConnectionClosedError("closed"))])
     assert not holder.confirm()
     assert holder.changes == [(HoldState.LOST, CLIENT_STOPPED)]
@@ -432,7 +433,7 @@ def test_a_confirm_answered_by_a_stopped_client_loses_the_hold(client: KazooClie
     holder.server.finish()
 
 
-def test_a_released_hold_leaves_no_watch_and_no_listener(client: KazooClient) -> None:
+def test_a_released_hold_leaves_no_watch_and_no_listener(client: RunnerTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)])
     assert holder.confirm()
     holder.monitor.close()
@@ -447,7 +448,7 @@ def test_a_released_hold_leaves_no_watch_and_no_listener(client: KazooClient) ->
     assert holder.monitor.state is HoldState.RELEASED
 
 
-def test_a_released_hold_is_not_lost_when_its_node_is_deleted(client: KazooClient) -> None:
+def test_a_released_hold_is_not_lost_when_its_node_is_deleted(client: RunnerTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)])
     assert holder.confirm()
     holder.monitor.close()
@@ -458,7 +459,7 @@ def test_a_released_hold_is_not_lost_when_its_node_is_deleted(client: KazooClien
     holder.server.finish()
 
 
-def test_a_followed_node_checks_through_its_monitor(client: KazooClient) -> None:
+def test_a_followed_node_checks_through_its_monitor(client: RunnerTransport) -> None:
     server = HoldServer([Reply(EXISTS, OURS)], session=SESSION)
     report = Reporter("mutex", "/locks/m").acquired(time.monotonic(), NODE)
     changes: list[Change] = []
@@ -480,7 +481,7 @@ def test_a_followed_node_checks_through_its_monitor(client: KazooClient) -> None
     assert changes == [(HoldState.LOST, NODE_DELETED)]
 
 
-def test_a_drop_as_the_reconnects_check_is_answered_keeps_the_hold(client: KazooClient) -> None:
+def test_a_drop_as_the_reconnects_check_is_answered_keeps_the_hold(client: RunnerTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS, late=True)])
     server = holder.server
     server.change(KazooState.SUSPENDED)
@@ -493,7 +494,7 @@ def test_a_drop_as_the_reconnects_check_is_answered_keeps_the_hold(client: Kazoo
     server.finish()
 
 
-def test_a_watch_dropped_on_the_server_as_it_is_set_is_set_again(client: KazooClient) -> None:
+def test_a_watch_dropped_on_the_server_as_it_is_set_is_set_again(client: RunnerTransport) -> None:
     # a waiter of this client gave up its watch on our node as our exists set it: the server
     # keeps one watch per path and session, so ours went too
     holder = Holder(client, [Reply(EXISTS, OURS, drops_a_watch=True), Reply(EXISTS, OURS)])

@@ -20,7 +20,7 @@ from pycurator import (
     InterProcessSemaphoreV2,
     LockLostError,
 )
-from pycurator._client.runners import run
+from pycurator._client.runners import run, transport_of
 from pycurator._engine.hold_check import HoldMonitor, HoldState
 from pycurator._engine.locks import LockEngine
 from pycurator._engine.observe import Reporter
@@ -276,15 +276,16 @@ def test_a_session_that_ended_between_taking_the_node_and_following_it_is_seen(
     # The connection listener starts with the hold, after the decision that the node holds: an
     # expiry in between is caught by comparing the node's session with the client's.
     client = zk_client_factory()
-    engine = LockEngine(client, f"{zk_path}/lock", StandardDriver(LOCK_NAME, 1))
-    node = run(client, engine.acquire_steps(SOON))
+    transport = transport_of(client)
+    engine = LockEngine(transport, f"{zk_path}/lock", StandardDriver(LOCK_NAME, 1))
+    node = run(transport, engine.acquire_steps(SOON))
     assert node is not None
     expire_kazoo_session(client)
     eventually(lambda: client.connected, what="a new session")
     changes: list[tuple[HoldState, str]] = []
     report = Reporter("mutex", engine.base_path).acquired(time.monotonic(), node.path)
     monitor = HoldMonitor(
-        client, node.path, "session", lambda *c: changes.append(c), node.session_id, report
+        transport, node.path, "session", lambda *c: changes.append(c), node.session_id, report
     )
     assert not monitor.held
     assert changes == [(HoldState.LOST, "session expired")]

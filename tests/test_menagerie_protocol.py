@@ -11,6 +11,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
+from pycurator._client.runners import RunnerTransport, transport_of
 from pycurator._engine.locks import HeldNode
 from pycurator._engine.menagerie import PermitSteps, lock_engine, read_write_engines
 from pycurator._engine.zkrecipes import write_lock_engine
@@ -55,12 +56,12 @@ def create(head: str, sequence: str | None = None) -> CreateNode:
 
 
 @pytest.fixture
-def client() -> KazooClient:
-    """A client that is never started: the script is its server."""
-    return KazooClient(hosts="127.0.0.1:1")
+def client() -> RunnerTransport:
+    """The transport of a client that is never started: the script is its server."""
+    return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
-def test_a_lock_node_is_lock_seq_empty_and_ephemeral_sequential(client: KazooClient) -> None:
+def test_a_lock_node_is_lock_seq_empty_and_ephemeral_sequential(client: RunnerTransport) -> None:
     ours = node("lock-", 3)
     server = ScriptedServer(
         [
@@ -76,7 +77,7 @@ def test_a_lock_node_is_lock_seq_empty_and_ephemeral_sequential(client: KazooCli
 
 
 def test_a_missing_base_is_made_persistent_and_empty_with_its_ancestors(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     ours = node("lock-", 0)
     server = ScriptedServer(
@@ -97,7 +98,7 @@ def test_a_missing_base_is_made_persistent_and_empty_with_its_ancestors(
     server.finish()
 
 
-def test_a_lost_create_is_found_among_the_sessions_unclaimed_nodes(client: KazooClient) -> None:
+def test_a_lost_create_is_found_among_the_sessions_unclaimed_nodes(client: RunnerTransport) -> None:
     engine = lock_engine(client, BASE, None)
     another_acquires = node("lock-", 2)
     ours = node("lock-", 1)
@@ -130,7 +131,7 @@ def test_a_lost_create_is_found_among_the_sessions_unclaimed_nodes(client: Kazoo
 
 
 def test_a_downgrade_creates_a_plain_ephemeral_node_under_the_write_nodes_sequence(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     _, read = read_write_engines(client, BASE, None)
     write_node = path(node("writeLock-", 7))
@@ -148,7 +149,7 @@ def test_a_downgrade_creates_a_plain_ephemeral_node_under_the_write_nodes_sequen
     server.finish()
 
 
-def test_a_writer_next_in_line_lists_again_before_holding(client: KazooClient) -> None:
+def test_a_writer_next_in_line_lists_again_before_holding(client: RunnerTransport) -> None:
     write, _ = read_write_engines(client, BASE, None)
     ours = node("writeLock-", 9)
     holder = node("writeLock-", 7)
@@ -171,12 +172,12 @@ def test_a_writer_next_in_line_lists_again_before_holding(client: KazooClient) -
     server.finish()
 
 
-def permits(client: KazooClient, count: int) -> PermitSteps:
+def permits(client: RunnerTransport, count: int) -> PermitSteps:
     return PermitSteps(client, BASE, count, None, "standard")
 
 
 def test_a_permit_waiter_watches_the_permits_nodes_nearest_ahead_and_no_other(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     ours = node("permit-", 4)
     ahead = [node("permit-", n) for n in range(4)]
@@ -207,7 +208,9 @@ def test_a_permit_waiter_watches_the_permits_nodes_nearest_ahead_and_no_other(
     assert not server.listeners
 
 
-def test_a_watched_permit_gone_before_its_watch_lists_again_at_once(client: KazooClient) -> None:
+def test_a_watched_permit_gone_before_its_watch_lists_again_at_once(
+    client: RunnerTransport,
+) -> None:
     ours = node("permit-", 2)
     server = ScriptedServer(
         [
@@ -224,7 +227,7 @@ def test_a_watched_permit_gone_before_its_watch_lists_again_at_once(client: Kazo
 
 
 def test_a_permit_that_times_out_drops_its_watches_and_deletes_its_node(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     ours = node("permit-", 2)
     server = ScriptedServer(
@@ -245,7 +248,7 @@ def test_a_permit_that_times_out_drops_its_watches_and_deletes_its_node(
     server.finish()
 
 
-def test_a_permit_whose_session_ended_queues_again(client: KazooClient) -> None:
+def test_a_permit_whose_session_ended_queues_again(client: RunnerTransport) -> None:
     ours, again = node("permit-", 1), node("permit-", 5)
     new_session = SESSION + 1
     server = ScriptedServer(
@@ -267,7 +270,7 @@ def test_a_permit_whose_session_ended_queues_again(client: KazooClient) -> None:
     server.finish()
 
 
-def test_bad_permits_are_refused(client: KazooClient) -> None:
+def test_bad_permits_are_refused(client: RunnerTransport) -> None:
     with pytest.raises(ValueError):
         permits(client, 0)
     with pytest.raises(TypeError):
@@ -276,7 +279,7 @@ def test_bad_permits_are_refused(client: KazooClient) -> None:
         PermitSteps(client, "relative", 1, None, "standard")
 
 
-def test_a_deadline_that_passes_during_the_create_leaves_nothing(client: KazooClient) -> None:
+def test_a_deadline_that_passes_during_the_create_leaves_nothing(client: RunnerTransport) -> None:
     server = ScriptedServer(
         [
             Reply(create("permit-"), (path(node("permit-", 0)), stat(1, SESSION)), late=True),
@@ -292,7 +295,7 @@ def test_a_deadline_that_passes_during_the_create_leaves_nothing(client: KazooCl
 
 
 def test_a_drop_between_a_permits_decision_and_the_session_check_keeps_it(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     ours = node("permit-", 1)
     server = ScriptedServer(
@@ -312,7 +315,7 @@ def test_a_drop_between_a_permits_decision_and_the_session_check_keeps_it(
 
 
 def test_a_drop_during_the_recovery_of_a_lost_create_takes_the_sessions_node(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     engine = lock_engine(client, BASE, None)
     ours = node("lock-", 1)
@@ -336,7 +339,7 @@ def test_a_drop_during_the_recovery_of_a_lost_create_takes_the_sessions_node(
 
 
 def test_a_create_whose_session_ended_before_it_went_out_is_named_again(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     """A name that carries the session (ZooKeeper's WriteLock) names the session the node is in:
     a create that went out in a newer session than its name says is deleted and made again."""
@@ -367,7 +370,7 @@ def test_a_create_whose_session_ended_before_it_went_out_is_named_again(
     server.finish()
 
 
-def test_a_permit_waiter_watches_again_after_a_drop(client: KazooClient) -> None:
+def test_a_permit_waiter_watches_again_after_a_drop(client: RunnerTransport) -> None:
     ours = node("permit-", 1)
     server = ScriptedServer(
         [
@@ -393,7 +396,7 @@ def test_a_permit_waiter_watches_again_after_a_drop(client: KazooClient) -> None
 
 
 def test_the_sweep_after_a_lost_create_asks_again_after_a_connection_loss(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     engine = lock_engine(client, BASE, None)
     ours = node("lock-", 1)

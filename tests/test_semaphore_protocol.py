@@ -18,6 +18,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoAuthError, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
+from pycurator._client.runners import RunnerTransport, transport_of
 from pycurator._client.transport import default_node_data
 from pycurator._engine.hold import Held
 from pycurator._engine.locks import HeldNode
@@ -116,12 +117,12 @@ def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def client() -> KazooClient:
-    """A client that is never started: the script is its server."""
-    return KazooClient(hosts="127.0.0.1:1")
+def client() -> RunnerTransport:
+    """The transport of a client that is never started: the script is its server."""
+    return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
-def semaphore(client: KazooClient, max_leases: int) -> SemaphoreSteps:
+def semaphore(client: RunnerTransport, max_leases: int) -> SemaphoreSteps:
     return SemaphoreSteps(client, BASE, max_leases, DATA, None, "standard")
 
 
@@ -130,7 +131,7 @@ def nodes(leases: list[Held] | None) -> list[HeldNode] | None:
 
 
 def test_a_lease_is_granted_at_once_while_fewer_than_max_leases_exist(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -161,7 +162,7 @@ def test_a_lease_is_granted_at_once_while_fewer_than_max_leases_exist(
 
 
 def test_a_waiter_watches_the_leases_children_and_is_woken_by_a_release(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -195,7 +196,7 @@ def test_a_waiter_watches_the_leases_children_and_is_woken_by_a_release(
 
 
 def test_waiters_queue_on_the_internal_mutex_before_creating_a_lease(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     ahead = f"{LOCKS}/{AHEAD}{wire.LOCK_NAME}{3:010d}"
     server = ScriptedServer(
@@ -219,7 +220,7 @@ def test_waiters_queue_on_the_internal_mutex_before_creating_a_lease(
 
 
 def test_foreign_children_count_under_leases_and_sort_last_under_locks(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     foreign_locks = ["readme", f"{OTHER}{wire.LEASE_NAME}0000000001", "x-lock-0000000009"]
     server = ScriptedServer(
@@ -244,7 +245,7 @@ def test_foreign_children_count_under_leases_and_sort_last_under_locks(
 
 
 def test_a_lease_create_answered_after_the_deadline_is_undone_when_it_lands(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -263,7 +264,7 @@ def test_a_lease_create_answered_after_the_deadline_is_undone_when_it_lands(
 
 
 def test_a_connection_lost_between_create_and_listing_lists_again_once_connected(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -285,7 +286,7 @@ def test_a_connection_lost_between_create_and_listing_lists_again_once_connected
 
 
 def test_an_expiry_mid_wait_takes_the_mutex_again_and_creates_a_new_lease(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     new_session = SESSION + 1
     server = ScriptedServer(
@@ -314,7 +315,7 @@ def test_an_expiry_mid_wait_takes_the_mutex_again_and_creates_a_new_lease(
     server.finish()
 
 
-def test_a_lease_listed_in_an_ended_session_is_not_held(client: KazooClient) -> None:
+def test_a_lease_listed_in_an_ended_session_is_not_held(client: RunnerTransport) -> None:
     new_session = SESSION + 1
     server = ScriptedServer(
         [
@@ -341,7 +342,7 @@ def test_a_lease_listed_in_an_ended_session_is_not_held(client: KazooClient) -> 
 
 
 def test_noauth_on_the_lease_create_reaches_the_caller_and_releases_the_mutex(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -359,7 +360,7 @@ def test_noauth_on_the_lease_create_reaches_the_caller_and_releases_the_mutex(
 
 
 def test_a_stop_mid_wait_ends_with_connection_closed_and_owes_both_deletes(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -381,7 +382,7 @@ def test_a_stop_mid_wait_ends_with_connection_closed_and_owes_both_deletes(
 
 
 def test_a_timeout_mid_wait_deletes_the_lease_node_and_releases_the_mutex(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -403,7 +404,7 @@ def test_a_timeout_mid_wait_deletes_the_lease_node_and_releases_the_mutex(
 
 @pytest.mark.parametrize("max_leases", [3, 2])
 def test_each_participant_counts_the_leases_against_its_own_max(
-    client: KazooClient, max_leases: int
+    client: RunnerTransport, max_leases: int
 ) -> None:
     # nothing checks that participants agree on max_leases (Curator does not either): the
     # same three lease nodes are a grant for a max of 3 and a wait for a max of 2
@@ -428,7 +429,7 @@ def test_each_participant_counts_the_leases_against_its_own_max(
 
 
 def test_many_leases_are_taken_one_by_one_and_all_returned_on_timeout(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -454,7 +455,7 @@ def test_many_leases_are_taken_one_by_one_and_all_returned_on_timeout(
 
 
 def test_the_participants_are_the_lease_nodes_listed_through_a_connection_loss(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -472,7 +473,7 @@ def test_the_participants_are_the_lease_nodes_listed_through_a_connection_loss(
     server.finish()
 
 
-def test_the_participants_of_a_semaphore_never_used_are_none(client: KazooClient) -> None:
+def test_the_participants_of_a_semaphore_never_used_are_none(client: RunnerTransport) -> None:
     server = ScriptedServer([Reply(LEASE_LISTING, error=NoNodeError())], session=SESSION)
     assert server.run(semaphore(client, 2).participant_steps()) == []
     server.finish()

@@ -13,6 +13,7 @@ from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.security import OPEN_ACL_UNSAFE
 
+from pycurator._client.runners import RunnerTransport, transport_of
 from pycurator._engine.locks import HeldNode, LockEngine
 from pycurator._engine.zklocker import zklocker_engine
 from pycurator._protocol.deadline import Deadline
@@ -57,16 +58,16 @@ def create(key: str | None = "k", session: int = SESSION) -> CreateNode:
 
 
 @pytest.fixture
-def client() -> KazooClient:
-    """A client that is never started: the script is its server."""
-    return KazooClient(hosts="127.0.0.1:1")
+def client() -> RunnerTransport:
+    """The transport of a client that is never started: the script is its server."""
+    return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
-def engine(client: KazooClient, key: str | None = "k") -> LockEngine:
+def engine(client: RunnerTransport, key: str | None = "k") -> LockEngine:
     return zklocker_engine(client, PARENT, key)
 
 
-def test_the_node_is_javas_and_holds_first_among_foreign_children(client: KazooClient) -> None:
+def test_the_node_is_javas_and_holds_first_among_foreign_children(client: RunnerTransport) -> None:
     server = ScriptedServer(
         [
             Reply(create(), (path(name(3)), stat(30, SESSION))),
@@ -78,7 +79,7 @@ def test_the_node_is_javas_and_holds_first_among_foreign_children(client: KazooC
     server.finish()
 
 
-def test_a_keyless_node_is_named_with_the_session_alone(client: KazooClient) -> None:
+def test_a_keyless_node_is_named_with_the_session_alone(client: RunnerTransport) -> None:
     server = ScriptedServer(
         [
             Reply(create(None), (path(name(3, key=None)), stat(30, SESSION))),
@@ -91,7 +92,7 @@ def test_a_keyless_node_is_named_with_the_session_alone(client: KazooClient) -> 
     server.finish()
 
 
-def test_a_negative_session_id_is_written_as_javas_signed_long(client: KazooClient) -> None:
+def test_a_negative_session_id_is_written_as_javas_signed_long(client: RunnerTransport) -> None:
     negative = -8935141660703064063
     ours = f"dlk-k-{negative}-0000000003"
     server = ScriptedServer(
@@ -106,7 +107,7 @@ def test_a_negative_session_id_is_written_as_javas_signed_long(client: KazooClie
 
 
 def test_a_missing_parent_is_made_persistent_and_the_create_sent_again(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     deep = zklocker_engine(client, "/app/locks", "k")
     head = f"/app/locks/dlk-k-{SESSION}-"
@@ -132,7 +133,7 @@ def test_a_missing_parent_is_made_persistent_and_the_create_sent_again(
 
 
 def test_a_keyed_waiter_waits_for_a_lower_keyless_node_and_its_own_key(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     keyless = name(1, OTHER, None)  # Java's keyless locker counts our node: we wait for it
     other_key = name(2, OTHER, "j")  # independent of key k in both languages
@@ -157,7 +158,7 @@ def test_a_keyed_waiter_waits_for_a_lower_keyless_node_and_its_own_key(
 
 
 def test_a_key_waits_for_the_key_that_starts_its_name_and_not_the_reverse(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     # Java's "a" counts "dlk-a-b-..." (its prefix "dlk-a-" starts it): a-b waits for a's node
     a_node = name(1, OTHER, "a")
@@ -176,7 +177,7 @@ def test_a_key_waits_for_the_key_that_starts_its_name_and_not_the_reverse(
     server.finish()
 
 
-def test_a_failed_acquire_leaves_no_node_unlike_javas_try_lock(client: KazooClient) -> None:
+def test_a_failed_acquire_leaves_no_node_unlike_javas_try_lock(client: RunnerTransport) -> None:
     # Java's tryLock returns false and keeps its node in the queue (bug 1)
     server = ScriptedServer(
         [
@@ -191,7 +192,7 @@ def test_a_failed_acquire_leaves_no_node_unlike_javas_try_lock(client: KazooClie
 
 
 def test_a_lost_create_is_found_by_its_sessions_prefix_but_not_another_acquires_node(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     eng = engine(client)
     claimed = name(2)  # another acquire of this client made it, with the same name
@@ -218,7 +219,7 @@ def test_a_lost_create_is_found_by_its_sessions_prefix_but_not_another_acquires_
     assert server.claimed == {path(claimed): server.claimed[path(claimed)]}  # ours went
 
 
-def test_a_lost_create_of_an_earlier_session_is_not_found(client: KazooClient) -> None:
+def test_a_lost_create_of_an_earlier_session_is_not_found(client: RunnerTransport) -> None:
     earlier = name(2, OTHER)  # our prefix under the session we had before: not ours now
     server = ScriptedServer(
         [
@@ -241,7 +242,7 @@ def test_a_lost_create_of_an_earlier_session_is_not_found(client: KazooClient) -
 
 
 def test_a_lost_create_not_found_in_time_is_swept_by_session_and_claim(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     claimed = name(2)
     server = ScriptedServer(
@@ -263,7 +264,7 @@ def test_a_lost_create_not_found_in_time_is_swept_by_session_and_claim(
 
 
 def test_an_expiry_mid_wait_queues_again_under_the_new_sessions_name(
-    client: KazooClient,
+    client: RunnerTransport,
 ) -> None:
     new = SESSION + 7
     ours_again = name(6, new)
@@ -299,7 +300,7 @@ def test_an_expiry_mid_wait_queues_again_under_the_new_sessions_name(
     ],
 )
 def test_bad_input_is_refused_before_anything_is_sent(
-    client: KazooClient, parent: str, key: object, error: type
+    client: RunnerTransport, parent: str, key: object, error: type
 ) -> None:
     with pytest.raises(error):
-        ZkLocker(client, parent, key)  # type: ignore[arg-type]
+        ZkLocker(client.client, parent, key)  # type: ignore[arg-type]

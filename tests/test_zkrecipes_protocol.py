@@ -13,6 +13,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
+from pycurator._client.runners import RunnerTransport, transport_of
 from pycurator._engine import election
 from pycurator._engine.election import Election
 from pycurator._engine.locks import HeldNode, LockEngine
@@ -61,13 +62,13 @@ def made(seq: int, session: int = SESSION) -> tuple[str, Any]:
 
 
 @pytest.fixture
-def client() -> KazooClient:
-    """A client that is never started: the script is its server."""
-    return KazooClient(hosts="127.0.0.1:1")
+def client() -> RunnerTransport:
+    """The transport of a client that is never started: the script is its server."""
+    return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
 @pytest.fixture
-def engine(client: KazooClient) -> LockEngine:
+def engine(client: RunnerTransport) -> LockEngine:
     return write_lock_engine(client, DIR, None)
 
 
@@ -265,7 +266,7 @@ def offered(seq: int, session: int = SESSION) -> tuple[str, Any]:
 class Participant:
     """One ``LeaderElectionSupport`` participant on a scripted server, and what it hears."""
 
-    def __init__(self, client: KazooClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, client: RunnerTransport, monkeypatch: pytest.MonkeyPatch) -> None:
         self.heard: list[tuple[str, object]] = []
         self.server: Server | None = None
         engine = LockEngine(
@@ -284,7 +285,7 @@ class Participant:
         )
         monkeypatch.setattr(election, "HoldMonitor", self._monitor)
 
-    def _monitor(self, client: KazooClient, *args: Any) -> ScriptedMonitor:
+    def _monitor(self, client: RunnerTransport, *args: Any) -> ScriptedMonitor:
         assert self.server is not None
         return ScriptedMonitor(self.server, *args)
 
@@ -300,7 +301,7 @@ class Participant:
 
 
 @pytest.fixture
-def participant(client: KazooClient, monkeypatch: pytest.MonkeyPatch) -> Participant:
+def participant(client: RunnerTransport, monkeypatch: pytest.MonkeyPatch) -> Participant:
     return Participant(client, monkeypatch)
 
 

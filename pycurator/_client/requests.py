@@ -21,7 +21,7 @@ from .._protocol.deadline import Deadline
 from .._protocol.parents import container_parents_steps
 from .._protocol.steps import Await, Steps
 from . import kazoo_internals
-from .runners import run
+from .runners import run, transport_of
 from .transport import CreateContainer, prefixed
 
 
@@ -35,7 +35,7 @@ def send_steps(client: KazooClient, request: Any, deadline: Deadline | None = No
 
 def send(client: KazooClient, request: Any, deadline: Deadline | None = None) -> Any:
     """:func:`send_steps`, blocking."""
-    return run(client, send_steps(client, request, deadline))
+    return run(transport_of(client), send_steps(client, request, deadline))
 
 
 def create_container(
@@ -45,7 +45,9 @@ def create_container(
     deadline: Deadline | None = None,
 ) -> bool:
     """Create ``path`` as an empty CONTAINER node; False if it exists already."""
-    return run(client, _create_container_at(client, prefixed(client, path), acl, deadline))
+    return run(
+        transport_of(client), _create_container_at(client, prefixed(client, path), acl, deadline)
+    )
 
 
 def _create_container_at(
@@ -77,7 +79,7 @@ def ensure_container_parents(
     namespace: CONTAINER nodes with the client's default ACL (not ``acl``). The server's error
     for an ancestor it refuses is raised unchanged.
     """
-    run(client, container_parents_steps(path, acl, deadline))
+    run(transport_of(client), container_parents_steps(path, acl, deadline))
 
 
 def make_containers_steps(

@@ -1,14 +1,15 @@
 """The runners of the protocol's steps (:mod:`pycurator._protocol.steps`) on a kazoo client:
 :func:`run` blocks the calling thread through the client's handler; :func:`start` drives them from
-kazoo's callbacks and a shared timer, with no unit of their own. Both perform the client's side
-through a
-:class:`RunnerTransport`; :mod:`pycurator.aio` has the third runner, on an event loop."""
+kazoo's callbacks and a shared timer, with no unit of their own. Both take the client's
+:class:`RunnerTransport` (:func:`transport_of`), through which they perform the client's side;
+:mod:`pycurator.aio` has the third runner, on an event loop."""
 
 from __future__ import annotations
 
 import functools
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -16,11 +17,22 @@ from kazoo.client import KazooClient
 from kazoo.protocol.states import Callback
 
 from .._protocol.deadline import Deadline, DeadlineExpired
-from .._protocol.steps import EFFECTS, Await, NewSignal, Signal, Steps, WaitSignal
+from .._protocol.steps import (
+    EFFECTS,
+    Await,
+    AwaitAll,
+    NewSignal,
+    Signal,
+    Steps,
+    WaitSignal,
+    link_all,
+    outcome,
+    outcomes,
+)
 from .background import Timer
 from .concurrency import link_inline, runs_inline
-from .runtime import services_of
-from .transport import KazooTransport
+from .runtime import runtime_of
+from .transport import KazooTransport, check_client_type
 
 log = logging.getLogger("pycurator")
 
@@ -36,10 +48,26 @@ class RunnerTransport(KazooTransport):
 
     def start(self, steps: Steps[Any]) -> None:
         """Run ``steps`` in the background, driven by kazoo's callbacks."""
-        start(self.client, steps)
+        start(self, steps)
 
 
-def wait_result(client: KazooClient, result: Any, deadline: Deadline) -> Any:
+def transport_of(client: KazooClient) -> RunnerTransport:
+    """``client``'s transport (TypeError for anything but a kazoo client): one for all the
+    recipes of a client while any holds it, so a recipe costs a reference to it and a run
+    no new object. The client's runtime keeps it weakly (it holds the client, which the
+    runtime must not keep alive); two threads making the first at once make two, either as
+    good."""
+    check_client_type(client)
+    runtime = runtime_of(client)
+    ref = runtime.transport
+    transport = ref() if ref is not None else None
+    if transport is None:
+        transport = RunnerTransport(client)
+        runtime.transport = weakref.ref(transport)
+    return transport
+
+
+def wait_result(handler: Any, result: Any, deadline: Deadline) -> Any:
     """The value of a kazoo async ``result`` (its error raised as kazoo raises it), or
     :class:`DeadlineExpired` once ``deadline`` passes with no reply yet.
 
@@ -48,13 +76,14 @@ def wait_result(client: KazooClient, result: Any, deadline: Deadline) -> Any:
     """
     try:
         return result.get(timeout=deadline.remaining())
-    except client.handler.timeout_exception:
+    except handler.timeout_exception:
         raise DeadlineExpired() from None
 
 
-def run(client: KazooClient, steps: Steps[T]) -> T:
-    """Perform ``steps`` blocking the calling thread (or greenlet); the generator's value."""
-    transport = RunnerTransport(client)
+def run(transport: RunnerTransport, steps: Steps[T]) -> T:
+    """Perform ``steps`` on ``transport``'s client, blocking the calling thread (or greenlet);
+    the generator's value."""
+    handler = transport.client.handler
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -65,11 +94,18 @@ def run(client: KazooClient, steps: Steps[T]) -> T:
         value, error = None, None
         try:
             if isinstance(step, Await):
-                value = wait_result(client, step.result, step.deadline)
+                value = wait_result(handler, step.result, step.deadline)
             elif (effect := EFFECTS.get(type(step))) is not None:
                 value = effect(transport, step)
             elif isinstance(step, NewSignal):
-                value = client.handler.event_object()
+                value = handler.event_object()
+            elif isinstance(step, AwaitAll):
+                unlink = link_all(step.answers, step.wake)
+                try:
+                    step.wake.wait(step.timeout)  # type: ignore[attr-defined]
+                finally:
+                    unlink()
+                value = outcomes(step.answers)
             else:
                 value = bool(step.signal.wait(step.timeout))  # type: ignore[union-attr]
         except BaseException as exc:  # thrown in, so the protocol's clean-up runs
@@ -79,14 +115,6 @@ def run(client: KazooClient, steps: Steps[T]) -> T:
 class Cancelled(BaseException):
     """Thrown into steps whose :class:`Task` is cancelled: their clean-up runs, then it ends
     them (a BaseException, so that no ``except Exception`` swallows it)."""
-
-
-def _outcome(result: Any) -> tuple[Any, BaseException | None]:
-    """The value of a ready kazoo async result, or its error."""
-    try:
-        return result.get_nowait(), None
-    except BaseException as exc:
-        return None, exc
 
 
 class _Suspension:
@@ -159,19 +187,21 @@ class Task:
 
     def __init__(
         self,
-        client: KazooClient,
+        transport: RunnerTransport,
         steps: Steps[Any],
         on_done: Callable[[Task], None] | None = None,
     ) -> None:
-        self._handler = client.handler
-        self._transport = RunnerTransport(client)
+        self._handler = transport.client.handler
+        self._transport = transport
         self._steps = steps
         self._on_done = on_done
         self.lock = threading.Lock()  # held for bookkeeping only, never across a step
         self._token = 0
         self._waiting: _Suspension | None = None
+        #: the AwaitAll whose wait is under way, and the undo of its links to the answers
+        self._gathering: tuple[AwaitAll, Callable[[], None]] | None = None
         self._cancel_pending = False  # cancelled while running: throw at the next wait
-        self.done = client.handler.event_object()
+        self.done = self._handler.event_object()
         self.value: Any = None
         self.error: BaseException | None = None
 
@@ -235,6 +265,11 @@ class Task:
 
     def _drive(self, value: Any, error: BaseException | None) -> None:
         steps = self._steps
+        gathered, self._gathering = self._gathering, None
+        if gathered is not None:  # the wait of an AwaitAll is over
+            gathered[1]()
+            if error is None:
+                value = outcomes(gathered[0].answers)
         while True:
             try:
                 step = steps.throw(error) if error is not None else steps.send(value)
@@ -248,35 +283,46 @@ class Task:
             if isinstance(step, NewSignal):
                 value = TaskSignal(self)
                 continue
-            if not isinstance(step, (Await, WaitSignal)):
+            if not isinstance(step, (Await, WaitSignal, AwaitAll)):
                 try:
                     value = EFFECTS[type(step)](self._transport, step)
                 except BaseException as exc:  # thrown in, so the protocol's clean-up runs
                     error = exc
                 continue
+            unlink: Callable[[], None] | None = None
             if isinstance(step, Await):
                 if step.result.ready():
-                    value, error = _outcome(step.result)
+                    value, error = outcome(step.result)
                     continue
                 waiting = self._suspend()
             else:
-                signal = step.signal
+                signal = step.signal if isinstance(step, WaitSignal) else step.wake
                 assert isinstance(signal, TaskSignal)
+                if isinstance(step, AwaitAll):
+                    unlink = link_all(step.answers, signal)
+                    self._gathering = (step, unlink)  # before the wait: it may end at once
                 if step.timeout == 0 and not signal.is_set():
-                    value = False
-                    continue
-                waiting = self._suspend(signal)
+                    waiting = False
+                else:
+                    waiting = self._suspend(signal)
+                if unlink is not None and not isinstance(waiting, _Suspension):
+                    self._gathering = None
+                    unlink()  # no wait after all
+                    if waiting is not None:  # set already, or no time to wait
+                        value = outcomes(step.answers)  # type: ignore[union-attr]
+                        continue
             if waiting is None:
                 error = Cancelled()
                 continue
-            if waiting is True:
-                value = True
+            if waiting is True or waiting is False:
+                value = waiting
                 continue
             assert isinstance(waiting, _Suspension)
             if isinstance(step, Await):
                 self._await(waiting, step)
-            elif step.timeout is not None:
-                waiting.timer = services_of(self._handler).call_later(
+                return
+            if step.timeout is not None:
+                waiting.timer = self._transport.services.call_later(
                     step.timeout,
                     functools.partial(self.dispatch, waiting.token, False, None),
                 )
@@ -286,7 +332,7 @@ class Task:
         token = waiting.token
         remaining = step.deadline.remaining()
         if remaining is not None:
-            waiting.timer = services_of(self._handler).call_later(
+            waiting.timer = self._transport.services.call_later(
                 remaining,
                 functools.partial(self.dispatch, token, None, DeadlineExpired()),
             )
@@ -294,7 +340,7 @@ class Task:
 
         @runs_inline
         def answered(_: Any) -> None:
-            self._resume(token, *_outcome(result))
+            self._resume(token, *outcome(result))
 
         # an inline link is not undone: answered later, it finds its wait over and does nothing
         if not link_inline(result, answered):
@@ -314,10 +360,11 @@ class Task:
 
 
 def start(
-    client: KazooClient, steps: Steps[Any], on_done: Callable[[Task], None] | None = None
+    transport: RunnerTransport, steps: Steps[Any], on_done: Callable[[Task], None] | None = None
 ) -> Task:
-    """Drive ``steps`` from kazoo's callbacks (see :class:`Task`), started at once."""
-    task = Task(client, steps, on_done)
+    """Drive ``steps`` on ``transport``'s client from kazoo's callbacks (see :class:`Task`),
+    started at once."""
+    task = Task(transport, steps, on_done)
     task.start()
     return task
 
@@ -330,5 +377,6 @@ __all__ = [
     "run",
     "set_here",
     "start",
+    "transport_of",
     "wait_result",
 ]

@@ -141,6 +141,9 @@ class Runtime:
         #: How many times the client asked the server to drop a watch
         #: (:class:`~pycurator._protocol.steps.WatchRemovals`).
         self.watch_removals = 0
+        #: The client's transport, while a recipe holds it (weakly: it holds the client), see
+        #: :func:`~pycurator._client.runners.transport_of`.
+        self.transport: Callable[[], Any] | None = None
         self._lock = client.handler.lock_object()  # held for bookkeeping only
         self._look: Timer | None = None  # a look for a stop, pending while the state is LOST
         self._told_stop = False  # the listeners have heard of the current stop

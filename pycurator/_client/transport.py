@@ -46,7 +46,7 @@ from .._protocol.ops import (
 )
 from . import kazoo_internals
 from .background import SerialQueue, Timer
-from .runtime import Runtime, closed_error, runtime_of, services_of
+from .runtime import HandlerServices, Runtime, closed_error, runtime_of, services_of
 
 #: ZooKeeper's ``CreateMode.CONTAINER`` flag.
 CONTAINER_FLAG = 4
@@ -75,6 +75,11 @@ def default_node_data() -> bytes:
         return socket.gethostbyname(socket.gethostname()).encode("ascii")
     except OSError:
         return b""
+
+
+def is_client(value: object) -> bool:
+    """Whether ``value`` is a kazoo client (started or not)."""
+    return isinstance(value, KazooClient)
 
 
 def check_client_type(client: KazooClient) -> None:
@@ -252,12 +257,15 @@ def forget_watch(
 
 
 class KazooTransport:
-    """Performs a protocol's requests and effects on ``client``: made by a runner for each
-    protocol it runs (it is small), and handed to the protocol as its sender. Sending never
-    blocks, so every method may be called from any thread, kazoo's connection thread
-    included where :func:`pycurator.handlers.runs_inline` allows."""
+    """Performs a protocol's requests and effects on ``client``, and is everything the engine
+    and the recipes' cores have of it: its runtime, session, handler and services, and the
+    kazoo client itself for a recipe's ``client`` property. One serves every recipe of a
+    client (:func:`pycurator._client.runners.transport_of`), which the runners take, and the
+    protocol has as its sender. Sending never blocks, so every method may be called from any
+    thread, kazoo's connection thread included where :func:`pycurator.handlers.runs_inline`
+    allows."""
 
-    __slots__ = ("client",)
+    __slots__ = ("__weakref__", "client")
 
     def __init__(self, client: KazooClient) -> None:
         self.client = client
@@ -265,6 +273,33 @@ class KazooTransport:
     @property
     def runtime(self) -> Runtime:
         return runtime_of(self.client)
+
+    @property
+    def handler(self) -> Any:
+        """The client's kazoo handler (its events, locks and unit of concurrency)."""
+        return self.client.handler
+
+    @property
+    def services(self) -> HandlerServices:
+        """The services every client of the handler shares."""
+        return services_of(self.client.handler)
+
+    def lock_object(self) -> Any:
+        """A new lock of the handler's kind."""
+        return self.client.handler.lock_object()
+
+    def event_object(self) -> Any:
+        """A new event of the handler's kind."""
+        return self.client.handler.event_object()
+
+    def session_timeout(self) -> float:
+        """The client's session timeout, in seconds."""
+        return kazoo_internals.session_timeout(self.client)
+
+    def guarded_transaction(self, path: str) -> TransactionRequest:
+        """A transaction that commits only while the node at ``path`` exists
+        (:func:`guarded_transaction`)."""
+        return guarded_transaction(self.client, path)
 
     def send(self, request: Any) -> Any:
         """Send ``request`` (a :mod:`pycurator._protocol.ops` request); kazoo's async result of
@@ -342,7 +377,7 @@ class KazooTransport:
         forget_watch(self.client, path, watcher, children=children)
 
     def call_later(self, delay: float, function: Callable[[], None]) -> Timer:
-        return services_of(self.client.handler).call_later(delay, function)
+        return self.services.call_later(delay, function)
 
     def serial_queue(self) -> SerialQueue:
         """A new queue whose calls run one at a time, in order, on the handler's workers."""
@@ -370,6 +405,7 @@ __all__ = [
     "RemoveWatches",
     "create_node_async",
     "forget_watch",
+    "is_client",
     "prefixed",
     "reduced_children_async",
     "remove_watches",

@@ -7,9 +7,7 @@ A face holds no state and no behaviour: its properties read the core a shell com
 
 from __future__ import annotations
 
-from typing import Generic, Protocol, TypeVar
-
-from kazoo.client import KazooClient
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from .._engine.menagerie import PermitSteps
 from .._engine.semaphore import SemaphoreSteps
@@ -18,6 +16,9 @@ from .leader import LatchCore
 from .lock import LockCore
 from .multilock import members_path
 from .semaphore import LeaseCore, SemaphoreMutexCore
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 
 class Fenced(Protocol):

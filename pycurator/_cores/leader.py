@@ -12,12 +12,10 @@ its ``lost_event``), runs the election's steps its own way, and waits its own wa
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from kazoo.client import KazooClient
-
-from .._client.runtime import closed_error, runtime_of
-from .._client.transport import check_client_type
+from .._client.runners import RunnerTransport
+from .._client.runtime import closed_error
 from .._engine.election import (
     CloseMode,
     Election,
@@ -35,6 +33,9 @@ from .._protocol.errors import LockLostError
 from .._protocol.paths import validate_path
 from .._protocol.steps import Steps
 from .._protocol.waits import DELETE_WAIT
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 #: The longest a latch's ``close()`` waits for the election to end (its node's delete waits
 #: at most :data:`~pycurator._protocol.waits.DELETE_WAIT`, then goes on in the background).
@@ -93,7 +94,7 @@ class LatchCore:
 
     def __init__(
         self,
-        client: KazooClient,
+        transport: RunnerTransport,
         path: str,
         id: str,
         close_mode: CloseMode,
@@ -104,11 +105,10 @@ class LatchCore:
         naming: Naming = CURATOR_NAMING,
     ) -> None:
         validate_path(path)
-        check_client_type(client)
         data = id_bytes(id)
         self.close_mode = check_close_mode(close_mode)
         self.policy = check_policy(connection_policy)
-        self.engine = LockEngine(client, path, driver, data=data, acl=acl, naming=naming)
+        self.engine = LockEngine(transport, path, driver, data=data, acl=acl, naming=naming)
         self.id = id
         #: Where the latch stands; only :meth:`begin` and :meth:`finish` move it.
         self.state = Lifecycle.LATENT
@@ -125,6 +125,11 @@ class LatchCore:
     def client(self) -> KazooClient:
         """The kazoo client."""
         return self.engine.client
+
+    @property
+    def transport(self) -> RunnerTransport:
+        """The transport of the latch's client: what its steps run on."""
+        return self.engine.transport
 
     @property
     def path(self) -> str:
@@ -236,7 +241,7 @@ class LatchCore:
         election = self.election
         if election is not None and election.failed is not None:
             raise election.failed
-        runtime_of(self.client).check_open()
+        self.transport.runtime.check_open()
         if ended:  # the election ends by itself only with its client
             raise closed_error()
         if election is not None and election.error is not None:

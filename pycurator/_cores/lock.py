@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING
 
-from kazoo.client import KazooClient
-
+from .._client.runners import RunnerTransport
 from .._engine.hold import FollowedNode, Held, LossNotice, ReentrantHolds
 from .._engine.locks import LockEngine
 from .._engine.observe import Reporter
@@ -14,6 +14,9 @@ from .._protocol import wire
 from .._protocol.checks import ConnectionPolicy, check_policy
 from .._protocol.drivers import Driver
 from .._protocol.steps import Steps
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 
 class LockCore:
@@ -40,7 +43,7 @@ class LockCore:
         self.engine = engine
         self.report = Reporter(recipe, engine.base_path)
         self.policy: ConnectionPolicy = check_policy(connection_policy)
-        self.holds = ReentrantHolds(engine.client, engine.base_path, unit, unit_name, finished)
+        self.holds = ReentrantHolds(engine.transport, engine.base_path, unit, unit_name, finished)
 
     @property
     def path(self) -> str:
@@ -51,6 +54,11 @@ class LockCore:
     def client(self) -> KazooClient:
         """The kazoo client of the lock."""
         return self.engine.client
+
+    @property
+    def transport(self) -> RunnerTransport:
+        """The transport of the lock's client: what its steps run on."""
+        return self.engine.transport
 
     def acquire_steps(
         self, timeout: float | None, driver: Driver | None = None
@@ -67,7 +75,7 @@ class LockCore:
         node, report = held
         notice.mark(False)
         hold = FollowedNode(
-            self.engine.client,
+            self.engine.transport,
             node,
             self.policy,
             lambda state, reason: notice.changed(subject, state, reason),

@@ -11,14 +11,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from kazoo.client import KazooClient
-
-from .._client.transport import check_client_type
+from .._client.transport import check_client_type, is_client
 from .._protocol.deadline import Deadline
 from .._protocol.errors import LockLostError, LockReleaseError
 from .._protocol.paths import validate_path
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = logging.getLogger("pycurator")
 
@@ -161,7 +162,7 @@ def member_locks(
             validate_path(path)
         locks = [make(client_or_locks, path) for path in paths]
     else:
-        if isinstance(client_or_locks, KazooClient):
+        if is_client(client_or_locks):
             raise TypeError("InterProcessMultiLock(client, paths) needs the paths")
         if not isinstance(client_or_locks, Sequence):
             raise TypeError(f"locks must be a sequence of locks, not {client_or_locks!r}")

@@ -18,14 +18,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from kazoo.client import KazooClient, TransactionRequest
-
-from .._client import transport
-from .._client.runners import run
-from .._client.runtime import CLIENT_STOPPED, runtime_of
-from .._client.transport import check_client_type
+from .._client.runners import RunnerTransport, run
+from .._client.runtime import CLIENT_STOPPED
 from .._engine.election import Election, Lifecycle, Participant, id_bytes, participants_steps
 from .._engine.hold_check import HoldMonitor
 from .._engine.locks import HeldNode, LockEngine
@@ -35,6 +31,9 @@ from .._protocol.drivers import MUTEX_DRIVER
 from .._protocol.errors import LockLostError
 from .._protocol.paths import validate_path
 from .._protocol.steps import Steps
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient, TransactionRequest
 
 
 class Ending(enum.Enum):
@@ -89,7 +88,7 @@ class LeadershipCore:
     @property
     def client(self) -> KazooClient:
         """The kazoo client that made our node."""
-        return self.monitor.client
+        return self.monitor.transport.client
 
     @property
     def fencing_token(self) -> int:
@@ -111,7 +110,7 @@ class LeadershipCore:
     def confirm(self) -> bool:
         """Whether our node is known to be ours now, blocking (see
         :meth:`HoldMonitor.confirm_steps`)."""
-        return run(self.client, self.monitor.confirm_steps())
+        return run(self.monitor.transport, self.monitor.confirm_steps())
 
     def confirm_steps(self) -> Steps[bool]:
         """:meth:`confirm` as steps."""
@@ -119,7 +118,7 @@ class LeadershipCore:
 
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that our node exists."""
-        return transport.guarded_transaction(self.client, self.node.path)
+        return self.monitor.transport.guarded_transaction(self.node.path)
 
     def lost_error(self) -> LockLostError:
         """The error that says the term is over, and why."""
@@ -191,7 +190,7 @@ class SelectorCore(Generic[R]):
 
     def __init__(
         self,
-        client: KazooClient,
+        transport: RunnerTransport,
         path: str,
         lead: Callable[..., Any],
         id: str,
@@ -200,14 +199,13 @@ class SelectorCore(Generic[R]):
         connection_policy: ConnectionPolicy,
     ) -> None:
         validate_path(path)
-        check_client_type(client)
         if not callable(lead):
             raise TypeError(f"lead must be callable, not {type(lead).__name__}")
         data = id_bytes(id) or None  # Curator writes its default data for an empty id
         if not isinstance(auto_requeue, bool):
             raise TypeError(f"auto_requeue must be a bool, not {type(auto_requeue).__name__}")
         self.policy: ConnectionPolicy = check_policy(connection_policy)
-        self.engine = LockEngine(client, path, MUTEX_DRIVER, data=data, acl=acl)
+        self.engine = LockEngine(transport, path, MUTEX_DRIVER, data=data, acl=acl)
         self.reporter = Reporter("selector", path)
         #: The user's function, called with each term's leadership.
         self.lead = lead
@@ -225,6 +223,11 @@ class SelectorCore(Generic[R]):
     def client(self) -> KazooClient:
         """The kazoo client the selector uses."""
         return self.engine.client
+
+    @property
+    def transport(self) -> RunnerTransport:
+        """The transport of the selector's client: what its steps run on."""
+        return self.engine.transport
 
     @property
     def path(self) -> str:
@@ -338,7 +341,7 @@ class SelectorCore(Generic[R]):
             auto_requeue=self.auto_requeue,
             asked=term.requeue,
             failed=term.election.failed is not None,
-            client_stopped=runtime_of(self.client).stopped,
+            client_stopped=self.transport.runtime.stopped,
         )
 
     def participants_steps(self) -> Steps[list[Participant]]:

@@ -4,11 +4,9 @@ semaphore's protocol (:mod:`pycurator._engine.semaphore`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from kazoo.client import KazooClient
-
-from .._client import kazoo_internals
+from .._client.runners import RunnerTransport
 from .._engine.hold import FollowedNode, Held, LossNotice
 from .._engine.semaphore import SemaphoreSteps, lease_data_steps
 from .._protocol import wire
@@ -20,6 +18,9 @@ from .._protocol.steps import (
 )
 from .._protocol.waits import delete_node_steps
 
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
 LeaseT = TypeVar("LeaseT")
 
 
@@ -28,29 +29,34 @@ class LeaseCore:
     ``notice`` told of a loss (naming ``subject``), and how its node is deleted (``delete``, as
     steps). Each front end's lease is a shell over one."""
 
-    __slots__ = ("client", "closed", "delete", "hold", "notice")
+    __slots__ = ("closed", "delete", "hold", "notice", "transport")
 
     def __init__(
         self,
-        client: KazooClient,
+        transport: RunnerTransport,
         held: Held,
         policy: ConnectionPolicy,
         notice: LossNotice,
         subject: object,
         delete: Callable[[str], Steps[None]] = delete_node_steps,
     ) -> None:
-        self.client = client
+        self.transport = transport
         self.closed = False
         self.delete = delete
         self.notice = notice
         node, report = held
         self.hold = FollowedNode(
-            client,
+            transport,
             node,
             policy,
             lambda state, reason: notice.changed(subject, state, reason),
             report,
         )
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client of the lease."""
+        return self.transport.client
 
     @property
     def path(self) -> str:
@@ -70,9 +76,7 @@ class LeaseCore:
     def data_steps(self) -> Steps[bytes]:
         """The lease node's data (a read that rides through a reconnect, for at most the
         client's session timeout)."""
-        return lease_data_steps(
-            self.hold.path, Deadline(kazoo_internals.session_timeout(self.client))
-        )
+        return lease_data_steps(self.hold.path, Deadline(self.transport.session_timeout()))
 
     def check_open(self) -> None:
         """Raise :class:`LockLostError` once the lease was returned."""
@@ -96,17 +100,17 @@ class SemaphoreMutexCore(Generic[LeaseT]):
 
     def __init__(
         self,
-        client: KazooClient,
+        transport: RunnerTransport,
         path: str,
         node_data: bytes | None,
         acl: Sequence[Any] | None,
         connection_policy: ConnectionPolicy,
     ) -> None:
         self.steps = SemaphoreSteps(
-            client, path, 1, node_data, acl, connection_policy, "semaphore-mutex"
+            transport, path, 1, node_data, acl, connection_policy, "semaphore-mutex"
         )
         self._lease: LeaseT | None = None
-        self._guard = client.handler.lock_object()
+        self._guard = transport.lock_object()
 
     @property
     def lease(self) -> LeaseT | None:

@@ -40,7 +40,6 @@ from typing import Protocol
 from kazoo.exceptions import ConnectionClosedError, KazooException, NoNodeError
 from kazoo.protocol.states import KazooState, WatchedEvent
 
-from .._client import kazoo_internals
 from .._client.concurrency import runs_inline
 from .._client.runners import set_here
 from .._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
@@ -126,7 +125,7 @@ class Election:
         queue_ends_on_error: bool = False,
     ) -> None:
         self.engine = engine
-        self.client = engine.client
+        self.transport = engine.transport
         self.policy = policy
         self._on_elected = on_elected
         self._on_deposed = on_deposed
@@ -308,7 +307,7 @@ class Election:
             time.monotonic() if started is None else started, node.path
         )
         monitor = HoldMonitor(
-            self.client, node.path, self.policy, self._hold_changed, node.session_id, report
+            self.transport, node.path, self.policy, self._hold_changed, node.session_id, report
         )
         if not monitor.held:  # the connection went meanwhile: its state change wakes us
             monitor.close(monitor.reason)
@@ -465,7 +464,7 @@ def participants_steps(engine: LockEngine) -> Steps[list[Participant]]:
     leads. Reads that ride through a reconnect, within the client's session timeout (see
     :func:`~pycurator._protocol.waits.read_all_sent_steps`): one listing, then every node's data
     asked for at once."""
-    deadline = Deadline(kazoo_internals.session_timeout(engine.client))
+    deadline = Deadline(engine.transport.session_timeout())
     names = yield from engine.sorted_children_steps(deadline)
     paths = wire.full_paths(engine.base_path, names)
     outcomes = yield from read_all_sent_steps([GetData(path) for path in paths], deadline)

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kazoo.client import KazooClient, TransactionRequest
-
-from .._client import transport
-from .._client.runners import run
-from .._client.runtime import process_lock, services_of
+from .._client.runners import RunnerTransport, run
+from .._client.runtime import process_lock
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.errors import LockLostError, LockNotOwnedError
 from .._protocol.steps import Steps
 from .hold_check import HoldMonitor, HoldState
 from .locks import HeldNode
 from .observe import HoldReport
+
+if TYPE_CHECKING:
+    from kazoo.client import TransactionRequest
 
 #: A node an acquire holds, and the report of its hold.
 Held = tuple[HeldNode, HoldReport]
@@ -40,15 +40,15 @@ class LossNotice:
     and its waiters' deque) and a queue (another deque) per lock, two thirds of a hold's memory.
     """
 
-    __slots__ = ("_callbacks", "_event", "_handler", "_lost", "_spawn")
+    __slots__ = ("_callbacks", "_event", "_lost", "_spawn", "_transport")
 
     def __init__(
         self,
-        client: KazooClient,
+        transport: RunnerTransport,
         event: Any = None,
         spawn: Callable[..., Any] | None = None,
     ) -> None:
-        self._handler = client.handler
+        self._transport = transport
         self._event = event
         self._lost = False
         self._spawn = spawn
@@ -63,7 +63,7 @@ class LossNotice:
             with process_lock():  # against a change of state: both rare and short
                 event = self._event
                 if event is None:
-                    event = self._handler.event_object()
+                    event = self._transport.event_object()
                     if self._lost:
                         event.set()
                     self._event = event
@@ -84,7 +84,7 @@ class LossNotice:
         """Run ``callback(subject, reason)`` each time a hold stops being held."""
         with process_lock():
             if self._spawn is None:
-                self._spawn = services_of(self._handler).serial_queue().post
+                self._spawn = self._transport.serial_queue().post
             self._callbacks.append(callback)
 
     def changed(self, subject: object, state: HoldState, reason: str) -> None:
@@ -104,36 +104,36 @@ class FollowedNode:
     the hold's story (:mod:`pycurator._engine.observe`).
     """
 
-    __slots__ = ("client", "monitor", "node")
+    __slots__ = ("monitor", "node", "transport")
 
     def __init__(
         self,
-        client: KazooClient,
+        transport: RunnerTransport,
         node: HeldNode,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
         report: HoldReport,
     ) -> None:
-        self.client = client
+        self.transport = transport
         self.node = node
-        self.monitor = HoldMonitor(client, node.path, policy, on_change, node.session_id, report)
+        self.monitor = HoldMonitor(transport, node.path, policy, on_change, node.session_id, report)
 
     @classmethod
     def follow_steps(
         cls,
-        client: KazooClient,
+        transport: RunnerTransport,
         node: HeldNode,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
         report: HoldReport,
     ) -> Steps[FollowedNode]:
-        """The hold, made by steps (the constructor runs the same on ``client``; see
+        """The hold, made by steps (the constructor runs the same on ``transport``; see
         :meth:`HoldMonitor.follow_steps`)."""
         hold = cls.__new__(cls)
-        hold.client = client
+        hold.transport = transport
         hold.node = node
         hold.monitor = yield from HoldMonitor.follow_steps(
-            client, node.path, policy, on_change, node.session_id, report
+            transport, node.path, policy, on_change, node.session_id, report
         )
         return hold
 
@@ -153,7 +153,7 @@ class FollowedNode:
 
     def is_held(self) -> bool:
         """Whether the node is known to be ours now (one request, once, to set its watch)."""
-        return run(self.client, self.monitor.confirm_steps())
+        return run(self.transport, self.monitor.confirm_steps())
 
     def is_held_steps(self) -> Steps[bool]:
         """:meth:`is_held`, as steps."""
@@ -172,7 +172,7 @@ class FollowedNode:
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that the node exists: ZooKeeper applies all of
         it or nothing, so a holder whose node is gone cannot commit."""
-        return transport.guarded_transaction(self.client, self.node.path)
+        return self.transport.guarded_transaction(self.node.path)
 
     def close(self) -> None:
         """Stop following the node (on release): no request; its watch is spent when the node
@@ -197,7 +197,7 @@ class ReentrantHolds:
 
     def __init__(
         self,
-        client: KazooClient,
+        transport: RunnerTransport,
         path: str,
         unit: Callable[[], Hashable],
         unit_name: str = "thread",
@@ -208,7 +208,7 @@ class ReentrantHolds:
         self._unit_name = unit_name
         self._finished = finished
         self._entries: dict[Hashable, _Entry] = {}
-        self._guard = client.handler.lock_object()
+        self._guard = transport.lock_object()
 
     def enter(self, unit: Hashable | None = None) -> bool:
         """Count one more hold if the unit holds already; whether it did."""

@@ -33,7 +33,6 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError, KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
@@ -98,62 +97,62 @@ class HoldMonitor:
         "_sender",
         "_session_id",
         "_watching",
-        "client",
         "node",
         "policy",
         "reason",
         "report",
         "state",
+        "transport",
     )
 
     _sender: HoldSender
 
     def __init__(
         self,
-        client: KazooClient,
+        transport: RunnerTransport,
         node: str,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
         session_id: int,
         report: HoldReport,
     ) -> None:
-        self._setup(client, node, policy, on_change, session_id, report)
-        self._start(RunnerTransport(client))
+        self._setup(transport, node, policy, on_change, session_id, report)
+        self._start(transport)
 
     @classmethod
     def follow_steps(
         cls,
-        client: KazooClient,
+        transport: RunnerTransport,
         node: str,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
         session_id: int,
         report: HoldReport,
     ) -> Steps[HoldMonitor]:
-        """The monitor, made by steps (the constructor runs the same on ``client``): it
-        follows the node once they end. ``client`` gives only its handler's lock here."""
+        """The monitor, made by steps (the constructor runs the same on ``transport``): it
+        follows the node once they end. ``transport`` gives only its handler's lock here."""
         monitor = cls.__new__(cls)
-        monitor._setup(client, node, policy, on_change, session_id, report)
+        monitor._setup(transport, node, policy, on_change, session_id, report)
         monitor._start((yield GetSender()))
         return monitor
 
     def _setup(
         self,
-        client: KazooClient,
+        transport: RunnerTransport,
         node: str,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
         session_id: int,
         report: HoldReport,
     ) -> None:
-        self.client = client
+        self.transport = transport
         self.node = node
         self.policy = policy
         self.report = report
         self.state = HoldState.HELD
         self.reason = ""
         self._on_change = on_change
-        self._lock = client.handler.lock_object()
+        self._lock = transport.lock_object()
         self._watching = False  # a watch is set on the node (kazoo drops it with the connection)
         self._session_id = session_id
 

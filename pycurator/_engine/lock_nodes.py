@@ -10,9 +10,8 @@ import contextlib
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import (
     ConnectionClosedError,
     ConnectionLoss,
@@ -20,7 +19,7 @@ from kazoo.exceptions import (
     OperationTimeoutError,
 )
 
-from .._client import kazoo_internals
+from .._client.runners import RunnerTransport
 from .._client.transport import default_node_data
 from .._protocol import wire
 from .._protocol.deadline import Deadline, DeadlineExpired
@@ -35,6 +34,9 @@ from .._protocol.waits import (
     read_sent_steps,
     resent_steps,
 )
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 #: The largest node data ZooKeeper's servers accept by default (``jute.maxbuffer``, 1 MB - 1).
 MAX_NODE_DATA = 0xFFFFF
@@ -52,7 +54,8 @@ class HeldNode:
 
 
 class LockNodes:
-    """Our nodes under one lock path, for one driver: created, found again, listed, deleted.
+    """Our nodes under one lock path, for one driver: created, found again, listed, deleted,
+    through ``transport`` (the client's, its only way to the server).
 
     ``data`` is written to our node (Curator's default, the host address, when None; no data
     at all, as Java's ``null``, with ``null_data``); with ``on_revoke`` it is made empty, for
@@ -62,7 +65,7 @@ class LockNodes:
 
     def __init__(
         self,
-        client: KazooClient,
+        transport: RunnerTransport,
         base_path: str,
         driver: Driver,
         *,
@@ -72,7 +75,7 @@ class LockNodes:
         naming: Naming = CURATOR_NAMING,
         null_data: bool = False,
     ) -> None:
-        self.client = client
+        self.transport = transport
         self.base_path = base_path
         self.driver = driver
         self.naming = naming
@@ -85,6 +88,11 @@ class LockNodes:
             )
         self.acl = list(acl) if acl is not None else None
         self.on_revoke = on_revoke
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client of the transport (for a recipe's ``client`` property)."""
+        return self.transport.client
 
     @overload
     def create_node_steps(
@@ -287,7 +295,7 @@ class LockNodes:
         :func:`~pycurator._protocol.waits.read_sent_steps`), within ``deadline`` (by default the
         client's session timeout from now)."""
         if deadline is None:
-            deadline = Deadline(kazoo_internals.session_timeout(self.client))
+            deadline = Deadline(self.transport.session_timeout())
         try:
             children: list[str] = yield from read_sent_steps(ListChildren(self.base_path), deadline)
         except NoNodeError:

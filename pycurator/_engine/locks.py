@@ -25,10 +25,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kazoo.client import KazooClient
-
-from .._client.runners import run
-from .._client.transport import check_client_type
+from .._client.runners import RunnerTransport, run
 from .._protocol import wire
 from .._protocol.checks import check_data
 from .._protocol.deadline import Deadline, DeadlineExpired
@@ -60,7 +57,7 @@ class LockEngine(LockNodes):
     def revocable(self, on_revoke: Callable[[], None]) -> LockEngine:
         """The same engine, but revocable (see the class doc)."""
         return LockEngine(
-            self.client,
+            self.transport,
             self.base_path,
             self.driver,
             data=self.data,
@@ -84,7 +81,6 @@ class LockEngine(LockNodes):
         error reaches the caller unchanged. ``driver``: this acquire's driver, if not the
         engine's (the read side's, say, which depends on who asks).
         """
-        check_client_type(self.client)
         yield CheckOpen(NOT_STARTED)
         driver = driver or self.driver
         deadline = Deadline(timeout)
@@ -113,22 +109,21 @@ class LockEngine(LockNodes):
 
     def release(self, node: str) -> None:
         """Delete our node (guaranteed: retried in the background if the connection is down)."""
-        run(self.client, self.delete_steps(node))
+        run(self.transport, self.delete_steps(node))
 
 
 def mutex_engine(
-    client: KazooClient, path: str, node_data: bytes | None, acl: Sequence[Any] | None
+    transport: RunnerTransport, path: str, node_data: bytes | None, acl: Sequence[Any] | None
 ) -> LockEngine:
     """The engine of a mutex on ``path`` (Curator's ``lock-`` nodes, the standard driver),
     after checking every argument: shared by the threaded and the asyncio mutex."""
     validate_path(path)
-    check_client_type(client)
     check_data(node_data)
-    return LockEngine(client, path, MUTEX_DRIVER, data=node_data, acl=acl)
+    return LockEngine(transport, path, MUTEX_DRIVER, data=node_data, acl=acl)
 
 
 def read_write_engines(
-    client: KazooClient,
+    transport: RunnerTransport,
     path: str,
     node_data: bytes | None,
     acl: Sequence[Any] | None,
@@ -150,11 +145,10 @@ def read_write_engines(
         )
         node_data = lock_data
     validate_path(path)
-    check_client_type(client)
     check_data(node_data, "lock_data" if lock_data is not None else "node_data")
     return (
-        LockEngine(client, path, write_driver(), data=node_data, acl=acl),
-        LockEngine(client, path, ReadSideDriver(), data=node_data, acl=acl),
+        LockEngine(transport, path, write_driver(), data=node_data, acl=acl),
+        LockEngine(transport, path, ReadSideDriver(), data=node_data, acl=acl),
     )
 
 

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
-from .._client import kazoo_internals
 from .._client.concurrency import runs_inline
-from .._client.transport import check_client_type
+from .._client.runners import RunnerTransport
 from .._protocol import menagerie, wire
 from .._protocol.checks import ConnectionPolicy, check_policy, check_timeout
 from .._protocol.deadline import Deadline, DeadlineExpired
@@ -33,32 +31,38 @@ from .hold import Held
 from .locks import NOT_STARTED, HeldNode, LockEngine
 from .observe import Reporter
 
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
 #: What menagerie writes to every node: ``ZkPrimitive.emptyNode``.
 EMPTY = b""
 
 
 def engine(
-    client: KazooClient, path: str, driver: Driver, naming: Naming, acl: Sequence[Any] | None
+    transport: RunnerTransport,
+    path: str,
+    driver: Driver,
+    naming: Naming,
+    acl: Sequence[Any] | None,
 ) -> LockEngine:
     """The engine of one menagerie recipe on ``path``, after checking the arguments: empty
     node data, menagerie's ``naming``, persistent parents."""
     validate_path(path)
-    check_client_type(client)
-    return LockEngine(client, path, driver, data=EMPTY, acl=acl, naming=naming)
+    return LockEngine(transport, path, driver, data=EMPTY, acl=acl, naming=naming)
 
 
-def lock_engine(client: KazooClient, path: str, acl: Sequence[Any] | None) -> LockEngine:
+def lock_engine(transport: RunnerTransport, path: str, acl: Sequence[Any] | None) -> LockEngine:
     """The engine of a ``ReentrantZkLock`` on ``path``."""
-    return engine(client, path, menagerie.LOCK_DRIVER, menagerie.LOCK_NAMING, acl)
+    return engine(transport, path, menagerie.LOCK_DRIVER, menagerie.LOCK_NAMING, acl)
 
 
 def read_write_engines(
-    client: KazooClient, path: str, acl: Sequence[Any] | None
+    transport: RunnerTransport, path: str, acl: Sequence[Any] | None
 ) -> tuple[LockEngine, LockEngine]:
     """The write side's and the read side's engines of a ``ReentrantZkReadWriteLock``."""
     return (
-        engine(client, path, menagerie.WRITE_DRIVER, menagerie.WRITE_NAMING, acl),
-        engine(client, path, menagerie.ReadSide(), menagerie.READ_NAMING, acl),
+        engine(transport, path, menagerie.WRITE_DRIVER, menagerie.WRITE_NAMING, acl),
+        engine(transport, path, menagerie.ReadSide(), menagerie.READ_NAMING, acl),
     )
 
 
@@ -74,7 +78,7 @@ class PermitSteps:
 
     def __init__(
         self,
-        client: KazooClient,
+        transport: RunnerTransport,
         path: str,
         permits: int,
         acl: Sequence[Any] | None,
@@ -85,7 +89,7 @@ class PermitSteps:
         if permits < 1:
             raise ValueError(f"permits must be >= 1, not {permits}")
         self.driver = menagerie.PermitDriver(permits)
-        self.engine = engine(client, path, self.driver, menagerie.PERMIT_NAMING, acl)
+        self.engine = engine(transport, path, self.driver, menagerie.PERMIT_NAMING, acl)
         self.policy = check_policy(connection_policy)
         self.report = Reporter("semaphore", path)
 
@@ -93,6 +97,11 @@ class PermitSteps:
     def client(self) -> KazooClient:
         """The kazoo client of the semaphore."""
         return self.engine.client
+
+    @property
+    def transport(self) -> RunnerTransport:
+        """The transport of the semaphore's client."""
+        return self.engine.transport
 
     @property
     def path(self) -> str:
@@ -197,7 +206,7 @@ class PermitSteps:
     def participant_steps(self) -> Steps[list[str]]:
         """Names of the ``permit*`` nodes in menagerie's order, holders first: a read that
         rides through a reconnect, for at most the client's session timeout."""
-        deadline = Deadline(kazoo_internals.session_timeout(self.client))
+        deadline = Deadline(self.transport.session_timeout())
         try:
             children: list[str] = yield from read_sent_steps(ListChildren(self.path), deadline)
         except NoNodeError:

@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
-from kazoo.client import KazooClient
+from typing import TYPE_CHECKING
+
 from kazoo.exceptions import BadVersionError, NoNodeError
 
-from .._client.runners import run
+from .._client.runners import run, transport_of
 from .._protocol import wire
 from .._protocol.deadline import Deadline
 from .._protocol.errors import NotALockNodeError
 from .._protocol.ops import NodeExists, SetData
 from .._protocol.paths import validate_path
 from .._protocol.steps import Await, Send, Steps
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 
 def revoke_steps(node_path: str, deadline: Deadline | None = None) -> Steps[None]:
@@ -57,7 +61,7 @@ def attempt_revoke(client: KazooClient, node_path: str) -> None:
     else :class:`NotALockNodeError` is raised and nothing is written. The write is conditional
     on the version read, so a node replaced in between is left alone.
     """
-    run(client, revoke_steps(node_path))
+    run(transport_of(client), revoke_steps(node_path))
 
 
 __all__ = ["attempt_revoke", "revoke_steps"]

@@ -5,15 +5,13 @@ The cores of a lease and of the semaphore mutex (:mod:`pycurator._cores.semaphor
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
-from .._client import kazoo_internals
 from .._client.concurrency import runs_inline
-from .._client.transport import check_client_type
+from .._client.runners import RunnerTransport
 from .._protocol import wire
 from .._protocol.checks import ConnectionPolicy, check_data, check_policy, check_timeout
 from .._protocol.deadline import Deadline, DeadlineExpired
@@ -35,6 +33,9 @@ from .hold import Held
 from .locks import HeldNode, LockEngine
 from .observe import Reporter
 
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
 
 def lease_data_steps(path: str, deadline: Deadline) -> Steps[bytes]:
     """A lease node's data: a read that rides through a reconnect, ConnectionLoss once
@@ -55,7 +56,7 @@ class SemaphoreSteps:
 
     def __init__(
         self,
-        client: KazooClient,
+        transport: RunnerTransport,
         path: str,
         max_leases: int,
         node_data: bytes | None,
@@ -64,32 +65,36 @@ class SemaphoreSteps:
         recipe: str = "semaphore",
     ) -> None:
         validate_path(path)
-        check_client_type(client)
         if isinstance(max_leases, bool) or not isinstance(max_leases, int):
             raise TypeError(f"max_leases must be an int, not {max_leases!r}")
         if max_leases < 1:
             raise ValueError(f"max_leases must be >= 1, not {max_leases}")
         check_data(node_data)
-        self.client = client
+        self.transport = transport
         self.path = path
         self.max_leases = max_leases
         self.policy = check_policy(connection_policy)
         self.report = Reporter(recipe, path)
         # Curator's internal InterProcessMutex; held only while one lease is being taken
         self._lock = LockEngine(
-            client,
+            transport,
             wire.join_path(path, wire.SEMAPHORE_LOCK_PARENT),
             MUTEX_DRIVER,
             acl=acl,
         )
         self._leases_path = wire.join_path(path, wire.SEMAPHORE_LEASE_PARENT)
         self._leases = LockEngine(
-            client,
+            transport,
             self._leases_path,
             StandardDriver(wire.LEASE_NAME, max_leases),
             data=node_data,
             acl=acl,
         )
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client of the semaphore (for its recipes' ``client`` property)."""
+        return self.transport.client
 
     def acquire_steps(self, qty: int, timeout: float | None) -> Steps[list[Held] | None]:
         """``qty`` lease nodes (each with its hold's report) under one deadline, or None on
@@ -213,7 +218,7 @@ class SemaphoreSteps:
     def participant_steps(self) -> Steps[list[str]]:
         """Names of the lease nodes (holders, and at most one waiter), oldest first: a read
         that rides through a reconnect, for at most the client's session timeout."""
-        deadline = Deadline(kazoo_internals.session_timeout(self.client))
+        deadline = Deadline(self.transport.session_timeout())
         try:
             children: list[str] = yield from read_sent_steps(
                 ListChildren(self._leases_path), deadline

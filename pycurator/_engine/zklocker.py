@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-from kazoo.client import KazooClient
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from .._client.transport import check_client_type
+from .._client.runners import RunnerTransport
 from .._protocol import zklocker
 from .._protocol.paths import validate_path
 from .locks import LockEngine
 
 
-def zklocker_engine(client: KazooClient, parent: str, key: str | None) -> LockEngine:
+def zklocker_engine(transport: RunnerTransport, parent: str, key: str | None) -> LockEngine:
     """The engine of a ZkLocker named ``key`` under ``parent``, after checking every argument:
     shared by the threaded and the asyncio ZkLocker."""
     validate_path(parent)
     if parent == "/":
         raise ValueError("parent must not be '/': ZkLocker's nodes go under a parent of their own")
     key = zklocker.check_key(key)
-    check_client_type(client)
     return LockEngine(
-        client,
+        transport,
         parent,
         zklocker.ZkLockerDriver(key),
         acl=OPEN_ACL_UNSAFE,

@@ -8,11 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from .._client import kazoo_internals
-from .._client.transport import check_client_type
+from .._client.runners import RunnerTransport
 from .._protocol import wire
 from .._protocol.deadline import Deadline
 from .._protocol.ops import GetData
@@ -23,13 +21,14 @@ from .._protocol.zkrecipes import WRITE_LOCK_DRIVER, WRITE_LOCK_NAMING
 from .locks import LockEngine
 
 
-def write_lock_engine(client: KazooClient, dir: str, acl: Sequence[Any] | None) -> LockEngine:
+def write_lock_engine(
+    transport: RunnerTransport, dir: str, acl: Sequence[Any] | None
+) -> LockEngine:
     """The engine of a ``WriteLock`` on ``dir``, after checking the arguments: shared by the
     threaded and the asyncio lock."""
     validate_path(dir)
-    check_client_type(client)
     return LockEngine(
-        client,
+        transport,
         dir,
         WRITE_LOCK_DRIVER,
         data=wire.ZK_WRITE_LOCK_DATA,
@@ -42,7 +41,7 @@ def leader_steps(engine: LockEngine) -> Steps[str | None]:
     """``getLeaderHostName``: the data of the first offer still there, as UTF-8 text, or None
     when there is no offer. Reads that ride through a reconnect, within the client's session
     timeout."""
-    deadline = Deadline(kazoo_internals.session_timeout(engine.client))
+    deadline = Deadline(engine.transport.session_timeout())
     names = yield from engine.sorted_children_steps(deadline)
     for name in names:
         path = wire.join_path(engine.base_path, name)

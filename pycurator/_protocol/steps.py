@@ -9,6 +9,9 @@ The recipes' protocols (the lock loop, the semaphore loop, the hold check) are g
   :class:`DeadlineExpired` is thrown in);
 - :class:`NewSignal`: a flag that kazoo's callbacks may set from any thread;
 - :class:`WaitSignal`: the flag being set, for at most a number of seconds (True when set);
+- :class:`AwaitAll`: several answers, or a flag set meanwhile, for at most a number of seconds
+  (each answer's outcome, or None for one still to come);
+- :class:`OnAnswer`: a callback once an answer nobody waits for comes;
 - the client's side: :class:`Listen` / :class:`Unlisten` to its connection states,
   :class:`CheckOpen`, :class:`IsConnected`, :class:`SessionId`, :class:`Chroot`,
   :class:`WatchRemovals`; what outlives
@@ -34,7 +37,7 @@ clean-up, which may yield more steps.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -75,6 +78,23 @@ class WaitSignal:
 
     signal: Signal
     timeout: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class AwaitAll:
+    """Wait until every one of ``answers`` (pending answers of :class:`Send`) has come, or
+    ``wake`` is set, at most ``timeout`` seconds (None: no limit); then each answer's
+    :data:`Outcome`, None for one still to come (``wake.is_set()`` tells a wake from a
+    timeout). The runner links to the answers for the wait and unlinks after it, so a protocol
+    never touches a pending answer."""
+
+    answers: Sequence[Any]
+    wake: Signal
+    timeout: float | None
+
+
+#: How a request was answered: ``(value, None)``, or ``(None, error)``.
+Outcome = tuple[Any, "BaseException | None"]
 
 
 class Pending(Protocol):
@@ -214,6 +234,16 @@ class ForgetWatch:
 
 
 @dataclass(frozen=True, slots=True)
+class OnAnswer:
+    """Call ``callback(outcome)`` once ``answer`` (a pending answer of :class:`Send`) has come,
+    on the thread that brings it (short, never blocking), with its :data:`Outcome`: for an
+    answer nobody waits for any more, whose effects are undone when it lands."""
+
+    answer: Any
+    callback: Callable[[Outcome], None]
+
+
+@dataclass(frozen=True, slots=True)
 class GetSender:
     """The runner's :class:`Sender`, for the protocol's callbacks."""
 
@@ -230,9 +260,10 @@ Effect = (
     | WatchRemovals
     | OweDelete
     | ForgetWatch
+    | OnAnswer
     | GetSender
 )
-Step = Await | NewSignal | WaitSignal | Effect
+Step = Await | AwaitAll | NewSignal | WaitSignal | Effect
 #: A protocol's generator: yields steps, receives their values, returns a ``T``.
 Steps = Generator[Step, Any, T]
 
@@ -249,6 +280,7 @@ EFFECTS: dict[type[Any], Callable[[Transport, Any], Any]] = {
     WatchRemovals: lambda t, step: t.watch_removals(),
     OweDelete: lambda t, step: t.owe_delete(step.path, step.sent),
     ForgetWatch: lambda t, step: t.forget_watch(step.path, step.watcher, step.children),
+    OnAnswer: lambda t, step: step.answer.rawlink(lambda a: step.callback(outcome(a))),
     GetSender: lambda t, step: t,
 }
 
@@ -258,9 +290,50 @@ def perform(transport: Transport, step: Effect) -> Any:
     return EFFECTS[type(step)](transport, step)
 
 
+def link_all(answers: Sequence[Pending], wake: Signal) -> Callable[[], None]:
+    """How a runner begins an :class:`AwaitAll`: ``wake`` is set once every answer has come;
+    the undo, to call when the wait ends. An answer is ready before its callbacks run, so the
+    callback of the last one in finds every one ready, whichever thread runs it; each scan
+    starts where an earlier one stopped (a stale start, from a race, only costs a longer
+    scan; a signal set twice is set once), so all the callbacks make one pass in all."""
+    first_unready = [0]
+
+    def answered(_: Any) -> None:
+        index = first_unready[0]
+        while index < len(answers) and answers[index].ready():
+            index += 1
+        first_unready[0] = index
+        if index == len(answers):
+            wake.set()
+
+    for answer in answers:
+        answer.rawlink(answered)
+
+    def unlink() -> None:
+        for answer in answers:
+            answer.unlink(answered)
+
+    return unlink
+
+
+def outcome(answer: Pending) -> Outcome:
+    """The :data:`Outcome` of an answer that has come."""
+    try:
+        return answer.get_nowait(), None
+    except BaseException as exc:
+        return None, exc
+
+
+def outcomes(answers: Sequence[Pending]) -> list[Outcome | None]:
+    """How a runner ends an :class:`AwaitAll`: each answer's :data:`Outcome`, None for one
+    still to come."""
+    return [outcome(answer) if answer.ready() else None for answer in answers]
+
+
 __all__ = [
     "EFFECTS",
     "Await",
+    "AwaitAll",
     "CheckOpen",
     "Chroot",
     "Claims",
@@ -270,6 +343,8 @@ __all__ = [
     "IsConnected",
     "Listen",
     "NewSignal",
+    "OnAnswer",
+    "Outcome",
     "OweDelete",
     "Pending",
     "Send",
@@ -282,5 +357,8 @@ __all__ = [
     "Unlisten",
     "WaitSignal",
     "WatchRemovals",
+    "link_all",
+    "outcome",
+    "outcomes",
     "perform",
 ]

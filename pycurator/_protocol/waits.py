@@ -10,7 +10,6 @@ Every wait honours a deadline, whatever the connection does. Deletes never wait 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 from collections.abc import Callable, Sequence
@@ -30,11 +29,14 @@ from .deadline import Deadline, DeadlineExpired
 from .ops import DeleteNode, GetData, ListChildren, Request
 from .steps import (
     Await,
+    AwaitAll,
     CheckOpen,
     GetSender,
     IsConnected,
     Listen,
     NewSignal,
+    OnAnswer,
+    Outcome,
     OweDelete,
     Send,
     Sender,
@@ -125,8 +127,8 @@ def watch_sent_steps(request: GetData | ListChildren, deadline: Deadline) -> Ste
             # the deadline passed or the wait was interrupted (perhaps just as the answer
             # came): a watch the request sets, now or later, is dropped again
             sender = yield GetSender()
-            answer.rawlink(
-                functools.partial(_drop_late_watch, sender, request.path, watch, children)
+            yield OnAnswer(
+                answer, functools.partial(_drop_late_watch, sender, request.path, watch, children)
             )
             raise
 
@@ -136,13 +138,11 @@ def _drop_late_watch(
     path: str,
     watcher: Callable[[WatchedEvent], None],
     children: bool,
-    answer: Any,
+    answered: Outcome,
 ) -> None:
-    """Once the late ``answer`` of a watch request nobody waits for has set its watch, drop
-    that watch (through the runner's ``sender``)."""
-    try:
-        answer.get_nowait()
-    except Exception:
+    """Once the late answer of a watch request nobody waits for has set its watch (it was
+    ``answered`` without an error), drop that watch (through the runner's ``sender``)."""
+    if answered[1] is not None:
         return
     sender.call_later(
         LATE_WATCH_DELAY, functools.partial(sender.forget_watch, path, watcher, children)
@@ -184,9 +184,6 @@ def read_sent_steps(request: Request, deadline: Deadline) -> Steps[Any]:
     def on_state(state: str) -> None:
         wake.set()
 
-    def answered(_: Any) -> None:
-        wake.set()
-
     yield Listen(on_state)
     try:
         while True:
@@ -198,15 +195,14 @@ def read_sent_steps(request: Request, deadline: Deadline) -> Steps[Any]:
                 ) from None
             wake.clear()
             answer = yield Send(request)
-            answer.rawlink(answered)
-            try:
-                woken = yield WaitSignal(wake, deadline.remaining())
-            finally:
-                answer.unlink(answered)
-            if answer.ready():
-                with contextlib.suppress(*RETRYABLE):  # sent again once connected
-                    return answer.get_nowait()
-            if not woken:
+            (answered,) = yield AwaitAll((answer,), wake, deadline.remaining())
+            if answered is not None:
+                value, error = answered
+                if error is None:
+                    return value
+                if not isinstance(error, RETRYABLE):  # else sent again once connected
+                    raise error
+            if not wake.is_set():
                 raise ConnectionLoss(f"no answer from ZooKeeper within {_within(deadline)}")
     finally:
         yield Unlisten(on_state)
@@ -222,25 +218,11 @@ def read_all_sent_steps(
     ``ConnectionClosedError`` once the client is stopped."""
     if not requests:
         return []
-    outcomes: list[tuple[Any, BaseException | None] | None] = [None] * len(requests)
+    outcomes: list[Outcome | None] = [None] * len(requests)
     wake = yield NewSignal()
 
     def on_state(state: str) -> None:
         wake.set()
-
-    first_unready = [0]
-
-    def answered(_: Any) -> None:
-        # an answer is ready before its callbacks run, so the callback of the last one in finds
-        # every one ready, whichever thread runs it; the scan starts where an earlier one
-        # stopped (a stale start, from a race, only costs a longer scan; a signal set twice is
-        # set once)
-        index = first_unready[0]
-        while index < len(answers) and answers[index][1].ready():
-            index += 1
-        first_unready[0] = index
-        if index == len(answers):
-            wake.set()
 
     yield Listen(on_state)
     try:
@@ -255,26 +237,14 @@ def read_all_sent_steps(
                     f"not connected to ZooKeeper within {_within(deadline)}"
                 ) from None
             wake.clear()
-            answers: list[tuple[int, Any]] = []
-            first_unready[0] = 0
+            answers = []
             for index in pending:
-                answers.append((index, (yield Send(requests[index]))))
-            for _, answer in answers:
-                answer.rawlink(answered)
-            try:
-                woken = yield WaitSignal(wake, deadline.remaining())
-            finally:
-                for _, answer in answers:
-                    answer.unlink(answered)
-            for index, answer in answers:
-                if answer.ready():
-                    try:
-                        outcomes[index] = (answer.get_nowait(), None)
-                    except RETRYABLE:
-                        pass  # sent again once connected
-                    except Exception as exc:
-                        outcomes[index] = (None, exc)
-            if not woken:
+                answers.append((yield Send(requests[index])))
+            answered = yield AwaitAll(answers, wake, deadline.remaining())
+            for index, outcome in zip(pending, answered, strict=True):
+                if outcome is not None and not isinstance(outcome[1], RETRYABLE):
+                    outcomes[index] = outcome  # a retryable error: sent again once connected
+            if not wake.is_set() and None in answered:  # the deadline passed first
                 raise ConnectionLoss(f"no answer from ZooKeeper within {_within(deadline)}")
     finally:
         yield Unlisten(on_state)

@@ -17,7 +17,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.runners import Task, run, start
+from .._client.runners import Task, run, start, transport_of
 from .._client.runtime import services_of
 from .._cores.faces import LatchFace
 from .._cores.leader import CLOSE_WAIT, LatchCore
@@ -62,7 +62,7 @@ class LatchRunner:
         started before."""
         changed = self._changes.changed
         election = self.core.begin(owner, self._notices.post, changed, self.lost_event)
-        self._task = start(self.core.client, election.steps(), lambda _: changed())
+        self._task = start(self.core.transport, election.steps(), lambda _: changed())
 
     def close(self, close_mode: CloseMode | None) -> None:
         """End the election and wait (at most :data:`CLOSE_WAIT`) for its node's delete."""
@@ -114,7 +114,9 @@ class LeaderLatch(LatchFace):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._runner = LatchRunner(LatchCore(client, path, id, close_mode, acl, connection_policy))
+        self._runner = LatchRunner(
+            LatchCore(transport_of(client), path, id, close_mode, acl, connection_policy)
+        )
         self._core = self._runner.core
         #: Set when leadership ends, cleared when it begins (a handler event).
         self.lost_event = self._runner.lost_event
@@ -183,7 +185,7 @@ class LeaderLatch(LatchFace):
     def check(self) -> None:
         """Raise :class:`LockLostError` unless we lead and our node is known to be ours now
         (its deletion is checked with the server when not yet watched)."""
-        run(self.client, self._core.check_steps())
+        run(self._core.transport, self._core.check_steps())
 
     def participants(self) -> list[Participant]:
         """Every participant in queue order, the leader first (Java's and Python's alike).
@@ -191,7 +193,7 @@ class LeaderLatch(LatchFace):
         Rides through a reconnect: waits for the connection up to the client's session
         timeout, then raises ``ConnectionLoss``.
         """
-        return run(self.client, self._core.participants_steps())
+        return run(self._core.transport, self._core.participants_steps())
 
     def leader(self) -> Participant:
         """The current leader, or ``Participant("", False)`` when there is none (read as

@@ -87,8 +87,10 @@ class ReentrantLock(LockFace, LockContext):
         connection_policy: ConnectionPolicy = "standard",
         recipe: str = "mutex",
     ) -> None:
-        self._core = LockCore(engine, recipe, connection_policy, unit_getter(engine.client.handler))
-        self._notice = LossNotice(engine.client)
+        self._core = LockCore(
+            engine, recipe, connection_policy, unit_getter(engine.transport.handler)
+        )
+        self._notice = LossNotice(engine.transport)
 
     @property
     def lost_event(self) -> Any:
@@ -108,7 +110,7 @@ class ReentrantLock(LockFace, LockContext):
         core = self._core
         if core.holds.enter():
             return True
-        held = run(core.client, core.acquire_steps(timeout, self._acquire_driver()))
+        held = run(core.transport, core.acquire_steps(timeout, self._acquire_driver()))
         if held is None:
             return False
         core.follow(held, self._notice, self)
@@ -182,7 +184,7 @@ class ReentrantLock(LockFace, LockContext):
 
     def participant_nodes(self) -> list[str]:
         """Full paths of every node queued on the lock path, holder first (any language)."""
-        return run(self._core.client, self._core.participant_steps())
+        return run(self._core.transport, self._core.participant_steps())
 
     def make_revocable(self: L, listener: Callable[[L], None]) -> None:
         """Make the lock revocable; call before :meth:`acquire`.

@@ -7,7 +7,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.runners import run
+from .._client.runners import run, transport_of
 from .._cores.faces import PermitsFace, ZkReadWriteFace
 from .._engine.menagerie import PermitSteps, lock_engine, read_write_engines
 from .._protocol import menagerie
@@ -35,7 +35,9 @@ class ReentrantZkLock(ReentrantLock):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        super().__init__(lock_engine(client, path, acl), connection_policy=connection_policy)
+        super().__init__(
+            lock_engine(transport_of(client), path, acl), connection_policy=connection_policy
+        )
 
 
 class ReentrantZkReadWriteLock(ZkReadWriteFace[ReadLock, WriteLock]):
@@ -59,7 +61,7 @@ class ReentrantZkReadWriteLock(ZkReadWriteFace[ReadLock, WriteLock]):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        write, read = read_write_engines(client, path, acl)
+        write, read = read_write_engines(transport_of(client), path, acl)
         self._write = WriteLock(write, connection_policy=connection_policy)
         self._read = ReadLock(
             read, self._write, connection_policy=connection_policy, side=menagerie.ReadSide
@@ -90,12 +92,12 @@ class ZkSemaphore(PermitsFace):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._steps = PermitSteps(client, path, permits, acl, connection_policy)
+        self._steps = PermitSteps(transport_of(client), path, permits, acl, connection_policy)
 
     def acquire(self, timeout: float | None = None) -> Lease | None:
         """One permit within ``timeout`` seconds (None: wait forever; 0: one try), or None on
         timeout; no node is left behind on timeout or error."""
-        held = run(self.client, self._steps.acquire_steps(timeout))
+        held = run(self._steps.transport, self._steps.acquire_steps(timeout))
         if held is None:
             return None
         engine = self._steps.engine
@@ -108,7 +110,7 @@ class ZkSemaphore(PermitsFace):
     def participant_nodes(self) -> list[str]:
         """Names of the permit nodes in menagerie's order, holders first; rides through a
         reconnect, as every read-only query."""
-        return run(self.client, self._steps.participant_steps())
+        return run(self._steps.transport, self._steps.participant_steps())
 
     def available_permits(self) -> int:
         """``permits`` less the permit nodes there are, at least 0 (menagerie's

@@ -7,6 +7,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from .._client.runners import transport_of
 from .._engine.locks import mutex_engine
 from .._protocol.checks import ConnectionPolicy
 from .lock import ReentrantLock
@@ -30,7 +31,8 @@ class InterProcessMutex(ReentrantLock):
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         super().__init__(
-            mutex_engine(client, path, node_data, acl), connection_policy=connection_policy
+            mutex_engine(transport_of(client), path, node_data, acl),
+            connection_policy=connection_policy,
         )
 
 

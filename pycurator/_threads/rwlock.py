@@ -7,7 +7,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.runners import run
+from .._client.runners import run, transport_of
 from .._cores.faces import ReadWriteFace
 from .._engine.locks import LockEngine, read_write_engines
 from .._protocol.checks import ConnectionPolicy
@@ -20,7 +20,7 @@ class _Side(ReentrantLock):
 
     def participant_nodes(self) -> list[str]:
         """Full paths of this side's nodes (read or write) in queue order, holders first."""
-        return run(self._core.client, self._core.participant_steps(own_kind_only=True))
+        return run(self._core.transport, self._core.participant_steps(own_kind_only=True))
 
 
 class WriteLock(_Side):
@@ -82,7 +82,7 @@ class InterProcessReadWriteLock(ReadWriteFace[ReadLock, WriteLock]):
         connection_policy: ConnectionPolicy = "standard",
         lock_data: bytes | None = None,
     ) -> None:
-        write, read = read_write_engines(client, path, node_data, acl, lock_data)
+        write, read = read_write_engines(transport_of(client), path, node_data, acl, lock_data)
         self._write = WriteLock(write, connection_policy=connection_policy)
         self._read = ReadLock(read, self._write, connection_policy=connection_policy)
 

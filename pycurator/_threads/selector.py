@@ -38,7 +38,7 @@ from typing import Any
 from kazoo.client import KazooClient, TransactionRequest
 
 from .._client.concurrency import unit_getter
-from .._client.runners import Task, run
+from .._client.runners import Task, run, transport_of
 from .._client.runtime import services_of
 from .._cores.selector import LeadershipCore, SelectorCore, Term, ending_of
 from .._engine.election import Participant, leader_of
@@ -156,7 +156,7 @@ class LeaderSelector:
                 " pycurator.aio.LeaderSelector"
             )
         self._core: SelectorCore[_Run] = SelectorCore(
-            client, path, lead, id, auto_requeue, acl, connection_policy
+            transport_of(client), path, lead, id, auto_requeue, acl, connection_policy
         )
         self._lock = client.handler.rlock_object()
         self._unit = unit_getter(client.handler)
@@ -249,7 +249,7 @@ class LeaderSelector:
         Rides through a reconnect: waits for the connection up to the client's session
         timeout, then raises ``ConnectionLoss``.
         """
-        return run(self.client, self._core.participants_steps())
+        return run(self._core.transport, self._core.participants_steps())
 
     def leader(self) -> Participant:
         """The current leader, or ``Participant("", False)`` when there is none."""
@@ -265,7 +265,9 @@ class LeaderSelector:
         return self._core.queue(self._begin, self._elected, asked)
 
     def _begin(self, term: Term[_Run]) -> _Run:
-        task = Task(self.client, term.election.steps(), functools.partial(self._over, term))
+        task = Task(
+            self._core.transport, term.election.steps(), functools.partial(self._over, term)
+        )
         task.start()
         return _Run(task)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.runners import run
+from .._client.runners import run, transport_of
 from .._cores.faces import LeaseFace, SemaphoreFace, SemaphoreMutexFace
 from .._cores.semaphore import LeaseCore, SemaphoreMutexCore
 from .._engine.hold import Held, LossNotice
@@ -57,11 +57,12 @@ class Lease(LeaseFace):
         ``notice`` and ``subject``: whom to tell of a loss, and what to name (by default a
         notice of the lease's own, naming the lease); ``delete``: how the node is deleted
         (by default Curator's guaranteed delete)."""
+        transport = transport_of(client)
         self._core = LeaseCore(
-            client,
+            transport,
             held,
             policy,
-            LossNotice(client) if notice is None else notice,
+            LossNotice(transport) if notice is None else notice,
             self if subject is None else subject,
             delete,
         )
@@ -74,7 +75,7 @@ class Lease(LeaseFace):
     def data(self) -> bytes:
         """The lease node's data, read from ZooKeeper (riding through a reconnect, as every
         read-only query)."""
-        return run(self._core.client, self._core.data_steps())
+        return run(self._core.transport, self._core.data_steps())
 
     def is_held(self) -> bool:
         """True while the lease node is known to be ours (and the lease not returned)."""
@@ -94,7 +95,7 @@ class Lease(LeaseFace):
         down). Returning it twice, or after it was lost, does nothing more."""
         path = self._core.close()
         if path is not None:
-            run(self._core.client, self._core.delete(path))
+            run(self._core.transport, self._core.delete(path))
 
     def __enter__(self) -> Lease:
         return self
@@ -129,7 +130,9 @@ class InterProcessSemaphoreV2(SemaphoreFace):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._steps = SemaphoreSteps(client, path, max_leases, node_data, acl, connection_policy)
+        self._steps = SemaphoreSteps(
+            transport_of(client), path, max_leases, node_data, acl, connection_policy
+        )
 
     def acquire(self, timeout: float | None = None) -> Lease | None:
         """One lease within ``timeout`` seconds (None: wait forever), or None on timeout."""
@@ -141,7 +144,7 @@ class InterProcessSemaphoreV2(SemaphoreFace):
 
         None on timeout; on timeout or error every lease taken so far is returned first.
         """
-        leases = run(self.client, self._steps.acquire_steps(qty, timeout))
+        leases = run(self._steps.transport, self._steps.acquire_steps(qty, timeout))
         if leases is None:
             return None
         return [Lease(self.client, held, self.connection_policy) for held in leases]
@@ -158,7 +161,7 @@ class InterProcessSemaphoreV2(SemaphoreFace):
     def participant_nodes(self) -> list[str]:
         """Names of the lease nodes (holders, and at most one waiter), oldest first; rides
         through a reconnect, as every read-only query."""
-        return run(self.client, self._steps.participant_steps())
+        return run(self._steps.transport, self._steps.participant_steps())
 
     def __repr__(self) -> str:
         return f"InterProcessSemaphoreV2({self.path!r}, {self.max_leases})"
@@ -182,9 +185,9 @@ class InterProcessSemaphoreMutex(SemaphoreMutexFace[Lease], LockContext):
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         self._core: SemaphoreMutexCore[Lease] = SemaphoreMutexCore(
-            client, path, node_data, acl, connection_policy
+            transport_of(client), path, node_data, acl, connection_policy
         )
-        self._notice = LossNotice(client)
+        self._notice = LossNotice(self._core.steps.transport)
         self._notice.mark(True)  # not held yet
 
     @property
@@ -196,7 +199,7 @@ class InterProcessSemaphoreMutex(SemaphoreMutexFace[Lease], LockContext):
     def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for the lock; False on timeout."""
         steps = self._core.steps
-        leases = run(steps.client, steps.acquire_steps(1, timeout))
+        leases = run(steps.transport, steps.acquire_steps(1, timeout))
         if leases is None:
             return False
         self._notice.mark(False)
@@ -228,7 +231,7 @@ class InterProcessSemaphoreMutex(SemaphoreMutexFace[Lease], LockContext):
     def participant_nodes(self) -> list[str]:
         """Names of the lease nodes: the holder, and at most one waiter about to wait."""
         steps = self._core.steps
-        return run(steps.client, steps.participant_steps())
+        return run(steps.transport, steps.participant_steps())
 
     def __repr__(self) -> str:
         return f"InterProcessSemaphoreMutex({self.path!r})"

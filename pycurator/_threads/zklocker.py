@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kazoo.client import KazooClient
 
+from .._client.runners import transport_of
 from .._engine.zklocker import zklocker_engine
 from .._protocol import wire
 from .._protocol.checks import ConnectionPolicy
@@ -40,7 +41,7 @@ class ZkLocker(ReentrantLock):
         *,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        engine = zklocker_engine(client, parent, key)
+        engine = zklocker_engine(transport_of(client), parent, key)
         super().__init__(engine, connection_policy=connection_policy, recipe="zklocker")
         self._key = key
 

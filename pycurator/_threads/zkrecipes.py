@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 from kazoo.client import KazooClient
 
-from .._client.runners import run
+from .._client.runners import run, transport_of
 from .._cores.faces import ElectionFace
 from .._cores.zkrecipes import election_core
 from .._engine.zkrecipes import leader_steps, write_lock_engine
@@ -29,7 +29,7 @@ class WriteLock(ReentrantLock):
     """
 
     def __init__(self, client: KazooClient, dir: str, *, acl: Sequence[Any] | None = None) -> None:
-        super().__init__(write_lock_engine(client, dir, acl), recipe="write")
+        super().__init__(write_lock_engine(transport_of(client), dir, acl), recipe="write")
 
     def make_revocable(self, listener: Callable[[Any], None]) -> NoReturn:
         """Not offered: revocation would empty our node, whose data Java writes as 0x12 0x34."""
@@ -49,7 +49,7 @@ class LeaderElection(ElectionFace):
     """
 
     def __init__(self, client: KazooClient, root: str, host_name: str) -> None:
-        self._runner = LatchRunner(election_core(client, root, host_name))
+        self._runner = LatchRunner(election_core(transport_of(client), root, host_name))
         self._core = self._runner.core
         #: Set when leadership ends, cleared when it begins (a handler event).
         self.lost_event = self._runner.lost_event
@@ -90,7 +90,7 @@ class LeaderElection(ElectionFace):
     def leader(self) -> str | None:
         """The leader's host name (the first offer's data, as Java's ``getLeaderHostName``),
         or None when there is no offer; read from the server, riding through a reconnect."""
-        return run(self.client, leader_steps(self._core.engine))
+        return run(self._core.transport, leader_steps(self._core.engine))
 
     def on_lost(self, callback: Callable[[LeaderElection, str], Any]) -> None:
         """Run ``callback(election, reason)`` on a worker of the client's handler each time
@@ -100,7 +100,7 @@ class LeaderElection(ElectionFace):
     def check(self) -> None:
         """Raise :class:`~pycurator.LockLostError` unless we lead and our offer is known to be
         ours now."""
-        run(self.client, self._core.check_steps())
+        run(self._core.transport, self._core.check_steps())
 
     def __repr__(self) -> str:
         return f"LeaderElection({self.root!r}, host_name={self.host_name!r})"

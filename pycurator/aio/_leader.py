@@ -14,7 +14,14 @@ from .._cores.leader import CLOSE_WAIT, LatchCore
 from .._engine.election import CloseMode, Participant, leader_of
 from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.deadline import Deadline
-from ._runner import LoopEvent, log_failure, loop_spawner, run_async, wait_event
+from ._runner import (
+    LoopEvent,
+    log_failure,
+    loop_spawner,
+    run_async,
+    transport_of,
+    wait_event,
+)
 
 
 class LatchRunner:
@@ -38,7 +45,7 @@ class LatchRunner:
             owner, loop_spawner(), LoopEvent(loop, changed).set, self.lost_event
         )
         self._changed = changed
-        self._task = loop.create_task(run_async(self.core.client, election.steps()))
+        self._task = loop.create_task(run_async(self.core.transport, election.steps()))
         self._task.add_done_callback(log_failure)
         self._task.add_done_callback(lambda _: changed.set())
 
@@ -91,7 +98,9 @@ class LeaderLatch(LatchFace):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._runner = LatchRunner(LatchCore(client, path, id, close_mode, acl, connection_policy))
+        self._runner = LatchRunner(
+            LatchCore(transport_of(client), path, id, close_mode, acl, connection_policy)
+        )
         self._core = self._runner.core
         #: Set when leadership ends, cleared when it begins.
         self.lost_event = self._runner.lost_event
@@ -149,12 +158,12 @@ class LeaderLatch(LatchFace):
     async def check(self) -> None:
         """Raise :class:`LockLostError` unless we lead and our node is known to be ours now
         (its deletion is checked with the server when not yet watched)."""
-        await run_async(self.client, self._core.check_steps())
+        await run_async(self._core.transport, self._core.check_steps())
 
     async def participants(self) -> list[Participant]:
         """Every participant in queue order, the leader first (read as the threaded latch
         reads them, riding through a reconnect)."""
-        return await run_async(self.client, self._core.participants_steps())
+        return await run_async(self._core.transport, self._core.participants_steps())
 
     async def leader(self) -> Participant:
         """The current leader, or ``Participant("", False)`` when there is none."""

@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kazoo.client import KazooClient, TransactionRequest
 
+from .._client.runners import RunnerTransport
 from .._cores.faces import LockFace, MultiLockFace, ReadWriteFace
 from .._cores.lock import LockCore
 from .._cores.multilock import (
@@ -39,7 +40,7 @@ from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.deadline import Deadline
 from .._protocol.drivers import Driver, ReadSideDriver
 from .._protocol.errors import LockLostError, LockTimeout
-from ._runner import loop_notice, loop_spawner, run_async
+from ._runner import loop_notice, loop_spawner, run_async, transport_of
 
 log = logging.getLogger("pycurator")
 
@@ -110,11 +111,11 @@ class TaskNotice:
     with the recipe (maybe before any loop runs), and the ``on_lost`` callbacks, bound to the
     running loop by :meth:`bound` at the first hold."""
 
-    def __init__(self, client: KazooClient, *, lost: bool = False) -> None:
+    def __init__(self, transport: RunnerTransport, *, lost: bool = False) -> None:
         self.event = asyncio.Event()
         if lost:
             self.event.set()
-        self._client = client
+        self._transport = transport
         self._notice: LossNotice | None = None
         self._callbacks: list[Callable[[Any, str], Any]] = []
 
@@ -127,7 +128,7 @@ class TaskNotice:
     def bound(self) -> LossNotice:
         """The notice on the running loop (made at the first call, with the callbacks so far)."""
         if self._notice is None:
-            self._notice = loop_notice(self._client, self.event)
+            self._notice = loop_notice(self._transport, self.event)
             for callback in self._callbacks:
                 self._notice.add(callback)
         return self._notice
@@ -156,7 +157,7 @@ class AsyncReentrantLock(LockFace, AsyncLockContext):
             engine, recipe, connection_policy, current_task, "task", finished=_finished
         )
         self._acquiring: dict[Hashable, asyncio.Future[None]] = {}
-        self._notice = TaskNotice(engine.client)
+        self._notice = TaskNotice(engine.transport)
         self.lost_event = self._notice.event
 
     def acquire(self, timeout: float | None = None) -> Coroutine[Any, Any, bool]:
@@ -186,7 +187,7 @@ class AsyncReentrantLock(LockFace, AsyncLockContext):
         done = self._acquiring[owner] = asyncio.get_running_loop().create_future()
         try:
             steps = core.acquire_steps(deadline.remaining(), self._acquire_driver(owner))
-            held = await run_async(core.client, steps)
+            held = await run_async(core.transport, steps)
             if held is None:
                 return False
             self._held(held, owner)
@@ -231,8 +232,7 @@ class AsyncReentrantLock(LockFace, AsyncLockContext):
             return
         if isinstance(owner, asyncio.Task):
             owner.remove_done_callback(self._owner_ended)
-        client = self._core.client
-        await run_async(client, self._core.engine.delete_steps(hold.path))
+        await run_async(self._core.transport, self._core.engine.delete_steps(hold.path))
 
     def is_acquired_in_this_process(self) -> bool:
         """True if any task holds this lock object."""
@@ -255,13 +255,13 @@ class AsyncReentrantLock(LockFace, AsyncLockContext):
         hold = self._core.holds.current()
         if hold is None:
             return False
-        return await run_async(self._core.client, hold.is_held_steps())
+        return await run_async(self._core.transport, hold.is_held_steps())
 
     async def check(self) -> None:
         """Raise :class:`LockLostError` (naming the lock's path, as the threaded lock's does)
         unless :meth:`is_held`."""
         hold = self._core.holds.required()
-        if not await run_async(self._core.client, hold.is_held_steps()):
+        if not await run_async(self._core.transport, hold.is_held_steps()):
             raise LockLostError(self.path, hold.reason)
 
     def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
@@ -286,7 +286,7 @@ class AsyncReentrantLock(LockFace, AsyncLockContext):
     async def participant_nodes(self) -> list[str]:
         """Full paths of every node queued on the lock path, holder first (any language);
         rides through a reconnect, as every read-only query."""
-        return await run_async(self._core.client, self._core.participant_steps())
+        return await run_async(self._core.transport, self._core.participant_steps())
 
     def make_revocable(self, listener: Callable[[Any], Any]) -> None:
         """Make the lock revocable; call before :meth:`acquire`, from the loop.
@@ -313,7 +313,8 @@ class InterProcessMutex(AsyncReentrantLock):
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         super().__init__(
-            mutex_engine(client, path, node_data, acl), connection_policy=connection_policy
+            mutex_engine(transport_of(client), path, node_data, acl),
+            connection_policy=connection_policy,
         )
 
 
@@ -321,7 +322,7 @@ class _Side(AsyncReentrantLock):
     async def participant_nodes(self) -> list[str]:
         """Full paths of this side's nodes (read or write) in queue order, holders first."""
         core = self._core
-        return await run_async(core.client, core.participant_steps(own_kind_only=True))
+        return await run_async(core.transport, core.participant_steps(own_kind_only=True))
 
 
 class WriteLock(_Side):
@@ -367,7 +368,7 @@ class InterProcessReadWriteLock(ReadWriteFace[ReadLock, WriteLock]):
         connection_policy: ConnectionPolicy = "standard",
         lock_data: bytes | None = None,
     ) -> None:
-        write, read = read_write_engines(client, path, node_data, acl, lock_data)
+        write, read = read_write_engines(transport_of(client), path, node_data, acl, lock_data)
         self._write = WriteLock(write, connection_policy=connection_policy)
         self._read = ReadLock(read, self._write, connection_policy=connection_policy)
 

@@ -25,12 +25,19 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kazoo.client import KazooClient
-
-from .._client.runners import RunnerTransport
+from .._client.runners import RunnerTransport, transport_of
 from .._engine.hold import LossNotice
 from .._protocol.deadline import Deadline, DeadlineExpired
-from .._protocol.steps import Await, NewSignal, Steps, WaitSignal, perform
+from .._protocol.steps import (
+    Await,
+    AwaitAll,
+    NewSignal,
+    Steps,
+    WaitSignal,
+    link_all,
+    outcomes,
+    perform,
+)
 
 T = TypeVar("T")
 
@@ -112,11 +119,11 @@ async def _answer(loop: asyncio.AbstractEventLoop, result: Any, deadline: Deadli
     return result.get()
 
 
-async def run_async(client: KazooClient, steps: Steps[T]) -> T:
-    """Perform ``steps`` on the running loop; the generator's value. A cancellation is thrown
-    into the generator, whose clean-up runs (its waits awaited too) before it propagates."""
+async def run_async(transport: RunnerTransport, steps: Steps[T]) -> T:
+    """Perform ``steps`` on ``transport``'s client, on the running loop; the generator's value.
+    A cancellation is thrown into the generator, whose clean-up runs (its waits awaited too)
+    before it propagates."""
     loop = asyncio.get_running_loop()
-    transport = RunnerTransport(client)
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -128,10 +135,18 @@ async def run_async(client: KazooClient, steps: Steps[T]) -> T:
         try:
             if isinstance(step, Await):
                 value = await _answer(loop, step.result, step.deadline)
-            elif not isinstance(step, (NewSignal, WaitSignal)):
+            elif not isinstance(step, (NewSignal, WaitSignal, AwaitAll)):
                 value = perform(transport, step)
             elif isinstance(step, NewSignal):
                 value = LoopSignal(loop)
+            elif isinstance(step, AwaitAll):
+                assert isinstance(step.wake, LoopSignal)
+                unlink = link_all(step.answers, step.wake)
+                try:
+                    await step.wake.wait(step.timeout)
+                finally:
+                    unlink()
+                value = outcomes(step.answers)
             else:
                 assert isinstance(step.signal, LoopSignal)
                 value = await step.signal.wait(step.timeout)
@@ -188,9 +203,9 @@ def loop_spawner() -> Callable[..., None]:
     return spawn
 
 
-def loop_notice(client: KazooClient, event: asyncio.Event) -> LossNotice:
+def loop_notice(transport: RunnerTransport, event: asyncio.Event) -> LossNotice:
     """A :class:`LossNotice` on the running loop: ``event`` set there, callbacks run there."""
-    return LossNotice(client, LoopEvent(asyncio.get_running_loop(), event), loop_spawner())
+    return LossNotice(transport, LoopEvent(asyncio.get_running_loop(), event), loop_spawner())
 
 
 def _committed(transaction: Any) -> Steps[list[Any]]:
@@ -219,7 +234,7 @@ def log_failure(task: asyncio.Task[Any]) -> None:
 async def commit(transaction: Any) -> list[Any]:
     """Commit a kazoo transaction (a ``guarded_transaction()``, say) without blocking the loop;
     its results, as ``transaction.commit()`` returns them."""
-    results: list[Any] = await run_async(transaction.client, _committed(transaction))
+    results: list[Any] = await run_async(transport_of(transaction.client), _committed(transaction))
     return results
 
 
@@ -231,5 +246,6 @@ __all__ = [
     "loop_notice",
     "loop_spawner",
     "run_async",
+    "transport_of",
     "wait_event",
 ]

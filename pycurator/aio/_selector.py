@@ -27,7 +27,7 @@ from .._engine.election import Participant, leader_of
 from .._engine.hold_check import HoldMonitor
 from .._engine.locks import HeldNode
 from .._protocol.checks import ConnectionPolicy, check_timeout
-from ._runner import log_failure, run_async
+from ._runner import log_failure, run_async, transport_of
 
 log = logging.getLogger("pycurator")
 
@@ -69,7 +69,7 @@ class Leadership:
         """True while the term lasts and our node is known to be ours now."""
         if self._core.ended:
             return False
-        return await run_async(self._core.client, self._core.confirm_steps())
+        return await run_async(self._core.monitor.transport, self._core.confirm_steps())
 
     async def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`."""
@@ -118,7 +118,7 @@ class LeaderSelector:
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         self._core: SelectorCore[_Run] = SelectorCore(
-            client, path, lead, id, auto_requeue, acl, connection_policy
+            transport_of(client), path, lead, id, auto_requeue, acl, connection_policy
         )
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -204,7 +204,7 @@ class LeaderSelector:
     async def participants(self) -> list[Participant]:
         """Every participant in queue order, the leader first (read as the threaded
         selector reads them, riding through a reconnect)."""
-        return await run_async(self.client, self._core.participants_steps())
+        return await run_async(self._core.transport, self._core.participants_steps())
 
     async def leader(self) -> Participant:
         """The current leader, or ``Participant("", False)`` when there is none."""
@@ -223,7 +223,7 @@ class LeaderSelector:
 
     def _begin(self, term: Term[_Run]) -> _Run:
         assert self._loop is not None
-        task = self._loop.create_task(run_async(self.client, term.election.steps()))
+        task = self._loop.create_task(run_async(self._core.transport, term.election.steps()))
         task.add_done_callback(log_failure)
         task.add_done_callback(functools.partial(self._over, term))
         return _Run(task)

@@ -19,7 +19,7 @@ from .._protocol.checks import ConnectionPolicy
 from .._protocol.steps import Steps
 from .._protocol.waits import delete_node_steps
 from ._lock import AsyncLockContext, TaskNotice
-from ._runner import loop_notice, run_async
+from ._runner import loop_notice, run_async, transport_of
 
 
 class Lease(LeaseFace):
@@ -43,11 +43,12 @@ class Lease(LeaseFace):
         ``notice`` and ``subject``: whom to tell of a loss, and what to name (by default a
         notice of the lease's own, naming the lease); ``delete``: how the node is deleted
         (by default Curator's guaranteed delete); made on the running loop."""
+        transport = transport_of(client)
         self._core = LeaseCore(
-            client,
+            transport,
             held,
             policy,
-            loop_notice(client, asyncio.Event()) if notice is None else notice,
+            loop_notice(transport, asyncio.Event()) if notice is None else notice,
             self if subject is None else subject,
             delete,
         )
@@ -60,18 +61,18 @@ class Lease(LeaseFace):
 
     async def data(self) -> bytes:
         """The lease node's data, read from ZooKeeper (riding through a reconnect)."""
-        return await run_async(self._core.client, self._core.data_steps())
+        return await run_async(self._core.transport, self._core.data_steps())
 
     async def is_held(self) -> bool:
         """True while the lease node is known to be ours (and the lease not returned)."""
         if self._core.closed:
             return False
-        return await run_async(self._core.client, self._core.hold.is_held_steps())
+        return await run_async(self._core.transport, self._core.hold.is_held_steps())
 
     async def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`."""
         self._core.check_open()
-        await run_async(self._core.client, self._core.hold.check_steps())
+        await run_async(self._core.transport, self._core.hold.check_steps())
 
     def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
         """Run ``callback(lease, reason)`` on the loop when the lease stops being held."""
@@ -81,7 +82,7 @@ class Lease(LeaseFace):
         """Return the lease (its node is deleted, in the background if need be); once only."""
         path = self._core.close()
         if path is not None:
-            await run_async(self._core.client, self._core.delete(path))
+            await run_async(self._core.transport, self._core.delete(path))
 
     async def __aenter__(self) -> Lease:
         return self
@@ -111,7 +112,9 @@ class InterProcessSemaphoreV2(SemaphoreFace):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._steps = SemaphoreSteps(client, path, max_leases, node_data, acl, connection_policy)
+        self._steps = SemaphoreSteps(
+            transport_of(client), path, max_leases, node_data, acl, connection_policy
+        )
 
     async def acquire(self, timeout: float | None = None) -> Lease | None:
         """One lease within ``timeout`` seconds (None: wait forever), or None on timeout."""
@@ -121,7 +124,7 @@ class InterProcessSemaphoreV2(SemaphoreFace):
     async def acquire_many(self, qty: int, timeout: float | None = None) -> list[Lease] | None:
         """``qty`` leases under one deadline; None on timeout. On timeout, error or
         cancellation every lease taken so far is returned first."""
-        leases = await run_async(self.client, self._steps.acquire_steps(qty, timeout))
+        leases = await run_async(self._steps.transport, self._steps.acquire_steps(qty, timeout))
         if leases is None:
             return None
         return [Lease(self.client, held, self.connection_policy) for held in leases]
@@ -137,7 +140,7 @@ class InterProcessSemaphoreV2(SemaphoreFace):
 
     async def participant_nodes(self) -> list[str]:
         """Names of the lease nodes (holders, and at most one waiter), oldest first."""
-        return await run_async(self.client, self._steps.participant_steps())
+        return await run_async(self._steps.transport, self._steps.participant_steps())
 
     def __repr__(self) -> str:
         return f"aio.InterProcessSemaphoreV2({self.path!r}, {self.max_leases})"
@@ -157,9 +160,9 @@ class InterProcessSemaphoreMutex(SemaphoreMutexFace[Lease], AsyncLockContext):
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
         self._core: SemaphoreMutexCore[Lease] = SemaphoreMutexCore(
-            client, path, node_data, acl, connection_policy
+            transport_of(client), path, node_data, acl, connection_policy
         )
-        self._notice = TaskNotice(client, lost=True)  # not held yet
+        self._notice = TaskNotice(self._core.steps.transport, lost=True)  # not held yet
         #: Set while the lock is not held by this object or its hold is not ours; clear
         #: while held (an :class:`asyncio.Event`).
         self.lost_event = self._notice.event
@@ -171,7 +174,7 @@ class InterProcessSemaphoreMutex(SemaphoreMutexFace[Lease], AsyncLockContext):
     async def acquire(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for the lock; False on timeout."""
         steps = self._core.steps
-        leases = await run_async(steps.client, steps.acquire_steps(1, timeout))
+        leases = await run_async(steps.transport, steps.acquire_steps(1, timeout))
         if leases is None:
             return False
         notice = self._notice.bound()
@@ -200,7 +203,7 @@ class InterProcessSemaphoreMutex(SemaphoreMutexFace[Lease], AsyncLockContext):
     async def participant_nodes(self) -> list[str]:
         """Names of the lease nodes: the holder, and at most one waiter about to wait."""
         steps = self._core.steps
-        return await run_async(steps.client, steps.participant_steps())
+        return await run_async(steps.transport, steps.participant_steps())
 
     def __repr__(self) -> str:
         return f"aio.InterProcessSemaphoreMutex({self.path!r})"

@@ -13,7 +13,7 @@ from .._engine.menagerie import PermitSteps, lock_engine, read_write_engines
 from .._protocol import menagerie
 from .._protocol.checks import ConnectionPolicy
 from ._lock import AsyncReentrantLock, ReadLock, WriteLock
-from ._runner import run_async
+from ._runner import run_async, transport_of
 from ._semaphore import Lease
 
 
@@ -29,7 +29,9 @@ class ReentrantZkLock(AsyncReentrantLock):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        super().__init__(lock_engine(client, path, acl), connection_policy=connection_policy)
+        super().__init__(
+            lock_engine(transport_of(client), path, acl), connection_policy=connection_policy
+        )
 
 
 class ReentrantZkReadWriteLock(ZkReadWriteFace[ReadLock, WriteLock]):
@@ -45,7 +47,7 @@ class ReentrantZkReadWriteLock(ZkReadWriteFace[ReadLock, WriteLock]):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        write, read = read_write_engines(client, path, acl)
+        write, read = read_write_engines(transport_of(client), path, acl)
         self._write = WriteLock(write, connection_policy=connection_policy)
         self._read = ReadLock(
             read, self._write, connection_policy=connection_policy, side=menagerie.ReadSide
@@ -68,12 +70,12 @@ class ZkSemaphore(PermitsFace):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._steps = PermitSteps(client, path, permits, acl, connection_policy)
+        self._steps = PermitSteps(transport_of(client), path, permits, acl, connection_policy)
 
     async def acquire(self, timeout: float | None = None) -> Lease | None:
         """One permit within ``timeout`` seconds (None: wait forever; 0: one try), or None on
         timeout; no node is left behind on timeout, error or cancellation."""
-        held = await run_async(self.client, self._steps.acquire_steps(timeout))
+        held = await run_async(self._steps.transport, self._steps.acquire_steps(timeout))
         if held is None:
             return None
         engine = self._steps.engine
@@ -85,7 +87,7 @@ class ZkSemaphore(PermitsFace):
 
     async def participant_nodes(self) -> list[str]:
         """Names of the permit nodes in menagerie's order, holders first."""
-        return await run_async(self.client, self._steps.participant_steps())
+        return await run_async(self._steps.transport, self._steps.participant_steps())
 
     async def available_permits(self) -> int:
         """``permits`` less the permit nodes there are, at least 0."""

@@ -9,6 +9,7 @@ from .._engine.zklocker import zklocker_engine
 from .._protocol import wire
 from .._protocol.checks import ConnectionPolicy
 from ._lock import AsyncReentrantLock
+from ._runner import transport_of
 
 #: Java's parent, always (``ZkLocker.DIR``).
 JAVA_PARENT = wire.ZKLOCKER_JAVA_PARENT
@@ -26,7 +27,7 @@ class ZkLocker(AsyncReentrantLock):
         *,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        engine = zklocker_engine(client, parent, key)
+        engine = zklocker_engine(transport_of(client), parent, key)
         super().__init__(engine, connection_policy=connection_policy, recipe="zklocker")
         self._key = key
 

@@ -14,7 +14,7 @@ from .._cores.zkrecipes import election_core
 from .._engine.zkrecipes import leader_steps, write_lock_engine
 from ._leader import LatchRunner
 from ._lock import AsyncReentrantLock
-from ._runner import run_async
+from ._runner import run_async, transport_of
 
 
 class WriteLock(AsyncReentrantLock):
@@ -22,7 +22,7 @@ class WriteLock(AsyncReentrantLock):
     as ZooKeeper's ``WriteLock``; re-entrant per task."""
 
     def __init__(self, client: KazooClient, dir: str, *, acl: Sequence[Any] | None = None) -> None:
-        super().__init__(write_lock_engine(client, dir, acl), recipe="write")
+        super().__init__(write_lock_engine(transport_of(client), dir, acl), recipe="write")
 
     def make_revocable(self, listener: Callable[[Any], Any]) -> NoReturn:
         """Not offered: revocation would empty our node, whose data Java writes as 0x12 0x34."""
@@ -38,7 +38,7 @@ class LeaderElection(ElectionFace):
     """
 
     def __init__(self, client: KazooClient, root: str, host_name: str) -> None:
-        self._runner = LatchRunner(election_core(client, root, host_name))
+        self._runner = LatchRunner(election_core(transport_of(client), root, host_name))
         self._core = self._runner.core
         #: Set when leadership ends, cleared when it begins.
         self.lost_event = self._runner.lost_event
@@ -70,7 +70,7 @@ class LeaderElection(ElectionFace):
 
     async def leader(self) -> str | None:
         """The leader's host name (the first offer's data), or None when there is no offer."""
-        return await run_async(self.client, leader_steps(self._core.engine))
+        return await run_async(self._core.transport, leader_steps(self._core.engine))
 
     def on_lost(self, callback: Callable[[LeaderElection, str], Any]) -> None:
         """Run ``callback(election, reason)`` on the loop each time leadership ends (also on
@@ -80,7 +80,7 @@ class LeaderElection(ElectionFace):
     async def check(self) -> None:
         """Raise :class:`~pycurator.LockLostError` unless we lead and our offer is known to be
         ours now."""
-        await run_async(self.client, self._core.check_steps())
+        await run_async(self._core.transport, self._core.check_steps())
 
     def __repr__(self) -> str:
         return f"aio.LeaderElection({self.root!r}, host_name={self.host_name!r})"

@@ -27,6 +27,7 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
+from pycurator._client.runners import transport_of
 from pycurator._client.runtime import STOPPED_MESSAGE
 from pycurator._protocol.ops import (
     DeleteNode,
@@ -108,7 +109,9 @@ class Client:
         self.name = name
         self.server = server
         self.scheduler = server.scheduler
-        self.kazoo = kazoo_client  # never started: the protocols take its handler's lock
+        #: The kazoo client's transport, which the protocols take (for its handler's lock: the
+        #: client is never started)
+        self.transport = transport_of(kazoo_client)
         self.stopped = False
         self.is_connected = False
         self.connected_since = 0.0

@@ -92,7 +92,7 @@ def holder(
         if revoked is not None:
             revoked.wake = lost
         monitor = yield from HoldMonitor.follow_steps(
-            client.kazoo, node.path, hold.policy, on_change, node.session_id, report
+            client.transport, node.path, hold.policy, on_change, node.session_id, report
         )
         hold.monitor = monitor
         until = world.now + hold_for
@@ -181,7 +181,7 @@ def mutex(world: World, participants: list[Client]) -> None:
         world,
         participants,
         "/locks/mutex",
-        lambda c, _: ("excl", LockEngine(c.kazoo, "/locks/mutex", MUTEX_DRIVER, data=b"x")),
+        lambda c, _: ("excl", LockEngine(c.transport, "/locks/mutex", MUTEX_DRIVER, data=b"x")),
     )
 
 
@@ -191,7 +191,7 @@ def revocable_mutex(world: World, participants: list[Client]) -> None:
     key = "/locks/revocable"
     for i, client in enumerate(participants):
         revoked = Flag()
-        engine = LockEngine(client.kazoo, key, MUTEX_DRIVER, data=b"x").revocable(revoked.set)
+        engine = LockEngine(client.transport, key, MUTEX_DRIVER, data=b"x").revocable(revoked.set)
         timeout = _timeout(world)
 
         def acquire(engine: LockEngine = engine, timeout: float | None = timeout) -> Steps[Any]:
@@ -227,7 +227,7 @@ def read_write(world: World, participants: list[Client]) -> None:
 
     def engines(client: Client, write: bool) -> tuple[str, LockEngine]:
         driver = write_driver() if write else ReadSideDriver()
-        return ("write" if write else "read"), LockEngine(client.kazoo, "/locks/rw", driver)
+        return ("write" if write else "read"), LockEngine(client.transport, "/locks/rw", driver)
 
     _locks(world, participants, "/locks/rw", engines)
 
@@ -238,7 +238,7 @@ def zk_write_lock(world: World, participants: list[Client]) -> None:
         world,
         participants,
         "/zk/lock",
-        lambda c, _: ("excl", write_lock_engine(c.kazoo, "/zk/lock", None)),
+        lambda c, _: ("excl", write_lock_engine(c.transport, "/zk/lock", None)),
     )
 
 
@@ -248,7 +248,7 @@ def zklocker(world: World, participants: list[Client]) -> None:
         world,
         participants,
         "/zklocker",
-        lambda c, _: ("excl", zklocker_engine(c.kazoo, "/zklocker", "k")),
+        lambda c, _: ("excl", zklocker_engine(c.transport, "/zklocker", "k")),
     )
 
 
@@ -258,7 +258,7 @@ def menagerie_lock(world: World, participants: list[Client]) -> None:
         world,
         participants,
         "/menagerie/lock",
-        lambda c, _: ("excl", menagerie.lock_engine(c.kazoo, "/menagerie/lock", None)),
+        lambda c, _: ("excl", menagerie.lock_engine(c.transport, "/menagerie/lock", None)),
     )
 
 
@@ -266,7 +266,7 @@ def menagerie_read_write(world: World, participants: list[Client]) -> None:
     """menagerie's ``ReentrantZkReadWriteLock``."""
 
     def engines(client: Client, write: bool) -> tuple[str, LockEngine]:
-        writer, reader = menagerie.read_write_engines(client.kazoo, "/menagerie/rw", None)
+        writer, reader = menagerie.read_write_engines(client.transport, "/menagerie/rw", None)
         return ("write", writer) if write else ("read", reader)
 
     _locks(world, participants, "/menagerie/rw", engines)
@@ -277,7 +277,7 @@ def menagerie_semaphore(world: World, participants: list[Client]) -> None:
     key = "/menagerie/semaphore"
     world.capacity[key] = 2
     for i, client in enumerate(participants):
-        steps = menagerie.PermitSteps(client.kazoo, key, 2, None, "standard")
+        steps = menagerie.PermitSteps(client.transport, key, 2, None, "standard")
         timeout = _timeout(world)
 
         def acquire(
@@ -308,7 +308,7 @@ def menagerie_semaphore(world: World, participants: list[Client]) -> None:
 def _semaphore(world: World, participants: list[Client], key: str, leases: int) -> None:
     world.capacity[key] = leases
     for i, client in enumerate(participants):
-        steps = SemaphoreSteps(client.kazoo, key, leases, None, None, "standard")
+        steps = SemaphoreSteps(client.transport, key, leases, None, None, "standard")
         timeout = _timeout(world)
 
         def acquire(steps: SemaphoreSteps = steps, timeout: float | None = timeout) -> Steps[Any]:
@@ -346,7 +346,7 @@ def semaphore_mutex(world: World, participants: list[Client]) -> None:
 
 
 def followed_by_model(
-    kazoo: Any,
+    transport: Any,
     node: str,
     policy: ConnectionPolicy,
     on_change: Callable[[HoldState, str], None],
@@ -354,10 +354,10 @@ def followed_by_model(
     report: HoldReport,
 ) -> HoldMonitor:
     """Made where the election makes its :class:`HoldMonitor`, with the same arguments: the
-    same monitor, on the model's client of ``kazoo`` (its runner's transport), its hold
-    recorded with the running world."""
+    same monitor, on the model's client of ``transport`` (the engine's), its hold recorded
+    with the running world."""
     world = WORLDS[-1]
-    client = world.client_of(kazoo)
+    client = world.client_of(transport)
     hold = Hold(node.rsplit("/", 1)[0], "lead", client, node, world.now, policy=policy)
 
     def changed(state: HoldState, reason: str) -> None:
@@ -365,7 +365,7 @@ def followed_by_model(
         on_change(state, reason)
 
     monitor = HoldMonitor.__new__(HoldMonitor)
-    monitor._setup(kazoo, node, policy, changed, session_id, report)
+    monitor._setup(transport, node, policy, changed, session_id, report)
     hold.monitor = monitor
     world.holds.append(hold)
     monitor._start(client)
@@ -436,7 +436,7 @@ def latch(world: World, participants: list[Client]) -> None:
         world,
         participants,
         key,
-        lambda c: LockEngine(c.kazoo, key, LATCH_DRIVER, data=b"x"),
+        lambda c: LockEngine(c.transport, key, LATCH_DRIVER, data=b"x"),
         selector=False,
     )
 
@@ -448,7 +448,7 @@ def selector(world: World, participants: list[Client]) -> None:
         world,
         participants,
         key,
-        lambda c: LockEngine(c.kazoo, key, MUTEX_DRIVER, data=b"x"),
+        lambda c: LockEngine(c.transport, key, MUTEX_DRIVER, data=b"x"),
         selector=True,
     )
 
@@ -460,7 +460,9 @@ def zk_election(world: World, participants: list[Client]) -> None:
         world,
         participants,
         key,
-        lambda c: LockEngine(c.kazoo, key, ELECTION_DRIVER, data=b"host", naming=ELECTION_NAMING),
+        lambda c: LockEngine(
+            c.transport, key, ELECTION_DRIVER, data=b"host", naming=ELECTION_NAMING
+        ),
         selector=False,
     )
 

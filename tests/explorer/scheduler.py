@@ -28,6 +28,7 @@ from pycurator._protocol.deadline import DeadlineExpired
 from pycurator._protocol.steps import (
     EFFECTS,
     Await,
+    AwaitAll,
     CheckOpen,
     IsConnected,
     NewSignal,
@@ -36,6 +37,8 @@ from pycurator._protocol.steps import (
     Steps,
     Transport,
     WaitSignal,
+    link_all,
+    outcomes,
 )
 
 from ..scripted import Flag
@@ -45,7 +48,7 @@ _TIMED: tuple[types.ModuleType, ...] = (deadline_module, observe, election)
 
 
 #: The steps whose outcome tells a protocol of its client's state.
-_OBSERVING = (Await, WaitSignal, SessionId, IsConnected, CheckOpen)
+_OBSERVING = (Await, AwaitAll, WaitSignal, SessionId, IsConnected, CheckOpen)
 
 
 class Timer:
@@ -72,8 +75,9 @@ class Participant:
         self.error: BaseException | None = None
         #: what the generator gets next, once it may go on: (value, error)
         self.outcome: tuple[Any, BaseException | None] | None = (None, None)
-        self.waiting: Step | None = None  # an Await or a WaitSignal
-        self.until: float | None = None  # a WaitSignal's end
+        self.waiting: Step | None = None  # an Await, an AwaitAll or a WaitSignal
+        self.until: float | None = None  # a WaitSignal's or an AwaitAll's end
+        self.unlink: Callable[[], None] | None = None  # an AwaitAll's links to its answers
         self.cancel = False  # a Cancelled is thrown in at its current or next wait
         #: the tick its next outcome was known at
         self.outcome_tick = 0
@@ -130,7 +134,7 @@ class Scheduler:
         if p.cancel and p.waiting is not None:  # in place of what it waits for
             p.cancel, p.outcome = False, (None, Cancelled())
         if p.outcome is not None:
-            p.waiting, p.until = None, None
+            self._end_wait(p)
             return True
         step = p.waiting
         if isinstance(step, Await):
@@ -146,11 +150,21 @@ class Scheduler:
                 p.outcome = (True, None)
             elif p.until is not None and self.now >= p.until:
                 p.outcome = (False, None)
+        elif isinstance(step, AwaitAll) and (
+            step.wake.is_set() or (p.until is not None and self.now >= p.until)
+        ):
+            p.outcome = (outcomes(step.answers), None)
         if p.outcome is None:
             return False
-        p.waiting, p.until = None, None
+        self._end_wait(p)
         p.outcome_tick = self.ticks
         return True
+
+    @staticmethod
+    def _end_wait(p: Participant) -> None:
+        if p.unlink is not None:
+            p.unlink()
+        p.waiting, p.until, p.unlink = None, None, None
 
     def _wakes_at(self, p: Participant) -> float | None:
         if p.done:
@@ -183,7 +197,7 @@ class Scheduler:
         p.steps_taken += 1
         if self.on_boundary is not None:
             self.on_boundary(boundary, p, step)
-        if p.cancel and isinstance(step, (Await, WaitSignal)):
+        if p.cancel and isinstance(step, (Await, AwaitAll, WaitSignal)):
             p.cancel, p.outcome = False, (None, Cancelled())  # thrown in as the wait begins
             return
         if isinstance(step, NewSignal):
@@ -193,6 +207,14 @@ class Scheduler:
         elif isinstance(step, WaitSignal):
             if step.timeout is not None and step.timeout <= 0 and not step.signal.is_set():
                 p.outcome = (False, None)
+            else:
+                p.waiting = step
+                p.until = None if step.timeout is None else self.now + step.timeout
+        elif isinstance(step, AwaitAll):
+            p.unlink = link_all(step.answers, step.wake)
+            if step.timeout is not None and step.timeout <= 0 and not step.wake.is_set():
+                p.unlink()
+                p.unlink, p.outcome = None, (outcomes(step.answers), None)
             else:
                 p.waiting = step
                 p.until = None if step.timeout is None else self.now + step.timeout

@@ -85,12 +85,12 @@ class World:
         self.log: list[str] = []
         self.scheduler.after_turn = self.check_now
 
-    def client_of(self, kazoo: KazooClient) -> Client:
-        """The model's client whose protocols take ``kazoo`` for theirs."""
+    def client_of(self, transport: Any) -> Client:
+        """The model's client whose protocols take ``transport`` for theirs."""
         for client in self.clients:
-            if client.kazoo is kazoo:
+            if client.transport is transport:
                 return client
-        raise LookupError(kazoo)
+        raise LookupError(transport)
 
     @property
     def now(self) -> float:
