@@ -23,7 +23,6 @@ from typing import Any, Generic, Protocol, TypeVar
 from kazoo.client import KazooClient, TransactionRequest
 
 from .._client import transport
-from .._client.runners import run
 from .._client.runtime import CLIENT_STOPPED, runtime_of
 from .._client.transport import check_client_type
 from .._engine.election import Election, Lifecycle, Participant, id_bytes, participants_steps
@@ -108,13 +107,8 @@ class LeadershipCore:
             self.reason = reason
             self.lost_event.set()
 
-    def confirm(self) -> bool:
-        """Whether our node is known to be ours now, blocking (see
-        :meth:`HoldMonitor.confirm_steps`)."""
-        return run(self.client, self.monitor.confirm_steps())
-
     def confirm_steps(self) -> Steps[bool]:
-        """:meth:`confirm` as steps."""
+        """Whether our node is known to be ours now (see :meth:`HoldMonitor.confirm_steps`)."""
         return self.monitor.confirm_steps()
 
     def guarded_transaction(self) -> TransactionRequest:

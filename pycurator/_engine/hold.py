@@ -1,8 +1,9 @@
 """Following a held node, written once for every recipe: the lock, the lease, the mutexes.
 
 :class:`FollowedNode` is one hold: its node (the fencing token), the :class:`HoldMonitor` that
-follows it, ``is_held``/``check`` and a guarded transaction. :class:`LossNotice` is how a recipe
-tells its user: an event set while a hold is not ours, and ``on_lost`` callbacks.
+follows it, ``is_held`` and ``check`` as steps, and a guarded transaction. :class:`LossNotice`
+is how a recipe tells its user: an event set while a hold is not ours, and ``on_lost``
+callbacks.
 :class:`ReentrantHolds` keeps a re-entrant lock's holds per unit (thread, greenlet, or asyncio
 task). The threaded and the asyncio recipes share all three.
 """
@@ -16,7 +17,6 @@ from typing import Any
 from kazoo.client import KazooClient, TransactionRequest
 
 from .._client import transport
-from .._client.runners import run
 from .._client.runtime import process_lock, services_of
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.errors import LockLostError, LockNotOwnedError
@@ -151,21 +151,12 @@ class FollowedNode:
         """Why the hold is not held, when it is not."""
         return self.monitor.reason
 
-    def is_held(self) -> bool:
-        """Whether the node is known to be ours now (one request, once, to set its watch)."""
-        return run(self.client, self.monitor.confirm_steps())
-
     def is_held_steps(self) -> Steps[bool]:
-        """:meth:`is_held`, as steps."""
-        return (yield from self.monitor.confirm_steps())
-
-    def check(self) -> None:
-        """Raise :class:`LockLostError` unless :meth:`is_held`."""
-        if not self.is_held():
-            raise LockLostError(self.node.path, self.monitor.reason)
+        """Whether the node is known to be ours now (one request, once, to set its watch)."""
+        return self.monitor.confirm_steps()
 
     def check_steps(self) -> Steps[None]:
-        """:meth:`check`, as steps."""
+        """Raise :class:`LockLostError` unless :meth:`is_held_steps`."""
         if not (yield from self.monitor.confirm_steps()):
             raise LockLostError(self.node.path, self.monitor.reason)
 

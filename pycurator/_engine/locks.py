@@ -27,7 +27,6 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.runners import run
 from .._client.transport import check_client_type
 from .._protocol import wire
 from .._protocol.checks import check_data
@@ -108,12 +107,6 @@ class LockEngine(LockNodes):
                 if not held:
                     yield from self.delete_steps(node.path)
             return node if held else None
-
-    # -- releasing and reading ---------------------------------------------------------------
-
-    def release(self, node: str) -> None:
-        """Delete our node (guaranteed: retried in the background if the connection is down)."""
-        run(self.client, self.delete_steps(node))
 
 
 def mutex_engine(

@@ -129,7 +129,7 @@ class ReentrantLock(LockFace, LockContext):
         """
         hold = self._core.holds.leave()
         if hold is not None:
-            self._core.engine.release(hold.path)
+            run(self._core.client, self._core.engine.delete_steps(hold.path))
 
     def is_acquired_in_this_process(self) -> bool:
         """True if any thread holds this lock object."""
@@ -151,12 +151,12 @@ class ReentrantLock(LockFace, LockContext):
         deleted or the session ends, and (``standard`` policy) while the connection is suspended.
         """
         hold = self._core.holds.current()
-        return hold is not None and hold.is_held()
+        return hold is not None and run(self._core.client, hold.is_held_steps())
 
     def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`; call it before each side effect."""
         hold = self._core.holds.required()
-        if not hold.is_held():
+        if not run(self._core.client, hold.is_held_steps()):
             raise LockLostError(self.path, hold.reason)
 
     def on_lost(self, callback: Callable[[L, str], None]) -> None:

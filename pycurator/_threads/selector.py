@@ -94,7 +94,7 @@ class Leadership:
     def is_held(self) -> bool:
         """True while the term lasts and our node is known to be ours now (its deletion is
         checked with the server when not yet watched)."""
-        return not self._core.ended and self._core.confirm()
+        return not self._core.ended and run(self._core.client, self._core.confirm_steps())
 
     def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`; call it before each side effect."""
