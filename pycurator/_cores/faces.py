@@ -120,7 +120,7 @@ class SemaphoreFace:
 
     @property
     def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see :mod:`pycurator._engine.hold_check`)."""
+        """What counts as a lost lease (see :mod:`pycurator._engine.hold_monitor`)."""
         return self._steps.policy
 
 
@@ -231,7 +231,7 @@ class PermitsFace:
 
     @property
     def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see :mod:`pycurator._engine.hold_check`)."""
+        """What counts as a lost lease (see :mod:`pycurator._engine.hold_monitor`)."""
         return self._steps.policy
 
 

@@ -21,7 +21,7 @@ from .._client.runtime import process_lock, services_of
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.errors import LockLostError, LockNotOwnedError
 from .._protocol.steps import Steps
-from .hold_check import HoldMonitor, HoldState
+from .hold_monitor import HoldMonitor, HoldState
 from .locks import HeldNode
 from .observe import HoldReport
 
@@ -98,7 +98,7 @@ class LossNotice:
 
 class FollowedNode:
     """One held node, followed from acquire until :meth:`close` (see
-    :mod:`pycurator._engine.hold_check`).
+    :mod:`pycurator._engine.hold_monitor`).
 
     ``on_change(state, reason)`` hears each move between held and not held; ``report`` tells
     the hold's story (:mod:`pycurator._engine.observe`).

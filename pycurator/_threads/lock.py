@@ -74,10 +74,10 @@ class ReentrantLock(LockFace, LockContext):
     :mod:`pycurator._client.concurrency`): the OS thread under kazoo's threading handler, the
     greenlet under gevent and eventlet.
 
-    A held lock follows its node: when the node is lost (see :mod:`pycurator._engine.hold_check` for
-    what ``connection_policy`` counts as lost), :meth:`is_held` turns False, :attr:`lost_event` is
-    set and every :meth:`on_lost` callback runs. Its waits and holds are reported as ``recipe``
-    (see :mod:`pycurator._engine.observe`).
+    A held lock follows its node: when the node is lost (see
+    :mod:`pycurator._engine.hold_monitor` for what ``connection_policy`` counts as lost),
+    :meth:`is_held` turns False, :attr:`lost_event` is set and every :meth:`on_lost` callback
+    runs. Its waits and holds are reported as ``recipe`` (see :mod:`pycurator._engine.observe`).
     """
 
     def __init__(

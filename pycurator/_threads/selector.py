@@ -42,7 +42,7 @@ from .._client.runners import Task, run
 from .._client.runtime import services_of
 from .._cores.selector import LeadershipCore, SelectorCore, Term, ending_of
 from .._engine.election import Participant, leader_of
-from .._engine.hold_check import HoldMonitor
+from .._engine.hold_monitor import HoldMonitor
 from .._engine.locks import HeldNode
 from .._protocol.checks import ConnectionPolicy, check_timeout
 

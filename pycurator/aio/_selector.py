@@ -24,7 +24,7 @@ from kazoo.client import KazooClient, TransactionRequest
 
 from .._cores.selector import LeadershipCore, SelectorCore, Term, ending_of
 from .._engine.election import Participant, leader_of
-from .._engine.hold_check import HoldMonitor
+from .._engine.hold_monitor import HoldMonitor
 from .._engine.locks import HeldNode
 from .._protocol.checks import ConnectionPolicy, check_timeout
 from ._runner import log_failure, run_async
