@@ -40,6 +40,7 @@ from kazoo.client import KazooClient, TransactionRequest
 from .._client.concurrency import unit_getter
 from .._client.runners import Task, run
 from .._client.runtime import services_of
+from .._cores.faces import LeadershipFace, SelectorFace
 from .._cores.selector import LeadershipCore, SelectorCore, Term, ending_of
 from .._engine.election import Participant, leader_of
 from .._engine.hold_monitor import HoldMonitor
@@ -49,7 +50,7 @@ from .._protocol.checks import ConnectionPolicy, check_timeout
 log = logging.getLogger("pycurator")
 
 
-class Leadership:
+class Leadership(LeadershipFace):
     """One term of leadership, as ``lead`` receives it; it follows the leader's node as a lock
     hold does.
 
@@ -65,26 +66,6 @@ class Leadership:
     def __init__(self, path: str, node: HeldNode, monitor: HoldMonitor, event: Any) -> None:
         self._core = LeadershipCore(path, node, monitor, event)
         self.lost_event = event
-
-    @property
-    def path(self) -> str:
-        """The leader path."""
-        return self._core.path
-
-    @property
-    def node_path(self) -> str:
-        """Our node's full path."""
-        return self._core.node.path
-
-    @property
-    def reason(self) -> str:
-        """Why the term ended; empty while it lasts."""
-        return self._core.reason
-
-    @property
-    def fencing_token(self) -> int:
-        """Our node's creation zxid: it grows with every new leader of this path."""
-        return self._core.fencing_token
 
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that our node exists, so a leader whose node
@@ -120,7 +101,7 @@ class _Run:
         pass  # a thread cannot be interrupted: its Leadership's lost_event tells it
 
 
-class LeaderSelector:
+class LeaderSelector(SelectorFace[_Run]):
     """A participant in a leader election shared with Java Curator's ``LeaderSelector`` (and
     ``InterProcessMutex``) on the same path: when it leads, ``lead(leadership)`` runs on a unit
     of the client's handler (one for the term: that is the contract; a unit idle since an
@@ -161,35 +142,6 @@ class LeaderSelector:
         self._lock = client.handler.rlock_object()
         self._unit = unit_getter(client.handler)
         self._requeues = services_of(client.handler).serial_queue()
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this selector uses."""
-        return self._core.client
-
-    @property
-    def path(self) -> str:
-        """The leader path, as given."""
-        return self._core.path
-
-    @property
-    def id(self) -> str:
-        """This participant's id, written to its node."""
-        return self._core.id
-
-    @property
-    def auto_requeue(self) -> bool:
-        """Whether the selector queues again by itself once a term ends."""
-        return self._core.auto_requeue
-
-    @auto_requeue.setter
-    def auto_requeue(self, value: bool) -> None:
-        self._core.auto_requeue = value
-
-    @property
-    def our_path(self) -> str | None:
-        """Our node's full path in the current term, or None."""
-        return self._core.our_path
 
     def start(self) -> None:
         """Queue for leadership. Raises RuntimeError when started before."""
