@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import aio as aio  # the asyncio forms of the recipes
 from ._connect import TLSOptions, connect, reconnecting_retry
-from ._engine.hold_check import ConnectionPolicy
+from ._engine.hold_monitor import ConnectionPolicy
 from ._engine.observe import (
     LockEvent,
     LockEventKind,

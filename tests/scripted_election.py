@@ -18,7 +18,7 @@ from pycurator._client.runners import RunnerTransport
 from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from pycurator._engine import election
 from pycurator._engine.election import Election
-from pycurator._engine.hold_check import HoldState
+from pycurator._engine.hold_monitor import HoldState
 from pycurator._engine.locks import HeldNode, LockEngine
 from pycurator._engine.observe import HoldReport, Reporter
 from pycurator._protocol import wire
@@ -96,7 +96,7 @@ class Server(ScriptedServer):
 
 
 class ScriptedMonitor:
-    """The leader's monitor (:class:`~pycurator._engine.hold_check.HoldMonitor`'s contract) on the
+    """The leader's monitor (:class:`~pycurator._engine.hold_monitor.HoldMonitor`'s contract) on the
     scripted server: the hold is lost when the session ends, and when the connection is
     suspended under the ``standard`` policy; :meth:`close` ends it."""
 

@@ -21,7 +21,7 @@ from kazoo.protocol.states import EventType, KazooState
 from pycurator._client.runners import Cancelled, RunnerTransport, transport_of
 from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from pycurator._engine.election import Participant, participants_steps
-from pycurator._engine.hold_check import HoldState
+from pycurator._engine.hold_monitor import HoldState
 from pycurator._engine.observe import (
     LockEvent,
     LockEventKind,

@@ -29,7 +29,7 @@ from pycurator import (
     LockReleaseError,
 )
 from pycurator._client.concurrency import is_green
-from pycurator._engine import hold_check
+from pycurator._engine import hold_monitor
 from pycurator.testing import ClientFactory, expire_kazoo_session
 
 from .support import SOON
@@ -271,7 +271,7 @@ def test_a_lost_hold_is_reported_under_the_handler(env: Env, zk_path: str) -> No
 def test_the_deferred_node_watch_is_set_under_the_handler(
     env: Env, zk_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(hold_check, "WATCH_DELAY", 0.2)
+    monkeypatch.setattr(hold_monitor, "WATCH_DELAY", 0.2)
     callers: list[threading.Thread] = []
     exists_async = env.client.exists_async
 

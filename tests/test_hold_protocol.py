@@ -1,6 +1,6 @@
 """The hold check's protocol on a scripted server: no ZooKeeper, no thread, no sleep.
 
-A :class:`~pycurator._engine.hold_check.HoldMonitor` follows a held node from acquire to release;
+A :class:`~pycurator._engine.hold_monitor.HoldMonitor` follows a held node from acquire to release;
 here the server's side (:mod:`tests.scripted`) plays its answers, watch events and connection
 states, and each test checks every request the monitor sends, in order. The same protocol runs on a
 real server in test_lost_lock.py, test_faults.py and the rest.
@@ -20,7 +20,7 @@ from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 from pycurator._client.runners import RunnerTransport, transport_of
 from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from pycurator._engine.hold import FollowedNode
-from pycurator._engine.hold_check import NODE_DELETED, WATCH_DELAY, HoldMonitor, HoldState
+from pycurator._engine.hold_monitor import NODE_DELETED, WATCH_DELAY, HoldMonitor, HoldState
 from pycurator._engine.locks import HeldNode
 from pycurator._engine.observe import Reporter
 from pycurator._protocol.checks import ConnectionPolicy

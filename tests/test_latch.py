@@ -13,7 +13,7 @@ from kazoo.exceptions import NoChildrenForEphemeralsError
 
 from pycurator import CloseMode, LeaderLatch, LockLostError, Participant
 from pycurator._cores.leader import LatchCore
-from pycurator._engine.hold_check import HoldMonitor
+from pycurator._engine.hold_monitor import HoldMonitor
 from pycurator._engine.locks import HeldNode
 from pycurator._protocol.drivers import StandardDriver
 from pycurator._protocol.waits import DELETE_WAIT

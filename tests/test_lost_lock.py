@@ -21,7 +21,7 @@ from pycurator import (
     LockLostError,
 )
 from pycurator._client.runners import run, transport_of
-from pycurator._engine.hold_check import HoldMonitor, HoldState
+from pycurator._engine.hold_monitor import HoldMonitor, HoldState
 from pycurator._engine.locks import LockEngine
 from pycurator._engine.observe import Reporter
 from pycurator._protocol.drivers import StandardDriver

@@ -270,6 +270,23 @@ def test_a_permit_whose_session_ended_queues_again(client: RunnerTransport) -> N
     server.finish()
 
 
+def test_available_permits_are_the_permits_less_the_permit_nodes_never_below_zero(
+    client: RunnerTransport,
+) -> None:
+    # a participant that counts more permits (menagerie checks no count) made the third node
+    server = ScriptedServer(
+        [
+            Reply(RELIST, [node("permit-", 2), node("permit-", 0), node("permit-", 1)]),
+            Reply(RELIST, [node("permit-", 3)]),
+            Reply(RELIST, error=NoNodeError()),
+        ],
+        session=SESSION,
+    )
+    semaphore = permits(client, 2)
+    assert [server.run(semaphore.available_steps()) for _ in range(3)] == [0, 1, 2]
+    server.finish()
+
+
 def test_bad_permits_are_refused(client: RunnerTransport) -> None:
     with pytest.raises(ValueError):
         permits(client, 0)

@@ -13,7 +13,7 @@ from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex
 from pycurator._client import kazoo_internals
-from pycurator._engine import hold_check
+from pycurator._engine import hold_monitor
 from pycurator.testing import (
     ClientFactory,
     expire_kazoo_session,
@@ -29,7 +29,7 @@ from .support import SOON, RequestCounter, Worker, children, eventually
 def no_deferred_watch(monkeypatch: pytest.MonkeyPatch) -> None:
     """Counts here are the engine's: a hold that a loaded machine stretches past the deferred
     watch's delay would add an ``exists`` (tested on its own below)."""
-    monkeypatch.setattr(hold_check, "WATCH_DELAY", 3600.0)
+    monkeypatch.setattr(hold_monitor, "WATCH_DELAY", 3600.0)
 
 
 def watched_paths(client: KazooClient) -> list[str]:
@@ -134,7 +134,7 @@ def test_a_hold_watches_its_node_when_asked_or_once_it_has_lasted(
         assert watched_paths(client) == []
         assert asked.is_held()  # one exists: sets the watch and sees the node
         assert watched_paths(client) == [asked.lock_path]
-    monkeypatch.setattr(hold_check, "WATCH_DELAY", 0.2)
+    monkeypatch.setattr(hold_monitor, "WATCH_DELAY", 0.2)
     lasting = InterProcessMutex(client, f"{zk_path}/lasting")
     with lasting:
         eventually(lambda: watched_paths(client) == [lasting.lock_path], what="deferred watch")

@@ -24,7 +24,7 @@ from pycurator import (
     menagerie,
     zkrecipes,
 )
-from pycurator._engine.hold_check import HoldMonitor
+from pycurator._engine.hold_monitor import HoldMonitor
 from pycurator._engine.locks import HeldNode
 from pycurator.aio import menagerie as aio_menagerie
 from pycurator.aio import zklocker as aio_zklocker

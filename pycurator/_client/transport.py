@@ -383,7 +383,7 @@ class KazooTransport:
         """A new queue whose calls run one at a time, in order, on the handler's workers."""
         return services_of(self.client.handler).serial_queue()
 
-    # -- for the hold check's callbacks (pycurator._engine.hold_check.HoldSender) --
+    # -- for the hold monitor's callbacks (pycurator._engine.hold_monitor.HoldSender) --
 
     def call_batched(self, delay: float, function: Callable[[Any], None], argument: Any) -> None:
         """Call ``function(argument)`` about ``delay`` seconds from now, batched with the other

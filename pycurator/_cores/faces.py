@@ -15,6 +15,7 @@ from .._protocol.checks import ConnectionPolicy
 from .leader import LatchCore
 from .lock import LockCore
 from .multilock import members_path
+from .selector import LeadershipCore, SelectorCore, TermRun
 from .semaphore import LeaseCore, SemaphoreMutexCore
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ M = TypeVar("M")
 L = TypeVar("L", bound=Fenced)
 R = TypeVar("R")
 W = TypeVar("W", bound=Pathed)
+T = TypeVar("T", bound=TermRun)
 
 
 class LockFace:
@@ -121,7 +123,7 @@ class SemaphoreFace:
 
     @property
     def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see :mod:`pycurator._engine.hold_check`)."""
+        """What counts as a lost lease (see :mod:`pycurator._engine.hold_monitor`)."""
         return self._steps.policy
 
 
@@ -232,8 +234,70 @@ class PermitsFace:
 
     @property
     def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see :mod:`pycurator._engine.hold_check`)."""
+        """What counts as a lost lease (see :mod:`pycurator._engine.hold_monitor`)."""
         return self._steps.policy
+
+
+class SelectorFace(Generic[T]):
+    """A leader selector over a :class:`~pycurator._cores.selector.SelectorCore` (``T``: its
+    front end's handle on a term)."""
+
+    _core: SelectorCore[T]
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client this selector uses."""
+        return self._core.client
+
+    @property
+    def path(self) -> str:
+        """The leader path, as given."""
+        return self._core.path
+
+    @property
+    def id(self) -> str:
+        """This participant's id, written to its node."""
+        return self._core.id
+
+    @property
+    def auto_requeue(self) -> bool:
+        """Whether the selector queues again by itself once a term ends."""
+        return self._core.auto_requeue
+
+    @auto_requeue.setter
+    def auto_requeue(self, value: bool) -> None:
+        self._core.auto_requeue = value
+
+    @property
+    def our_path(self) -> str | None:
+        """Our node's full path in the current term, or None."""
+        return self._core.our_path
+
+
+class LeadershipFace:
+    """A selector's term of leadership over a :class:`~pycurator._cores.selector.LeadershipCore`."""
+
+    _core: LeadershipCore
+
+    @property
+    def path(self) -> str:
+        """The leader path."""
+        return self._core.path
+
+    @property
+    def node_path(self) -> str:
+        """Our node's full path."""
+        return self._core.node.path
+
+    @property
+    def reason(self) -> str:
+        """Why the term ended; empty while it lasts."""
+        return self._core.reason
+
+    @property
+    def fencing_token(self) -> int:
+        """Our node's creation zxid: it grows with every new leader of this path."""
+        return self._core.fencing_token
 
 
 class ReadWriteFace(Generic[R, W]):
@@ -269,12 +333,14 @@ __all__ = [
     "ElectionFace",
     "Fenced",
     "LatchFace",
+    "LeadershipFace",
     "LeaseFace",
     "LockFace",
     "MultiLockFace",
     "Pathed",
     "PermitsFace",
     "ReadWriteFace",
+    "SelectorFace",
     "SemaphoreFace",
     "SemaphoreMutexFace",
     "ZkReadWriteFace",

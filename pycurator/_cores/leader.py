@@ -24,7 +24,7 @@ from .._engine.election import (
     id_bytes,
     participants_steps,
 )
-from .._engine.hold_check import HoldMonitor
+from .._engine.hold_monitor import HoldMonitor
 from .._engine.locks import HeldNode, LockEngine
 from .._engine.observe import Reporter
 from .._protocol.checks import ConnectionPolicy, check_policy

@@ -20,10 +20,10 @@ import enum
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from .._client.runners import RunnerTransport, run
+from .._client.runners import RunnerTransport
 from .._client.runtime import CLIENT_STOPPED
 from .._engine.election import Election, Lifecycle, Participant, id_bytes, participants_steps
-from .._engine.hold_check import HoldMonitor
+from .._engine.hold_monitor import HoldMonitor
 from .._engine.locks import HeldNode, LockEngine
 from .._engine.observe import Reporter
 from .._protocol.checks import ConnectionPolicy, check_policy
@@ -107,13 +107,8 @@ class LeadershipCore:
             self.reason = reason
             self.lost_event.set()
 
-    def confirm(self) -> bool:
-        """Whether our node is known to be ours now, blocking (see
-        :meth:`HoldMonitor.confirm_steps`)."""
-        return run(self.monitor.transport, self.monitor.confirm_steps())
-
     def confirm_steps(self) -> Steps[bool]:
-        """:meth:`confirm` as steps."""
+        """Whether our node is known to be ours now (see :meth:`HoldMonitor.confirm_steps`)."""
         return self.monitor.confirm_steps()
 
     def guarded_transaction(self) -> TransactionRequest:

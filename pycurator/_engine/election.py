@@ -6,9 +6,9 @@ list the children, and lead when our node is first and the client's current sess
 (CURATOR-696), or watch the node right in front of ours. A deleted predecessor, a reconnect
 (CURATOR-644/645/724) or a loss lists the children again; our node found gone (or another
 session's) is deleted and replaced. Leadership follows the leader's node as a lock hold does
-(:class:`~pycurator._engine.hold_check.HoldMonitor`): it ends when the node is deleted, the session
-ends, or (``standard`` policy) the connection is suspended. Each turn in the queue is reported as a
-wait, and each term of leadership as a hold (:mod:`pycurator._engine.observe`).
+(:class:`~pycurator._engine.hold_monitor.HoldMonitor`): it ends when the node is deleted, the
+session ends, or (``standard`` policy) the connection is suspended. Each turn in the queue is
+reported as a wait, and each term of leadership as a hold (:mod:`pycurator._engine.observe`).
 
 A lost connection is ridden through. An error no retry fixes
 (:data:`~pycurator._protocol.errors.UNFIXABLE`: ``NoAuthError``...) ends the steps: it is logged
@@ -65,7 +65,7 @@ from .._protocol.steps import (
     WaitSignal,
 )
 from .._protocol.waits import RETRYABLE, read_all_sent_steps, watch_sent_steps
-from .hold_check import HoldMonitor, HoldState
+from .hold_monitor import HoldMonitor, HoldState
 from .locks import HeldNode, LockEngine
 from .observe import LockEventKind, Reporter
 

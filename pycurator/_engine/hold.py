@@ -1,8 +1,9 @@
 """Following a held node, written once for every recipe: the lock, the lease, the mutexes.
 
 :class:`FollowedNode` is one hold: its node (the fencing token), the :class:`HoldMonitor` that
-follows it, ``is_held``/``check`` and a guarded transaction. :class:`LossNotice` is how a recipe
-tells its user: an event set while a hold is not ours, and ``on_lost`` callbacks.
+follows it, ``is_held`` and ``check`` as steps, and a guarded transaction. :class:`LossNotice`
+is how a recipe tells its user: an event set while a hold is not ours, and ``on_lost``
+callbacks.
 :class:`ReentrantHolds` keeps a re-entrant lock's holds per unit (thread, greenlet, or asyncio
 task). The threaded and the asyncio recipes share all three.
 """
@@ -13,12 +14,12 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._client.runners import RunnerTransport, run
+from .._client.runners import RunnerTransport
 from .._client.runtime import process_lock
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.errors import LockLostError, LockNotOwnedError
 from .._protocol.steps import Steps
-from .hold_check import HoldMonitor, HoldState
+from .hold_monitor import HoldMonitor, HoldState
 from .locks import HeldNode
 from .observe import HoldReport
 
@@ -98,7 +99,7 @@ class LossNotice:
 
 class FollowedNode:
     """One held node, followed from acquire until :meth:`close` (see
-    :mod:`pycurator._engine.hold_check`).
+    :mod:`pycurator._engine.hold_monitor`).
 
     ``on_change(state, reason)`` hears each move between held and not held; ``report`` tells
     the hold's story (:mod:`pycurator._engine.observe`).
@@ -151,21 +152,12 @@ class FollowedNode:
         """Why the hold is not held, when it is not."""
         return self.monitor.reason
 
-    def is_held(self) -> bool:
-        """Whether the node is known to be ours now (one request, once, to set its watch)."""
-        return run(self.transport, self.monitor.confirm_steps())
-
     def is_held_steps(self) -> Steps[bool]:
-        """:meth:`is_held`, as steps."""
-        return (yield from self.monitor.confirm_steps())
-
-    def check(self) -> None:
-        """Raise :class:`LockLostError` unless :meth:`is_held`."""
-        if not self.is_held():
-            raise LockLostError(self.node.path, self.monitor.reason)
+        """Whether the node is known to be ours now (one request, once, to set its watch)."""
+        return self.monitor.confirm_steps()
 
     def check_steps(self) -> Steps[None]:
-        """:meth:`check`, as steps."""
+        """Raise :class:`LockLostError` unless :meth:`is_held_steps`."""
         if not (yield from self.monitor.confirm_steps()):
             raise LockLostError(self.node.path, self.monitor.reason)
 

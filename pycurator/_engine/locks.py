@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._client.runners import RunnerTransport, run
+from .._client.runners import RunnerTransport
 from .._protocol import wire
 from .._protocol.checks import check_data
 from .._protocol.deadline import Deadline, DeadlineExpired
@@ -104,12 +104,6 @@ class LockEngine(LockNodes):
                 if not held:
                     yield from self.delete_steps(node.path)
             return node if held else None
-
-    # -- releasing and reading ---------------------------------------------------------------
-
-    def release(self, node: str) -> None:
-        """Delete our node (guaranteed: retried in the background if the connection is down)."""
-        run(self.transport, self.delete_steps(node))
 
 
 def mutex_engine(

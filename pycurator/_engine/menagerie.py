@@ -213,5 +213,11 @@ class PermitSteps:
             return []
         return self.driver.sort(children)
 
+    def available_steps(self) -> Steps[int]:
+        """``permits`` less the ``permit*`` nodes there are, at least 0 (menagerie's
+        ``availablePermits``): the same read as :meth:`participant_steps`."""
+        nodes = yield from self.participant_steps()
+        return max(0, self.permits - len(nodes))
+
 
 __all__ = ["EMPTY", "PermitSteps", "engine", "lock_engine", "read_write_engines"]

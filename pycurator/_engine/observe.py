@@ -3,9 +3,10 @@ listeners and as records of the ``pycurator`` logger.
 
 Recipes report here, and only here: a :class:`Reporter` per recipe object tells of its waits
 (:meth:`Reporter.wait_steps` wraps an acquire's steps, threaded or asyncio alike), and a
-:class:`HoldReport` per hold, kept by the hold's :class:`~pycurator._engine.hold_check.HoldMonitor`,
-of its loss, its return and its end. Each becomes one :class:`LockEvent` for the listeners
-(:func:`add_lock_listener`) and one log record, at the level an operator would choose:
+:class:`HoldReport` per hold, kept by the hold's
+:class:`~pycurator._engine.hold_monitor.HoldMonitor`, of its loss, its return and its end. Each
+becomes one :class:`LockEvent` for the listeners (:func:`add_lock_listener`) and one log
+record, at the level an operator would choose:
 
 - WARNING: a hold lost (INFO when the user stopped the client);
 - INFO: leadership gained, or ended; a queued latch or selector that leaves the queue on a

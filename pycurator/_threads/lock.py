@@ -74,10 +74,10 @@ class ReentrantLock(LockFace, LockContext):
     :mod:`pycurator._client.concurrency`): the OS thread under kazoo's threading handler, the
     greenlet under gevent and eventlet.
 
-    A held lock follows its node: when the node is lost (see :mod:`pycurator._engine.hold_check` for
-    what ``connection_policy`` counts as lost), :meth:`is_held` turns False, :attr:`lost_event` is
-    set and every :meth:`on_lost` callback runs. Its waits and holds are reported as ``recipe``
-    (see :mod:`pycurator._engine.observe`).
+    A held lock follows its node: when the node is lost (see
+    :mod:`pycurator._engine.hold_monitor` for what ``connection_policy`` counts as lost),
+    :meth:`is_held` turns False, :attr:`lost_event` is set and every :meth:`on_lost` callback
+    runs. Its waits and holds are reported as ``recipe`` (see :mod:`pycurator._engine.observe`).
     """
 
     def __init__(
@@ -131,7 +131,7 @@ class ReentrantLock(LockFace, LockContext):
         """
         hold = self._core.holds.leave()
         if hold is not None:
-            self._core.engine.release(hold.path)
+            run(self._core.transport, self._core.engine.delete_steps(hold.path))
 
     def is_acquired_in_this_process(self) -> bool:
         """True if any thread holds this lock object."""
@@ -153,12 +153,12 @@ class ReentrantLock(LockFace, LockContext):
         deleted or the session ends, and (``standard`` policy) while the connection is suspended.
         """
         hold = self._core.holds.current()
-        return hold is not None and hold.is_held()
+        return hold is not None and run(self._core.transport, hold.is_held_steps())
 
     def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`; call it before each side effect."""
         hold = self._core.holds.required()
-        if not hold.is_held():
+        if not run(self._core.transport, hold.is_held_steps()):
             raise LockLostError(self.path, hold.reason)
 
     def on_lost(self, callback: Callable[[L, str], None]) -> None:

@@ -115,7 +115,7 @@ class ZkSemaphore(PermitsFace):
     def available_permits(self) -> int:
         """``permits`` less the permit nodes there are, at least 0 (menagerie's
         ``availablePermits``)."""
-        return max(0, self.permits - len(self.participant_nodes()))
+        return run(self._steps.transport, self._steps.available_steps())
 
     def __repr__(self) -> str:
         return f"ZkSemaphore({self.path!r}, {self.permits})"

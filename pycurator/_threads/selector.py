@@ -40,16 +40,17 @@ from kazoo.client import KazooClient, TransactionRequest
 from .._client.concurrency import unit_getter
 from .._client.runners import Task, run, transport_of
 from .._client.runtime import services_of
+from .._cores.faces import LeadershipFace, SelectorFace
 from .._cores.selector import LeadershipCore, SelectorCore, Term, ending_of
 from .._engine.election import Participant, leader_of
-from .._engine.hold_check import HoldMonitor
+from .._engine.hold_monitor import HoldMonitor
 from .._engine.locks import HeldNode
 from .._protocol.checks import ConnectionPolicy, check_timeout
 
 log = logging.getLogger("pycurator")
 
 
-class Leadership:
+class Leadership(LeadershipFace):
     """One term of leadership, as ``lead`` receives it; it follows the leader's node as a lock
     hold does.
 
@@ -66,26 +67,6 @@ class Leadership:
         self._core = LeadershipCore(path, node, monitor, event)
         self.lost_event = event
 
-    @property
-    def path(self) -> str:
-        """The leader path."""
-        return self._core.path
-
-    @property
-    def node_path(self) -> str:
-        """Our node's full path."""
-        return self._core.node.path
-
-    @property
-    def reason(self) -> str:
-        """Why the term ended; empty while it lasts."""
-        return self._core.reason
-
-    @property
-    def fencing_token(self) -> int:
-        """Our node's creation zxid: it grows with every new leader of this path."""
-        return self._core.fencing_token
-
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that our node exists, so a leader whose node
         has gone (with its session) cannot commit."""
@@ -94,7 +75,9 @@ class Leadership:
     def is_held(self) -> bool:
         """True while the term lasts and our node is known to be ours now (its deletion is
         checked with the server when not yet watched)."""
-        return not self._core.ended and self._core.confirm()
+        return not self._core.ended and run(
+            self._core.monitor.transport, self._core.confirm_steps()
+        )
 
     def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`; call it before each side effect."""
@@ -120,7 +103,7 @@ class _Run:
         pass  # a thread cannot be interrupted: its Leadership's lost_event tells it
 
 
-class LeaderSelector:
+class LeaderSelector(SelectorFace[_Run]):
     """A participant in a leader election shared with Java Curator's ``LeaderSelector`` (and
     ``InterProcessMutex``) on the same path: when it leads, ``lead(leadership)`` runs on a unit
     of the client's handler (one for the term: that is the contract; a unit idle since an
@@ -161,35 +144,6 @@ class LeaderSelector:
         self._lock = client.handler.rlock_object()
         self._unit = unit_getter(client.handler)
         self._requeues = services_of(client.handler).serial_queue()
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this selector uses."""
-        return self._core.client
-
-    @property
-    def path(self) -> str:
-        """The leader path, as given."""
-        return self._core.path
-
-    @property
-    def id(self) -> str:
-        """This participant's id, written to its node."""
-        return self._core.id
-
-    @property
-    def auto_requeue(self) -> bool:
-        """Whether the selector queues again by itself once a term ends."""
-        return self._core.auto_requeue
-
-    @auto_requeue.setter
-    def auto_requeue(self, value: bool) -> None:
-        self._core.auto_requeue = value
-
-    @property
-    def our_path(self) -> str | None:
-        """Our node's full path in the current term, or None."""
-        return self._core.our_path
 
     def start(self) -> None:
         """Queue for leadership. Raises RuntimeError when started before."""

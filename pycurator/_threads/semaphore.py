@@ -79,12 +79,12 @@ class Lease(LeaseFace):
 
     def is_held(self) -> bool:
         """True while the lease node is known to be ours (and the lease not returned)."""
-        return not self._core.closed and self._core.hold.is_held()
+        return not self._core.closed and run(self._core.transport, self._core.hold.is_held_steps())
 
     def check(self) -> None:
         """Raise :class:`LockLostError` unless :meth:`is_held`."""
         self._core.check_open()
-        self._core.hold.check()
+        run(self._core.transport, self._core.hold.check_steps())
 
     def on_lost(self, callback: LostCallback) -> None:
         """Run ``callback(lease, reason)`` on a worker thread when the lease stops being held."""

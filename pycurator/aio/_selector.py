@@ -22,9 +22,10 @@ from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
 
+from .._cores.faces import LeadershipFace, SelectorFace
 from .._cores.selector import LeadershipCore, SelectorCore, Term, ending_of
 from .._engine.election import Participant, leader_of
-from .._engine.hold_check import HoldMonitor
+from .._engine.hold_monitor import HoldMonitor
 from .._engine.locks import HeldNode
 from .._protocol.checks import ConnectionPolicy, check_timeout
 from ._runner import log_failure, run_async, transport_of
@@ -32,33 +33,13 @@ from ._runner import log_failure, run_async, transport_of
 log = logging.getLogger("pycurator")
 
 
-class Leadership:
+class Leadership(LeadershipFace):
     """One term of leadership, as ``lead`` receives it: :attr:`lost_event` (an
     :class:`asyncio.Event`) is set when the term ends, and ``lead`` is cancelled then."""
 
     def __init__(self, path: str, node: HeldNode, monitor: HoldMonitor) -> None:
         self.lost_event = asyncio.Event()
         self._core = LeadershipCore(path, node, monitor, self.lost_event)
-
-    @property
-    def path(self) -> str:
-        """The leader path."""
-        return self._core.path
-
-    @property
-    def node_path(self) -> str:
-        """Our node's full path."""
-        return self._core.node.path
-
-    @property
-    def reason(self) -> str:
-        """Why the term ended; empty while it lasts."""
-        return self._core.reason
-
-    @property
-    def fencing_token(self) -> int:
-        """Our node's creation zxid: it grows with every new leader of this path."""
-        return self._core.fencing_token
 
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that our node exists, so a leader whose node
@@ -95,7 +76,7 @@ class _Run:
             self.lead_task.cancel()
 
 
-class LeaderSelector:
+class LeaderSelector(SelectorFace[_Run]):
     """The asyncio form of :class:`pycurator.LeaderSelector`: the same nodes and queue as
     Curator's ``LeaderSelector``; ``await lead(leadership)`` runs as a task while leading, and
     returning gives leadership up (with ``auto_requeue`` the selector queues again).
@@ -121,35 +102,6 @@ class LeaderSelector:
             transport_of(client), path, lead, id, auto_requeue, acl, connection_policy
         )
         self._loop: asyncio.AbstractEventLoop | None = None
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client this selector uses."""
-        return self._core.client
-
-    @property
-    def path(self) -> str:
-        """The leader path, as given."""
-        return self._core.path
-
-    @property
-    def id(self) -> str:
-        """This participant's id, written to its node."""
-        return self._core.id
-
-    @property
-    def auto_requeue(self) -> bool:
-        """Whether the selector queues again by itself once a term ends."""
-        return self._core.auto_requeue
-
-    @auto_requeue.setter
-    def auto_requeue(self, value: bool) -> None:
-        self._core.auto_requeue = value
-
-    @property
-    def our_path(self) -> str | None:
-        """Our node's full path in the current term, or None."""
-        return self._core.our_path
 
     def has_leadership(self) -> bool:
         """True while ``lead`` runs and its term has not ended."""

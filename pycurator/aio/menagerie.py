@@ -91,7 +91,7 @@ class ZkSemaphore(PermitsFace):
 
     async def available_permits(self) -> int:
         """``permits`` less the permit nodes there are, at least 0."""
-        return max(0, self.permits - len(await self.participant_nodes()))
+        return await run_async(self._steps.transport, self._steps.available_steps())
 
     def __repr__(self) -> str:
         return f"aio.ZkSemaphore({self.path!r}, {self.permits})"

@@ -2,7 +2,7 @@
 
 :class:`Client`: one kazoo client, as the protocols' runners see it (a
 :class:`~pycurator._protocol.steps.Transport`, and the
-:class:`~pycurator._engine.hold_check.HoldSender` a hold check's callbacks use). As kazoo:
+:class:`~pycurator._engine.hold_monitor.HoldSender` a hold check's callbacks use). As kazoo:
 requests are answered in order, the watch events in the same stream; a request made while
 disconnected waits for the connection; a dropped connection fails the requests in flight with
 ConnectionLoss (applied or not), tells SUSPENDED, and fires and forgets every watch of the client

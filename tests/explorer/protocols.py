@@ -1,6 +1,6 @@
 """The protocols under exploration, each driven as its front ends drive it: acquire within a
-timeout, follow the hold with a :class:`~pycurator._engine.hold_check.HoldMonitor`, hold until told
-lost or for a while, release. Each protocol is a function that puts its participants in a
+timeout, follow the hold with a :class:`~pycurator._engine.hold_monitor.HoldMonitor`, hold until
+told lost or for a while, release. Each protocol is a function that puts its participants in a
 :class:`~.world.World`; :data:`PROTOCOLS` names them all."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoNodeError,
 from pycurator._client.runners import Cancelled
 from pycurator._engine import menagerie
 from pycurator._engine.election import STEP_WAIT, Election
-from pycurator._engine.hold_check import HoldMonitor, HoldState
+from pycurator._engine.hold_monitor import HoldMonitor, HoldState
 from pycurator._engine.locks import HeldNode, LockEngine
 from pycurator._engine.observe import HoldReport, Reporter
 from pycurator._engine.semaphore import SemaphoreSteps

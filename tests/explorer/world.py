@@ -10,7 +10,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from pycurator._engine.hold_check import HoldMonitor, HoldState
+from pycurator._engine.hold_monitor import HoldMonitor, HoldState
 from pycurator._protocol.checks import ConnectionPolicy
 
 from .model import Client
