@@ -263,24 +263,20 @@ def check(
     semaphore_max = most_at_once([h for h in fenced if h.lock == "semaphore"])
     counter_report: dict[str, CounterReport] = {}
     for lock, log in logs.items():
-        values = sorted(value for value, _ in log.values())
+        written = Counter(value for value, _ in log.values())
         # a Java original's false leader may have written the value its rival wrote too
-        twice = Counter(values)
-        values = sorted(
-            [value for hold_id, (value, _) in log.items() if hold_id not in excused.get(lock, ())]
-            + [
-                value
-                for hold_id, (value, _) in log.items()
-                if hold_id in excused.get(lock, ()) and twice[value] == 1
-            ]
+        once_each = sorted(
+            value
+            for hold_id, (value, _) in log.items()
+            if hold_id not in excused.get(lock, ()) or written[value] == 1
         )
         counter_report[lock] = CounterReport(
             counter=counters[lock],
-            committed=len(values),
+            committed=len(log),
             outcomes_learned_from_the_log=learned[lock],
             committed_by_killed_holders=len(killed & set(log)),
         )
-        if values != list(range(1, counters[lock] + 1)):
+        if once_each != list(range(1, counters[lock] + 1)):
             problems.append(f"{lock}: committed values are not 1..{counters[lock]} once each")
         recorded = {h.hold_id for h in resolved if h.lock == lock} | killed
         if set(log) - recorded:
