@@ -9,14 +9,17 @@ expiry or close (their ephemerals deleted, the watches of others fired). Its cli
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import (
+    BadVersionError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
+    NoWatcherError,
     SessionExpiredError,
 )
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
@@ -40,6 +43,8 @@ Watcher = Callable[[WatchedEvent], None]
 
 #: Seconds a request takes to be answered (up and down), at the least.
 LATENCY = 0.001
+#: A create's flags, as ZooKeeper's wire protocol has them.
+EPHEMERAL, SEQUENCE, CONTAINER = 1, 2, 4
 #: Seconds between two passes of the server's container reaper.
 REAP_EVERY = 0.5
 
@@ -103,6 +108,8 @@ class Server:
         self.child_watches: collections.defaultdict[str, set[int]] = collections.defaultdict(set)
         self.gone: dict[str, tuple[str, int, float]] = {}
         self._reaper: Timer | None = None
+        #: the events a transaction under way holds back, sent once it has applied
+        self._held: list[tuple[Session, WatchedEvent]] | None = None
 
     def start_reaper(self) -> None:
         def reap() -> None:
@@ -153,7 +160,11 @@ class Server:
         for sid in sorted(sessions):
             session = self.sessions.get(sid)
             if session is not None and session.alive:
-                session.client.event(WatchedEvent(type, KazooState.CONNECTED, path))
+                event = WatchedEvent(type, KazooState.CONNECTED, path)
+                if self._held is not None:
+                    self._held.append((session, event))
+                else:
+                    session.client.event(event)
 
     def _delete(self, path: str, how: tuple[str, int]) -> None:
         node = self.nodes.pop(path)
@@ -201,58 +212,118 @@ class Server:
 
     def set_data(self, path: str, data: bytes) -> None:
         """Another client writes ``data`` to ``path`` (if it is there)."""
-        node = self.nodes.get(path)
-        if node is None:
-            return
-        self.zxid += 1
-        node.data, node.mzxid, node.version = data, self.zxid, node.version + 1
-        self._trigger(self.data_watches, path, EventType.CHANGED)
+        if path in self.nodes:
+            self.write(path, data)
 
     def apply(self, sid: int, request: Request) -> Any:
         """Apply ``request`` of session ``sid``; its answer (a server's error raised)."""
         if not self.alive(sid):
             raise SessionExpiredError()
         if isinstance(request, CreateNode):
-            return self._create(
-                request.path,
-                request.data or b"",
-                sid,
-                request.ephemeral,
-                request.sequence,
-                False,
-            )
+            flags = (EPHEMERAL if request.ephemeral else 0) | (SEQUENCE if request.sequence else 0)
+            return self.create(sid, request.path, request.data or b"", flags)
         if isinstance(request, MakeContainer):
-            return self._create(request.server_path, b"", sid, False, False, True)
+            return self.create(sid, request.server_path, b"", CONTAINER)
         if isinstance(request, DeleteNode):
-            node = self.nodes.get(request.path)
-            if node is None:
-                raise NoNodeError()
-            if node.children:
-                raise NotEmptyError()
-            self._delete(request.path, ("deleted", sid))
-            return True
+            return self.delete(sid, request.path)
         if isinstance(request, ListChildren):
-            node = self.nodes.get(request.path)
-            if node is None:
-                raise NoNodeError()
-            if request.watch is not None:
-                self.child_watches[request.path].add(sid)
-            children = sorted(node.children)
-            self.scheduler.rng.shuffle(children)  # ZooKeeper's order is no order
-            return children
+            return self.children(sid, request.path, request.watch is not None)[0]
         if isinstance(request, NodeExists):
-            if request.watch is not None:
-                self.data_watches[request.path].add(sid)
-            node = self.nodes.get(request.path)
-            return None if node is None else node.stat()
+            return self.exists(sid, request.path, request.watch is not None)
         if isinstance(request, GetData):
-            node = self.nodes.get(request.path)
-            if node is None:
-                raise NoNodeError()
-            if request.watch is not None:
-                self.data_watches[request.path].add(sid)
-            return node.data, node.stat()
+            return self.get(sid, request.path, request.watch is not None)
         raise AssertionError(f"not a request the model knows: {request!r}")
+
+    # -- the requests, as a server answers them -------------------------------------------------
+
+    def create(self, sid: int, path: str, data: bytes, flags: int) -> tuple[str, ZnodeStat]:
+        """Create ``path`` (``flags``: :data:`EPHEMERAL`, :data:`SEQUENCE`, :data:`CONTAINER`);
+        the path made and its stat."""
+        ephemeral, sequence = bool(flags & EPHEMERAL), bool(flags & SEQUENCE)
+        return self._create(path, data, sid, ephemeral, sequence, bool(flags & CONTAINER))
+
+    def delete(self, sid: int, path: str, version: int = -1) -> bool:
+        node = self.nodes.get(path)
+        if node is None:
+            raise NoNodeError()
+        if version != -1 and version != node.version:
+            raise BadVersionError()
+        if node.children:
+            raise NotEmptyError()
+        self._delete(path, ("deleted", sid))
+        return True
+
+    def children(self, sid: int, path: str, watch: bool) -> tuple[list[str], ZnodeStat]:
+        """``path``'s children, in no order, and its stat; a child watch set with ``watch``."""
+        node = self.nodes.get(path)
+        if node is None:
+            raise NoNodeError()
+        if watch:
+            self.child_watches[path].add(sid)
+        children = sorted(node.children)
+        self.scheduler.rng.shuffle(children)  # ZooKeeper's order is no order
+        return children, node.stat()
+
+    def exists(self, sid: int, path: str, watch: bool) -> ZnodeStat | None:
+        if watch:
+            self.data_watches[path].add(sid)
+        node = self.nodes.get(path)
+        return None if node is None else node.stat()
+
+    def get(self, sid: int, path: str, watch: bool) -> tuple[bytes, ZnodeStat]:
+        node = self.nodes.get(path)
+        if node is None:
+            raise NoNodeError()
+        if watch:
+            self.data_watches[path].add(sid)
+        return node.data, node.stat()
+
+    def write(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
+        """Write ``data`` to ``path`` if its version is ``version`` (-1: any); its new stat."""
+        node = self.check(path, version)
+        self.zxid += 1
+        node.data, node.mzxid, node.version = data, self.zxid, node.version + 1
+        self._trigger(self.data_watches, path, EventType.CHANGED)
+        return node.stat()
+
+    def check(self, path: str, version: int) -> Node:
+        node = self.nodes.get(path)
+        if node is None:
+            raise NoNodeError()
+        if version != -1 and version != node.version:
+            raise BadVersionError()
+        return node
+
+    def remove_watches(self, sid: int, path: str, data: bool, child: bool) -> None:
+        """Drop ``sid``'s data (or exists) and child watches on ``path``; NoWatcherError
+        when it had none of them."""
+        removed = False
+        for wanted, table in ((data, self.data_watches), (child, self.child_watches)):
+            if wanted and sid in table.get(path, ()):
+                table[path].discard(sid)
+                removed = True
+        if not removed:
+            raise NoWatcherError()
+
+    def transaction(self, apply: Callable[[], list[Any]]) -> list[Any]:
+        """Run ``apply`` (requests one after the other) all or nothing: when one raises, the
+        tree and the watches are as before, no watch has fired, and the error goes on."""
+        saved = copy.deepcopy((self.nodes, self.data_watches, self.child_watches, self.gone))
+        owned = {sid: set(session.ephemerals) for sid, session in self.sessions.items()}
+        zxid, self._held = self.zxid, []
+        try:
+            results = apply()
+        except BaseException:
+            self.nodes, self.data_watches, self.child_watches, self.gone = saved
+            for sid, session in self.sessions.items():
+                session.ephemerals = owned[sid]
+            self.zxid = zxid
+            raise
+        finally:
+            held, self._held = self._held, None
+        for session, event in held:
+            session.client.event(event)
+        return results
 
     def ephemerals_of(self, sid: int) -> set[str]:
         session = self.sessions.get(sid)
