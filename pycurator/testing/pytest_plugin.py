@@ -8,6 +8,7 @@ ensemble (possibly production): an ensemble is used only when its own variable n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import uuid
@@ -170,10 +171,17 @@ def zk_client_factory(zk_server: ZooKeeperTarget) -> Iterator[ClientFactory]:
     second or so of a server's return, :func:`pycurator.reconnecting_retry`): kazoo's default
     waits up to about as long again as an outage lasted, so a test that stops its server would
     wait on chance."""
+    with _clients_on(zk_server.hosts) as make:
+        yield make
+
+
+@contextlib.contextmanager
+def _clients_on(hosts: str) -> Iterator[ClientFactory]:
+    """What :func:`zk_client_factory` gives, on the server at ``hosts``."""
     clients: list[KazooClient] = []
 
     def make(**kwargs: Any) -> KazooClient:
-        kwargs.setdefault("hosts", zk_server.hosts)
+        kwargs.setdefault("hosts", hosts)
         kwargs.setdefault("timeout", 10.0)
         handler = kwargs.get("handler") or handler_from_env() or SequentialThreadingHandler()
         kwargs["handler"] = handler
@@ -188,12 +196,14 @@ def zk_client_factory(zk_server: ZooKeeperTarget) -> Iterator[ClientFactory]:
         client.start(timeout=30)
         return client
 
-    yield make
-    for client in reversed(clients):
-        try:
-            client.stop()
-        finally:
-            client.close()
+    try:
+        yield make
+    finally:
+        for client in reversed(clients):
+            try:
+                client.stop()
+            finally:
+                client.close()
 
 
 @pytest.fixture

@@ -5,7 +5,9 @@ through a dropped connection, one-shot watches, answers and events in order), a 
 scheduler on simulated time that interleaves the steps of several participants on several clients
 (:mod:`.scheduler`), the protocols driven as their front ends drive them (:mod:`.protocols`), the
 invariants (:mod:`.world`), and the schedules: each single fault at every step boundary, and random
-schedules of several faults, each named by a line that replays it (:mod:`.explore`).
+schedules of several faults, each named by a line that replays it (:mod:`.explore`). The same
+server also serves real kazoo clients, in real time, over ZooKeeper's wire protocol on a loopback
+port (:mod:`.wire`): the parity scenarios run there too.
 
 ``python -m tests.explorer --seconds N [--seed S]`` runs it for longer than the test suite does;
 ``--replay LINE`` runs one schedule again, printing its steps.
