@@ -27,19 +27,29 @@ from .._protocol.deadline import Deadline
 
 
 class _Changes:
-    """Wakes threads waiting for a latch to change: each change sets the event waiters hold
-    and puts a new one in its place, so a waiter wakes once per change and never spins."""
+    """Wakes threads waiting for a latch to change: a waiter takes the event of the next change
+    (:meth:`next_event`), made when first asked for, and each change sets it and drops it, so a
+    waiter wakes once per change and never spins, and a change nobody waits for makes and sets
+    no event (a latch changes four times in a short life)."""
 
     def __init__(self, handler: Any) -> None:
         self._handler = handler
         self._swap = threading.Lock()  # held for the swap only, never across a switch
-        self.event = handler.event_object()
+        self._event: Any = None  # the event of the next change, once a waiter asked for it
+
+    def next_event(self) -> Any:
+        """The event the next change sets (a handler event)."""
+        with self._swap:
+            event = self._event
+            if event is None:
+                event = self._event = self._handler.event_object()
+        return event
 
     def changed(self) -> None:
-        fresh = self._handler.event_object()
         with self._swap:
-            event, self.event = self.event, fresh
-        event.set()
+            event, self._event = self._event, None
+        if event is not None:
+            event.set()
 
 
 class LatchRunner:
@@ -80,7 +90,7 @@ class LatchRunner:
         core.check_waitable()
         deadline = Deadline(timeout)
         while True:
-            change = self._changes.event
+            change = self._changes.next_event()
             outcome = core.outcome(self._task is not None and self._task.done.is_set())
             if outcome is not None:
                 return outcome
