@@ -133,6 +133,9 @@ class Runtime:
     def __init__(self, client: KazooClient, services: HandlerServices) -> None:
         self._client = weakref.ref(client)
         self.services = services
+        #: Set in a forked child, where the client gets a new runtime (see :func:`runtime_of`):
+        #: whoever keeps this one looks it up again.
+        self.detached = False
         self._listeners: set[Listener] = set()
         self._owed: set[str] = set()
         #: Lock nodes whose names do not tell which acquire made them, by the acquire that
@@ -454,6 +457,7 @@ def _forked() -> None:
     _LOCK = threading.RLock()
     for client, runtime in list(_RUNTIMES.items()):
         client.remove_listener(runtime._on_state)
+        runtime.detached = True
     _RUNTIMES.clear()
     _SERVICES.clear()
 

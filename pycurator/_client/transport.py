@@ -46,7 +46,7 @@ from .._protocol.ops import (
 )
 from . import kazoo_internals
 from .background import SerialQueue, Timer
-from .runtime import HandlerServices, Runtime, closed_error, runtime_of, services_of
+from .runtime import HandlerServices, Runtime, closed_error, runtime_of
 
 #: ZooKeeper's ``CreateMode.CONTAINER`` flag.
 CONTAINER_FLAG = 4
@@ -265,14 +265,21 @@ class KazooTransport:
     thread, kazoo's connection thread included where :func:`pycurator.handlers.runs_inline`
     allows."""
 
-    __slots__ = ("__weakref__", "client")
+    __slots__ = ("__weakref__", "_runtime", "client")
 
     def __init__(self, client: KazooClient) -> None:
         self.client = client
+        self._runtime: Runtime | None = None
 
     @property
     def runtime(self) -> Runtime:
-        return runtime_of(self.client)
+        """The client's runtime (:func:`~pycurator._client.runtime.runtime_of`), kept here
+        until a fork detaches it: looked up on nearly every step, and the registry's weak
+        look-up costs a call and a new weak reference each time."""
+        runtime = self._runtime
+        if runtime is None or runtime.detached:
+            runtime = self._runtime = runtime_of(self.client)
+        return runtime
 
     @property
     def handler(self) -> Any:
@@ -281,8 +288,8 @@ class KazooTransport:
 
     @property
     def services(self) -> HandlerServices:
-        """The services every client of the handler shares."""
-        return services_of(self.client.handler)
+        """The services every client of the handler shares (its runtime's)."""
+        return self.runtime.services
 
     def lock_object(self) -> Any:
         """A new lock of the handler's kind."""
@@ -381,7 +388,7 @@ class KazooTransport:
 
     def serial_queue(self) -> SerialQueue:
         """A new queue whose calls run one at a time, in order, on the handler's workers."""
-        return services_of(self.client.handler).serial_queue()
+        return self.runtime.services.serial_queue()
 
     # -- for the hold monitor's callbacks (pycurator._engine.hold_monitor.HoldSender) --
 
@@ -389,12 +396,12 @@ class KazooTransport:
         """Call ``function(argument)`` about ``delay`` seconds from now, batched with the other
         calls due then by the handler's one delayed-call unit: for calls that mostly find
         nothing left to do (the watch of a hold that has ended)."""
-        services_of(self.client.handler).delayed.add(delay, function, argument)
+        self.runtime.services.delayed.add(delay, function, argument)
 
     def post_request(self, function: Callable[[], None]) -> None:
         """Run ``function()`` on the handler's queue of the requests sent after news on kazoo's
         connection thread, which must not send them itself: one worker, in turn."""
-        services_of(self.client.handler).requests.post(function)
+        self.runtime.services.requests.post(function)
 
 
 __all__ = [
