@@ -31,7 +31,7 @@ from .._protocol.steps import (
     outcomes,
 )
 from .background import Timer
-from .concurrency import link_inline, runs_inline
+from .concurrency import link_inline
 from .runtime import runtime_of
 from .transport import KazooTransport, check_client_type
 
@@ -232,6 +232,10 @@ class Task:
         else:
             self._resume(token, value, error)
 
+    def _expire(self, token: int) -> None:
+        """The deadline of the wait ``token`` (an :class:`Await`) has passed."""
+        self.dispatch(token, None, DeadlineExpired())
+
     def _resume(self, token: int, value: Any, error: BaseException | None) -> None:
         with self.lock:
             waiting = self._waiting
@@ -352,12 +356,12 @@ class Task:
         remaining = step.deadline.remaining()
         if remaining is not None:
             waiting.timer = self._transport.services.call_later(
-                remaining,
-                functools.partial(self.dispatch, token, None, DeadlineExpired()),
+                remaining, functools.partial(self._expire, token)
             )
         result = step.result
 
-        @runs_inline
+        # keeps the runs_inline contract (it only resumes the steps, which never block); not
+        # marked, as only a watcher's mark is read, and marking costs a dict on every wait
         def answered(_: Any) -> None:
             self._resume(token, *outcome(result))
 
