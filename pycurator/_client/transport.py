@@ -27,11 +27,14 @@ from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import ConnectionClosedError, KazooException
 from kazoo.protocol.serialization import (
     Create2,
+    Delete,
+    Exists,
     GetChildren,
     read_string,
     write_buffer,
     write_string,
 )
+from kazoo.protocol.serialization import GetData as ReadData
 from kazoo.protocol.states import WatchedEvent, ZnodeStat
 from kazoo.security import OPEN_ACL_UNSAFE
 
@@ -107,6 +110,26 @@ def guarded_transaction(client: KazooClient, path: str) -> TransactionRequest:
 def prefixed(client: KazooClient, path: str) -> str:
     chroot: str = client.chroot or ""
     return chroot + path if path != "/" or not chroot else chroot
+
+
+def is_plain(path: str) -> bool:
+    """Whether ``path`` is one kazoo's path normalization leaves as it is (absolute, no empty
+    segment, no trailing ``/``, no segment starting with ``.``): :func:`prefixed` is then the
+    server's path, as kazoo's ``*_async`` calls make it."""
+    return (
+        path[:1] == "/"
+        and "//" not in path
+        and "/." not in path
+        and (path[-1] != "/" or path == "/")
+    )
+
+
+def sent(client: KazooClient, request: Any) -> Any:
+    """Queue a kazoo ``request`` (its path the server's) as kazoo's ``*_async`` calls do; its
+    async result."""
+    result = client.handler.async_result()
+    kazoo_internals.call(client, request, result)
+    return result
 
 
 @dataclass(frozen=True)
@@ -322,17 +345,28 @@ class KazooTransport:
                 ephemeral=request.ephemeral,
                 sequence=request.sequence,
             )
+        # the request of a plain path (the protocol's own, validated) is made here, without
+        # kazoo's normalization of the chroot and the path on every request; any other path
+        # goes through kazoo's call, which normalizes it
         if kind is ListChildren:
             if request.reduce is not None:
                 assert request.watch is None, "a reduced listing sets no watch"
                 return reduced_children_async(client, request.path, request.reduce)
+            if is_plain(request.path):
+                return sent(client, GetChildren(prefixed(client, request.path), request.watch))
             return client.get_children_async(request.path, watch=request.watch)
-        if kind is NodeExists:
-            return client.exists_async(request.path, watch=request.watch)
         if kind is GetData:
+            if is_plain(request.path):
+                return sent(client, ReadData(prefixed(client, request.path), request.watch))
             return client.get_async(request.path, watch=request.watch)
         if kind is DeleteNode:
+            if is_plain(request.path):
+                return sent(client, Delete(prefixed(client, request.path), -1))
             return client.delete_async(request.path)
+        if kind is NodeExists:
+            if is_plain(request.path):
+                return sent(client, Exists(prefixed(client, request.path), request.watch))
+            return client.exists_async(request.path, watch=request.watch)
         if kind is SetData:
             return client.set_async(request.path, request.data, request.version)
         if kind is MakeContainer:
