@@ -90,14 +90,24 @@ class LatchRunner:
         core.check_waitable()
         deadline = Deadline(timeout)
         while True:
+            outcome = core.outcome(self._ended())
+            if outcome is not None:
+                return outcome
+            # the next change's event, then a look again: a change in between is not missed,
+            # and a wait that ends with the outcome it waited for makes no event it never uses
             change = self._changes.next_event()
-            outcome = core.outcome(self._task is not None and self._task.done.is_set())
+            outcome = core.outcome(self._ended())
             if outcome is not None:
                 return outcome
             remaining = deadline.remaining()
             if remaining == 0:
                 return False
             change.wait(remaining)
+
+    def _ended(self) -> bool:
+        """Whether the election's steps have ended."""
+        task = self._task
+        return task is not None and task.done.is_set()
 
 
 class LeaderLatch(LatchFace):
