@@ -202,7 +202,7 @@ class Task:
         #: the AwaitAll whose wait is under way, and the undo of its links to the answers
         self._gathering: tuple[AwaitAll, Callable[[], None]] | None = None
         self._cancel_pending = False  # cancelled while running: throw at the next wait
-        self.done = self._handler.event_object()
+        self.done = transport.services.new_flag()  # set once, when the steps end
         self.value: Any = None
         self.error: BaseException | None = None
 

@@ -72,6 +72,7 @@ from kazoo.protocol.states import KazooState
 
 from . import kazoo_internals
 from .background import DelayedCalls, Pool, SerialQueue, Timer, Timers, Units
+from .concurrency import flag_maker
 
 log = logging.getLogger("pycurator")
 
@@ -114,6 +115,9 @@ class HandlerServices:
         self.delayed = DelayedCalls(handler)
         #: The units that run leader selectors' terms, a few kept idle between them.
         self.leaders = Units(handler)
+        #: Makes an event that is set once, for the handler's units to wait on (see
+        #: :func:`~pycurator._client.concurrency.flag_maker`).
+        self.new_flag = flag_maker(handler)
 
     def call_later(self, delay: float, function: Callable[[], None]) -> Timer:
         """Run ``function()`` (short, never blocking) ``delay`` seconds from now on the

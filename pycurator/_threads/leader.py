@@ -32,17 +32,18 @@ class _Changes:
     waiter wakes once per change and never spins, and a change nobody waits for makes and sets
     no event (a latch changes four times in a short life)."""
 
-    def __init__(self, handler: Any) -> None:
-        self._handler = handler
+    def __init__(self, new_flag: Callable[[], Any]) -> None:
+        self._new_flag = new_flag  # each event is set once
         self._swap = threading.Lock()  # held for the swap only, never across a switch
         self._event: Any = None  # the event of the next change, once a waiter asked for it
 
     def next_event(self) -> Any:
-        """The event the next change sets (a handler event)."""
+        """The event the next change sets (set once: see
+        :func:`~pycurator._client.concurrency.flag_maker`)."""
         with self._swap:
             event = self._event
             if event is None:
-                event = self._event = self._handler.event_object()
+                event = self._event = self._new_flag()
         return event
 
     def changed(self) -> None:
@@ -62,7 +63,7 @@ class LatchRunner:
         handler = core.client.handler
         self.core = core
         self._notices = services_of(handler).serial_queue()
-        self._changes = _Changes(handler)
+        self._changes = _Changes(core.transport.services.new_flag)
         self._task: Task | None = None
         #: Set when leadership ends, cleared when it begins (a handler event).
         self.lost_event = handler.event_object()
