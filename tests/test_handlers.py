@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.protocol.serialization import Exists
 
 from pycurator import (
     InterProcessMultiLock,
@@ -28,6 +29,7 @@ from pycurator import (
     LockNotOwnedError,
     LockReleaseError,
 )
+from pycurator._client import kazoo_internals
 from pycurator._client.concurrency import is_green
 from pycurator._engine import hold_monitor
 from pycurator.testing import ClientFactory, expire_kazoo_session
@@ -273,16 +275,18 @@ def test_the_deferred_node_watch_is_set_under_the_handler(
 ) -> None:
     monkeypatch.setattr(hold_monitor, "WATCH_DELAY", 0.2)
     callers: list[threading.Thread] = []
-    exists_async = env.client.exists_async
 
-    def recording_exists_async(*args: Any, **kwargs: Any) -> Any:
-        callers.append(threading.current_thread())
-        return exists_async(*args, **kwargs)
+    def record_exists(request: Any) -> None:
+        if isinstance(request, Exists):
+            callers.append(threading.current_thread())
 
-    monkeypatch.setattr(env.client, "exists_async", recording_exists_async)
-    lock = InterProcessMutex(env.client, zk_path)
-    with lock:
-        env.eventually(lambda: watched_paths(env.client) == [lock.lock_path], "deferred watch")
+    restore = kazoo_internals.observe_calls(env.client, record_exists)
+    try:
+        lock = InterProcessMutex(env.client, zk_path)
+        with lock:
+            env.eventually(lambda: watched_paths(env.client) == [lock.lock_path], "deferred watch")
+    finally:
+        restore()
     assert callers
     if is_green(env.handler):  # a green handler's client is only driven from its own thread
         assert set(callers) == {threading.current_thread()}

@@ -10,11 +10,13 @@ kazoo's connection asks of it, so they test kazoo and not pycurator."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import inspect
 import queue
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from importlib.metadata import version
 from typing import Any
 
@@ -30,6 +32,7 @@ from kazoo.security import OPEN_ACL_UNSAFE
 from pycurator._client import kazoo_internals
 from pycurator._client import transport as _transport
 from pycurator._client.transport import CreateContainer, KazooTransport, RemoveWatches, prefixed
+from pycurator._protocol.ops import DeleteNode, GetData, ListChildren, NodeExists
 from pycurator.testing import FaultProxy, expire_kazoo_session
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
@@ -331,6 +334,40 @@ def test_observe_calls_sees_each_request_until_restored(zk: KazooClient, zk_path
     restore()
     zk.exists(zk_path)
     assert seen == ["Exists", "GetChildren"]
+
+
+@pytest.mark.parametrize("chroot", ["", "/app", "/app/deep"])
+def test_the_requests_the_transport_makes_itself_are_those_of_kazoos_calls(chroot: str) -> None:
+    # the transport makes the request of a plain path itself (no normalization of the chroot
+    # and the path each time): it must queue what kazoo's own *_async call would
+    client = KazooClient(hosts=f"127.0.0.1:1{chroot}")  # never started: nothing is sent
+    transport = KazooTransport(client)
+
+    def watch(event: WatchedEvent) -> None:
+        pass
+
+    paths = ["/", "/a", "/a/b-c_d.e", "/a/_c_x-lock-0000000001", "/a/.b", "/a//b", "/a/b/", "/a/."]
+    for path in paths:
+        calls: list[tuple[Any, Callable[[], Any]]] = [
+            (ListChildren(path, watch), partial(client.get_children_async, path, watch=watch)),
+            (ListChildren(path), partial(client.get_children_async, path)),
+            (GetData(path, watch), partial(client.get_async, path, watch=watch)),
+            (NodeExists(path, watch), partial(client.exists_async, path, watch=watch)),
+            (DeleteNode(path), partial(client.delete_async, path)),
+        ]
+        for request, kazoos in calls:
+            seen: list[Any] = []
+            restore = kazoo_internals.observe_calls(client, seen.append)
+            try:
+                for call in (partial(transport.send, request), kazoos):
+                    with contextlib.suppress(ValueError):  # kazoo's, for a relative path
+                        call()
+            finally:
+                restore()
+            if len(seen) == 2:
+                assert seen[0] == seen[1] and type(seen[0]) is type(seen[1]), (path, request)
+            else:  # refused by kazoo's normalization, both ways
+                assert seen == [], (path, request)
 
 
 def test_session_timeout_is_the_timeout_asked_for_in_seconds() -> None:

@@ -32,6 +32,7 @@ from kazoo.handlers.threading import SequentialThreadingHandler
 
 from pycurator import InterProcessMutex, LeaderLatch, aio
 from pycurator._client import runtime as _runtime
+from pycurator._client.runners import transport_of
 from pycurator._client.runtime import process_lock, runtime_of, services_of
 from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer
 
@@ -256,6 +257,8 @@ def test_deletes_owed_while_disconnected_are_the_runtime_s_and_a_stop_forgets_th
 
 def test_a_forked_child_starts_with_fresh_runtime_state(zk: KazooClient) -> None:
     runtime, services, lock = runtime_of(zk), services_of(zk.handler), process_lock()
+    transport = transport_of(zk)
+    assert transport.runtime is runtime  # kept by the transport from now on
 
     def listener(state: str) -> None:
         pass
@@ -282,6 +285,9 @@ def test_a_forked_child_starts_with_fresh_runtime_state(zk: KazooClient) -> None
                     runtime._on_state not in zk.state_listeners,
                     runtime_of(zk) is not runtime,
                     services_of(zk.handler) is not services,
+                    # a transport made before the fork looks the child's runtime up
+                    transport.runtime is runtime_of(zk),
+                    transport.services is services_of(zk.handler),
                 ]
             os.write(write, ",".join(str(f) for f in fresh).encode())
         finally:
@@ -292,7 +298,7 @@ def test_a_forked_child_starts_with_fresh_runtime_state(zk: KazooClient) -> None
     reported = os.read(read, 256).decode()
     os.close(read)
     os.close(write)
-    assert reported == ",".join(["True"] * 5)
+    assert reported == ",".join(["True"] * 7)
     assert runtime_of(zk) is runtime  # the parent's is untouched
     assert runtime._on_state in zk.state_listeners
     runtime.unlisten(listener)

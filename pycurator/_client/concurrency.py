@@ -10,6 +10,9 @@ pycurator goes through the client's handler (``spawn``, ``sleep_func``, ``event_
 It also says which of pycurator's callbacks may run on the thread that reads the server's
 answers (:func:`runs_inline`, :func:`link_inline`): a handler that can (the optional
 :class:`pycurator.handlers.FastThreadingHandler`) looks for these marks; the core never imports it.
+And it makes the event a handler's units wait on when it is set once and never cleared (a task's
+end, a latch's next change; :func:`flag_maker`): under a thread-based handler, one without the
+condition and the two locks of a ``threading.Event``.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
+
+from kazoo.handlers.threading import SequentialThreadingHandler
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -67,3 +72,57 @@ def link_inline(result: Any, callback: Callable[[Any], None]) -> bool:
         return False
     link(callback)
     return True
+
+
+#: Held while a :class:`_Flag` is set or a waiter's gate is made: a few attribute moves.
+_GATES = threading.Lock()
+
+
+class _Flag:
+    """A handler event that is set once (``set``, ``is_set``, ``wait``, no ``clear``), for a
+    thread-based handler: a lock per waiting thread, made only when one waits, instead of a
+    ``threading.Event``'s condition and lock made with every event."""
+
+    __slots__ = ("_gates", "_set")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._gates: list[Any] | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        with _GATES:
+            self._set = True
+            gates, self._gates = self._gates, None
+        for gate in gates or ():
+            gate.release()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Whether set, waiting at most ``timeout`` seconds (None: no limit)."""
+        if self._set:
+            return True
+        with _GATES:
+            if self._set:
+                return True
+            gate = threading.Lock()
+            gate.acquire()
+            if self._gates is None:
+                self._gates = [gate]
+            else:
+                self._gates.append(gate)
+        if gate.acquire(True, -1 if timeout is None else max(timeout, 0.0)):
+            return True
+        with _GATES:
+            if self._gates is not None and gate in self._gates:
+                self._gates.remove(gate)
+        return self._set
+
+
+def flag_maker(handler: Any) -> Callable[[], Any]:
+    """What makes an event ``handler``'s units may wait on, for one that is set once and never
+    cleared: a lean one under a thread-based kazoo handler, else the handler's own event."""
+    if isinstance(handler, SequentialThreadingHandler) and not is_green(handler):
+        return _Flag
+    return handler.event_object  # type: ignore[no-any-return]

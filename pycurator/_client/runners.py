@@ -10,7 +10,7 @@ import functools
 import logging
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
@@ -22,6 +22,7 @@ from .._protocol.steps import (
     Await,
     AwaitAll,
     NewSignal,
+    Outcome,
     Signal,
     Steps,
     WaitSignal,
@@ -30,7 +31,7 @@ from .._protocol.steps import (
     outcomes,
 )
 from .background import Timer
-from .concurrency import link_inline, runs_inline
+from .concurrency import link_inline
 from .runtime import runtime_of
 from .transport import KazooTransport, check_client_type
 
@@ -201,7 +202,7 @@ class Task:
         #: the AwaitAll whose wait is under way, and the undo of its links to the answers
         self._gathering: tuple[AwaitAll, Callable[[], None]] | None = None
         self._cancel_pending = False  # cancelled while running: throw at the next wait
-        self.done = self._handler.event_object()
+        self.done = transport.services.new_flag()  # set once, when the steps end
         self.value: Any = None
         self.error: BaseException | None = None
 
@@ -230,6 +231,10 @@ class Task:
             self._handler.dispatch_callback(Callback("watch", self._resume, (token, value, error)))
         else:
             self._resume(token, value, error)
+
+    def _expire(self, token: int) -> None:
+        """The deadline of the wait ``token`` (an :class:`Await`) has passed."""
+        self.dispatch(token, None, DeadlineExpired())
 
     def _resume(self, token: int, value: Any, error: BaseException | None) -> None:
         with self.lock:
@@ -265,6 +270,7 @@ class Task:
 
     def _drive(self, value: Any, error: BaseException | None) -> None:
         steps = self._steps
+        transport = self._transport
         gathered, self._gathering = self._gathering, None
         if gathered is not None:  # the wait of an AwaitAll is over
             gathered[1]()
@@ -279,66 +285,83 @@ class Task:
             except BaseException as exc:
                 self._finish(None, exc)
                 return
-            value, error = None, None
-            if isinstance(step, NewSignal):
-                value = TaskSignal(self)
-                continue
-            if not isinstance(step, (Await, WaitSignal, AwaitAll)):
+            # by the step's type (one look-up, not a chain of isinstance): effects first, the
+            # most frequent steps
+            kind = type(step)
+            effect = EFFECTS.get(kind)
+            if effect is not None:
                 try:
-                    value = EFFECTS[type(step)](self._transport, step)
+                    value, error = effect(transport, step), None
                 except BaseException as exc:  # thrown in, so the protocol's clean-up runs
-                    error = exc
+                    value, error = None, exc
                 continue
-            unlink: Callable[[], None] | None = None
-            if isinstance(step, Await):
-                if step.result.ready():
-                    value, error = outcome(step.result)
-                    continue
-                waiting = self._suspend()
-            else:
-                signal = step.signal if isinstance(step, WaitSignal) else step.wake
-                assert isinstance(signal, TaskSignal)
-                if isinstance(step, AwaitAll):
-                    unlink = link_all(step.answers, signal)
-                    self._gathering = (step, unlink)  # before the wait: it may end at once
-                if step.timeout == 0 and not signal.is_set():
-                    waiting = False
-                else:
-                    waiting = self._suspend(signal)
-                if unlink is not None and not isinstance(waiting, _Suspension):
-                    self._gathering = None
-                    unlink()  # no wait after all
-                    if waiting is not None:  # set already, or no time to wait
-                        value = outcomes(step.answers)  # type: ignore[union-attr]
-                        continue
-            if waiting is None:
-                error = Cancelled()
+            if kind is NewSignal:
+                value, error = TaskSignal(self), None
                 continue
-            if waiting is True or waiting is False:
-                value = waiting
-                continue
-            assert isinstance(waiting, _Suspension)
-            if isinstance(step, Await):
-                self._await(waiting, step)
-                return
-            if step.timeout is not None:
-                waiting.timer = self._transport.services.call_later(
-                    step.timeout,
-                    functools.partial(self.dispatch, waiting.token, False, None),
-                )
-            return
+            done = _WAITS[kind](self, step)
+            if done is None:
+                return  # suspended: whatever ends the wait drives the steps on
+            value, error = done
+
+    def _begin_await(self, step: Await) -> Outcome | None:
+        """Begin the wait of an :class:`Await`: None once suspended, else the outcome to go
+        on with (the answer is in, or Cancelled)."""
+        if step.result.ready():
+            return outcome(step.result)
+        waiting = self._suspend()
+        if waiting is None:
+            return None, Cancelled()
+        assert isinstance(waiting, _Suspension)
+        self._await(waiting, step)
+        return None
+
+    def _begin_wait(self, step: WaitSignal | AwaitAll) -> Outcome | None:
+        """Begin the wait of a :class:`WaitSignal` or an :class:`AwaitAll`: None once
+        suspended, else the outcome to go on with (no wait after all: a signal set already,
+        or no time to wait; or Cancelled)."""
+        unlink: Callable[[], None] | None = None
+        answers: Sequence[Any] = ()
+        if isinstance(step, AwaitAll):
+            signal, answers = step.wake, step.answers
+            assert isinstance(signal, TaskSignal)
+            unlink = link_all(answers, signal)
+            self._gathering = (step, unlink)  # before the wait: it may end at once
+        else:
+            signal = step.signal
+            assert isinstance(signal, TaskSignal)
+        if step.timeout == 0 and not signal.is_set():
+            waiting: _Suspension | bool | None = False
+        else:
+            waiting = self._suspend(signal)
+        if waiting is None:  # cancelled
+            if unlink is not None:
+                self._gathering = None
+                unlink()
+            return None, Cancelled()
+        if not isinstance(waiting, _Suspension):
+            if unlink is None:
+                return waiting, None
+            self._gathering = None
+            unlink()  # no wait after all
+            return outcomes(answers), None
+        if step.timeout is not None:
+            waiting.timer = self._transport.services.call_later(
+                step.timeout,
+                functools.partial(self.dispatch, waiting.token, False, None),
+            )
+        return None
 
     def _await(self, waiting: _Suspension, step: Await) -> None:
         token = waiting.token
         remaining = step.deadline.remaining()
         if remaining is not None:
             waiting.timer = self._transport.services.call_later(
-                remaining,
-                functools.partial(self.dispatch, token, None, DeadlineExpired()),
+                remaining, functools.partial(self._expire, token)
             )
         result = step.result
 
-        @runs_inline
+        # keeps the runs_inline contract (it only resumes the steps, which never block); not
+        # marked, as only a watcher's mark is read, and marking costs a dict on every wait
         def answered(_: Any) -> None:
             self._resume(token, *outcome(result))
 
@@ -357,6 +380,14 @@ class Task:
                 self._on_done(self)
             except Exception:
                 log.exception("a background task's completion callback failed")
+
+
+#: How a :class:`Task` begins each wait, by the step's type.
+_WAITS: dict[type[Any], Callable[[Task, Any], Outcome | None]] = {
+    Await: Task._begin_await,
+    WaitSignal: Task._begin_wait,
+    AwaitAll: Task._begin_wait,
+}
 
 
 def start(

@@ -72,6 +72,7 @@ from kazoo.protocol.states import KazooState
 
 from . import kazoo_internals
 from .background import DelayedCalls, Pool, SerialQueue, Timer, Timers, Units
+from .concurrency import flag_maker
 
 log = logging.getLogger("pycurator")
 
@@ -114,6 +115,9 @@ class HandlerServices:
         self.delayed = DelayedCalls(handler)
         #: The units that run leader selectors' terms, a few kept idle between them.
         self.leaders = Units(handler)
+        #: Makes an event that is set once, for the handler's units to wait on (see
+        #: :func:`~pycurator._client.concurrency.flag_maker`).
+        self.new_flag = flag_maker(handler)
 
     def call_later(self, delay: float, function: Callable[[], None]) -> Timer:
         """Run ``function()`` (short, never blocking) ``delay`` seconds from now on the
@@ -133,6 +137,9 @@ class Runtime:
     def __init__(self, client: KazooClient, services: HandlerServices) -> None:
         self._client = weakref.ref(client)
         self.services = services
+        #: Set in a forked child, where the client gets a new runtime (see :func:`runtime_of`):
+        #: whoever keeps this one looks it up again.
+        self.detached = False
         self._listeners: set[Listener] = set()
         self._owed: set[str] = set()
         #: Lock nodes whose names do not tell which acquire made them, by the acquire that
@@ -454,6 +461,7 @@ def _forked() -> None:
     _LOCK = threading.RLock()
     for client, runtime in list(_RUNTIMES.items()):
         client.remove_listener(runtime._on_state)
+        runtime.detached = True
     _RUNTIMES.clear()
     _SERVICES.clear()
 

@@ -27,11 +27,14 @@ from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import ConnectionClosedError, KazooException
 from kazoo.protocol.serialization import (
     Create2,
+    Delete,
+    Exists,
     GetChildren,
     read_string,
     write_buffer,
     write_string,
 )
+from kazoo.protocol.serialization import GetData as ReadData
 from kazoo.protocol.states import WatchedEvent, ZnodeStat
 from kazoo.security import OPEN_ACL_UNSAFE
 
@@ -46,7 +49,7 @@ from .._protocol.ops import (
 )
 from . import kazoo_internals
 from .background import SerialQueue, Timer
-from .runtime import HandlerServices, Runtime, closed_error, runtime_of, services_of
+from .runtime import HandlerServices, Runtime, closed_error, runtime_of
 
 #: ZooKeeper's ``CreateMode.CONTAINER`` flag.
 CONTAINER_FLAG = 4
@@ -107,6 +110,26 @@ def guarded_transaction(client: KazooClient, path: str) -> TransactionRequest:
 def prefixed(client: KazooClient, path: str) -> str:
     chroot: str = client.chroot or ""
     return chroot + path if path != "/" or not chroot else chroot
+
+
+def is_plain(path: str) -> bool:
+    """Whether ``path`` is one kazoo's path normalization leaves as it is (absolute, no empty
+    segment, no trailing ``/``, no segment starting with ``.``): :func:`prefixed` is then the
+    server's path, as kazoo's ``*_async`` calls make it."""
+    return (
+        path[:1] == "/"
+        and "//" not in path
+        and "/." not in path
+        and (path[-1] != "/" or path == "/")
+    )
+
+
+def sent(client: KazooClient, request: Any) -> Any:
+    """Queue a kazoo ``request`` (its path the server's) as kazoo's ``*_async`` calls do; its
+    async result."""
+    result = client.handler.async_result()
+    kazoo_internals.call(client, request, result)
+    return result
 
 
 @dataclass(frozen=True)
@@ -265,14 +288,21 @@ class KazooTransport:
     thread, kazoo's connection thread included where :func:`pycurator.handlers.runs_inline`
     allows."""
 
-    __slots__ = ("__weakref__", "client")
+    __slots__ = ("__weakref__", "_runtime", "client")
 
     def __init__(self, client: KazooClient) -> None:
         self.client = client
+        self._runtime: Runtime | None = None
 
     @property
     def runtime(self) -> Runtime:
-        return runtime_of(self.client)
+        """The client's runtime (:func:`~pycurator._client.runtime.runtime_of`), kept here
+        until a fork detaches it: looked up on nearly every step, and the registry's weak
+        look-up costs a call and a new weak reference each time."""
+        runtime = self._runtime
+        if runtime is None or runtime.detached:
+            runtime = self._runtime = runtime_of(self.client)
+        return runtime
 
     @property
     def handler(self) -> Any:
@@ -281,8 +311,8 @@ class KazooTransport:
 
     @property
     def services(self) -> HandlerServices:
-        """The services every client of the handler shares."""
-        return services_of(self.client.handler)
+        """The services every client of the handler shares (its runtime's)."""
+        return self.runtime.services
 
     def lock_object(self) -> Any:
         """A new lock of the handler's kind."""
@@ -315,17 +345,28 @@ class KazooTransport:
                 ephemeral=request.ephemeral,
                 sequence=request.sequence,
             )
+        # the request of a plain path (the protocol's own, validated) is made here, without
+        # kazoo's normalization of the chroot and the path on every request; any other path
+        # goes through kazoo's call, which normalizes it
         if kind is ListChildren:
             if request.reduce is not None:
                 assert request.watch is None, "a reduced listing sets no watch"
                 return reduced_children_async(client, request.path, request.reduce)
+            if is_plain(request.path):
+                return sent(client, GetChildren(prefixed(client, request.path), request.watch))
             return client.get_children_async(request.path, watch=request.watch)
-        if kind is NodeExists:
-            return client.exists_async(request.path, watch=request.watch)
         if kind is GetData:
+            if is_plain(request.path):
+                return sent(client, ReadData(prefixed(client, request.path), request.watch))
             return client.get_async(request.path, watch=request.watch)
         if kind is DeleteNode:
+            if is_plain(request.path):
+                return sent(client, Delete(prefixed(client, request.path), -1))
             return client.delete_async(request.path)
+        if kind is NodeExists:
+            if is_plain(request.path):
+                return sent(client, Exists(prefixed(client, request.path), request.watch))
+            return client.exists_async(request.path, watch=request.watch)
         if kind is SetData:
             return client.set_async(request.path, request.data, request.version)
         if kind is MakeContainer:
@@ -381,7 +422,7 @@ class KazooTransport:
 
     def serial_queue(self) -> SerialQueue:
         """A new queue whose calls run one at a time, in order, on the handler's workers."""
-        return services_of(self.client.handler).serial_queue()
+        return self.runtime.services.serial_queue()
 
     # -- for the hold monitor's callbacks (pycurator._engine.hold_monitor.HoldSender) --
 
@@ -389,12 +430,12 @@ class KazooTransport:
         """Call ``function(argument)`` about ``delay`` seconds from now, batched with the other
         calls due then by the handler's one delayed-call unit: for calls that mostly find
         nothing left to do (the watch of a hold that has ended)."""
-        services_of(self.client.handler).delayed.add(delay, function, argument)
+        self.runtime.services.delayed.add(delay, function, argument)
 
     def post_request(self, function: Callable[[], None]) -> None:
         """Run ``function()`` on the handler's queue of the requests sent after news on kazoo's
         connection thread, which must not send them itself: one worker, in turn."""
-        services_of(self.client.handler).requests.post(function)
+        self.runtime.services.requests.post(function)
 
 
 __all__ = [

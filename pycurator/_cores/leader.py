@@ -207,15 +207,18 @@ class LatchCore:
         return self.election
 
     def finish(self, close_mode: CloseMode | None) -> None:
-        """Move to CLOSED (RuntimeError unless started) and ask the election to stop; ``SILENT``
-        (``close_mode``, or the latch's when None) drops the listeners first."""
+        """Move to CLOSED (RuntimeError unless started) and tell the election why it stops;
+        ``SILENT`` (``close_mode``, or the latch's when None) drops the listeners first. The
+        front end then cancels the election's steps, which ends them at once (their clean-up
+        deletes our node): they are not woken first, which would resume them on another
+        thread for nothing."""
         mode = check_close_mode(self.close_mode if close_mode is None else close_mode)
         if self.state is not Lifecycle.STARTED or self.election is None:
             raise RuntimeError(f"Already closed or has not been started: {self.path}")
         self.state = Lifecycle.CLOSED
         if mode is CloseMode.SILENT:
             self.listeners.clear()
-        self.election.stop("latch closed")
+        self.election.stop("latch closed", wake=False)
 
     def closed(self) -> None:
         """After :meth:`finish`, once the steps have ended (or the front end stopped waiting

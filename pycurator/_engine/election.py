@@ -159,21 +159,24 @@ class Election:
         monitor = self.leading
         return monitor is not None and monitor.held
 
-    def stop(self, reason: str, *, here: bool = False) -> None:
+    def stop(self, reason: str, *, here: bool = False, wake: bool = True) -> None:
         """Ask the steps to end (from any thread); they stop leading and delete our node on the
         way out. A runner's cancellation ends them at once, with the same clean-up. With
         ``here``, steps waiting to be woken resume on the calling thread, which must be one
         that may run them (see :func:`~pycurator._client.runners.set_here`): the delete is then sent
-        without a hand-off."""
+        without a hand-off. Without ``wake``, the steps are only told why they end: the caller
+        cancels them next (a wake-up would resume them elsewhere for nothing)."""
         if self._stop is None:
             self._stop = reason
         self._stopped_by_owner = True
-        wake = self._wake
-        if wake is not None:
+        if not wake:
+            return
+        signal = self._wake
+        if signal is not None:
             if here:
-                set_here(wake)
+                set_here(signal)
             else:
-                wake.set()
+                signal.set()
 
     def steps(self) -> Steps[str]:
         """Take part until stopped, or until the client is stopped, an error no retry fixes

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import struct
+
+#: Paths the checks below accept at once: segments of printable ASCII but ``/`` (no control
+#: character, none of the ranges :func:`_is_invalid_code_unit` rejects, no empty segment, no
+#: trailing ``/``), when no segment starts with ``.`` (``.`` and ``..`` are rejected).
+_PLAIN = re.compile(r"(?:/[ -.0-~]+)+")
 
 
 def _is_invalid_code_unit(c: int) -> bool:
@@ -17,6 +23,8 @@ def validate_path(path: str) -> str:
     """
     if not isinstance(path, str):
         raise TypeError(f"path must be a str, not {type(path).__name__}")
+    if _PLAIN.fullmatch(path) is not None and "/." not in path:
+        return path  # the common case, without a look at each character
     if not path:
         raise ValueError("Path length must be > 0")
     if path[0] != "/":

@@ -33,6 +33,11 @@ drive the same generators:
 
 An error thrown into a generator (a timeout, an interruption, a cancelled task) runs its
 clean-up, which may yield more steps.
+
+A step is a record made for each step yielded and never changed once made: slotted, equal by
+type and fields, and hashable, with a plain ``__init__``, as the requests of
+:mod:`pycurator._protocol.ops` (a frozen dataclass's sets each field through
+``object.__setattr__``: a third of a microsecond more a step, tens of them an election).
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ class Signal(Protocol):
     def is_set(self) -> bool: ...
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Await:
     """Wait for kazoo's async ``result``; its value, or its error, or DeadlineExpired."""
 
@@ -67,12 +72,12 @@ class Await:
     deadline: Deadline
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class NewSignal:
     """A new, clear :class:`Signal` for this runner."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class WaitSignal:
     """Wait until ``signal`` is set, at most ``timeout`` seconds (None: no limit); whether set."""
 
@@ -80,7 +85,7 @@ class WaitSignal:
     timeout: float | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class AwaitAll:
     """Wait until every one of ``answers`` (pending answers of :class:`Send`) has come, or
     ``wake`` is set, at most ``timeout`` seconds (None: no limit); then each answer's
@@ -153,14 +158,14 @@ class Transport(Sender, Protocol):
     def watch_removals(self) -> int: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Send:
     """Send ``request``; its :class:`Pending` answer (await it with :class:`Await`)."""
 
     request: Request
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Listen:
     """Call ``listener(state)`` on each connection state change of the client (on kazoo's
     connection thread: short, never blocking, never sending); a stop is told as LOST."""
@@ -168,14 +173,14 @@ class Listen:
     listener: Callable[[str], object]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Unlisten:
     """Stop calling ``listener``."""
 
     listener: Callable[[str], object]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class CheckOpen:
     """ConnectionClosedError (thrown in) once the client is stopped (with ``message``, if
     given); else None."""
@@ -183,12 +188,12 @@ class CheckOpen:
     message: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class IsConnected:
     """Whether the client is connected now."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class SessionId:
     """The session the client is in, connected or not: a dropped connection does not end it,
     so a node of this session is still ours while the client reconnects. None when the client
@@ -196,25 +201,25 @@ class SessionId:
     any session is then not ours."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Chroot:
     """The client's chroot (``""`` for none)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Claims:
     """The client's claims on its lock nodes (path to claimant): which acquire owns each
     node whose name does not tell (:class:`~pycurator._protocol.drivers.Naming`)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class WatchRemovals:
     """How many times the client has asked the server to drop a watch (a count that only grows).
     The server keeps one watch per path for a session, whatever the number of watchers: a watch
     set by a request sent before such a drop and answered after it may be gone already."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class OweDelete:
     """Curator's guaranteed delete of ``path`` in the background, until it is gone or the
     client is stopped; ``sent``: the pending answer of a delete of it already sent."""
@@ -223,7 +228,7 @@ class OweDelete:
     sent: Any = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ForgetWatch:
     """Drop ``watcher`` from the data (or ``children``) watches of ``path``, on the server too
     when no other watcher of the client shares it."""
@@ -233,7 +238,7 @@ class ForgetWatch:
     children: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class OnAnswer:
     """Call ``callback(outcome)`` once ``answer`` (a pending answer of :class:`Send`) has come,
     on the thread that brings it (short, never blocking), with its :data:`Outcome`: for an
@@ -243,7 +248,7 @@ class OnAnswer:
     callback: Callable[[Outcome], None]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class GetSender:
     """The runner's :class:`Sender`, for the protocol's callbacks."""
 

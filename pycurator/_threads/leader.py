@@ -27,19 +27,30 @@ from .._protocol.deadline import Deadline
 
 
 class _Changes:
-    """Wakes threads waiting for a latch to change: each change sets the event waiters hold
-    and puts a new one in its place, so a waiter wakes once per change and never spins."""
+    """Wakes threads waiting for a latch to change: a waiter takes the event of the next change
+    (:meth:`next_event`), made when first asked for, and each change sets it and drops it, so a
+    waiter wakes once per change and never spins, and a change nobody waits for makes and sets
+    no event (a latch changes four times in a short life)."""
 
-    def __init__(self, handler: Any) -> None:
-        self._handler = handler
+    def __init__(self, new_flag: Callable[[], Any]) -> None:
+        self._new_flag = new_flag  # each event is set once
         self._swap = threading.Lock()  # held for the swap only, never across a switch
-        self.event = handler.event_object()
+        self._event: Any = None  # the event of the next change, once a waiter asked for it
+
+    def next_event(self) -> Any:
+        """The event the next change sets (set once: see
+        :func:`~pycurator._client.concurrency.flag_maker`)."""
+        with self._swap:
+            event = self._event
+            if event is None:
+                event = self._event = self._new_flag()
+        return event
 
     def changed(self) -> None:
-        fresh = self._handler.event_object()
         with self._swap:
-            event, self.event = self.event, fresh
-        event.set()
+            event, self._event = self._event, None
+        if event is not None:
+            event.set()
 
 
 class LatchRunner:
@@ -52,7 +63,7 @@ class LatchRunner:
         handler = core.client.handler
         self.core = core
         self._notices = services_of(handler).serial_queue()
-        self._changes = _Changes(handler)
+        self._changes = _Changes(core.transport.services.new_flag)
         self._task: Task | None = None
         #: Set when leadership ends, cleared when it begins (a handler event).
         self.lost_event = handler.event_object()
@@ -80,14 +91,24 @@ class LatchRunner:
         core.check_waitable()
         deadline = Deadline(timeout)
         while True:
-            change = self._changes.event
-            outcome = core.outcome(self._task is not None and self._task.done.is_set())
+            outcome = core.outcome(self._ended())
+            if outcome is not None:
+                return outcome
+            # the next change's event, then a look again: a change in between is not missed,
+            # and a wait that ends with the outcome it waited for makes no event it never uses
+            change = self._changes.next_event()
+            outcome = core.outcome(self._ended())
             if outcome is not None:
                 return outcome
             remaining = deadline.remaining()
             if remaining == 0:
                 return False
             change.wait(remaining)
+
+    def _ended(self) -> bool:
+        """Whether the election's steps have ended."""
+        task = self._task
+        return task is not None and task.done.is_set()
 
 
 class LeaderLatch(LatchFace):
