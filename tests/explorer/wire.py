@@ -8,8 +8,8 @@ one with a stat, a container), delete, exists, data and children (with or withou
 check, multi (all or nothing), sync, removeWatches, the ACL read (open to all), auth (accepted)
 and close. Each connection's requests are answered in order, its watch events in the same stream.
 Watches belong to a connection, as ZooKeeper's do: a connection that closes takes them along. A
-session ends when closed, when nothing has been heard of it for its timeout, or when another
-connection resumes it (the older connection is closed, as ZooKeeper does).
+session moves to a connection that resumes it (the older connection is closed, as ZooKeeper
+does), and ends when closed or when nothing has been heard of it for its timeout.
 
 One thread serves every connection; :meth:`WireServer.drop` closes a session's connection (the
 client reconnects in the same session) and :meth:`WireServer.stop` ends it all.
