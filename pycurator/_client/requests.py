@@ -20,17 +20,14 @@ from kazoo.security import OPEN_ACL_UNSAFE
 from .._protocol.deadline import Deadline
 from .._protocol.parents import container_parents_steps
 from .._protocol.steps import Await, Steps
-from . import kazoo_internals
 from .runners import run, transport_of
-from .transport import CreateContainer, prefixed
+from .transport import CreateContainer, prefixed, sent
 
 
 def send_steps(client: KazooClient, request: Any, deadline: Deadline | None = None) -> Steps[Any]:
     """Send one request and wait for its reply (no longer than ``deadline``, if given: then
     :class:`DeadlineExpired`); kazoo's errors are raised as kazoo raises them."""
-    result = client.handler.async_result()
-    kazoo_internals.call(client, request, result)
-    return (yield Await(result, deadline or Deadline(None)))
+    return (yield Await(sent(client, request), deadline or Deadline(None)))
 
 
 def send(client: KazooClient, request: Any, deadline: Deadline | None = None) -> Any:

@@ -204,9 +204,7 @@ def reduced_children_async(
     """An async result answered with ``reduce(children of path)``, the reduction made by the
     connection thread as the reply is read (:class:`ReducedChildren`); errors are kazoo's
     (NoNodeError when ``path`` is gone)."""
-    result = client.handler.async_result()
-    kazoo_internals.call(client, ReducedChildren(prefixed(client, path), reduce), result)
-    return result
+    return sent(client, ReducedChildren(prefixed(client, path), reduce))
 
 
 def create_node_async(
@@ -226,15 +224,8 @@ def create_node_async(
     missing: no parent is made). No ``acl`` (or an empty one) is the client's default ACL, or
     open to all when it has none, as kazoo's ``create`` does."""
     flags = (1 if ephemeral else 0) | (2 if sequence else 0)
-    result = client.handler.async_result()
-    kazoo_internals.call(
-        client,
-        Create2(
-            prefixed(client, path), data, list(acl or client.default_acl or OPEN_ACL_UNSAFE), flags
-        ),
-        result,
-    )
-    return result
+    acl = list(acl or client.default_acl or OPEN_ACL_UNSAFE)
+    return sent(client, Create2(prefixed(client, path), data, acl, flags))
 
 
 #: Whether this kazoo can read the server's answer to a removeWatches for a watch that is gone
@@ -252,11 +243,7 @@ def remove_watches(client: KazooClient, path: str, watcher_type: int = WATCHER_T
     if not CAN_REMOVE_WATCHES:
         return False
     with contextlib.suppress(KazooException):
-        kazoo_internals.call(
-            client,
-            RemoveWatches(prefixed(client, path), watcher_type),
-            client.handler.async_result(),
-        )
+        sent(client, RemoveWatches(prefixed(client, path), watcher_type))
         return True
     return False
 
@@ -370,10 +357,8 @@ class KazooTransport:
         if kind is SetData:
             return client.set_async(request.path, request.data, request.version)
         if kind is MakeContainer:
-            result = client.handler.async_result()
             acl = list(request.acl or client.default_acl or OPEN_ACL_UNSAFE)
-            kazoo_internals.call(client, CreateContainer(request.server_path, b"", acl), result)
-            return result
+            return sent(client, CreateContainer(request.server_path, b"", acl))
         raise TypeError(f"not a request: {request!r}")
 
     # -- the client's state ------------------------------------------------------------------
@@ -450,4 +435,5 @@ __all__ = [
     "prefixed",
     "reduced_children_async",
     "remove_watches",
+    "sent",
 ]
