@@ -18,7 +18,6 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from .._client.runners import Task, run, start, transport_of
-from .._client.runtime import services_of
 from .._cores.faces import LatchFace
 from .._cores.leader import CLOSE_WAIT, LatchCore
 from .._engine.election import CloseMode, LeaderLatchListener, Participant, leader_of
@@ -60,13 +59,13 @@ class LatchRunner:
     waits on handler events."""
 
     def __init__(self, core: LatchCore) -> None:
-        handler = core.client.handler
+        services = core.transport.services
         self.core = core
-        self._notices = services_of(handler).serial_queue()
-        self._changes = _Changes(core.transport.services.new_flag)
+        self._notices = services.serial_queue()
+        self._changes = _Changes(services.new_flag)
         self._task: Task | None = None
         #: Set when leadership ends, cleared when it begins (a handler event).
-        self.lost_event = handler.event_object()
+        self.lost_event = core.transport.event_object()
 
     def start(self, owner: object) -> None:
         """Begin the election for ``owner`` (what listeners are told of); RuntimeError when
