@@ -464,32 +464,20 @@ class WireServer:
             start = request.at
             self._skip(kind, request)
             parts.append((kind, request.data[start : request.at]))
-        failed: list[int] = []
+        answers: list[bytes] = []  # those of the parts applied so far
 
         def apply() -> list[bytes]:
-            answers = []
-            for index, (kind, body) in enumerate(parts):
-                try:
-                    answers.append(self._answer(sid, kind, _Reader(body)))
-                except ZookeeperError:
-                    failed.append(index)
-                    raise
+            for kind, body in parts:
+                answers.append(self._answer(sid, kind, _Reader(body)))
             return answers
 
         try:
-            answers = self.server.transaction(apply)
+            self.server.transaction(apply)
         except ZookeeperError as exc:
-            out = b""
-            for index in range(len(parts)):
-                before, at = index < failed[0], index == failed[0]
-                code = (
-                    exc.code
-                    if at
-                    else RolledBackError.code
-                    if before
-                    else (RuntimeInconsistency.code)
-                )
-                out += _MULTI.pack(-1, False, code) + _INT.pack(code)
+            done = len(answers)  # the parts before the one that failed: rolled back
+            after = len(parts) - done - 1
+            codes = [RolledBackError.code] * done + [exc.code] + [RuntimeInconsistency.code] * after
+            out = b"".join(_MULTI.pack(-1, False, code) + _INT.pack(code) for code in codes)
             return out + _MULTI.pack(-1, True, -1)
         out = b"".join(
             _MULTI.pack(kind, False, 0) + answer
