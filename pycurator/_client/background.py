@@ -36,6 +36,8 @@ log = logging.getLogger("pycurator")
 
 #: The most workers a handler's pool runs at once.
 MAX_WORKERS = 4
+#: Cancelled timers a heap keeps before it may be rebuilt without them.
+COMPACT_AT = 100
 #: Seconds an idle worker waits for more work before it ends.
 LINGER = 5.0
 #: The most idle units :class:`Units` keeps for the next long call.
@@ -60,20 +62,39 @@ def spawner(handler: Any) -> Callable[[Callable[[], None]], None]:
 class Timer:
     """A call due at a time on the monotonic clock; :meth:`cancel` keeps it from running."""
 
-    __slots__ = ("cancelled", "due", "function")
+    __slots__ = ("cancelled", "due", "function", "owner")
 
     def __init__(self, due: float, function: Callable[[], None]) -> None:
         self.due = due
         self.function = function
         self.cancelled = False
+        self.owner: Timers | None = None  # the timers it waits in, once added
 
     def cancel(self) -> None:
+        """Keep it from running (from any thread; nothing once it has run or been cancelled).
+        What it would have called is dropped at once, not kept alive until its time."""
+        if self.cancelled:
+            return
         self.cancelled = True
+        self.function = _nothing
+        owner = self.owner
+        if owner is not None:
+            owner.dropped()
+
+
+def _nothing() -> None:
+    pass
 
 
 class Timers:
     """The pending timers of one handler, run in time order by one unit of that handler; the
-    unit ends once none is pending (a cancelled one counts until its time: cancelling is O(1))."""
+    unit ends once none is pending.
+
+    Most timers are cancelled long before their time (a step's deadline, its answer in within
+    milliseconds): a cancelled one stays in the heap only until cancelled ones are most of it
+    (and more than :data:`COMPACT_AT`), when the heap is rebuilt without them, so that a
+    client making thousands of requests a second keeps a heap of its pending deadlines, not of
+    every deadline of the last seconds."""
 
     def __init__(self, handler: Any) -> None:
         self._spawn = spawner(handler)
@@ -82,6 +103,7 @@ class Timers:
         self._lock = threading.Lock()  # held for heap operations only, never across a switch
         self._wake = handler.event_object()
         self._running = False
+        self._cancelled = 0  # cancelled timers still in the heap
 
     def call_later(self, delay: float, function: Callable[[], None]) -> Timer:
         """Run ``function()`` (short, never blocking) ``delay`` seconds from now; the returned
@@ -92,6 +114,7 @@ class Timers:
 
     def add(self, timer: Timer) -> None:
         with self._lock:
+            timer.owner = self
             heapq.heappush(self._due, (timer.due, next(self._added), timer))
             start = not self._running
             self._running = True
@@ -100,17 +123,34 @@ class Timers:
         if start:
             self._spawn(self._run)
 
+    def dropped(self) -> None:
+        """A timer of ours was cancelled: once cancelled ones are most of the heap, rebuild it
+        without them (O(1) a cancel, amortized)."""
+        with self._lock:
+            self._cancelled += 1
+            if self._cancelled > COMPACT_AT and 2 * self._cancelled > len(self._due):
+                self._due = [entry for entry in self._due if not entry[2].cancelled]
+                heapq.heapify(self._due)
+                self._cancelled = 0
+
+    def pending(self) -> int:
+        """How many timers wait in the heap, cancelled ones included."""
+        return len(self._due)
+
     def _run(self) -> None:
         while True:
             with self._lock:
                 while self._due and self._due[0][2].cancelled:
                     heapq.heappop(self._due)
+                    self._cancelled -= 1
                 if not self._due:
                     self._running = False
                     return
                 delay = self._due[0][0] - time.monotonic()
                 timer = heapq.heappop(self._due)[2] if delay <= 0 else None
-                if timer is None:
+                if timer is not None:
+                    timer.owner = None  # out of the heap: a cancel from now on is not counted
+                else:
                     self._wake.clear()
             if timer is None:
                 self._wake.wait(delay)
