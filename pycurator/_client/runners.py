@@ -362,8 +362,10 @@ class Task:
 
         # keeps the runs_inline contract (it only resumes the steps, which never block); not
         # marked, as only a watcher's mark is read, and marking costs a dict on every wait
-        def answered(_: Any) -> None:
-            self._resume(token, *outcome(result))
+        # the answer it is given, not one it closes over: kazoo's result keeps its callbacks,
+        # and a callback that kept the result would make a cycle only a collection frees
+        def answered(answer: Any) -> None:
+            self._resume(token, *outcome(answer))
 
         # an inline link is not undone: answered later, it finds its wait over and does nothing
         if not link_inline(result, answered):
@@ -371,13 +373,18 @@ class Task:
             waiting.unlink = lambda: result.unlink(answered)
 
     def _finish(self, value: Any, error: BaseException | None) -> None:
-        if error is not None and not isinstance(error, Cancelled):
+        if isinstance(error, Cancelled):
+            # the usual end, and its traceback would keep the steps' frames (and this task)
+            # in a cycle only the garbage collector frees
+            error = error.with_traceback(None)
+        elif error is not None:
             log.error("background steps failed", exc_info=error)
         self.value, self.error = value, error
         self.done.set()
-        if self._on_done is not None:
+        on_done, self._on_done = self._on_done, None  # called once; its owner let go
+        if on_done is not None:
             try:
-                self._on_done(self)
+                on_done(self)
             except Exception:
                 log.exception("a background task's completion callback failed")
 

@@ -224,8 +224,11 @@ class LatchCore:
         """After :meth:`finish`, once the steps have ended (or the front end stopped waiting
         for them): no listener hears more, and waiters wake."""
         self.listeners.clear()
-        if self._outlets is not None:
-            self._outlets.changed()
+        outlets = self._outlets
+        if self.election is None or self.election.ended:
+            self._outlets = None  # nothing more to tell: the owner, in a cycle with us, is let go
+        if outlets is not None:
+            outlets.changed()
 
     def check_waitable(self) -> None:
         """RuntimeError unless started and not closed."""
@@ -276,7 +279,7 @@ class LatchCore:
 
     def _elected(self, node: HeldNode, monitor: HoldMonitor) -> None:
         outlets = self._outlets
-        assert outlets is not None  # the election exists only once begun
+        assert outlets is not None  # from begin() until the election has ended
         outlets.lost_event.clear()
         for listener in list(self.listeners):
             outlets.post(listener.is_leader)

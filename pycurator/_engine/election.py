@@ -152,6 +152,8 @@ class Election:
         self._sender: Sender | None = None  # the runner's, for a clean-up made without steps
         self._watched: str | None = None  # the predecessor we watch
         self._watch_spent = False  # its watch has fired (kazoo has dropped it)
+        #: The steps have ended: the owner is told nothing more.
+        self.ended = False
 
     @property
     def is_leading(self) -> bool:
@@ -195,12 +197,21 @@ class Election:
         except BaseException as exc:  # cancelled (or a bug): the clean-up runs first
             cancelled = self._stopped_by_owner or not isinstance(exc, Exception)
             yield from self._leave(self._stop or "election ended", cancelled)
+            self._detach()
             raise
         yield from self._leave(reason, self._stopped_by_owner)
         if self._failure is not None:
             self.failed = self._failure
             self._trouble(self._failure)
+        self._detach()
         return reason
+
+    def _detach(self) -> None:
+        """Once the steps have ended, tell the owner nothing more: the owner's callbacks are
+        dropped, so an owner that keeps its election is not in a cycle with it, which only
+        the garbage collector would free."""
+        self._on_elected = self._on_deposed = self._on_trouble = self._on_news = _ignore
+        self.ended = True
 
     def _take_part(self, wake: Signal) -> Steps[str]:
         while True:
@@ -414,6 +425,10 @@ class Election:
             wake.set()
         if self._on_news is not None:
             self._on_news()
+
+
+def _ignore(*_: object) -> None:
+    """What an ended election tells its owner: nothing."""
 
 
 def _describe(error: BaseException) -> str:

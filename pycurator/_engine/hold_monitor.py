@@ -174,6 +174,9 @@ class HoldMonitor:
         ``reason``)."""
         with self._lock:
             self.state = HoldState.RELEASED
+            # nothing more is told: the owner (often in a cycle with us through the callback,
+            # which only the garbage collector would free) is let go
+            self._on_change = _ignore
         self._sender.unlisten(self._on_connection)
         self.report.released(reason)
 
@@ -229,6 +232,7 @@ class HoldMonitor:
             suspended = self.state is HoldState.SUSPENDED and state is HoldState.LOST
             self.state = state
             self.reason = f"{self.reason}, then {reason}" if suspended else reason
+            on_change = self._on_change  # told even if closed from now on, as it moved first
         if state is HoldState.LOST:
             self._sender.unlisten(self._on_connection)
         if state is HoldState.HELD:
@@ -238,7 +242,7 @@ class HoldMonitor:
         if not was_held and state is not HoldState.HELD:
             return
         try:
-            self._on_change(state, reason)
+            on_change(state, reason)
         except Exception:
             log.exception("lock state callback failed for %s", self.node)
 
@@ -315,6 +319,10 @@ class HoldMonitor:
         else:
             self._move(HoldState.HELD, "reconnected in the same session")
             self._set()
+
+
+def _ignore(state: HoldState, reason: str) -> None:
+    """What a closed monitor tells: nothing."""
 
 
 def _end_reason(transport: _Transport) -> str:

@@ -326,7 +326,9 @@ def outcome(answer: Pending) -> Outcome:
     try:
         return answer.get_nowait(), None
     except BaseException as exc:
-        return None, exc
+        # its traceback (the answer's own get) would hold the answer, which holds the error: a
+        # cycle only the garbage collector frees, made for every error answer
+        return None, exc.with_traceback(None)
 
 
 def outcomes(answers: Sequence[Pending]) -> list[Outcome | None]:
