@@ -32,6 +32,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from .concurrency import ignore
+
 log = logging.getLogger("pycurator")
 
 #: The most workers a handler's pool runs at once.
@@ -76,14 +78,10 @@ class Timer:
         if self.cancelled:
             return
         self.cancelled = True
-        self.function = _nothing
+        self.function = ignore
         owner = self.owner
         if owner is not None:
             owner.dropped()
-
-
-def _nothing() -> None:
-    pass
 
 
 class Timers:

@@ -74,6 +74,10 @@ def link_inline(result: Any, callback: Callable[[Any], None]) -> bool:
     return True
 
 
+def ignore(*_: object) -> None:
+    """A callback that does nothing: what stands for one let go, once nothing more is told."""
+
+
 #: Held while a :class:`_Flag` is set or a waiter's gate is made: a few attribute moves.
 _GATES = threading.Lock()
 

@@ -40,7 +40,7 @@ from typing import Protocol
 from kazoo.exceptions import ConnectionClosedError, KazooException, NoNodeError
 from kazoo.protocol.states import KazooState, WatchedEvent
 
-from .._client.concurrency import runs_inline
+from .._client.concurrency import ignore, runs_inline
 from .._client.runners import set_here
 from .._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from .._protocol import wire
@@ -210,7 +210,7 @@ class Election:
         """Once the steps have ended, tell the owner nothing more: the owner's callbacks are
         dropped, so an owner that keeps its election is not in a cycle with it, which only
         the garbage collector would free."""
-        self._on_elected = self._on_deposed = self._on_trouble = self._on_news = _ignore
+        self._on_elected = self._on_deposed = self._on_trouble = self._on_news = ignore
         self.ended = True
 
     def _take_part(self, wake: Signal) -> Steps[str]:
@@ -425,10 +425,6 @@ class Election:
             wake.set()
         if self._on_news is not None:
             self._on_news()
-
-
-def _ignore(*_: object) -> None:
-    """What an ended election tells its owner: nothing."""
 
 
 def _describe(error: BaseException) -> str:

@@ -36,6 +36,7 @@ from typing import Any, Protocol
 from kazoo.exceptions import ConnectionClosedError, KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
+from .._client.concurrency import ignore
 from .._client.runners import RunnerTransport
 from .._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from .._protocol.checks import CONNECTION_POLICIES, ConnectionPolicy, check_policy
@@ -176,7 +177,7 @@ class HoldMonitor:
             self.state = HoldState.RELEASED
             # nothing more is told: the owner (often in a cycle with us through the callback,
             # which only the garbage collector would free) is let go
-            self._on_change = _ignore
+            self._on_change = ignore
         self._sender.unlisten(self._on_connection)
         self.report.released(reason)
 
@@ -319,10 +320,6 @@ class HoldMonitor:
         else:
             self._move(HoldState.HELD, "reconnected in the same session")
             self._set()
-
-
-def _ignore(state: HoldState, reason: str) -> None:
-    """What a closed monitor tells: nothing."""
 
 
 def _end_reason(transport: _Transport) -> str:
