@@ -18,6 +18,7 @@ import types
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
@@ -84,8 +85,8 @@ def per_operation(found: Counter[str]) -> dict[str, int]:
     return {kind: count for kind, count in found.items() if count >= OPERATIONS // 2}
 
 
-def _mutex(client: KazooClient, path: str) -> Callable[[], None]:
-    lock = InterProcessMutex(client, path)
+def _acquire_release(lock: Any) -> Callable[[], None]:
+    """An operation of a lock with ``acquire(timeout)`` and ``release()``: take it, let it go."""
 
     def operation() -> None:
         assert lock.acquire(SOON)
@@ -112,26 +113,6 @@ def _semaphore(client: KazooClient, path: str) -> Callable[[], None]:
         lease = semaphore.acquire(timeout=SOON)
         assert lease is not None
         semaphore.return_lease(lease)
-
-    return operation
-
-
-def _semaphore_mutex(client: KazooClient, path: str) -> Callable[[], None]:
-    lock = InterProcessSemaphoreMutex(client, path)
-
-    def operation() -> None:
-        assert lock.acquire(SOON)
-        lock.release()
-
-    return operation
-
-
-def _multilock(client: KazooClient, path: str) -> Callable[[], None]:
-    lock = InterProcessMultiLock(client, [f"{path}/a", f"{path}/b"])
-
-    def operation() -> None:
-        assert lock.acquire(SOON)
-        lock.release()
 
     return operation
 
@@ -178,11 +159,15 @@ def _aio_latch(client: KazooClient, path: str) -> Callable[[], None]:
 
 
 RECIPES: dict[str, Callable[[KazooClient, str], Callable[[], None]]] = {
-    "mutex": _mutex,
+    "mutex": lambda client, path: _acquire_release(InterProcessMutex(client, path)),
     "rwlock": _rwlock,
     "semaphore": _semaphore,
-    "semaphore-mutex": _semaphore_mutex,
-    "multilock": _multilock,
+    "semaphore-mutex": lambda client, path: _acquire_release(
+        InterProcessSemaphoreMutex(client, path)
+    ),
+    "multilock": lambda client, path: _acquire_release(
+        InterProcessMultiLock(client, [f"{path}/a", f"{path}/b"])
+    ),
     "latch": _latch,
     "timed-out-acquire": _timed_out,
     "aio-mutex": _aio_mutex,
