@@ -36,9 +36,10 @@ SESSION_MARGIN = 3.0
 RECIPES = ("mutex", "latch", "semaphore")
 
 
-def session_of(client: KazooClient) -> int | None:
-    """The client's session id now, or None while it has no connection (kazoo's ``client_id``
-    is None then, and a connection may drop again between two reads)."""
+def connected_session(client: KazooClient) -> int | None:
+    """The session the client is connected in now, or None while it has no connection (kazoo's
+    ``client_id`` is None then, and a connection may drop again between two reads); not
+    ``kazoo_internals.session_of``, which names the session of a disconnected client too."""
     client_id = client.client_id
     return None if client_id is None else int(client_id[0])
 
@@ -156,7 +157,7 @@ def test_a_holder_cut_off_with_its_leader_is_told_before_a_java_waiter_on_the_ma
         ensemble.wait_serving(list(ensemble.members))
         # the Python client goes on in a new session: its old session's nodes are all gone
         eventually(
-            lambda: session_of(python) not in (None, old_session),
+            lambda: connected_session(python) not in (None, old_session),
             what="the Python client in a new session",
         )
         owners = {
@@ -237,8 +238,8 @@ def test_a_python_client_that_reaches_the_majority_in_its_session_keeps_its_plac
             lambda: (
                 ensemble.mode(leader) is None
                 and ensemble.leader() in majority
-                and session_of(holder) == session
-                and session_of(waiter) is not None
+                and connected_session(holder) == session
+                and connected_session(waiter) is not None
             ),
             what="both Python clients with the majority, the holder in its session",
         )
