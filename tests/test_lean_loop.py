@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +24,7 @@ from kazoo.protocol.states import KazooState, KeeperState
 from pycurator import connect
 from pycurator._client.kazoo_internals import loop as kazoo_loop
 from pycurator._client.runtime import runtime_of
+from pycurator._client.sockets import send_now
 from pycurator.handlers import (
     FastThreadingHandler,
     link_inline,
@@ -305,6 +308,59 @@ def test_stop_ends_the_session_and_fails_later_requests(
         checker.close()
     with pytest.raises(Exception, match="closed"):
         client.exists(zk_path)
+
+
+@pytest.mark.parametrize(
+    ("hook", "ends_session"),
+    [(kazoo_loop._CONNECTION_DROP, False), (kazoo_loop._SESSION_EXPIRED, True)],
+    ids=["drop", "expiry"],
+)
+def test_kazoo_s_test_hooks_end_an_idle_connection_as_its_loop_does(
+    zk_server: ZooKeeperTarget, clients: list[KazooClient], hook: Any, ends_session: bool
+) -> None:
+    """A hook is queued by a user's thread while the loop waits in its receive: the writer
+    itself ends the connection, and the loop, woken, ends it as kazoo's loop would."""
+    client = started(clients, zk_server.hosts)
+    states: list[KazooState] = []
+    client.add_listener(states.append)
+    session = client.client_id
+    client._call(hook, client.handler.async_result())
+    expected = KazooState.LOST if ends_session else KazooState.SUSPENDED
+    eventually(lambda: expected in states and client.connected, what="ended and reconnected")
+    assert (client.client_id != session) is ends_session
+    assert client.exists("/") is not None
+
+
+def test_stop_on_an_idle_connection_is_quick(zk_server: ZooKeeperTarget) -> None:
+    """The loop waits in one receive until the next ping; the close that ``stop()`` queues is
+    sent by the stopping thread, so ``stop()`` does not wait for that ping."""
+    client = lean_client(zk_server.hosts, timeout=30.0)
+    client.start(timeout=SOON)
+    client.exists("/")  # the loop is now in a receive of about 10 s
+    began = time.monotonic()
+    try:
+        client.stop()
+    finally:
+        client.close()
+    assert time.monotonic() - began < 3.0
+    assert client.state == KazooState.LOST
+
+
+def test_a_send_never_waits_and_fails_as_the_socket_does() -> None:
+    """The loop's writers send with :func:`send_now`: what has room at once, 0 when the socket
+    is full, an ``OSError`` (no signal) once the peer is gone."""
+    mine, peer = socket.socketpair()
+    try:
+        assert send_now(mine, b"abc") == 3
+        assert peer.recv(16) == b"abc"
+        sent = [send_now(mine, b"x" * 65536) for _ in range(100)]
+        assert sent[-1] == 0  # full: nothing written, nothing waited for
+        peer.close()
+        with pytest.raises(OSError):
+            send_now(mine, b"more")
+    finally:
+        mine.close()
+        peer.close()
 
 
 def test_a_client_restarts_on_the_loop(zk_server: ZooKeeperTarget, zk_path: str) -> None:

@@ -9,7 +9,6 @@ import contextlib
 import logging
 import os
 import random
-import select
 import socket
 import threading
 import time
@@ -51,6 +50,7 @@ from ..sockets import (
     drain,
     raw_socket,
     send_all,
+    set_receive_timeout,
     wake_pair,
 )
 from . import CHECKED_VERSIONS, is_stopped
@@ -86,11 +86,11 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
 
     Replaced: once a session is made (at the end of ``_connect``), a calling thread writes its
     own request (xid, the ``_pending`` entry and the send under one lock, :meth:`call`); the
-    loop thread waits in one ``poll`` on the socket and the wake-up pair, and one ``recv`` of
-    up to :data:`READ_BLOCK` bytes takes every frame that has arrived. Requests made while no
-    session is served (and kazoo's ``stop()``, which queues the close) go through kazoo's
-    ``_queue`` and the wake-up pair, and are sent in order once one is (or when the loop is
-    woken).
+    loop thread waits in one blocking ``recv`` of up to :data:`READ_BLOCK` bytes, which takes
+    every frame that has arrived, until the next ping's time. Requests made while no session
+    is served (and kazoo's ``stop()``, which queues the close) go through kazoo's ``_queue``
+    and the wake-up pair, whose writer sends them at once if a session is served
+    (:meth:`_woken`), else they are sent in order once one is.
     """
 
     def __init__(self, client: KazooClient, retry_sleeper: Any, logger: Any, sasl: Any) -> None:
@@ -103,6 +103,10 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         self._loop_thread = 0
         #: requests the loop thread's own callbacks made, sent once it has read its batch
         self._deferred: list[tuple[Any, Any]] = []
+        #: the wake-up pair was written on the loop thread: send the queue after the batch
+        self._woke = False
+        #: why the served connection ended, when a test hook ended it (see _woken)
+        self._ended: Exception | None = None
         self._last_send = 0.0
         self._write_timeout = 10.0
         self._debug = False
@@ -118,6 +122,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         """kazoo's ``start``, with a wake-up pair of the loop's own (whose writer never waits)."""
         if self.connection_closed.is_set():
             self._read_sock, self._write_sock = wake_pair()
+            self._write_sock.on_wake = self._woken
             self.connection_closed.clear()
         if self._connection_routine:
             raise RuntimeError("Unable to start, connection routine already active.")
@@ -189,12 +194,13 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         """Send what waits in kazoo's ``_queue`` and the loop's own deferred requests, in order
         (under ``_writing``); kazoo's test hooks end the connection as kazoo's loop does."""
         queue = self.client._queue
-        batch = []
+        batch: list[tuple[Any, Any]] = []
         while queue:
             request, async_object = queue.popleft()
-            if request is _SESSION_EXPIRED:
-                raise SessionExpiredError("Session expired: Testing")
-            if request is _CONNECTION_DROP:
+            if request is _SESSION_EXPIRED or request is _CONNECTION_DROP:
+                self._send_requests(sock, batch)  # sent before it: failed with the drop
+                if request is _SESSION_EXPIRED:
+                    raise SessionExpiredError("Session expired: Testing")
                 raise ConnectionDropped("Connection dropped: Testing")
             batch.append((request, async_object))
         if self._deferred:
@@ -246,54 +252,57 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
     def _serve(self, read_timeout: float, connect_timeout: float) -> None:
         """Serve the session until the server answers the close (returns) or the connection
         fails (raises). Writers send on the socket from when the requests queued meanwhile are
-        sent until just before this returns or raises, so a drop fails every request written."""
+        sent until just before this returns or raises, so a drop fails every request written.
+
+        The loop thread waits in one blocking ``recv`` whose limit (``SO_RCVTIMEO``) is the next
+        ping's time: one system call a wake, where a ``poll`` would add one and another hand-off
+        of the GIL. What wakes it otherwise writes for itself (:meth:`_woken`)."""
         sock, data = raw_socket(self._socket)
-        wake = self._read_sock
-        sock_fd, wake_fd = sock.fileno(), wake.fileno()
-        poller = select.poll()
-        poller.register(sock_fd, select.POLLIN)
-        poller.register(wake_fd, select.POLLIN)
+        sock.setblocking(True)  # writers never wait in their send (MSG_DONTWAIT)
         jitter = random.randint(1, 40) / 100.0
         half = read_timeout / 2.0 - jitter
+        limit = 0.0  # the receive timeout set on the socket
         self._write_timeout = connect_timeout
         self._debug = self.logger.isEnabledFor(logging.DEBUG)
-        with self._writing:
-            self._loop_thread = threading.get_ident()
-            self._last_send = time.monotonic()
-            self._live = sock
-            self._send_queued(sock)
         try:
+            with self._writing:
+                self._loop_thread = threading.get_ident()
+                self._last_send = time.monotonic()
+                self._ended = None
+                self._woke = False
+                self._live = sock
+                self._send_queued(sock)
+            if data:  # frames read with the handshake's
+                left = self._read_frames(data)
+                if left is None:
+                    return
+                data = left
             while True:
                 if self._live is None:
-                    raise ConnectionDropped("socket connection broken")
-                deadline = self._last_send + half
-                # requests the loop thread made itself are sent without waiting for more news
-                wait = 0.0 if self._deferred else max(deadline - time.monotonic(), jitter)
-                ready = poller.poll(wait * 1000.0)
-                if not ready:
-                    if wait and self.ping_outstanding.is_set():
+                    raise self._ended or ConnectionDropped("socket connection broken")
+                wait = max(self._last_send + half - time.monotonic(), jitter)
+                if abs(limit - wait) > wait * 0.1:  # set again only when it is far off
+                    limit = wait
+                    set_receive_timeout(sock, limit)
+                try:
+                    chunk = sock.recv(READ_BLOCK)
+                except BlockingIOError:  # the limit passed with nothing read
+                    if time.monotonic() < self._last_send + half:
+                        continue  # a limit set a little short, or a send meanwhile
+                    if self.ping_outstanding.is_set():
                         self.ping_outstanding.clear()
-                        raise ConnectionDropped("outstanding heartbeat ping not received")
+                        raise ConnectionDropped("outstanding heartbeat ping not received") from None
                 else:
-                    for fd, _ in ready:
-                        if fd == sock_fd:
-                            try:
-                                chunk = sock.recv(READ_BLOCK)
-                            except BlockingIOError:
-                                continue
-                            if not chunk:
-                                raise ConnectionDropped("socket connection broken")
-                            data = data + chunk if data else chunk
-                            rest = self._read_frames(data)
-                            if rest is None:
-                                return
-                            data = rest
-                        else:
-                            drain(wake)
-                            with self._writing:
-                                self._send_queued(sock)
-                if self._deferred:
+                    if not chunk:
+                        raise self._ended or ConnectionDropped("socket connection broken")
+                    data = data + chunk if data else chunk
+                    rest = self._read_frames(data)
+                    if rest is None:
+                        return
+                    data = rest
+                if self._deferred or self._woke:
                     with self._writing:
+                        self._woke = False
                         self._send_queued(sock)
                 if time.monotonic() >= self._last_send + half:
                     self.ping_outstanding.set()
@@ -311,6 +320,30 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
                 # made before the drop: queued first, failed with the queue as kazoo fails it
                 self.client._queue.extendleft(reversed(self._deferred))
                 self._deferred.clear()
+            drain(self._read_sock)
+
+    def _woken(self) -> None:
+        """The wake-up pair was written: by kazoo's ``_call`` for a request it queued (while
+        no session is served, or a test hook), or by kazoo's ``stop()``, which queued the close.
+        Queued requests are sent at once by the writer, as its own would be (by the loop after
+        its batch when the writer is the loop thread; when the next session is served if none
+        is); a test hook ends the connection as kazoo's loop ends it. A forked child sends
+        nothing: the parent's socket is not its own."""
+        if os.getpid() != self._pid:
+            return
+        if threading.get_ident() == self._loop_thread:
+            self._woke = True
+            return
+        with self._writing:
+            sock = self._live
+            if sock is None:
+                return
+            try:
+                self._send_queued(sock)
+            except (SessionExpiredError, ConnectionDropped) as hook:
+                self._ended, self._live = hook, None
+                with contextlib.suppress(OSError):  # the loop's recv ends, and raises it
+                    sock.shutdown(socket.SHUT_RDWR)
 
     def _read_frames(self, data: bytes) -> bytes | None:
         """Handle every whole frame in ``data`` as kazoo's loop does; the rest, or None once
