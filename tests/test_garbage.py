@@ -183,13 +183,14 @@ NODE_PATHS = {
 }
 
 
-def lasting_parents(zk: KazooClient, path: str, children: tuple[str, ...] = ("",)) -> None:
-    """Make the parents of the nodes under ``path`` persistent, ahead of the recipe: a container
-    the server reaps between two operations (more often the busier the machine) makes the next
-    create fail, and an error answer's traceback holds kazoo's result, which holds the error:
-    a cycle now and then, on a rare path, not the operation's own."""
-    for child in children:
-        zk.ensure_path(f"{path}/{child}" if child else path)
+def lasting_parents(zk: KazooClient, path: str, children: tuple[str, ...] = ()) -> None:
+    """Make the parents of the nodes under ``path`` (``path`` itself, or its ``children``)
+    persistent, ahead of the recipe: a container the server reaps between two operations (more
+    often the busier the machine) makes the next create fail, and an error answer's traceback
+    holds kazoo's result, which holds the error: a cycle now and then, on a rare path, not the
+    operation's own."""
+    for parent in [f"{path}/{child}" for child in children] or [path]:
+        zk.ensure_path(parent)
 
 
 @pytest.mark.parametrize("recipe", sorted(RECIPES))
@@ -199,7 +200,7 @@ def test_a_recipe_s_operations_leave_no_cyclic_garbage(
     zk_path: str,
     collector_off: Callable[[], list[object]],
 ) -> None:
-    lasting_parents(zk, zk_path, NODE_PATHS.get(recipe, ("",)))
+    lasting_parents(zk, zk_path, NODE_PATHS.get(recipe, ()))
     operation = RECIPES[recipe](zk, zk_path)
     operation()  # the first one makes what the client keeps for every later one
     collector_off()  # what that left is not counted

@@ -22,6 +22,7 @@ from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandl
 from kazoo.protocol.states import KazooState, KeeperState
 
 from pycurator import connect
+from pycurator._client import kazoo_internals
 from pycurator._client.kazoo_internals import loop as kazoo_loop
 from pycurator._client.runtime import runtime_of
 from pycurator._client.sockets import send_now
@@ -324,7 +325,7 @@ def test_kazoo_s_test_hooks_end_an_idle_connection_as_its_loop_does(
     states: list[KazooState] = []
     client.add_listener(states.append)
     session = client.client_id
-    client._call(hook, client.handler.async_result())
+    kazoo_internals.call(client, hook, client.handler.async_result())
     expected = KazooState.LOST if ends_session else KazooState.SUSPENDED
     eventually(lambda: expected in states and client.connected, what="ended and reconnected")
     assert (client.client_id != session) is ends_session

@@ -258,6 +258,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         ping's time: one system call a wake, where a ``poll`` would add one and another hand-off
         of the GIL. What wakes it otherwise writes for itself (:meth:`_woken`)."""
         sock, data = raw_socket(self._socket)
+        wake = self._read_sock  # written meanwhile (see _woken), and emptied at the end
         sock.setblocking(True)  # writers never wait in their send (MSG_DONTWAIT)
         jitter = random.randint(1, 40) / 100.0
         half = read_timeout / 2.0 - jitter
@@ -320,7 +321,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
                 # made before the drop: queued first, failed with the queue as kazoo fails it
                 self.client._queue.extendleft(reversed(self._deferred))
                 self._deferred.clear()
-            drain(self._read_sock)
+            drain(wake)
 
     def _woken(self) -> None:
         """The wake-up pair was written: by kazoo's ``_call`` for a request it queued (while
