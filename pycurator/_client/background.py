@@ -46,6 +46,9 @@ LINGER = 5.0
 MAX_IDLE_UNITS = 4
 #: One wake-up of :class:`DelayedCalls` makes every call due within this many seconds.
 BATCH_WINDOW = 0.01
+#: The longest the unit of :class:`Timers` sleeps at once, in seconds: a timer due after its
+#: wake-up then needs no wake-up of its own (the deadlines of the requests sent meanwhile).
+TIMERS_NAP = 1.0
 
 
 def spawner(handler: Any) -> Callable[[Callable[[], None]], None]:
@@ -92,7 +95,9 @@ class Timers:
     milliseconds): a cancelled one stays in the heap only until cancelled ones are most of it
     (and more than :data:`COMPACT_AT`), when the heap is rebuilt without them, so that a
     client making thousands of requests a second keeps a heap of its pending deadlines, not of
-    every deadline of the last seconds."""
+    every deadline of the last seconds. The unit sleeps at most :data:`TIMERS_NAP` at once, and
+    a timer is added without waking it unless it is due before the unit wakes by itself: a
+    shorter deadline among longer ones (a delete's, among requests') costs no thread switch."""
 
     def __init__(self, handler: Any) -> None:
         self._spawn = spawner(handler)
@@ -102,6 +107,7 @@ class Timers:
         self._wake = handler.event_object()
         self._running = False
         self._cancelled = 0  # cancelled timers still in the heap
+        self._wakes_at = 0.0  # when the sleeping unit wakes by itself (0.0: it is awake)
 
     def call_later(self, delay: float, function: Callable[[], None]) -> Timer:
         """Run ``function()`` (short, never blocking) ``delay`` seconds from now; the returned
@@ -116,7 +122,8 @@ class Timers:
             heapq.heappush(self._due, (timer.due, next(self._added), timer))
             start = not self._running
             self._running = True
-            if not start and self._due[0][2] is timer:
+            if not start and timer.due < self._wakes_at:
+                self._wakes_at = 0.0
                 self._wake.set()  # the unit sleeps until a later time
         if start:
             self._spawn(self._run)
@@ -144,11 +151,14 @@ class Timers:
                 if not self._due:
                     self._running = False
                     return
-                delay = self._due[0][0] - time.monotonic()
+                now = time.monotonic()
+                delay = min(self._due[0][0] - now, TIMERS_NAP)
                 timer = heapq.heappop(self._due)[2] if delay <= 0 else None
                 if timer is not None:
                     timer.owner = None  # out of the heap: a cancel from now on is not counted
+                    self._wakes_at = 0.0
                 else:
+                    self._wakes_at = now + delay
                     self._wake.clear()
             if timer is None:
                 self._wake.wait(delay)
