@@ -25,6 +25,7 @@ from pycurator.testing import (
     ephemerals_by_session,
     four_letter_word,
     free_port,
+    free_ports,
     parse_dump,
     paths_by_session,
     split_hosts,
@@ -176,6 +177,25 @@ def test_a_free_port_is_below_the_range_outgoing_connections_take_their_local_en
         assert PORT_FLOOR <= port < low
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", port))
+
+
+def test_an_ensembles_ports_are_all_different_even_when_the_random_picks_repeat(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A member whose quorum and election ports are one port does not start ("Invalid
+    config"), so an ensemble's ports are chosen together, each held until all are chosen:
+    with a random pick that is the same every time, the nine ports still differ."""
+    monkeypatch.setattr("pycurator.testing._server.secrets.randbelow", lambda _below: 17)
+    ensemble = ZooKeeperEnsemble(3)
+    try:
+        ports = [*ensemble.client_ports.values()]
+        ports += [port for pair in ensemble._quorum_ports.values() for port in pair]
+        assert len(ports) == 9
+        assert len(set(ports)) == 9
+        assert PORT_FLOOR + 17 in ports
+    finally:
+        ensemble.close()
+    assert len(set(free_ports(5))) == 5
 
 
 def test_an_ensemble_that_does_not_serve_in_time_says_what_each_member_said_and_ends() -> None:

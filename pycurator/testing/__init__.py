@@ -65,7 +65,7 @@ from ._java import (
     own_node,
 )
 from ._proxy import FaultProxy
-from ._server import ZooKeeperServer, ZooKeeperServerError, free_port
+from ._server import ZooKeeperServer, ZooKeeperServerError, free_port, free_ports
 from ._systems import (
     JavaLeaderElection,
     JavaReentrantZkLock,
@@ -123,6 +123,7 @@ __all__ = [
     "expire_session",
     "four_letter_word",
     "free_port",
+    "free_ports",
     "java_acquire",
     "java_nano_time",
     "java_revocation_listener",

@@ -15,7 +15,7 @@ from types import TracebackType
 from ._fourletter import four_letter_word
 from ._local import QUORUM_MAIN, config_lines, end, java_command, launch, server_classpath
 from ._partition import Link, PeerLinks, between
-from ._server import ZooKeeperServerError, free_port
+from ._server import ZooKeeperServerError, free_ports
 
 #: Ensembles not closed yet, for :func:`close_all_ensembles`.
 _OPEN: set[ZooKeeperEnsemble] = set()
@@ -69,8 +69,9 @@ class ZooKeeperEnsemble:
         self.java = java
         self.start_timeout = start_timeout
         self._dir = Path(tempfile.mkdtemp(prefix="pycurator-ensemble-"))
-        self.client_ports = {member: free_port() for member in self.members}
-        self._quorum_ports = {member: (free_port(), free_port()) for member in self.members}
+        ports = iter(free_ports(3 * size))  # a member given one port twice will not start
+        self.client_ports = {member: next(ports) for member in self.members}
+        self._quorum_ports = {member: (next(ports), next(ports)) for member in self.members}
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
         self._links = PeerLinks(self._quorum_ports) if partitions else None
         _OPEN.add(self)

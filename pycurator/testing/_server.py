@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -27,19 +28,34 @@ def free_port() -> int:
     connection, which would make that server fail to start (an ensemble member's election
     port, say, while its peers connect to each other). Where that range is unknown, or leaves
     no room below it, any port the system hands out."""
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` different ports as :func:`free_port` hands them out: for servers that bind
+    them all later (an ensemble, whose member will not start if two of its ports are one)."""
     low = _outgoing_ports_floor()
-    for _ in range(200 if low - PORT_FLOOR > 1000 else 0):
+    tries = 200 if low - PORT_FLOOR > 1000 else 0
+    with contextlib.ExitStack() as held:  # each port stays bound until all are chosen
+        ports: list[int] = []
+        while len(ports) < count:
+            sock = held.enter_context(socket.socket())
+            ports.append(_bind_free(sock, low, tries))
+        return ports
+
+
+def _bind_free(sock: socket.socket, low: int, tries: int) -> int:
+    """Bind ``sock`` to a port below ``low`` nothing holds, or, after ``tries``, to any."""
+    for _ in range(tries):
         port = PORT_FLOOR + secrets.randbelow(low - PORT_FLOOR)  # no shared state with a fork
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        chosen: int = sock.getsockname()[1]
-        return chosen
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return port
+    sock.bind(("127.0.0.1", 0))
+    chosen: int = sock.getsockname()[1]
+    return chosen
 
 
 def _outgoing_ports_floor() -> int:
