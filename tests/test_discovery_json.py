@@ -34,6 +34,7 @@ VERIFIED = (
 
 def verified_instance(**changes: Any) -> ServiceInstance:
     fields: dict[str, Any] = {
+        "name": "svc",
         "id": "id-1",
         "address": "10.0.0.5",
         "port": 8080,
@@ -41,7 +42,8 @@ def verified_instance(**changes: Any) -> ServiceInstance:
         "registration_time_utc": 1700000000123,
         "uri_spec": UriSpec("{scheme}://{address}:{port}"),
     }
-    return ServiceInstance("svc", **{**fields, **changes})
+    given = {**fields, **changes}
+    return ServiceInstance(given.pop("name"), **given)
 
 
 def payload_bytes(payload: object, serializer: JsonInstanceSerializer | None = None) -> bytes:
@@ -140,8 +142,8 @@ def test_strings_are_escaped_as_jackson_escapes_them() -> None:
     text = 'q"b\\ n\n t\t r\r b\b f\f \x00\x1f \x7f é ☃ \U0001f512 /'
     assert payload_bytes(text) == (
         b'"q\\"b\\\\ n\\n t\\t r\\r b\\b f\\f \\u0000\\u001F \x7f '
-        + "é ☃ \U0001f512 /".encode()
-        + b'"'
+        + "é ☃ ".encode()
+        + b'\\uD83D\\uDD12 /"'
     )
     assert JsonInstanceSerializer().deserialize(
         JsonInstanceSerializer().serialize(verified_instance(payload=text))
@@ -299,7 +301,7 @@ REFUSED: list[tuple[bytes, str]] = [
     (b'{"serviceType":"static"}', "serviceType: 'static' is not one of DYNAMIC"),
     (b'{"serviceType":7}', "serviceType: 7 is not one of"),
     (b'{"serviceType":""}', "serviceType: '' is not one of"),
-    (b'{"uriSpec":{"parts":null}}', "uriSpec.parts: expected an array, not null"),
+    (b'{"uriSpec":{"parts":5}}', "uriSpec.parts: expected an array, not a number"),
     (b'{"uriSpec":"{a"}', "uriSpec: Final variable not closed"),
     (b'{"enabled":"yes"}', "enabled: 'yes' is not true or false"),
     (b'{"name":{}}', "name: cannot read a string from an object"),
@@ -314,9 +316,18 @@ def test_what_jackson_refuses_is_an_error_naming_the_problem(data: bytes, words:
         JsonInstanceSerializer().deserialize(data)
 
 
-def test_where_java_keeps_null_a_name_id_or_type_reads_as_its_default() -> None:
-    read = JsonInstanceSerializer().deserialize(b'{"name":null,"id":null,"serviceType":null}')
+def test_where_java_keeps_null_a_name_id_type_or_parts_reads_as_its_default() -> None:
+    data = b'{"name":null,"id":null,"serviceType":null,"uriSpec":{"parts":null}}'
+    read = JsonInstanceSerializer().deserialize(data)
     assert (read.name, read.id, read.service_type) == ("", "", ServiceType.DYNAMIC)
+    assert read.uri_spec == UriSpec()
+
+
+def test_a_19_digit_long_is_read_though_debians_jackson_2_14_1_cannot() -> None:
+    data = b'{"registrationTimeUTC":-9223372036854775808,"payload":["java.lang.Long",2]}'
+    assert JsonInstanceSerializer().deserialize(data).registration_time_utc == -(2**63)
+    data = b'{"payload":["java.lang.Long",4611686018427387904]}'
+    assert JsonInstanceSerializer().deserialize(data).payload == JavaLong(2**62)
 
 
 def test_an_unknown_class_read_from_a_wrapper_array_or_object_is_kept_raw() -> None:

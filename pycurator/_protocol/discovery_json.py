@@ -179,7 +179,7 @@ def _uri_spec(value: object) -> UriSpec | None:
             raise InstanceFormatError(f"uriSpec: {exc.reason}") from None
     if not isinstance(value, dict):
         raise InstanceFormatError(f"uriSpec: cannot read a URI spec from {kind_of(value)}")
-    parts = value.get("parts", [])
+    parts = value.get("parts") or []  # null: Java reads it, and fails when the spec is used
     if not isinstance(parts, list):
         raise InstanceFormatError(f"uriSpec.parts: expected an array, not {kind_of(parts)}")
     read = []

@@ -1,8 +1,9 @@
 """JSON as Jackson 2 writes and reads it with curator-x-discovery's ``ObjectMapper`` (its
 defaults, unknown properties ignored): the text it writes (compact, members in order, nulls
 written, Java's numbers, its escapes: ``\\n`` and kin, other control characters as ``\\u001F``,
-everything else as UTF-8), and what it accepts when it converts a JSON value to a field of a
-Java type (a port of ``"8080"`` or ``8080.9`` reads as 8080, a ``null`` boolean as false).
+a character beyond 16 bits as its UTF-16 pair ``\\uD83D\\uDD12``, all else as UTF-8), and
+what it accepts when it converts a JSON value to a field of a Java type (a port of ``"8080"``
+or ``8080.9`` reads as 8080, a ``null`` boolean as false).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from .discovery import JAVA_BLANKS, LONG_MAX, LONG_MIN, java_double
 from .errors import InstanceFormatError
 
-_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+_ESCAPED = re.compile(r'[\x00-\x1f"\\\U00010000-\U0010ffff]')
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f"}
 _SHORT_ESCAPES["\r"] = "\\r"
 _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -23,7 +24,11 @@ _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
-    return _SHORT_ESCAPES.get(char) or f"\\u{ord(char):04X}"
+    code = ord(char)
+    if code > 0xFFFF:  # Jackson writes Java's two UTF-16 units, each escaped
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04X}\\u{0xDC00 + (code & 0x3FF):04X}"
+    return _SHORT_ESCAPES.get(char) or f"\\u{code:04X}"
 
 
 def _string(text: str) -> str:
