@@ -32,7 +32,7 @@ class ProviderStrategy(Protocol):
 class RoundRobinStrategy:
     """Each pick takes the next instance of the list, in turn (Curator's default). One
     counter for every caller, safe to share between threads; it never overflows (Curator's
-    fails after 2**31 picks)."""
+    fails after 2^31 picks)."""
 
     def __init__(self) -> None:
         self._counter = itertools.count()
