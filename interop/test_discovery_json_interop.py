@@ -7,6 +7,8 @@ No ZooKeeper is needed."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,11 +26,13 @@ from pycurator.discovery import (
     local_address,
 )
 from pycurator.testing import (
+    add_classpath,
     curator_version,
     discovery_class,
     from_java_instance,
     java_serializer,
     jclass,
+    start_jvm,
     to_java_instance,
     to_java_payload,
 )
@@ -250,3 +254,12 @@ def test_service_discovery_is_of_the_curator_this_run_tests() -> None:
         stream.close()
         version = str(properties.getProperty("version"))
     assert version == curator_version()
+
+
+def test_a_folder_added_to_the_classpath_once_the_jvm_runs_is_refused_by_name(
+    java_payload_classes: str, tmp_path: Path
+) -> None:
+    start_jvm()
+    add_classpath(java_payload_classes)  # added before the JVM started: already on it
+    with pytest.raises(RuntimeError, match=f"the JVM already runs: {re.escape(str(tmp_path))}"):
+        add_classpath(tmp_path)
