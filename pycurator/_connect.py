@@ -50,12 +50,13 @@ from kazoo.exceptions import ConnectionLoss, OperationTimeoutError
 from kazoo.retry import KazooRetry
 
 from ._client.kazoo_internals import use_lean_loop
-from ._client.requests import make_containers_steps
-from ._client.runners import run, transport_of
+from ._client.runners import run
 from ._client.runtime import runtime_of
+from ._client.transport import transport_of
 from ._protocol.checks import MAX_SESSION_TIMEOUT, UNLIMITED_TIMEOUT
 from ._protocol.deadline import Deadline, DeadlineExpired
 from ._protocol.errors import ConnectTimeout
+from ._protocol.parents import namespace_steps
 from ._protocol.paths import validate_path
 
 log = logging.getLogger("pycurator")
@@ -374,8 +375,9 @@ def connect(
     - ``namespace``: as Curator's ``namespace("a/b")``, every path of the client is below it (a
       kazoo chroot, after any chroot ``hosts`` has). Its missing levels are made before this
       returns, as Curator makes them: empty CONTAINER nodes with the client's ``default_acl``
-      (open to all without one), checking from the deepest level up first, so an existing
-      namespace needs no right to create above it. A refusal of the server (kazoo's
+      (open to all without one), checking first whether it exists, and making the deepest
+      missing level first, so that no right to create is needed above the first level that
+      exists (none at all for an existing namespace). A refusal of the server (kazoo's
       ``NoAuthError``, ``NoNodeError`` when a chroot of ``hosts`` is missing) is raised
       unchanged.
     - ``session_timeout``: seconds (the server grants a value within its bounds), at most
@@ -464,11 +466,10 @@ def _start(
         raise ConnectTimeout(hosts, within, failures.causes())
     if not namespace:
         return
-    chroot: str = client.chroot
-    below = len(chroot) - len(namespace) - 1
+    below = len(client.chroot) - len(namespace) - 1
     while True:
         try:
-            run(transport_of(client), make_containers_steps(client, chroot, below, deadline))
+            run(transport_of(client), namespace_steps(below, deadline))
             return
         except DeadlineExpired:
             raise ConnectTimeout(hosts, within, failures.causes()) from None

@@ -45,7 +45,8 @@ from kazoo.handlers.threading import AsyncResult, SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
 
 from ._client import kazoo_internals
-from ._client.concurrency import INLINE_MARK, link_inline, runs_inline
+from ._protocol.steps import link_inline
+from ._protocol.transport import INLINE_MARK, runs_inline
 
 __all__ = ["FastThreadingHandler", "link_inline", "runs_inline", "use_lean_loop", "uses_lean_loop"]
 

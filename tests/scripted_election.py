@@ -14,8 +14,7 @@ from typing import Any, cast
 import pytest
 from kazoo.protocol.states import KazooState
 
-from pycurator._client.runners import RunnerTransport
-from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
+from pycurator._client.transport import KazooTransport
 from pycurator._engine import election
 from pycurator._engine.election import Election
 from pycurator._engine.hold_monitor import HoldState
@@ -24,7 +23,8 @@ from pycurator._engine.observe import HoldReport, Reporter
 from pycurator._protocol import wire
 from pycurator._protocol.checks import ConnectionPolicy
 from pycurator._protocol.drivers import LATCH_DRIVER
-from pycurator._protocol.ops import CreateNode, GetData, ListChildren
+from pycurator._protocol.ops import CreateMode, CreateNode, GetData, ListChildren
+from pycurator._protocol.transport import CLIENT_STOPPED, SESSION_EXPIRED
 
 from .scripted import WATCHED, Entry, ScriptedServer, stat
 
@@ -55,7 +55,7 @@ def path(node: str) -> str:
 
 def create(n: int = 0) -> CreateNode:
     """The ``n``-th create of our node."""
-    return CreateNode(path(prefix(n) + wire.LATCH_NAME), ID, None, ephemeral=True, sequence=True)
+    return CreateNode(path(prefix(n) + wire.LATCH_NAME), ID, None, CreateMode.EPHEMERAL_SEQUENTIAL)
 
 
 def made(seq: int, n: int = 0, session: int = SESSION) -> tuple[str, Any]:
@@ -152,7 +152,7 @@ class Scene:
 
     def __init__(
         self,
-        client: RunnerTransport,
+        client: KazooTransport,
         monkeypatch: pytest.MonkeyPatch,
         policy: ConnectionPolicy = "standard",
         *,
@@ -173,7 +173,7 @@ class Scene:
         )
         monkeypatch.setattr(election, "HoldMonitor", self._monitor)
 
-    def _monitor(self, client: RunnerTransport, *args: Any) -> ScriptedMonitor:
+    def _monitor(self, client: KazooTransport, *args: Any) -> ScriptedMonitor:
         """Made where the election makes its HoldMonitor, with the same arguments."""
         assert self.server is not None
         return ScriptedMonitor(self.server, *args)

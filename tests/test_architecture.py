@@ -332,6 +332,30 @@ def test_the_engine_and_the_cores_make_no_request_of_a_kazoo_client(path: str) -
     assert not wrong, f"{path} calls a kazoo client: {wrong}; send through the transport instead"
 
 
+@pytest.mark.parametrize(
+    "path", [p for layer in (CORE[3], SHARED) for p in layers().get(layer, [])], ids=lambda p: p
+)
+def test_the_engine_and_the_cores_know_a_client_by_its_transport_alone(path: str) -> None:
+    """Nothing of ``pycurator._client`` (its transport, runners, runtime, kazoo's insides),
+    not even to name a type: the typed ``Transport`` of ``pycurator._protocol.transport`` is
+    the one seam, which a scripted server and the explorer's model stand in for."""
+    wrong = sorted(m for m in imports_of(path) if m.startswith("pycurator._client"))
+    assert not wrong, f"{path} imports {wrong}: take a Transport"
+
+
+def test_the_transport_on_kazoo_has_every_member_of_the_seam() -> None:
+    from pycurator._client.transport import KazooTransport
+    from pycurator._protocol.transport import Transport
+
+    members = {
+        name
+        for name in vars(Transport)
+        if (not name.startswith("_") and callable(getattr(Transport, name, None)))
+        or isinstance(vars(Transport)[name], property)
+    }
+    assert members and not {name for name in members if not hasattr(KazooTransport, name)}
+
+
 #: What takes a kazoo client itself (its handler, its private state, its runtime by the client):
 #: the engine and the cores have all of it through their transport instead.
 OF_THE_CLIENT = (
@@ -346,7 +370,7 @@ OF_THE_CLIENT = (
     "path", [p for layer in (CORE[3], SHARED) for p in layers().get(layer, [])], ids=lambda p: p
 )
 def test_the_engine_and_the_cores_take_a_transport_not_a_kazoo_client(path: str) -> None:
-    """They hold a transport (``pycurator._client.runners.transport_of``), which a front end
+    """They hold a transport (``pycurator._client.transport.transport_of``), which a front end
     makes from the user's client: they import no kazoo client but to name its type for
     checking (a recipe's ``client`` property returns the transport's), nothing that takes a
     client, and read nothing of one (``client.handler``, ``self.client.chroot``...)."""

@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
-from pycurator._client.runners import transport_of
+from pycurator._client.transport import transport_of
 from pycurator._engine.locks import HeldNode, LockEngine
 from pycurator._protocol import wire
 from pycurator._protocol.drivers import MUTEX_DRIVER

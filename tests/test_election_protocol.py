@@ -18,20 +18,17 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoAuthError, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
-from pycurator._client.runners import Cancelled, RunnerTransport, transport_of
-from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
+from pycurator._client.runners import Cancelled
+from pycurator._client.runtime import add_lock_listener, remove_lock_listener
+from pycurator._client.transport import KazooTransport, transport_of
 from pycurator._engine.election import Participant, participants_steps
 from pycurator._engine.hold_monitor import HoldState
-from pycurator._engine.observe import (
-    LockEvent,
-    LockEventKind,
-    add_lock_listener,
-    remove_lock_listener,
-)
 from pycurator._protocol import wire
 from pycurator._protocol.checks import ConnectionPolicy
+from pycurator._protocol.events import LockEvent, LockEventKind
 from pycurator._protocol.ops import DeleteNode, GetData
 from pycurator._protocol.steps import Steps, WaitSignal
+from pycurator._protocol.transport import CLIENT_STOPPED, SESSION_EXPIRED
 
 from .scripted import Entry, Fire, Forgets, Land, Owes, Reply, State, Stop, Timeout, stat
 from .scripted_election import (
@@ -63,13 +60,13 @@ def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def client() -> RunnerTransport:
+def client() -> KazooTransport:
     """The transport of a client that is never started: the script is its server."""
     return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
 @pytest.fixture
-def scene(client: RunnerTransport, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Scene]:
+def scene(client: KazooTransport, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Scene]:
     def make(policy: ConnectionPolicy = "standard", *, selector: bool = False) -> Scene:
         return Scene(client, monkeypatch, policy, selector=selector)
 

@@ -19,17 +19,18 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
-from pycurator._client.runners import RunnerTransport, transport_of
+from pycurator._client.transport import KazooTransport, transport_of
 from pycurator._engine.locks import HeldNode, LockEngine
 from pycurator._protocol import wire
 from pycurator._protocol.deadline import Deadline
 from pycurator._protocol.drivers import MUTEX_DRIVER, write_driver
 from pycurator._protocol.ops import (
+    CreateMode,
     CreateNode,
+    CreateParent,
     DeleteNode,
     GetData,
     ListChildren,
-    MakeContainer,
     NodeExists,
 )
 
@@ -71,7 +72,7 @@ def path(node: str) -> str:
 
 def create(n: int = 0) -> CreateNode:
     """The create of the ``n``-th acquire's node."""
-    return CreateNode(path(prefix(n) + wire.LOCK_NAME), DATA, None, ephemeral=True, sequence=True)
+    return CreateNode(path(prefix(n) + wire.LOCK_NAME), DATA, None, CreateMode.EPHEMERAL_SEQUENTIAL)
 
 
 #: The listing the engine pipelines behind its create, reduced to a decision as it is read.
@@ -88,13 +89,13 @@ def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def client() -> RunnerTransport:
+def client() -> KazooTransport:
     """The transport of a client that is never started: the script is its server."""
     return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
 @pytest.fixture
-def engine(client: RunnerTransport) -> LockEngine:
+def engine(client: KazooTransport) -> LockEngine:
     """The mutex's engine."""
     return LockEngine(client, BASE, MUTEX_DRIVER, data=DATA)
 
@@ -361,9 +362,9 @@ def test_a_missing_parent_is_made_as_containers_and_the_create_sent_again(
             Reply(create(), error=NoNodeError()),
             Reply(LISTING, error=NoNodeError()),
             # the deepest parent first: one request when only it is missing
-            Reply(MakeContainer(BASE), error=NoNodeError()),
-            Reply(MakeContainer("/locks"), ("/locks", stat(1))),
-            Reply(MakeContainer(BASE), (BASE, stat(2))),
+            Reply(CreateParent(BASE), error=NoNodeError()),
+            Reply(CreateParent("/locks"), ("/locks", stat(1))),
+            Reply(CreateParent(BASE), (BASE, stat(2))),
             Reply(create(), (path(name(3)), stat(30, SESSION))),
             Reply(LISTING, [name(3)]),
         ],
@@ -478,14 +479,14 @@ def test_the_script_fails_a_request_that_a_callback_sent_and_swallowed(
         server.run(engine.acquire_steps(None))
 
 
-def test_a_write_waiter_lists_again_before_it_holds(client: RunnerTransport) -> None:
+def test_a_write_waiter_lists_again_before_it_holds(client: KazooTransport) -> None:
     engine = LockEngine(client, BASE, write_driver(), data=DATA)
     write = wire.WRITE_LOCK_NAME
     ours, ahead = f"{prefix()}{write}{3:010d}", f"{OTHER}{write}{2:010d}"
     server = ScriptedServer(
         [
             Reply(
-                CreateNode(path(prefix() + write), DATA, None, ephemeral=True, sequence=True),
+                CreateNode(path(prefix() + write), DATA, None, CreateMode.EPHEMERAL_SEQUENTIAL),
                 (path(ours), stat(30, SESSION)),
             ),
             Reply(LISTING, [ahead, ours]),
@@ -500,13 +501,13 @@ def test_a_write_waiter_lists_again_before_it_holds(client: RunnerTransport) -> 
 
 
 def test_a_revocable_holder_watches_its_node_and_hears_the_revocation(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     revoked: list[bool] = []
     engine = LockEngine(client, BASE, MUTEX_DRIVER, data=DATA).revocable(
         lambda: revoked.append(True)
     )
-    empty = CreateNode(path(prefix() + wire.LOCK_NAME), b"", None, ephemeral=True, sequence=True)
+    empty = CreateNode(path(prefix() + wire.LOCK_NAME), b"", None, CreateMode.EPHEMERAL_SEQUENTIAL)
     server = ScriptedServer(
         [
             Reply(empty, (path(name(3)), stat(30, SESSION))),

@@ -30,9 +30,11 @@ from kazoo.protocol.states import Callback, KazooState, WatchedEvent
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from pycurator._client import kazoo_internals
-from pycurator._client import transport as _transport
-from pycurator._client.transport import CreateContainer, KazooTransport, RemoveWatches, prefixed
-from pycurator._protocol.ops import DeleteNode, GetData, ListChildren, NodeExists
+from pycurator._client import sending as _sending
+from pycurator._client.records import CreateContainer, RemoveWatches
+from pycurator._client.sending import prefixed
+from pycurator._client.transport import KazooTransport, transport_of
+from pycurator._protocol.ops import DeleteNode, GetData, ListChildren, NodeExists, WatcherType
 from pycurator.testing import FaultProxy, expire_kazoo_session
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
@@ -114,11 +116,12 @@ def test_the_answer_is_what_the_request_objects_deserialize_returns_on_the_conne
         readers.append(threading.current_thread().name)
         return ",".join(sorted(children))
 
-    result = _transport.reduced_children_async(zk, zk_path, reduce)
+    transport = transport_of(zk)
+    result = transport.send(ListChildren(zk_path, reduce=reduce))
     assert result.get(timeout=SOON) == "a,b"
     assert readers and readers[0] != threading.current_thread().name
     with pytest.raises(NoNodeError):
-        _transport.reduced_children_async(zk, f"{zk_path}/gone", reduce).get(timeout=SOON)
+        transport.send(ListChildren(f"{zk_path}/gone", reduce=reduce)).get(timeout=SOON)
 
 
 def test_kazoo_reads_the_errors_it_knows_and_nowatcher_from_2_11() -> None:
@@ -134,13 +137,14 @@ def test_remove_watches_is_sent_only_where_kazoo_reads_nowatcher(
     """On kazoo 2.9 and 2.10 (below the floor, but installable with ``--no-deps``) the
     server's NOWATCHER answer would end the connection loop: pycurator sends nothing there."""
     zk.ensure_path(zk_path)
-    assert _transport.CAN_REMOVE_WATCHES is kazoo_internals.reads_error(kazoo_internals.NO_WATCHER)
-    if _transport.CAN_REMOVE_WATCHES:
+    assert _sending.CAN_REMOVE_WATCHES is kazoo_internals.reads_error(kazoo_internals.NO_WATCHER)
+    if _sending.CAN_REMOVE_WATCHES:
         result = zk.handler.async_result()
         kazoo_internals.call(zk, RemoveWatches(prefixed(zk, zk_path)), result)
         with pytest.raises(kazoo.exceptions.NoWatcherError):
             result.get(timeout=SOON)
-    assert _transport.remove_watches(zk, zk_path) is _transport.CAN_REMOVE_WATCHES
+    removed = _sending.remove_watches(zk, zk_path, WatcherType.DATA)
+    assert removed is _sending.CAN_REMOVE_WATCHES
     assert zk.exists(zk_path) is not None  # the connection lives on
     assert zk.connected
 

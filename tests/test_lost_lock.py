@@ -20,7 +20,8 @@ from pycurator import (
     InterProcessSemaphoreV2,
     LockLostError,
 )
-from pycurator._client.runners import run, transport_of
+from pycurator._client.runners import run
+from pycurator._client.transport import transport_of
 from pycurator._engine.hold_monitor import HoldMonitor, HoldState
 from pycurator._engine.locks import LockEngine
 from pycurator._engine.observe import Reporter

@@ -33,8 +33,8 @@ from pycurator import (
     remove_lock_listener,
 )
 from pycurator._client.runners import Cancelled
-from pycurator._client.runtime import CLIENT_STOPPED
 from pycurator._cores.selector import Ending, ending_of, queues_again
+from pycurator._protocol.transport import CLIENT_STOPPED
 from pycurator.testing import ClientFactory
 
 from .support import SOON, children, eventually

@@ -45,9 +45,9 @@ handler nobody uses any more takes its part with it, and they live here alone, w
 process's one fork hook: a child starts with none (no thread or greenlet of the parent runs in
 it) and with a new :func:`process_lock`.
 
-Not here: lock listeners (``add_lock_listener``) are process-wide by API, and stay in
-:mod:`pycurator._engine.observe` (under :func:`process_lock`); the tasks of asyncio callbacks are
-the event loop's (see :mod:`pycurator.aio._runner`).
+The process's lock listeners (:func:`add_lock_listener`) are written here, under
+:func:`process_lock`, and read by every report (:mod:`pycurator._engine.observe`) with no lock.
+Not here: the tasks of asyncio callbacks are the event loop's (see :mod:`pycurator.aio._runner`).
 """
 
 from __future__ import annotations
@@ -70,19 +70,14 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import KazooState
 
+from .._protocol.events import LOCK_LISTENERS, LockListener
+from .._protocol.transport import CLIENT_STOPPED, SESSION_EXPIRED, closed_error
 from . import kazoo_internals
 from .background import DelayedCalls, Pool, SerialQueue, Timer, Timers, Units
 from .concurrency import flag_maker
 
 log = logging.getLogger("pycurator")
 
-#: The reason a hold is lost (or a wait ends) when its client is stopped.
-CLIENT_STOPPED = "client stopped"
-#: The reason a hold is lost when its session ends otherwise (its session timeout spent while
-#: suspended included: Curator's injected expiry).
-SESSION_EXPIRED = "session expired"
-#: The message of the ``ConnectionClosedError`` every wait ends with once its client is stopped.
-STOPPED_MESSAGE = "the kazoo client has been stopped"
 #: Seconds between looks at a client in the LOST state that someone listens to (kazoo tells
 #: nobody when such a client is stopped).
 STOP_POLL = 0.25
@@ -91,11 +86,6 @@ RESEND_DELAY = 0.1
 
 #: A connection listener: called with each new ``KazooState``; what it returns is ignored.
 Listener = Callable[[str], object]
-
-
-def closed_error() -> ConnectionClosedError:
-    """The error a wait ends with once its client is stopped."""
-    return ConnectionClosedError(STOPPED_MESSAGE)
 
 
 class HandlerServices:
@@ -149,7 +139,7 @@ class Runtime:
         #: (:class:`~pycurator._protocol.steps.WatchRemovals`).
         self.watch_removals = 0
         #: The client's transport, while a recipe holds it (weakly: it holds the client), see
-        #: :func:`~pycurator._client.runners.transport_of`.
+        #: :func:`~pycurator._client.transport.transport_of`.
         self.transport: Callable[[], Any] | None = None
         self._lock = client.handler.lock_object()  # held for bookkeeping only
         self._look: Timer | None = None  # a look for a stop, pending while the state is LOST
@@ -430,6 +420,25 @@ def process_lock() -> Any:
     return _LOCK
 
 
+def add_lock_listener(listener: LockListener) -> None:
+    """Tell ``listener(event)`` of every :class:`~pycurator.LockEvent` of every recipe in this
+    process, threaded and asyncio (see :class:`~pycurator.LockListener` for the contract).
+    Adding it twice calls it twice."""
+    if not callable(listener):
+        raise TypeError(f"a lock listener is called with each event, not {listener!r}")
+    with _LOCK:
+        LOCK_LISTENERS.listeners = (*LOCK_LISTENERS.listeners, listener)
+
+
+def remove_lock_listener(listener: LockListener) -> None:
+    """Stop telling ``listener`` (once, if it was added more than once); nothing if unknown."""
+    with _LOCK:
+        found = list(LOCK_LISTENERS.listeners)
+        if listener in found:
+            found.remove(listener)
+            LOCK_LISTENERS.listeners = tuple(found)
+
+
 def services_of(handler: Any) -> HandlerServices:
     """The services every client of ``handler`` shares (made on first use)."""
     services = _SERVICES.get(handler)
@@ -470,16 +479,14 @@ os.register_at_fork(after_in_child=_forked)
 
 
 __all__ = [
-    "CLIENT_STOPPED",
     "RESEND_DELAY",
-    "SESSION_EXPIRED",
-    "STOPPED_MESSAGE",
     "STOP_POLL",
     "HandlerServices",
     "Listener",
     "Runtime",
-    "closed_error",
+    "add_lock_listener",
     "process_lock",
+    "remove_lock_listener",
     "runtime_of",
     "services_of",
 ]

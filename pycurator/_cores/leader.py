@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._client.runners import RunnerTransport
-from .._client.runtime import closed_error
 from .._engine.election import (
     CloseMode,
     Election,
@@ -32,6 +30,7 @@ from .._protocol.drivers import CURATOR_NAMING, LATCH_DRIVER, Driver, Naming
 from .._protocol.errors import LockLostError
 from .._protocol.paths import validate_path
 from .._protocol.steps import Steps
+from .._protocol.transport import Transport, closed_error
 from .._protocol.waits import DELETE_WAIT
 
 if TYPE_CHECKING:
@@ -94,7 +93,7 @@ class LatchCore:
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         path: str,
         id: str,
         close_mode: CloseMode,
@@ -127,7 +126,7 @@ class LatchCore:
         return self.engine.client
 
     @property
-    def transport(self) -> RunnerTransport:
+    def transport(self) -> Transport:
         """The transport of the latch's client: what its steps run on."""
         return self.engine.transport
 
@@ -247,7 +246,7 @@ class LatchCore:
         election = self.election
         if election is not None and election.failed is not None:
             raise election.failed
-        self.transport.runtime.check_open()
+        self.transport.check_open()
         if ended:  # the election ends by itself only with its client
             raise closed_error()
         if election is not None and election.error is not None:

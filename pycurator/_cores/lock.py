@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
-from .._client.runners import RunnerTransport
 from .._engine.hold import FollowedNode, Held, LossNotice, ReentrantHolds
 from .._engine.locks import LockEngine
 from .._engine.observe import Reporter
@@ -14,6 +13,7 @@ from .._protocol import wire
 from .._protocol.checks import ConnectionPolicy, check_policy
 from .._protocol.drivers import Driver
 from .._protocol.steps import Steps
+from .._protocol.transport import Transport
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -56,7 +56,7 @@ class LockCore:
         return self.engine.client
 
     @property
-    def transport(self) -> RunnerTransport:
+    def transport(self) -> Transport:
         """The transport of the lock's client: what its steps run on."""
         return self.engine.transport
 

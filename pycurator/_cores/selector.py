@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
-from .._client.runners import RunnerTransport
-from .._client.runtime import CLIENT_STOPPED
 from .._engine.election import Election, Lifecycle, Participant, id_bytes, participants_steps
 from .._engine.hold_monitor import HoldMonitor
 from .._engine.locks import HeldNode, LockEngine
@@ -31,6 +29,7 @@ from .._protocol.drivers import MUTEX_DRIVER
 from .._protocol.errors import LockLostError
 from .._protocol.paths import validate_path
 from .._protocol.steps import Steps
+from .._protocol.transport import CLIENT_STOPPED, Transport, is_stopped
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient, TransactionRequest
@@ -88,7 +87,7 @@ class LeadershipCore:
     @property
     def client(self) -> KazooClient:
         """The kazoo client that made our node."""
-        return self.monitor.transport.client
+        return cast("KazooClient", self.monitor.transport.client)
 
     @property
     def fencing_token(self) -> int:
@@ -113,7 +112,9 @@ class LeadershipCore:
 
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that our node exists."""
-        return self.monitor.transport.guarded_transaction(self.node.path)
+        return cast(
+            "TransactionRequest", self.monitor.transport.guarded_transaction(self.node.path)
+        )
 
     def lost_error(self) -> LockLostError:
         """The error that says the term is over, and why."""
@@ -185,7 +186,7 @@ class SelectorCore(Generic[R]):
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         path: str,
         lead: Callable[..., Any],
         id: str,
@@ -220,7 +221,7 @@ class SelectorCore(Generic[R]):
         return self.engine.client
 
     @property
-    def transport(self) -> RunnerTransport:
+    def transport(self) -> Transport:
         """The transport of the selector's client: what its steps run on."""
         return self.engine.transport
 
@@ -336,7 +337,7 @@ class SelectorCore(Generic[R]):
             auto_requeue=self.auto_requeue,
             asked=term.requeue,
             failed=term.election.failed is not None,
-            client_stopped=self.transport.runtime.stopped,
+            client_stopped=is_stopped(self.transport),
         )
 
     def participants_steps(self) -> Steps[list[Participant]]:

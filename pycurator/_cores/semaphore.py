@@ -4,9 +4,8 @@ semaphore's protocol (:mod:`pycurator._engine.semaphore`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from .._client.runners import RunnerTransport
 from .._engine.hold import FollowedNode, Held, LossNotice
 from .._engine.semaphore import SemaphoreSteps, lease_data_steps
 from .._protocol import wire
@@ -16,6 +15,7 @@ from .._protocol.errors import LockLostError, LockNotOwnedError
 from .._protocol.steps import (
     Steps,
 )
+from .._protocol.transport import Transport
 from .._protocol.waits import delete_node_steps
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class LeaseCore:
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         held: Held,
         policy: ConnectionPolicy,
         notice: LossNotice,
@@ -56,7 +56,7 @@ class LeaseCore:
     @property
     def client(self) -> KazooClient:
         """The kazoo client of the lease."""
-        return self.transport.client
+        return cast("KazooClient", self.transport.client)
 
     @property
     def path(self) -> str:
@@ -100,7 +100,7 @@ class SemaphoreMutexCore(Generic[LeaseT]):
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         path: str,
         node_data: bytes | None,
         acl: Sequence[Any] | None,

@@ -40,34 +40,39 @@ from typing import Protocol
 from kazoo.exceptions import ConnectionClosedError, KazooException, NoNodeError
 from kazoo.protocol.states import KazooState, WatchedEvent
 
-from .._client.concurrency import ignore, runs_inline
-from .._client.runners import set_here
-from .._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from .._protocol import wire
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.errors import UNFIXABLE
+from .._protocol.events import LockEventKind
 from .._protocol.ops import GetData
 from .._protocol.steps import (
     CheckOpen,
     Claims,
     ForgetWatch,
-    GetSender,
+    GetTransport,
     IsConnected,
     Listen,
     NewSignal,
     OweDelete,
-    Sender,
     SessionId,
-    Signal,
     Steps,
     Unlisten,
     WaitSignal,
 )
+from .._protocol.transport import (
+    CLIENT_STOPPED,
+    SESSION_EXPIRED,
+    Signal,
+    Transport,
+    ignore,
+    runs_inline,
+    set_here,
+)
 from .._protocol.waits import RETRYABLE, read_all_sent_steps, watch_sent_steps
 from .hold_monitor import HoldMonitor, HoldState
 from .locks import HeldNode, LockEngine
-from .observe import LockEventKind, Reporter
+from .observe import Reporter
 
 log = logging.getLogger("pycurator")
 
@@ -149,7 +154,7 @@ class Election:
         self._stop: str | None = None  # why the steps should end
         self._stop_on_loss = False  # _stop came from a loss heard: the client says which one
         self._wake: Signal | None = None
-        self._sender: Sender | None = None  # the runner's, for a clean-up made without steps
+        self._via: Transport | None = None  # the runner's, for a clean-up made without steps
         self._watched: str | None = None  # the predecessor we watch
         self._watch_spent = False  # its watch has fired (kazoo has dropped it)
         #: The steps have ended: the owner is told nothing more.
@@ -165,9 +170,9 @@ class Election:
         """Ask the steps to end (from any thread); they stop leading and delete our node on the
         way out. A runner's cancellation ends them at once, with the same clean-up. With
         ``here``, steps waiting to be woken resume on the calling thread, which must be one
-        that may run them (see :func:`~pycurator._client.runners.set_here`): the delete is then sent
-        without a hand-off. Without ``wake``, the steps are only told why they end: the caller
-        cancels them next (a wake-up would resume them elsewhere for nothing)."""
+        that may run them (see :func:`~pycurator._protocol.transport.set_here`): the delete is
+        then sent without a hand-off. Without ``wake``, the steps are only told why they end:
+        the caller cancels them next (a wake-up would resume them elsewhere for nothing)."""
         if self._stop is None:
             self._stop = reason
         self._stopped_by_owner = True
@@ -186,7 +191,7 @@ class Election:
         self._wake = wake = yield NewSignal()
         if self._stop is not None:
             return self._stop
-        self._sender = yield GetSender()
+        self._via = yield GetTransport()
         self._waiting_since = self._reporter.waiting()
         try:
             yield Listen(self._on_state)
@@ -387,9 +392,9 @@ class Election:
 
     def _leave_later(self) -> None:
         """:meth:`_leave`, once the steps can make no more steps: in the background."""
-        sender = self._sender
-        if sender is not None:
-            sender.start(self._leave(self._stop or "election ended", True, later=True))
+        via = self._via
+        if via is not None:
+            via.start(self._leave(self._stop or "election ended", True, later=True))
 
     def _unwatch(self) -> Steps[None]:
         watched, self._watched = self._watched, None

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from .._client.runners import RunnerTransport
-from .._client.runtime import process_lock
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.errors import LockLostError, LockNotOwnedError
 from .._protocol.steps import Steps
+from .._protocol.transport import Transport
 from .hold_monitor import HoldMonitor, HoldState
 from .locks import HeldNode
 from .observe import HoldReport
@@ -45,7 +44,7 @@ class LossNotice:
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         event: Any = None,
         spawn: Callable[..., Any] | None = None,
     ) -> None:
@@ -61,7 +60,7 @@ class LossNotice:
         asked for)."""
         event = self._event
         if event is None:
-            with process_lock():  # against a change of state: both rare and short
+            with self._transport.process_lock():  # against a change of state: both rare and short
                 event = self._event
                 if event is None:
                     event = self._transport.event_object()
@@ -72,7 +71,7 @@ class LossNotice:
 
     def mark(self, lost: bool) -> None:
         """Set (``lost``) or clear the event, without telling the callbacks."""
-        with process_lock():
+        with self._transport.process_lock():
             self._lost = lost
             event = self._event
             if event is not None:
@@ -83,7 +82,7 @@ class LossNotice:
 
     def add(self, callback: Callable[[Any, str], None]) -> None:
         """Run ``callback(subject, reason)`` each time a hold stops being held."""
-        with process_lock():
+        with self._transport.process_lock():
             if self._spawn is None:
                 self._spawn = self._transport.serial_queue().post
             self._callbacks.append(callback)
@@ -109,7 +108,7 @@ class FollowedNode:
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         node: HeldNode,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
@@ -122,7 +121,7 @@ class FollowedNode:
     @classmethod
     def follow_steps(
         cls,
-        transport: RunnerTransport,
+        transport: Transport,
         node: HeldNode,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
@@ -164,7 +163,7 @@ class FollowedNode:
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that the node exists: ZooKeeper applies all of
         it or nothing, so a holder whose node is gone cannot commit."""
-        return self.transport.guarded_transaction(self.node.path)
+        return cast("TransactionRequest", self.transport.guarded_transaction(self.node.path))
 
     def close(self) -> None:
         """Stop following the node (on release): no request; its watch is spent when the node
@@ -189,7 +188,7 @@ class ReentrantHolds:
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         path: str,
         unit: Callable[[], Hashable],
         unit_name: str = "thread",

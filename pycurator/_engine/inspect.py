@@ -14,11 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from kazoo.exceptions import NoAuthError, NoNodeError
 
-from .._client.runners import run, transport_of
 from .._protocol import wire
 from .._protocol.deadline import Deadline
 from .._protocol.drivers import (
@@ -32,9 +30,6 @@ from .._protocol.drivers import (
 from .._protocol.ops import GetData, ListChildren, NodeExists
 from .._protocol.steps import Await, Send, Steps
 from .inspect_systems import SYSTEM_OF_LAYOUT, classify_others, layout_of_others
-
-if TYPE_CHECKING:
-    from kazoo.client import KazooClient
 
 #: Each answer is waited for as kazoo's blocking calls wait: until kazoo's own errors end it.
 _NO_DEADLINE = Deadline(None)
@@ -366,13 +361,6 @@ def _curator_view(path: str, entries: Sequence[Entry], layout: str | None) -> Lo
         note,
         blockers=tuple(e.name for e in queued),
     )
-
-
-def inspect_lock(
-    client: KazooClient, path: str, permits: int | None = None, layout: str | None = None
-) -> LockView:
-    """:func:`inspect_lock_steps` on ``client``, blocking the calling thread."""
-    return run(transport_of(client), inspect_lock_steps(path, permits, layout))
 
 
 def inspect_lock_steps(

@@ -25,7 +25,6 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._client.runners import RunnerTransport
 from .._protocol import wire
 from .._protocol.checks import check_data
 from .._protocol.deadline import Deadline, DeadlineExpired
@@ -38,6 +37,7 @@ from .._protocol.drivers import (
 )
 from .._protocol.paths import validate_path
 from .._protocol.steps import CheckOpen, SessionId, Steps
+from .._protocol.transport import Transport
 from .lock_nodes import MAX_NODE_DATA, HeldNode, LockNodes, decision_on_arrival
 from .lock_wait import wait_steps
 
@@ -107,7 +107,7 @@ class LockEngine(LockNodes):
 
 
 def mutex_engine(
-    transport: RunnerTransport, path: str, node_data: bytes | None, acl: Sequence[Any] | None
+    transport: Transport, path: str, node_data: bytes | None, acl: Sequence[Any] | None
 ) -> LockEngine:
     """The engine of a mutex on ``path`` (Curator's ``lock-`` nodes, the standard driver),
     after checking every argument: shared by the threaded and the asyncio mutex."""
@@ -117,7 +117,7 @@ def mutex_engine(
 
 
 def read_write_engines(
-    transport: RunnerTransport,
+    transport: Transport,
     path: str,
     node_data: bytes | None,
     acl: Sequence[Any] | None,

@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING, Any
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
-from .._client.concurrency import runs_inline
-from .._client.runners import RunnerTransport
 from .._protocol import menagerie, wire
 from .._protocol.checks import ConnectionPolicy, check_policy, check_timeout
 from .._protocol.deadline import Deadline, DeadlineExpired
@@ -26,6 +24,7 @@ from .._protocol.steps import (
     Unlisten,
     WaitSignal,
 )
+from .._protocol.transport import Transport, runs_inline
 from .._protocol.waits import read_sent_steps, watch_sent_steps
 from .hold import Held
 from .locks import NOT_STARTED, HeldNode, LockEngine
@@ -39,7 +38,7 @@ EMPTY = b""
 
 
 def engine(
-    transport: RunnerTransport,
+    transport: Transport,
     path: str,
     driver: Driver,
     naming: Naming,
@@ -51,13 +50,13 @@ def engine(
     return LockEngine(transport, path, driver, data=EMPTY, acl=acl, naming=naming)
 
 
-def lock_engine(transport: RunnerTransport, path: str, acl: Sequence[Any] | None) -> LockEngine:
+def lock_engine(transport: Transport, path: str, acl: Sequence[Any] | None) -> LockEngine:
     """The engine of a ``ReentrantZkLock`` on ``path``."""
     return engine(transport, path, menagerie.LOCK_DRIVER, menagerie.LOCK_NAMING, acl)
 
 
 def read_write_engines(
-    transport: RunnerTransport, path: str, acl: Sequence[Any] | None
+    transport: Transport, path: str, acl: Sequence[Any] | None
 ) -> tuple[LockEngine, LockEngine]:
     """The write side's and the read side's engines of a ``ReentrantZkReadWriteLock``."""
     return (
@@ -78,7 +77,7 @@ class PermitSteps:
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         path: str,
         permits: int,
         acl: Sequence[Any] | None,
@@ -99,7 +98,7 @@ class PermitSteps:
         return self.engine.client
 
     @property
-    def transport(self) -> RunnerTransport:
+    def transport(self) -> Transport:
         """The transport of the semaphore's client."""
         return self.engine.transport
 

@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING, Any
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
-from .._client.concurrency import runs_inline
-from .._client.runners import RunnerTransport
 from .._protocol import wire
 from .._protocol.checks import ConnectionPolicy, check_data, check_policy, check_timeout
 from .._protocol.deadline import Deadline, DeadlineExpired
@@ -28,6 +26,7 @@ from .._protocol.steps import (
     Unlisten,
     WaitSignal,
 )
+from .._protocol.transport import Transport, runs_inline
 from .._protocol.waits import delete_node_steps, read_sent_steps, watch_sent_steps
 from .hold import Held
 from .locks import HeldNode, LockEngine
@@ -56,7 +55,7 @@ class SemaphoreSteps:
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         path: str,
         max_leases: int,
         node_data: bytes | None,
@@ -94,7 +93,7 @@ class SemaphoreSteps:
     @property
     def client(self) -> KazooClient:
         """The kazoo client of the semaphore (for its recipes' ``client`` property)."""
-        return self.transport.client
+        return self._lock.client
 
     def acquire_steps(self, qty: int, timeout: float | None) -> Steps[list[Held] | None]:
         """``qty`` lease nodes (each with its hold's report) under one deadline, or None on

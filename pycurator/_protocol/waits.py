@@ -31,7 +31,7 @@ from .steps import (
     Await,
     AwaitAll,
     CheckOpen,
-    GetSender,
+    GetTransport,
     IsConnected,
     Listen,
     NewSignal,
@@ -39,12 +39,12 @@ from .steps import (
     Outcome,
     OweDelete,
     Send,
-    Sender,
     Steps,
     Unlisten,
     WaitSignal,
     WatchRemovals,
 )
+from .transport import Transport
 
 log = logging.getLogger("pycurator")
 
@@ -90,6 +90,12 @@ def connected_steps(deadline: Deadline) -> Steps[None]:
         yield Unlisten(listener)
 
 
+def sent_steps(request: Request, deadline: Deadline | None = None) -> Steps[Any]:
+    """Send ``request`` and await its answer (no longer than ``deadline``, if given: then
+    :class:`DeadlineExpired`); the server's errors are raised as kazoo raises them."""
+    return (yield Await((yield Send(request)), deadline or Deadline(None)))
+
+
 def resent_steps(request: Request, deadline: Deadline, sent: Any = None) -> Steps[Any]:
     """The answer to ``request`` within ``deadline``, sent again after connection loss once
     the client is connected. ``sent``: the pending answer of the same request, already sent, to
@@ -126,26 +132,27 @@ def watch_sent_steps(request: GetData | ListChildren, deadline: Deadline) -> Ste
         except BaseException:
             # the deadline passed or the wait was interrupted (perhaps just as the answer
             # came): a watch the request sets, now or later, is dropped again
-            sender = yield GetSender()
+            transport = yield GetTransport()
             yield OnAnswer(
-                answer, functools.partial(_drop_late_watch, sender, request.path, watch, children)
+                answer,
+                functools.partial(_drop_late_watch, transport, request.path, watch, children),
             )
             raise
 
 
 def _drop_late_watch(
-    sender: Sender,
+    transport: Transport,
     path: str,
     watcher: Callable[[WatchedEvent], None],
     children: bool,
     answered: Outcome,
 ) -> None:
     """Once the late answer of a watch request nobody waits for has set its watch (it was
-    ``answered`` without an error), drop that watch (through the runner's ``sender``)."""
+    ``answered`` without an error), drop that watch (through the runner's ``transport``)."""
     if answered[1] is not None:
         return
-    sender.call_later(
-        LATE_WATCH_DELAY, functools.partial(sender.forget_watch, path, watcher, children)
+    transport.call_later(
+        LATE_WATCH_DELAY, functools.partial(transport.forget_watch, path, watcher, children)
     )
 
 
@@ -258,5 +265,6 @@ __all__ = [
     "read_all_sent_steps",
     "read_sent_steps",
     "resent_steps",
+    "sent_steps",
     "watch_sent_steps",
 ]

@@ -17,7 +17,8 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.runners import Task, run, start, transport_of
+from .._client.runners import CallbackRun, run
+from .._client.transport import transport_of
 from .._cores.faces import LatchFace
 from .._cores.leader import CLOSE_WAIT, LatchCore
 from .._engine.election import CloseMode, LeaderLatchListener, Participant, leader_of
@@ -59,11 +60,12 @@ class LatchRunner:
     waits on handler events."""
 
     def __init__(self, core: LatchCore) -> None:
-        services = core.transport.services
+        self._transport = transport = transport_of(core.client)
+        services = transport.services
         self.core = core
         self._notices = services.serial_queue()
         self._changes = _Changes(services.new_flag)
-        self._task: Task | None = None
+        self._task: CallbackRun | None = None
         #: Set when leadership ends, cleared when it begins (a handler event).
         self.lost_event = core.transport.event_object()
 
@@ -72,7 +74,7 @@ class LatchRunner:
         started before."""
         changed = self._changes.changed
         election = self.core.begin(owner, self._notices.post, changed, self.lost_event)
-        self._task = start(self.core.transport, election.steps(), lambda _: changed())
+        self._task = self._transport.start(election.steps(), lambda _: changed())
 
     def close(self, close_mode: CloseMode | None) -> None:
         """End the election and wait (at most :data:`CLOSE_WAIT`) for its node's delete."""

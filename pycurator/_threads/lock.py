@@ -87,9 +87,7 @@ class ReentrantLock(LockFace, LockContext):
         connection_policy: ConnectionPolicy = "standard",
         recipe: str = "mutex",
     ) -> None:
-        self._core = LockCore(
-            engine, recipe, connection_policy, unit_getter(engine.transport.handler)
-        )
+        self._core = LockCore(engine, recipe, connection_policy, unit_getter(engine.client.handler))
         self._notice = LossNotice(engine.transport)
 
     @property

@@ -7,7 +7,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.runners import transport_of
+from .._client.transport import transport_of
 from .._engine.locks import mutex_engine
 from .._protocol.checks import ConnectionPolicy
 from .lock import ReentrantLock

@@ -7,7 +7,8 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.runners import run, transport_of
+from .._client.runners import run
+from .._client.transport import transport_of
 from .._cores.faces import ReadWriteFace
 from .._engine.locks import LockEngine, read_write_engines
 from .._protocol.checks import ConnectionPolicy

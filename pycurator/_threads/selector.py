@@ -38,8 +38,9 @@ from typing import Any
 from kazoo.client import KazooClient, TransactionRequest
 
 from .._client.concurrency import unit_getter
-from .._client.runners import Task, run, transport_of
+from .._client.runners import CallbackRun, run
 from .._client.runtime import services_of
+from .._client.transport import transport_of
 from .._cores.faces import LeadershipFace, SelectorFace
 from .._cores.selector import LeadershipCore, SelectorCore, Term, ending_of
 from .._engine.election import Participant, leader_of
@@ -92,7 +93,7 @@ class _Run:
     """A term's threaded side: the task that drives its steps on kazoo's callbacks, and the
     thread (or greenlet) that runs ``lead``, which cannot be interrupted, only told."""
 
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: CallbackRun) -> None:
         self.task = task
         self.lead_unit: object = None
 
@@ -219,7 +220,7 @@ class LeaderSelector(SelectorFace[_Run]):
         return self._core.queue(self._begin, self._elected, asked)
 
     def _begin(self, term: Term[_Run]) -> _Run:
-        task = Task(
+        task = CallbackRun(
             self._core.transport, term.election.steps(), functools.partial(self._over, term)
         )
         task.start()
@@ -247,7 +248,7 @@ class LeaderSelector(SelectorFace[_Run]):
                 # the steps end here, on this unit: the node's delete is sent at once
                 self._core.lead_ended(term, here=True)
 
-    def _over(self, term: Term[_Run], task: Task) -> None:
+    def _over(self, term: Term[_Run], task: CallbackRun) -> None:
         """A term's steps have ended (its node deleted): queue again if the rule says so, on
         this thread (kazoo's, or the unit that ran ``lead``; a closing selector never queues
         again, so this is not the caller of close()): the next term's first steps only send,

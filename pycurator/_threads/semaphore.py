@@ -19,7 +19,8 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.runners import run, transport_of
+from .._client.runners import run
+from .._client.transport import transport_of
 from .._cores.faces import LeaseFace, SemaphoreFace, SemaphoreMutexFace
 from .._cores.semaphore import LeaseCore, SemaphoreMutexCore
 from .._engine.hold import Held, LossNotice

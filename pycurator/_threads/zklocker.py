@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kazoo.client import KazooClient
 
-from .._client.runners import transport_of
+from .._client.transport import transport_of
 from .._engine.zklocker import zklocker_engine
 from .._protocol import wire
 from .._protocol.checks import ConnectionPolicy

@@ -8,7 +8,8 @@ from typing import Any, NoReturn
 
 from kazoo.client import KazooClient
 
-from .._client.runners import run, transport_of
+from .._client.runners import run
+from .._client.transport import transport_of
 from .._cores.faces import ElectionFace
 from .._cores.zkrecipes import election_core
 from .._engine.zkrecipes import leader_steps, write_lock_engine

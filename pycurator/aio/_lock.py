@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kazoo.client import KazooClient, TransactionRequest
 
-from .._client.runners import RunnerTransport
+from .._client.transport import is_client
 from .._cores.faces import LockFace, MultiLockFace, ReadWriteFace
 from .._cores.lock import LockCore
 from .._cores.multilock import (
@@ -40,6 +40,7 @@ from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.deadline import Deadline
 from .._protocol.drivers import Driver, ReadSideDriver
 from .._protocol.errors import LockLostError, LockTimeout
+from .._protocol.transport import Transport
 from ._runner import loop_notice, loop_spawner, run_async, transport_of
 
 log = logging.getLogger("pycurator")
@@ -111,7 +112,7 @@ class TaskNotice:
     with the recipe (maybe before any loop runs), and the ``on_lost`` callbacks, bound to the
     running loop by :meth:`bound` at the first hold."""
 
-    def __init__(self, transport: RunnerTransport, *, lost: bool = False) -> None:
+    def __init__(self, transport: Transport, *, lost: bool = False) -> None:
         self.event = asyncio.Event()
         if lost:
             self.event.set()
@@ -417,7 +418,7 @@ class InterProcessMultiLock(MultiLockFace[AsyncLock], AsyncLockContext):
         self, client_or_locks: KazooClient | Sequence[AsyncLock], paths: Sequence[str] | None = None
     ) -> None:
         self._locks: list[AsyncLock] = member_locks(
-            client_or_locks, paths, InterProcessMutex, AsyncLock, "not an asyncio lock"
+            client_or_locks, paths, InterProcessMutex, AsyncLock, "not an asyncio lock", is_client
         )
 
     def acquire(self, timeout: float | None = None) -> Coroutine[Any, Any, bool]:

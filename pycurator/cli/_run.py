@@ -20,9 +20,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
 from .. import menagerie, zkrecipes
-from .._engine.inspect import NOT_A_LOCK, LockView, inspect_lock
+from .._engine.inspect import NOT_A_LOCK, LockView
 from .._protocol.errors import LockLostError
 from .._protocol.zklocker import check_key
+from .._threads.inspection import inspect_lock
 from .._threads.lock import ReentrantLock
 from .._threads.mutex import InterProcessMutex
 from .._threads.rwlock import InterProcessReadWriteLock

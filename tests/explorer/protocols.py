@@ -26,7 +26,8 @@ from pycurator._protocol import wire
 from pycurator._protocol.checks import ConnectionPolicy
 from pycurator._protocol.deadline import FIRST_TRY_WAIT
 from pycurator._protocol.drivers import LATCH_DRIVER, MUTEX_DRIVER, ReadSideDriver, write_driver
-from pycurator._protocol.steps import NewSignal, Signal, Steps, WaitSignal
+from pycurator._protocol.steps import NewSignal, Steps, WaitSignal
+from pycurator._protocol.transport import Signal
 from pycurator._protocol.waits import DELETE_WAIT, delete_node_steps
 from pycurator._protocol.zkrecipes import ELECTION_DRIVER, ELECTION_NAMING
 

@@ -35,11 +35,11 @@ from pycurator._protocol.steps import (
     SessionId,
     Step,
     Steps,
-    Transport,
     WaitSignal,
     link_all,
     outcomes,
 )
+from pycurator._protocol.transport import Transport
 
 from ..scripted import Flag
 
@@ -228,7 +228,7 @@ class Scheduler:
     def cancel(self, p: Participant) -> None:
         """Throw :class:`~pycurator._client.runners.Cancelled` into ``p`` at its current wait,
         or at its next one, as the runners do on cancellation (asyncio's and
-        :class:`~pycurator._client.runners.Task` throw only where the steps wait)."""
+        :class:`~pycurator._client.runners.CallbackRun` throw only where the steps wait)."""
         if not p.done:
             p.cancel = True
 
