@@ -7,9 +7,9 @@ from typing import Any
 from kazoo.security import make_digest_acl
 
 from pycurator import InterProcessMutex
-from pycurator._client.runners import run
 from pycurator._client.transport import transport_of
 from pycurator._protocol.parents import parents_steps
+from pycurator._threads.runner import run
 from pycurator.testing import ClientFactory, java_acquire
 from tests.support import SOON, children
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from . import aio as aio  # the asyncio forms of the recipes
 from ._client.runtime import add_lock_listener, remove_lock_listener
 from ._connect import TLSOptions, connect, reconnecting_retry
-from ._engine.hold_monitor import ConnectionPolicy
 from ._protocol.errors import (
     ConnectTimeout,
     LockLostError,
@@ -16,7 +15,8 @@ from ._protocol.errors import (
     PyCuratorError,
 )
 from ._protocol.events import LockEvent, LockEventKind, LockListener
-from ._threads.leader import CloseMode, LeaderLatch, LeaderLatchListener, Participant
+from ._recipes.hold_monitor import ConnectionPolicy
+from ._threads.latch import CloseMode, LeaderLatch, LeaderLatchListener, Participant
 from ._threads.multilock import InterProcessMultiLock
 from ._threads.mutex import InterProcessMutex
 from ._threads.revocation import attempt_revoke

@@ -50,7 +50,6 @@ from kazoo.exceptions import ConnectionLoss, OperationTimeoutError
 from kazoo.retry import KazooRetry
 
 from ._client.kazoo_internals import use_lean_loop
-from ._client.runners import run
 from ._client.runtime import runtime_of
 from ._client.transport import transport_of
 from ._protocol.checks import MAX_SESSION_TIMEOUT, UNLIMITED_TIMEOUT
@@ -58,6 +57,7 @@ from ._protocol.deadline import Deadline, DeadlineExpired
 from ._protocol.errors import ConnectTimeout
 from ._protocol.parents import namespace_steps
 from ._protocol.paths import validate_path
+from ._threads.runner import run
 
 log = logging.getLogger("pycurator")
 #: The logger of the kazoo clients :func:`connect` makes: below kazoo's own, so that what a

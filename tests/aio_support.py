@@ -10,10 +10,10 @@ from typing import TypeVar
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoWatcherError
 
-from pycurator._client.runners import run as run_steps
 from pycurator._client.transport import transport_of
-from pycurator._protocol.ops import RemoveWatches, WatcherType
+from pycurator._protocol.requests import RemoveWatches, WatcherType
 from pycurator._protocol.waits import sent_steps
+from pycurator._threads.runner import run as run_steps
 from pycurator.testing import four_letter_word, paths_by_session, split_hosts
 
 from .support import SOON

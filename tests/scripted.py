@@ -20,7 +20,7 @@ from kazoo.exceptions import ConnectionClosedError
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
 from pycurator._protocol.deadline import DeadlineExpired
-from pycurator._protocol.ops import GetData, ListChildren, NodeExists, Request
+from pycurator._protocol.requests import GetData, ListChildren, NodeExists, Request
 from pycurator._protocol.steps import (
     Await,
     AwaitAll,

@@ -8,9 +8,9 @@ from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl
 
 from pycurator import InterProcessMutex, attempt_revoke
-from pycurator._client.runners import run
 from pycurator._client.transport import transport_of
 from pycurator._protocol.parents import parents_steps
+from pycurator._threads.runner import run
 from pycurator.testing import ClientFactory
 
 from .support import SOON, children

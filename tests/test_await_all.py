@@ -12,10 +12,10 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from pycurator._client.runners import run
 from pycurator._client.transport import transport_of
-from pycurator._protocol.ops import GetData
+from pycurator._protocol.requests import GetData
 from pycurator._protocol.steps import AwaitAll, NewSignal, Outcome, Send, Steps
+from pycurator._threads.runner import run
 from pycurator.aio._runner import run_async
 
 from .support import SOON

@@ -12,9 +12,9 @@ from kazoo.exceptions import NoAuthError
 from kazoo.security import OPEN_ACL_UNSAFE, make_acl, make_digest_acl
 
 from pycurator import InterProcessMutex, menagerie, zkrecipes
-from pycurator._client.runners import run
 from pycurator._client.transport import transport_of
 from pycurator._protocol.parents import parents_steps
+from pycurator._threads.runner import run
 from pycurator.testing import ClientFactory
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from pycurator.zklocker import ZkLocker

@@ -20,11 +20,10 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
 from pycurator._client.transport import KazooTransport, transport_of
-from pycurator._engine.locks import HeldNode, LockEngine
 from pycurator._protocol import wire
 from pycurator._protocol.deadline import Deadline
 from pycurator._protocol.drivers import MUTEX_DRIVER, write_driver
-from pycurator._protocol.ops import (
+from pycurator._protocol.requests import (
     CreateMode,
     CreateNode,
     CreateParent,
@@ -33,6 +32,8 @@ from pycurator._protocol.ops import (
     ListChildren,
     NodeExists,
 )
+from pycurator._recipes.lock_engine import LockEngine
+from pycurator._recipes.lock_nodes import LockNode
 
 from .scripted import (
     REDUCED,
@@ -109,7 +110,7 @@ def test_holds_at_once_on_the_listing_pipelined_behind_the_create(engine: LockEn
         session=SESSION,
     )
     held = server.run(engine.acquire_steps(None))
-    assert held == HeldNode(path(name(3)), 30, SESSION)
+    assert held == LockNode(path(name(3)), 30, SESSION)
     assert [(kind, type(request).__name__) for kind, request in server.log] == [
         ("send", "CreateNode"),
         ("send", "ListChildren"),  # sent before the create's answer is awaited
@@ -137,7 +138,7 @@ def test_a_waiter_watches_only_its_predecessor_and_confirms_its_node_once_it_is_
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
     assert not any(server.watches.values())
     # each next request is sent as the deletion is read, before the waiter wakes
@@ -177,7 +178,7 @@ def test_a_connection_change_as_the_predecessor_goes_lists_again_not_reading_the
             listener(KazooState.CONNECTED)
 
     server.watches[predecessor].append(reconnected)
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -191,7 +192,7 @@ def test_a_predecessor_gone_before_its_watch_decides_again_at_once(engine: LockE
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -205,7 +206,7 @@ def test_a_predecessor_gone_when_it_was_not_next_lists_again(engine: LockEngine)
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -222,7 +223,7 @@ def test_foreign_children_sort_behind_a_mutex_node_as_curator_sorts_them(
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -277,7 +278,7 @@ def test_a_create_lost_with_the_connection_is_found_again_by_its_prefix(
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -313,7 +314,7 @@ def test_a_connection_lost_between_create_and_listing_lists_again_once_connected
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -336,7 +337,7 @@ def test_an_expiry_mid_wait_queues_again_with_a_new_node(engine: LockEngine) -> 
         session=SESSION,
     )
     held = server.run(engine.acquire_steps(None))
-    assert held == HeldNode(path(ours_again), 50, new_session)
+    assert held == LockNode(path(ours_again), 50, new_session)
     server.finish()
 
 
@@ -370,7 +371,7 @@ def test_a_missing_parent_is_made_as_containers_and_the_create_sent_again(
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -496,7 +497,7 @@ def test_a_write_waiter_lists_again_before_it_holds(client: KazooTransport) -> N
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(ours), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(ours), 30, SESSION)
     server.finish()
 
 
@@ -518,7 +519,7 @@ def test_a_revocable_holder_watches_its_node_and_hears_the_revocation(
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     assert not revoked
     server.fire(path(name(3)), EventType.CHANGED)
     assert revoked == [True]
@@ -535,7 +536,7 @@ def test_a_plain_create_gives_the_listing_that_came_with_it(engine: LockEngine) 
         session=SESSION,
     )
     node, listed = server.run(engine.create_node_steps(Deadline(None)))
-    assert node == HeldNode(path(name(3)), 30, SESSION)
+    assert node == LockNode(path(name(3)), 30, SESSION)
     assert listed == [name(3), name(2, OTHER)]
     server.finish()
 
@@ -555,5 +556,5 @@ def test_a_watch_dropped_on_the_server_as_it_is_set_is_set_again(engine: LockEng
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()

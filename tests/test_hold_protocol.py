@@ -1,6 +1,6 @@
 """The hold check's protocol on a scripted server: no ZooKeeper, no thread, no sleep.
 
-A :class:`~pycurator._engine.hold_monitor.HoldMonitor` follows a held node from acquire to release;
+A :class:`~pycurator._recipes.hold_monitor.HoldMonitor` follows a held node from acquire to release;
 here the server's side (:mod:`tests.scripted`) plays its answers, watch events and connection
 states, and each test checks every request the monitor sends, in order. The same protocol runs on a
 real server in test_lost_lock.py, test_faults.py and the rest.
@@ -18,14 +18,14 @@ from kazoo.exceptions import ConnectionClosedError, ConnectionLoss
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
 from pycurator._client.transport import KazooTransport, transport_of
-from pycurator._engine.hold import FollowedNode
-from pycurator._engine.hold_monitor import NODE_DELETED, WATCH_DELAY, HoldMonitor, HoldState
-from pycurator._engine.locks import HeldNode
-from pycurator._engine.observe import Reporter
 from pycurator._protocol.checks import ConnectionPolicy
 from pycurator._protocol.errors import LockLostError
-from pycurator._protocol.ops import NodeExists
+from pycurator._protocol.requests import NodeExists
 from pycurator._protocol.transport import CLIENT_STOPPED, SESSION_EXPIRED
+from pycurator._recipes.hold import Hold
+from pycurator._recipes.hold_monitor import NODE_DELETED, WATCH_DELAY, HoldMonitor, HoldState
+from pycurator._recipes.lock_nodes import LockNode
+from pycurator._recipes.reports import Reporter
 
 from .scripted import WATCHED, Entry, Reply, ScriptedServer, stat
 
@@ -464,8 +464,8 @@ def test_a_followed_node_checks_through_its_monitor(client: KazooTransport) -> N
     report = Reporter("mutex", "/locks/m").acquired(time.monotonic(), NODE)
     changes: list[Change] = []
     hold = server.run(
-        FollowedNode.follow_steps(
-            client, HeldNode(NODE, 30, SESSION), "standard", lambda *c: changes.append(c), report
+        Hold.follow_steps(
+            client, LockNode(NODE, 30, SESSION), "standard", lambda *c: changes.append(c), report
         )
     )
     assert (hold.path, hold.fencing_token) == (NODE, 30)

@@ -34,7 +34,7 @@ from pycurator._client import sending as _sending
 from pycurator._client.records import CreateContainer, RemoveWatches
 from pycurator._client.sending import prefixed
 from pycurator._client.transport import KazooTransport, transport_of
-from pycurator._protocol.ops import DeleteNode, GetData, ListChildren, NodeExists, WatcherType
+from pycurator._protocol.requests import DeleteNode, GetData, ListChildren, NodeExists, WatcherType
 from pycurator.testing import FaultProxy, expire_kazoo_session
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 

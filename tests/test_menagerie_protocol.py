@@ -12,12 +12,9 @@ from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
 from pycurator._client.transport import KazooTransport, transport_of
-from pycurator._engine.locks import HeldNode
-from pycurator._engine.menagerie import PermitSteps, lock_engine, read_write_engines
-from pycurator._engine.zkrecipes import write_lock_engine
 from pycurator._protocol import wire
 from pycurator._protocol.menagerie import ReadSide
-from pycurator._protocol.ops import (
+from pycurator._protocol.requests import (
     CreateMode,
     CreateNode,
     CreateParent,
@@ -26,6 +23,9 @@ from pycurator._protocol.ops import (
     ListChildren,
     NodeExists,
 )
+from pycurator._recipes.lock_nodes import LockNode
+from pycurator._recipes.menagerie import PermitSteps, lock_engine, read_write_engines
+from pycurator._recipes.zkrecipes import write_lock_engine
 
 from .scripted import (
     REDUCED,
@@ -78,7 +78,7 @@ def test_a_lock_node_is_lock_seq_empty_and_ephemeral_sequential(client: KazooTra
         session=SESSION,
     )
     held = server.run(lock_engine(client, BASE, None).acquire_steps(None))
-    assert held == HeldNode(path(ours), 30, SESSION)
+    assert held == LockNode(path(ours), 30, SESSION)
     assert server.claimed == {path(ours): server.claimed[path(ours)]}
     server.finish()
 
@@ -99,7 +99,7 @@ def test_a_missing_base_is_made_persistent_and_empty_with_its_ancestors(
         ],
         session=SESSION,
     )
-    assert server.run(lock_engine(client, BASE, None).acquire_steps(None)) == HeldNode(
+    assert server.run(lock_engine(client, BASE, None).acquire_steps(None)) == LockNode(
         path(ours), 3, SESSION
     )
     server.finish()
@@ -124,7 +124,7 @@ def test_a_lost_create_is_found_among_the_sessions_unclaimed_nodes(client: Kazoo
     )
     claimant = object()
     server.claimed[path(another_acquires)] = claimant
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(ours), 11, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(ours), 11, SESSION)
     assert server.claimed[path(another_acquires)] is claimant
     assert path(ours) in server.claimed
     server.finish()
@@ -150,7 +150,7 @@ def test_a_downgrade_creates_a_plain_ephemeral_node_under_the_write_nodes_sequen
         ],
         session=SESSION,
     )
-    assert server.run(read.acquire_steps(None, ReadSide(write_node))) == HeldNode(
+    assert server.run(read.acquire_steps(None, ReadSide(write_node))) == LockNode(
         path(downgrade), 40, SESSION
     )
     server.finish()
@@ -175,7 +175,7 @@ def test_a_writer_next_in_line_lists_again_before_holding(client: KazooTransport
         ],
         session=SESSION,
     )
-    assert server.run(write.acquire_steps(None)) == HeldNode(path(ours), 90, SESSION)
+    assert server.run(write.acquire_steps(None)) == LockNode(path(ours), 90, SESSION)
     server.finish()
 
 
@@ -205,7 +205,7 @@ def test_a_permit_waiter_watches_the_permits_nodes_nearest_ahead_and_no_other(
         session=SESSION,
     )
     held = server.run(permits(client, 2).acquire_steps(None))
-    assert held is not None and held[0] == HeldNode(path(ours), 40, SESSION)
+    assert held is not None and held[0] == LockNode(path(ours), 40, SESSION)
     assert [r.path for r in server.sent if isinstance(r, GetData)] == [
         path(ahead[3]),
         path(ahead[2]),
@@ -273,7 +273,7 @@ def test_a_permit_whose_session_ended_queues_again(client: KazooTransport) -> No
         session=SESSION,
     )
     held = server.run(permits(client, 1).acquire_steps(None))
-    assert held is not None and held[0] == HeldNode(path(again), 50, new_session)
+    assert held is not None and held[0] == LockNode(path(again), 50, new_session)
     server.finish()
 
 
@@ -334,7 +334,7 @@ def test_a_drop_between_a_permits_decision_and_the_session_check_keeps_it(
         session=SESSION,
     )
     held = server.run(permits(client, 2).acquire_steps(None))
-    assert held is not None and held[0] == HeldNode(path(ours), 10, SESSION)
+    assert held is not None and held[0] == LockNode(path(ours), 10, SESSION)
     server.finish()
 
 
@@ -357,7 +357,7 @@ def test_a_drop_during_the_recovery_of_a_lost_create_takes_the_sessions_node(
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(ours), 11, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(ours), 11, SESSION)
     assert path(ours) in server.claimed
     server.finish()
 
@@ -392,7 +392,7 @@ def test_a_create_whose_session_ended_before_it_went_out_is_named_again(
         session=SESSION,
     )
     held = server.run(engine.acquire_steps(None))
-    assert held == HeldNode(path(node(fresh, 2)), 20, new_session)
+    assert held == LockNode(path(node(fresh, 2)), 20, new_session)
     server.finish()
 
 
@@ -417,7 +417,7 @@ def test_a_permit_waiter_watches_again_after_a_drop(client: KazooTransport) -> N
         session=SESSION,
     )
     held = server.run(permits(client, 1).acquire_steps(None))
-    assert held is not None and held[0] == HeldNode(path(ours), 10, SESSION)
+    assert held is not None and held[0] == LockNode(path(ours), 10, SESSION)
     server.finish()
 
 

@@ -28,8 +28,8 @@ from pycurator import (
     aio,
     remove_lock_listener,
 )
-from pycurator._engine import observe
 from pycurator._protocol.events import LOCK_LISTENERS
+from pycurator._recipes import reports as observe
 from pycurator.testing import ClientFactory, expire_kazoo_session
 
 from .aio_support import run

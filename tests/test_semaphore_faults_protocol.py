@@ -14,12 +14,12 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
-from pycurator._client.runners import Cancelled
+from pycurator._client.callback_runner import Cancelled
 from pycurator._client.transport import KazooTransport, transport_of
-from pycurator._engine.locks import HeldNode
 from pycurator._protocol import wire
-from pycurator._protocol.ops import DeleteNode
+from pycurator._protocol.requests import DeleteNode
 from pycurator._protocol.steps import Await, Steps
+from pycurator._recipes.lock_nodes import LockNode
 
 from .scripted import Fire, Forgets, Owes, Reply, ScriptedServer, State, stat
 from .test_semaphore_protocol import (
@@ -72,7 +72,7 @@ def test_a_drop_between_the_leases_count_and_the_session_check_keeps_the_lease(
         session=SESSION,
     )
     leases = server.run(semaphore(client, 2).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(1, 7), 70, SESSION)]
+    assert nodes(leases) == [LockNode(lease(1, 7), 70, SESSION)]
     server.finish()
 
 
@@ -142,7 +142,7 @@ def test_a_lease_whose_session_ends_as_the_mutex_is_released_is_taken_again(
     )
     leases = server.run(semaphore(client, 2).acquire_steps(1, None))
     # never a lease of a session that has ended
-    assert nodes(leases) == [HeldNode(lease(3, 8), 80, new_session)]
+    assert nodes(leases) == [LockNode(lease(3, 8), 80, new_session)]
     server.finish()
 
 
@@ -172,7 +172,7 @@ def test_a_lease_made_after_the_mutexs_session_ended_is_not_taken(client: KazooT
         session=SESSION,
     )
     leases = server.run(semaphore(client, 1).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(3, 8), 80, new_session)]
+    assert nodes(leases) == [LockNode(lease(3, 8), 80, new_session)]
     server.finish()
 
 
@@ -200,5 +200,5 @@ def test_a_lease_made_after_ours_means_the_mutex_is_lost_and_it_is_taken_again(
         session=SESSION,
     )
     leases = server.run(semaphore(client, 1).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(3, 10), 100, SESSION)]
+    assert nodes(leases) == [LockNode(lease(3, 10), 100, SESSION)]
     server.finish()

@@ -19,12 +19,9 @@ from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoAuthError,
 from kazoo.protocol.states import EventType, KazooState
 
 from pycurator._client.transport import KazooTransport, default_node_data, transport_of
-from pycurator._engine.hold import Held
-from pycurator._engine.locks import HeldNode
-from pycurator._engine.semaphore import SemaphoreSteps, lease_data_steps
 from pycurator._protocol import wire
 from pycurator._protocol.deadline import Deadline
-from pycurator._protocol.ops import (
+from pycurator._protocol.requests import (
     CreateMode,
     CreateNode,
     DeleteNode,
@@ -32,6 +29,9 @@ from pycurator._protocol.ops import (
     ListChildren,
     NodeExists,
 )
+from pycurator._recipes.hold import Acquired
+from pycurator._recipes.lock_nodes import LockNode
+from pycurator._recipes.semaphore import SemaphoreSteps, lease_data_steps
 
 from .scripted import (
     REDUCED,
@@ -131,7 +131,7 @@ def semaphore(client: KazooTransport, max_leases: int) -> SemaphoreSteps:
     return SemaphoreSteps(client, BASE, max_leases, DATA, None, "standard")
 
 
-def nodes(leases: list[Held] | None) -> list[HeldNode] | None:
+def nodes(leases: list[Acquired] | None) -> list[LockNode] | None:
     return None if leases is None else [node for node, _ in leases]
 
 
@@ -148,7 +148,7 @@ def test_a_lease_is_granted_at_once_while_fewer_than_max_leases_exist(
         session=SESSION,
     )
     leases = server.run(semaphore(client, 2).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(1, 7), 70, SESSION)]
+    assert nodes(leases) == [LockNode(lease(1, 7), 70, SESSION)]
     server.finish()
     assert not any(server.watches.values())
     # the internal mutex is taken before the lease is created, and released after
@@ -184,7 +184,7 @@ def test_a_waiter_watches_the_leases_children_and_is_woken_by_a_release(
         session=SESSION,
     )
     leases = server.run(semaphore(client, 1).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(1, 7), 70, SESSION)]
+    assert nodes(leases) == [LockNode(lease(1, 7), 70, SESSION)]
     server.finish()
     assert not any(server.watches.values())
     # the internal mutex is held all through the wait, and released only once the lease is
@@ -219,7 +219,7 @@ def test_waiters_queue_on_the_internal_mutex_before_creating_a_lease(
         session=SESSION,
     )
     leases = server.run(semaphore(client, 2).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(1, 7), 70, SESSION)]
+    assert nodes(leases) == [LockNode(lease(1, 7), 70, SESSION)]
     server.finish()
     assert not any(server.watches.values())
 
@@ -245,7 +245,7 @@ def test_foreign_children_count_under_leases_and_sort_last_under_locks(
         session=SESSION,
     )
     leases = server.run(semaphore(client, 2).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(1, 7), 70, SESSION)]
+    assert nodes(leases) == [LockNode(lease(1, 7), 70, SESSION)]
     server.finish()
 
 
@@ -285,7 +285,7 @@ def test_a_connection_lost_between_create_and_listing_lists_again_once_connected
         session=SESSION,
     )
     leases = server.run(semaphore(client, 2).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(1, 7), 70, SESSION)]
+    assert nodes(leases) == [LockNode(lease(1, 7), 70, SESSION)]
     server.finish()
     assert not any(server.watches.values())
 
@@ -316,7 +316,7 @@ def test_an_expiry_mid_wait_takes_the_mutex_again_and_creates_a_new_lease(
         session=SESSION,
     )
     leases = server.run(semaphore(client, 1).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(3, 9), 90, new_session)]
+    assert nodes(leases) == [LockNode(lease(3, 9), 90, new_session)]
     server.finish()
 
 
@@ -342,7 +342,7 @@ def test_a_lease_listed_in_an_ended_session_is_not_held(client: KazooTransport) 
         session=SESSION,
     )
     leases = server.run(semaphore(client, 1).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(3, 9), 90, new_session)]
+    assert nodes(leases) == [LockNode(lease(3, 9), 90, new_session)]
     server.finish()
 
 
@@ -428,7 +428,7 @@ def test_each_participant_counts_the_leases_against_its_own_max(
         ]
     server = ScriptedServer([*script, Reply(DeleteNode(lock(0, 4)))], session=SESSION)
     leases = server.run(semaphore(client, max_leases).acquire_steps(1, 30))
-    expected = [HeldNode(lease(1, 7), 70, SESSION)] if max_leases == 3 else None
+    expected = [LockNode(lease(1, 7), 70, SESSION)] if max_leases == 3 else None
     assert nodes(leases) == expected
     server.finish()
 

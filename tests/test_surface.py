@@ -24,8 +24,8 @@ from pycurator import (
     menagerie,
     zkrecipes,
 )
-from pycurator._engine.hold_monitor import HoldMonitor
-from pycurator._engine.locks import HeldNode
+from pycurator._recipes.hold_monitor import HoldMonitor
+from pycurator._recipes.lock_nodes import LockNode
 from pycurator.aio import menagerie as aio_menagerie
 from pycurator.aio import zklocker as aio_zklocker
 from pycurator.aio import zkrecipes as aio_zkrecipes
@@ -42,7 +42,7 @@ ONLY_ASYNCIO = {"is_owned_by_current_task"}  # a task owns an asyncio hold; the 
 
 def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
     """One object of each threaded recipe and of its asyncio form (nothing is sent)."""
-    node = HeldNode("/p/_c_00000000-0000-4000-8000-000000000000-lock-0000000000", 1, 0)
+    node = LockNode("/p/_c_00000000-0000-4000-8000-000000000000-lock-0000000000", 1, 0)
     monitor = HoldMonitor.__new__(HoldMonitor)  # not following anything: only its surface
     threaded_rw = InterProcessReadWriteLock(client, "/rw")
     asyncio_rw = aio.InterProcessReadWriteLock(client, "/rw")

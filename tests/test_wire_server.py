@@ -14,10 +14,10 @@ from kazoo.exceptions import NoNodeError, NoWatcherError, UnimplementedError
 from kazoo.protocol.serialization import Connect, Create, int_struct
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
-from pycurator._client.runners import run
 from pycurator._client.transport import transport_of
-from pycurator._protocol.ops import CreateMode, CreateNode, RemoveWatches
+from pycurator._protocol.requests import CreateMode, CreateNode, RemoveWatches
 from pycurator._protocol.waits import sent_steps
+from pycurator._threads.runner import run
 from pycurator.testing import ClientFactory, expire_kazoo_session
 from pycurator.testing.pytest_plugin import _clients_on
 

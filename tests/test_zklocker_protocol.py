@@ -14,10 +14,8 @@ from kazoo.protocol.states import KazooState
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from pycurator._client.transport import KazooTransport, transport_of
-from pycurator._engine.locks import HeldNode, LockEngine
-from pycurator._engine.zklocker import zklocker_engine
 from pycurator._protocol.deadline import Deadline
-from pycurator._protocol.ops import (
+from pycurator._protocol.requests import (
     CreateMode,
     CreateNode,
     CreateParent,
@@ -26,6 +24,9 @@ from pycurator._protocol.ops import (
     ListChildren,
     NodeExists,
 )
+from pycurator._recipes.lock_engine import LockEngine
+from pycurator._recipes.lock_nodes import LockNode
+from pycurator._recipes.zklocker import zklocker_engine
 from pycurator.zklocker import ZkLocker
 
 from .scripted import (
@@ -83,7 +84,7 @@ def test_the_node_is_javas_and_holds_first_among_foreign_children(client: KazooT
         ],
         session=SESSION,
     )
-    assert server.run(engine(client).acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine(client).acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -96,7 +97,7 @@ def test_a_keyless_node_is_named_with_the_session_alone(client: KazooTransport) 
         session=SESSION,
     )
     held = server.run(engine(client, None).acquire_steps(None))
-    assert held == HeldNode(path(name(3, key=None)), 30, SESSION)
+    assert held == LockNode(path(name(3, key=None)), 30, SESSION)
     server.finish()
 
 
@@ -110,7 +111,7 @@ def test_a_negative_session_id_is_written_as_javas_signed_long(client: KazooTran
         ],
         session=negative,
     )
-    assert server.run(engine(client).acquire_steps(None)) == HeldNode(path(ours), 30, negative)
+    assert server.run(engine(client).acquire_steps(None)) == LockNode(path(ours), 30, negative)
     server.finish()
 
 
@@ -138,7 +139,7 @@ def test_a_missing_parent_is_made_persistent_and_the_create_sent_again(
         ],
         session=SESSION,
     )
-    assert server.run(deep.acquire_steps(None)) == HeldNode(f"/app/locks/{ours}", 3, SESSION)
+    assert server.run(deep.acquire_steps(None)) == LockNode(f"/app/locks/{ours}", 3, SESSION)
     server.finish()
 
 
@@ -162,7 +163,7 @@ def test_a_keyed_waiter_waits_for_a_lower_keyless_node_and_its_own_key(
         ],
         session=SESSION,
     )
-    assert server.run(engine(client).acquire_steps(None)) == HeldNode(path(name(4)), 40, SESSION)
+    assert server.run(engine(client).acquire_steps(None)) == LockNode(path(name(4)), 40, SESSION)
     server.finish()
     assert not any(server.watches.values())
 
@@ -247,7 +248,7 @@ def test_a_lost_create_of_an_earlier_session_is_not_found(client: KazooTransport
         ],
         session=OTHER,
     )
-    assert server.run(engine(client).acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine(client).acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -293,7 +294,7 @@ def test_an_expiry_mid_wait_queues_again_under_the_new_sessions_name(
         ],
         session=SESSION,
     )
-    assert server.run(engine(client).acquire_steps(None)) == HeldNode(path(ours_again), 60, new)
+    assert server.run(engine(client).acquire_steps(None)) == LockNode(path(ours_again), 60, new)
     server.finish()
 
 

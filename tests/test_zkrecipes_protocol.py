@@ -14,12 +14,7 @@ from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
 from pycurator._client.transport import KazooTransport, transport_of
-from pycurator._engine import election
-from pycurator._engine.election import Election
-from pycurator._engine.locks import HeldNode, LockEngine
-from pycurator._engine.observe import Reporter
-from pycurator._engine.zkrecipes import write_lock_engine
-from pycurator._protocol.ops import (
+from pycurator._protocol.requests import (
     CreateMode,
     CreateNode,
     CreateParent,
@@ -29,6 +24,12 @@ from pycurator._protocol.ops import (
     NodeExists,
 )
 from pycurator._protocol.zkrecipes import ELECTION_DRIVER, ELECTION_NAMING
+from pycurator._recipes import election
+from pycurator._recipes.election import Election
+from pycurator._recipes.lock_engine import LockEngine
+from pycurator._recipes.lock_nodes import LockNode
+from pycurator._recipes.reports import Reporter
+from pycurator._recipes.zkrecipes import write_lock_engine
 
 from .scripted import (
     REDUCED,
@@ -90,7 +91,7 @@ def test_the_node_is_x_session_dash_with_java_data_and_holds_when_first(
         [Reply(create(), made(3)), Reply(LISTING, [lock(3), "config", "notes-v2"])],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(at(lock(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(at(lock(3)), 30, SESSION)
     assert at(lock(3)) in server.claimed  # claimed by this acquire until deleted
     server.finish()
 
@@ -108,7 +109,7 @@ def test_a_missing_directory_is_made_persistent_with_its_parents(engine: LockEng
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(at(lock(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(at(lock(3)), 30, SESSION)
     server.finish()
 
 
@@ -126,7 +127,7 @@ def test_a_foreign_numbered_child_ahead_is_waited_for_and_the_waiter_lists_befor
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(at(lock(2)), 20, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(at(lock(2)), 20, SESSION)
     server.finish()
 
 
@@ -165,7 +166,7 @@ def test_a_predecessor_gone_before_its_watch_is_no_lost_wake_up(engine: LockEngi
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(at(lock(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(at(lock(3)), 30, SESSION)
     server.finish()
 
 
@@ -186,7 +187,7 @@ def test_each_change_of_the_node_ahead_renews_its_one_watch(engine: LockEngine) 
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(at(lock(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(at(lock(3)), 30, SESSION)
     server.finish()
     assert not any(server.watches.values())
 
@@ -248,7 +249,7 @@ def test_a_lost_create_made_nothing_so_a_new_node_is_made(engine: LockEngine) ->
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(at(lock(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(at(lock(3)), 30, SESSION)
     server.finish()
 
 
@@ -428,5 +429,5 @@ def test_a_create_between_an_expiry_and_the_next_session_waits_for_the_session_i
         connected=False,
     )
     held = server.run(engine.acquire_steps(None))
-    assert held == HeldNode(at(lock(3, NEW_SESSION)), 30, NEW_SESSION)
+    assert held == LockNode(at(lock(3, NEW_SESSION)), 30, NEW_SESSION)
     server.finish()

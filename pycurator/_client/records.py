@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from kazoo.protocol.serialization import GetChildren, read_string, write_buffer, write_string
 from kazoo.protocol.states import ZnodeStat
 
-from .._protocol.ops import CreateMode, WatcherType
+from .._protocol.requests import CreateMode, WatcherType
 
 #: ``ZooDefs.OpCode.createContainer``.
 OP_CREATE_CONTAINER = 19

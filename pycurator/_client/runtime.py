@@ -46,7 +46,7 @@ process's one fork hook: a child starts with none (no thread or greenlet of the 
 it) and with a new :func:`process_lock`.
 
 The process's lock listeners (:func:`add_lock_listener`) are written here, under
-:func:`process_lock`, and read by every report (:mod:`pycurator._engine.observe`) with no lock.
+:func:`process_lock`, and read by every report (:mod:`pycurator._recipes.reports`) with no lock.
 Not here: the tasks of asyncio callbacks are the event loop's (see :mod:`pycurator.aio._runner`).
 """
 

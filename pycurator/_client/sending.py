@@ -1,4 +1,4 @@
-"""How each request of :mod:`pycurator._protocol.ops` is sent on a kazoo client
+"""How each request of :mod:`pycurator._protocol.requests` is sent on a kazoo client
 (:data:`SENDERS`, which :class:`~pycurator._client.transport.KazooTransport` looks a request up
 in): as kazoo's ``*_async`` calls send it, or through kazoo's connection with a record of
 pycurator's (:mod:`pycurator._client.records`) for what kazoo cannot send itself. A request
@@ -34,7 +34,7 @@ from kazoo.protocol.serialization import (
 from kazoo.protocol.states import WatchedEvent
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from .._protocol.ops import (
+from .._protocol.requests import (
     CheckVersion,
     CreateMode,
     CreateNode,

@@ -2,8 +2,8 @@
 :class:`~pycurator._protocol.transport.Transport` every recipe of a client sends through
 (:func:`transport_of`).
 
-The protocols (:mod:`pycurator._engine.locks`...) say what they need as steps
-(:mod:`pycurator._protocol.steps`) and requests (:mod:`pycurator._protocol.ops`); the runners
+The protocols (:mod:`pycurator._recipes.lock_engine`...) say what they need as steps
+(:mod:`pycurator._protocol.steps`) and requests (:mod:`pycurator._protocol.requests`); the runners
 perform them here. Each request is sent by its function in
 :data:`~pycurator._client.sending.SENDERS`. The transport is also what
 a protocol's callbacks send through (a watcher sending its next request as it reads a deletion,
@@ -24,11 +24,11 @@ from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import ConnectionClosedError
 from kazoo.protocol.states import WatchedEvent
 
-from .._protocol.ops import Request
+from .._protocol.requests import Request
 from .._protocol.transport import Pending, closed_error
 from . import kazoo_internals
 from .background import SerialQueue, Timer
-from .runners import CallbackRun, run_in_background
+from .callback_runner import CallbackRun, run_in_background
 from .runtime import HandlerServices, Runtime, process_lock, runtime_of
 from .sending import SENDERS, forget_watch
 
@@ -114,7 +114,7 @@ class KazooTransport:
     # -- requests --------------------------------------------------------------------------
 
     def send(self, request: Request) -> Any:
-        """Send ``request`` (a :mod:`pycurator._protocol.ops` request); kazoo's async result of
+        """Send ``request`` (a :mod:`pycurator._protocol.requests` request); kazoo's async result of
         it."""
         sender = SENDERS.get(type(request))
         if sender is None:
@@ -172,7 +172,7 @@ class KazooTransport:
         on_done: Callable[[CallbackRun], None] | None = None,
     ) -> CallbackRun:
         """Run ``steps`` in the background, driven by kazoo's callbacks
-        (:func:`~pycurator._client.runners.run_in_background`); ``on_done(run)`` once they
+        (:func:`~pycurator._client.callback_runner.run_in_background`); ``on_done(run)`` once they
         end."""
         return run_in_background(self, steps, on_done)
 

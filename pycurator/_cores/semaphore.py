@@ -1,13 +1,11 @@
 """The cores that both front ends' semaphores, leases and semaphore mutexes compose, over the
-semaphore's protocol (:mod:`pycurator._engine.semaphore`)."""
+semaphore's protocol (:mod:`pycurator._recipes.semaphore`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from .._engine.hold import FollowedNode, Held, LossNotice
-from .._engine.semaphore import SemaphoreSteps, lease_data_steps
 from .._protocol import wire
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.deadline import Deadline
@@ -17,6 +15,8 @@ from .._protocol.steps import (
 )
 from .._protocol.transport import Transport
 from .._protocol.waits import delete_node_steps
+from .._recipes.hold import Acquired, Hold, LossNotice
+from .._recipes.semaphore import SemaphoreSteps, lease_data_steps
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -34,7 +34,7 @@ class LeaseCore:
     def __init__(
         self,
         transport: Transport,
-        held: Held,
+        held: Acquired,
         policy: ConnectionPolicy,
         notice: LossNotice,
         subject: object,
@@ -45,7 +45,7 @@ class LeaseCore:
         self.delete = delete
         self.notice = notice
         node, report = held
-        self.hold = FollowedNode(
+        self.hold = Hold(
             transport,
             node,
             policy,

@@ -1,13 +1,12 @@
 """The election core of ZooKeeper's ``LeaderElectionSupport`` (its rules are
-:mod:`pycurator._protocol.zkrecipes`, its engines :mod:`pycurator._engine.zkrecipes`), which both
+:mod:`pycurator._protocol.zkrecipes`, its engines :mod:`pycurator._recipes.zkrecipes`), which both
 front ends compose."""
 
 from __future__ import annotations
 
-from .._engine.election import CloseMode
 from .._protocol.transport import Transport
 from .._protocol.zkrecipes import ELECTION_DRIVER, ELECTION_NAMING, check_host_name
-from .leader import LatchCore
+from .latch import CloseMode, LatchCore
 
 
 def election_core(transport: Transport, root: str, host_name: str) -> LatchCore:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from . import wire
-from .ops import CreateMode
+from .requests import CreateMode
 
 
 class NodeVanishedError(LookupError):

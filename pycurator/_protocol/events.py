@@ -1,7 +1,7 @@
 """What every lock tells of its waits and holds, as data: :class:`LockEvent`, its
 :class:`LockEventKind`, its log message, and the process's lock listeners
 (:data:`LOCK_LISTENERS`), which :func:`pycurator.add_lock_listener` writes and every report
-reads. Who tells, and when, is :mod:`pycurator._engine.observe`'s.
+reads. Who tells, and when, is :mod:`pycurator._recipes.reports`'s.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from typing import Any
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from .deadline import Deadline
-from .ops import CreateMode, CreateParent, NodeExists
+from .requests import CreateMode, CreateParent, NodeExists
 from .steps import Await, Chroot, Send, Steps
 
 

@@ -3,8 +3,8 @@
 The recipes' protocols (the lock loop, the semaphore loop, the hold check) are generators that
 *yield* what they need:
 
-- :class:`Send`: send a request (:mod:`pycurator._protocol.ops`, as data); the value is its pending
-  answer, awaited later, so that requests can be pipelined;
+- :class:`Send`: send a request (:mod:`pycurator._protocol.requests`, as data); the value is its
+  pending answer, awaited later, so that requests can be pipelined;
 - :class:`Await`: the answer to a request, no later than a deadline (else
   :class:`DeadlineExpired` is thrown in);
 - :class:`NewSignal`: a flag that kazoo's callbacks may set from any thread;
@@ -25,10 +25,10 @@ does no I/O: it is the protocol's vocabulary, as h11 and httpcore keep HTTP's ru
 A runner performs each step and sends its value (or throws its error) back in; three runners
 drive the same generators:
 
-- :func:`pycurator._client.runners.run` blocks the calling thread through the client's handler
+- :func:`pycurator._threads.runner.run` blocks the calling thread through the client's handler
   (so it serves kazoo's threading, gevent and eventlet handlers alike);
-- :func:`pycurator._client.runners.run_in_background` drives them from kazoo's callbacks and a
-  shared timer, with no unit of their own (an election that waits or leads costs a node and a
+- :func:`pycurator._client.callback_runner.run_in_background` drives them from kazoo's callbacks and
+  a shared timer, with no unit of their own (an election that waits or leads costs a node and a
   watch, not a thread);
 - :mod:`pycurator.aio` awaits them on an event loop.
 
@@ -37,7 +37,7 @@ clean-up, which may yield more steps.
 
 A step is a record made for each step yielded and never changed once made: slotted, equal by
 type and fields, and hashable, with a plain ``__init__``, as the requests of
-:mod:`pycurator._protocol.ops` (a frozen dataclass's sets each field through
+:mod:`pycurator._protocol.requests` (a frozen dataclass's sets each field through
 ``object.__setattr__``: a third of a microsecond more a step, tens of them an election).
 """
 
@@ -50,7 +50,7 @@ from typing import Any, TypeVar
 from kazoo.protocol.states import WatchedEvent
 
 from .deadline import Deadline
-from .ops import Request
+from .requests import Request
 from .transport import Pending, Signal, Transport
 
 T = TypeVar("T")

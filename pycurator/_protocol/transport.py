@@ -12,7 +12,7 @@ queues and timers. On a kazoo client it is :class:`pycurator._client.transport.K
 of a client (``tests/explorer/model.py``).
 
 Sending a request the transport does not know yet (a watch that stays, a node with a time to
-live) takes two things: its record in :mod:`pycurator._protocol.ops`, what it asks for; and its
+live) takes two things: its record in :mod:`pycurator._protocol.requests`, what it asks for; and its
 sending, in :data:`pycurator._client.sending.SENDERS` (with its jute record, when kazoo has
 none, in :mod:`pycurator._client.records`). Nothing here changes.
 """
@@ -26,7 +26,7 @@ from typing import Any, Protocol, TypeVar
 from kazoo.exceptions import ConnectionClosedError
 from kazoo.protocol.states import WatchedEvent
 
-from .ops import Request
+from .requests import Request
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -1,7 +1,7 @@
 """The waits every recipe shares, as steps (:mod:`pycurator._protocol.steps`) that say what they
-send (:mod:`pycurator._protocol.ops` requests, performed by the runner): for the connection, for a
-request's answer with retries, for a watch to be set, for reads that ride through a reconnect; and
-Curator's guaranteed delete.
+send (:mod:`pycurator._protocol.requests` requests, performed by the runner): for the connection,
+for a request's answer with retries, for a watch to be set, for reads that ride through a reconnect;
+and Curator's guaranteed delete.
 
 Every wait honours a deadline, whatever the connection does. Deletes never wait for longer than
 :data:`DELETE_WAIT`: one the server has not confirmed by then goes on in the background
@@ -26,7 +26,7 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import WatchedEvent
 
 from .deadline import Deadline, DeadlineExpired
-from .ops import DeleteNode, GetData, ListChildren, Request
+from .requests import DeleteNode, GetData, ListChildren, Request
 from .steps import (
     Await,
     AwaitAll,
@@ -111,10 +111,10 @@ def resent_steps(request: Request, deadline: Deadline, sent: Any = None) -> Step
 
 
 def watch_sent_steps(request: GetData | ListChildren, deadline: Deadline) -> Steps[Any]:
-    """Set the watch of ``request`` (a :class:`~pycurator._protocol.ops.GetData` or
-    :class:`~pycurator._protocol.ops.ListChildren` with a watch): its answer within ``deadline``,
-    sent again after connection loss; NoNodeError if the path is gone. A watch set by an answer that
-    comes after we stopped waiting is dropped again."""
+    """Set the watch of ``request`` (a :class:`~pycurator._protocol.requests.GetData` or
+    :class:`~pycurator._protocol.requests.ListChildren` with a watch): its answer within
+    ``deadline``, sent again after connection loss; NoNodeError if the path is gone. A watch set by
+    an answer that comes after we stopped waiting is dropped again."""
     watch = request.watch
     assert watch is not None, "a request that sets a watch"
     children = not isinstance(request, GetData)

@@ -1,13 +1,13 @@
 """``attempt_revoke``: Curator's ``Revoker``, blocking (its steps:
-:func:`pycurator._engine.revocation.revoke_steps`)."""
+:func:`pycurator._recipes.revocation.revoke_steps`)."""
 
 from __future__ import annotations
 
 from kazoo.client import KazooClient
 
-from .._client.runners import run
 from .._client.transport import transport_of
-from .._engine.revocation import revoke_steps
+from .._recipes.revocation import revoke_steps
+from .runner import run
 
 
 def attempt_revoke(client: KazooClient, node_path: str) -> None:

@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 
 from .._client.sending import transaction_of
 from .._client.transport import transport_of
-from .._engine.hold import LossNotice
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.steps import (
     Await,
@@ -41,6 +40,7 @@ from .._protocol.steps import (
 )
 from .._protocol.transport import Transport
 from .._protocol.waits import sent_steps
+from .._recipes.hold import LossNotice
 
 T = TypeVar("T")
 
@@ -232,7 +232,7 @@ def log_failure(task: asyncio.Task[Any]) -> None:
 async def commit(transaction: Any) -> list[Any]:
     """Commit a kazoo transaction (a ``guarded_transaction()``, say) without blocking the loop;
     its results, as ``transaction.commit()`` returns them: the transaction is sent as any
-    request is (:class:`~pycurator._protocol.ops.Transaction`)."""
+    request is (:class:`~pycurator._protocol.requests.Transaction`)."""
     request = transaction_of(transaction)
     results: list[Any] = await run_async(transport_of(transaction.client), sent_steps(request))
     return results

@@ -8,7 +8,7 @@ from typing import TextIO
 
 from kazoo.client import KazooClient
 
-from .._engine.inspect import LockView
+from .._recipes.inspection import LockView
 from .._threads.inspection import inspect_lock
 from ._text import shown, shown_data
 

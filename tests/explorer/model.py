@@ -2,7 +2,7 @@
 
 :class:`Client`: one kazoo client, as the protocols' runners see it (a
 :class:`~pycurator._protocol.steps.Transport`, and the
-:class:`~pycurator._engine.hold_monitor.HoldSender` a hold check's callbacks use). As kazoo:
+:class:`~pycurator._recipes.hold_monitor.HoldSender` a hold check's callbacks use). As kazoo:
 requests are answered in order, the watch events in the same stream; a request made while
 disconnected waits for the connection; a dropped connection fails the requests in flight with
 ConnectionLoss (applied or not), tells SUSPENDED, and fires and forgets every watch of the client
@@ -28,13 +28,7 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
 from pycurator._client.transport import transport_of
-from pycurator._protocol.ops import (
-    DeleteNode,
-    GetData,
-    ListChildren,
-    NodeExists,
-    Request,
-)
+from pycurator._protocol.requests import DeleteNode, GetData, ListChildren, NodeExists, Request
 from pycurator._protocol.steps import Steps
 from pycurator._protocol.transport import STOPPED_MESSAGE
 

@@ -24,7 +24,7 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
-from pycurator._protocol.ops import (
+from pycurator._protocol.requests import (
     CreateNode,
     CreateParent,
     DeleteNode,

@@ -3,7 +3,7 @@
 A latch is a protected ephemeral-sequential node ``PATH/_c_<uuid>-latch-<seq>`` holding the
 participant's id as UTF-8. The first node in queue order leads; every other participant watches
 only the node right in front of it. Curator 5.8's rules apply (see
-:mod:`pycurator._engine.election`). What a latch is lives in :mod:`pycurator._cores.leader`, which
+:mod:`pycurator._recipes.election`). What a latch is lives in :mod:`pycurator._cores.latch`, which
 the asyncio latch holds too; this shell runs the election on kazoo's callbacks (no thread of its
 own) and waits on handler events.
 """
@@ -17,13 +17,14 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.runners import CallbackRun, run
+from .._client.callback_runner import CallbackRun
 from .._client.transport import transport_of
 from .._cores.faces import LatchFace
-from .._cores.leader import CLOSE_WAIT, LatchCore
-from .._engine.election import CloseMode, LeaderLatchListener, Participant, leader_of
+from .._cores.latch import CLOSE_WAIT, CloseMode, LatchCore, LeaderLatchListener
 from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.deadline import Deadline
+from .._recipes.participants import Participant, leader_of
+from .runner import run
 
 
 class _Changes:
@@ -53,10 +54,10 @@ class _Changes:
             event.set()
 
 
-class LatchRunner:
-    """How a threaded shell runs a :class:`~pycurator._cores.leader.LatchCore` (a
-    ``LeaderLatch``, ZooKeeper's ``LeaderElection``): its election as a task on kazoo's
-    callbacks (no thread of its own), its news in order on the handler's serial queue, and its
+class LatchShell:
+    """What the threaded latch shells (``LeaderLatch``, ZooKeeper's ``LeaderElection``) share:
+    how they run a :class:`~pycurator._cores.latch.LatchCore`: its election on the callback
+    runner (no thread of its own), its news in order on the handler's serial queue, and its
     waits on handler events."""
 
     def __init__(self, core: LatchCore) -> None:
@@ -136,7 +137,7 @@ class LeaderLatch(LatchFace):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._runner = LatchRunner(
+        self._runner = LatchShell(
             LatchCore(transport_of(client), path, id, close_mode, acl, connection_policy)
         )
         self._core = self._runner.core
@@ -229,7 +230,7 @@ class LeaderLatch(LatchFace):
 __all__ = [
     "CLOSE_WAIT",
     "CloseMode",
-    "LatchRunner",
+    "LatchShell",
     "LeaderLatch",
     "LeaderLatchListener",
     "Participant",

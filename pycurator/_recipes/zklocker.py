@@ -7,7 +7,7 @@ from kazoo.security import OPEN_ACL_UNSAFE
 from .._protocol import zklocker
 from .._protocol.paths import validate_path
 from .._protocol.transport import Transport
-from .locks import LockEngine
+from .lock_engine import LockEngine
 
 
 def zklocker_engine(transport: Transport, parent: str, key: str | None) -> LockEngine:

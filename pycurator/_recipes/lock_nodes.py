@@ -1,7 +1,8 @@
-"""The lock engine's nodes: create our node (protected, its listing pipelined behind it), find
-one whose answer was lost, delete what a create that gave up may have made, list the lock path,
-and delete our node; as steps (:mod:`pycurator._protocol.steps`). The waiting is
-:mod:`pycurator._engine.lock_wait`'s; :class:`~pycurator._engine.locks.LockEngine` composes the two.
+"""The lock engine's nodes: create our node (protected, its listing pipelined behind it), find one
+whose answer was lost, delete what a create that gave up may have made, list the lock path, and
+delete our node; as steps (:mod:`pycurator._protocol.steps`). The waiting is
+:mod:`pycurator._recipes.lock_wait`'s; :class:`~pycurator._recipes.lock_engine.LockEngine` composes
+the two.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from kazoo.exceptions import (
 from .._protocol import wire
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.drivers import CURATOR_NAMING, Decision, Driver, Naming
-from .._protocol.ops import CreateMode, CreateNode, ListChildren, NodeExists
 from .._protocol.parents import parents_steps
+from .._protocol.requests import CreateMode, CreateNode, ListChildren, NodeExists
 from .._protocol.steps import Await, Claims, GetTransport, OweDelete, Send, SessionId, Steps
 from .._protocol.transport import Transport
 from .._protocol.waits import (
@@ -44,7 +45,7 @@ CREATE_RETRIES = 10
 
 
 @dataclass(frozen=True, slots=True)
-class HeldNode:
+class LockNode:
     """Our lock node: its path, its creation zxid (the fencing token), and its session."""
 
     path: str
@@ -96,16 +97,16 @@ class LockNodes:
     @overload
     def create_node_steps(
         self, deadline: Deadline, driver: Driver | None = None, *, decide: Literal[False] = False
-    ) -> Steps[tuple[HeldNode, list[str] | None]]: ...
+    ) -> Steps[tuple[LockNode, list[str] | None]]: ...
 
     @overload
     def create_node_steps(
         self, deadline: Deadline, driver: Driver | None = None, *, decide: Literal[True]
-    ) -> Steps[tuple[HeldNode, Decision | None]]: ...
+    ) -> Steps[tuple[LockNode, Decision | None]]: ...
 
     def create_node_steps(
         self, deadline: Deadline, driver: Driver | None = None, *, decide: bool = False
-    ) -> Steps[tuple[HeldNode, list[str] | Decision | None]]:
+    ) -> Steps[tuple[LockNode, list[str] | Decision | None]]:
         """Create our protected node; also the children listed right after it, when they came
         in the same round trip (the listing is pipelined behind the create). With ``decide``,
         the driver's decision over that listing instead (:func:`decision_on_arrival`), so that
@@ -162,7 +163,7 @@ class LockNodes:
                         functools.partial(self._undo_late_create, transport, prefix, claims)
                     )
                     raise
-                node = HeldNode(self._child_path(created), stat.czxid, stat.ephemeralOwner)
+                node = LockNode(self._child_path(created), stat.czxid, stat.ephemeralOwner)
                 if naming.session and node.session_id != session_id:
                     # the session named ended before the create went out: the name is wrong
                     yield OweDelete(node.path)
@@ -214,7 +215,7 @@ class LockNodes:
 
     def _find_lost(
         self, prefix: str, deadline: Deadline, claims: dict[str, object] | None
-    ) -> Steps[HeldNode | None]:
+    ) -> Steps[LockNode | None]:
         """Our node from an earlier create whose reply was lost, if the server made it.
 
         Under a protected name, a node with our prefix that belongs to an earlier session is
@@ -234,7 +235,7 @@ class LockNodes:
             stat = yield Await((yield Send(NodeExists(path))), deadline)
             if stat is not None and stat.ephemeralOwner == session_id:
                 if claims is None or claims.setdefault(path, deadline) is deadline:
-                    return HeldNode(path, stat.czxid, stat.ephemeralOwner)
+                    return LockNode(path, stat.czxid, stat.ephemeralOwner)
             elif stat is not None and claims is None:
                 yield OweDelete(path)
         return None
@@ -319,4 +320,4 @@ def decision_on_arrival(create: Any, driver: Driver) -> Callable[[list[str]], De
     return reduce
 
 
-__all__ = ["CREATE_RETRIES", "MAX_NODE_DATA", "HeldNode", "LockNodes", "decision_on_arrival"]
+__all__ = ["CREATE_RETRIES", "MAX_NODE_DATA", "LockNode", "LockNodes", "decision_on_arrival"]

@@ -1,8 +1,9 @@
-"""The runners of the protocol's steps (:mod:`pycurator._protocol.steps`) on a kazoo client:
-:func:`run` blocks the calling thread through the client's handler; :func:`run_in_background`
-drives them from kazoo's callbacks and a shared timer, with no unit of their own. Both take the
-client's transport (:func:`pycurator._client.transport.transport_of`), through which they
-perform the client's side; :mod:`pycurator.aio` has the third runner, on an event loop."""
+"""The callback runner of the protocol's steps (:mod:`pycurator._protocol.steps`):
+:func:`run_in_background` drives them from kazoo's callbacks and a shared timer, with no unit of
+their own (:class:`CallbackRun`), on a client's transport
+(:func:`pycurator._client.transport.transport_of`), through which it performs the client's side.
+The front ends' own runners block a thread (:mod:`pycurator._threads.runner`) or await on an
+event loop (:mod:`pycurator.aio._runner`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any, TypeVar
 
 from kazoo.protocol.states import Callback
 
-from .._protocol.deadline import Deadline, DeadlineExpired
+from .._protocol.deadline import DeadlineExpired
 from .._protocol.steps import (
     EFFECTS,
     Await,
@@ -34,51 +35,6 @@ from .runtime import services_of
 log = logging.getLogger("pycurator")
 
 T = TypeVar("T")
-
-
-def wait_result(handler: Any, result: Any, deadline: Deadline) -> Any:
-    """The value of a kazoo async ``result`` (its error raised as kazoo raises it), or
-    :class:`DeadlineExpired` once ``deadline`` passes with no reply yet.
-
-    The request itself is not withdrawn: it may still be sent and answered later, so a caller
-    that gives up on a request with side effects (a create, a watch) undoes them when it lands.
-    """
-    try:
-        return result.get(timeout=deadline.remaining())
-    except handler.timeout_exception:
-        raise DeadlineExpired() from None
-
-
-def run(transport: Transport, steps: Steps[T]) -> T:
-    """Perform ``steps`` on ``transport``'s client, blocking the calling thread (or greenlet);
-    the generator's value."""
-    handler = transport.client.handler
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        value, error = None, None
-        try:
-            if isinstance(step, Await):
-                value = wait_result(handler, step.result, step.deadline)
-            elif (effect := EFFECTS.get(type(step))) is not None:
-                value = effect(transport, step)
-            elif isinstance(step, NewSignal):
-                value = handler.event_object()
-            elif isinstance(step, AwaitAll):
-                unlink = link_all(step.answers, step.wake)
-                try:
-                    step.wake.wait(step.timeout)  # type: ignore[attr-defined]
-                finally:
-                    unlink()
-                value = outcomes(step.answers)
-            else:
-                value = bool(step.signal.wait(step.timeout))  # type: ignore[union-attr]
-        except BaseException as exc:  # thrown in, so the protocol's clean-up runs
-            error = exc
 
 
 class Cancelled(BaseException):
@@ -371,11 +327,4 @@ def run_in_background(
     return run
 
 
-__all__ = [
-    "CallbackRun",
-    "CallbackSignal",
-    "Cancelled",
-    "run",
-    "run_in_background",
-    "wait_result",
-]
+__all__ = ["CallbackRun", "CallbackSignal", "Cancelled", "run_in_background"]

@@ -27,9 +27,9 @@ from .._protocol.drivers import (
     StandardDriver,
     write_driver,
 )
-from .._protocol.ops import GetData, ListChildren, NodeExists
+from .._protocol.requests import GetData, ListChildren, NodeExists
 from .._protocol.steps import Await, Send, Steps
-from .inspect_systems import SYSTEM_OF_LAYOUT, classify_others, layout_of_others
+from .inspection_systems import SYSTEM_OF_LAYOUT, classify_others, layout_of_others
 
 #: Each answer is waited for as kazoo's blocking calls wait: until kazoo's own errors end it.
 _NO_DEADLINE = Deadline(None)
@@ -70,8 +70,9 @@ NOT_A_LOCK = "not-a-lock"
 @dataclass(frozen=True)
 class LockView:
     """A lock path's layout (``mutex``, ``read-write``, ``semaphore``, ``latch``, ``empty``, a
-    layout of another Java lock system, :data:`~pycurator._engine.inspect_systems.SYSTEM_OF_LAYOUT`,
-    or :data:`NOT_A_LOCK`), the ``system`` that writes it, and its queue.
+    layout of another Java lock system,
+    :data:`~pycurator._recipes.inspection_systems.SYSTEM_OF_LAYOUT`, or :data:`NOT_A_LOCK`), the
+    ``system`` that writes it, and its queue.
 
     Only ephemeral children named like Curator's lock, lease and latch nodes (or the other
     system's) are holders or waiters. A child that is not a lock node but that the system's own

@@ -23,7 +23,7 @@ thread of its own: it listens to the client's connection; the handler's one dela
 sets the watches of lasting holds; after a reconnect, one worker of the handler's pool sends the
 check of every suspended hold in turn (requests, not threads), and the answers decide on kazoo's
 completion thread. Each move and the hold's end are told to the hold's
-:class:`~pycurator._engine.observe.HoldReport` (a loss: a WARNING and the listeners' ``LOST``).
+:class:`~pycurator._recipes.reports.HoldReport` (a loss: a WARNING and the listeners' ``LOST``).
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
 from .._protocol.checks import CONNECTION_POLICIES, ConnectionPolicy, check_policy
 from .._protocol.deadline import Deadline, DeadlineExpired
-from .._protocol.ops import NodeExists
+from .._protocol.requests import NodeExists
 from .._protocol.steps import Await, GetTransport, IsConnected, Send, Steps
 from .._protocol.transport import CLIENT_STOPPED, Transport, end_reason, ignore
-from .observe import HoldReport
+from .reports import HoldReport
 
 log = logging.getLogger("pycurator")
 
@@ -71,7 +71,7 @@ class HoldMonitor:
     connection at once and watches the node from :data:`WATCH_DELAY` into the hold, or from the
     first :meth:`confirm_steps`; :meth:`close` removes the listener, and the watch is spent when the
     node is deleted. ``report`` is told of each move and of the end (see
-    :mod:`pycurator._engine.observe`).
+    :mod:`pycurator._recipes.reports`).
     """
 
     __slots__ = (

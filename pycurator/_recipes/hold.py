@@ -1,6 +1,6 @@
 """Following a held node, written once for every recipe: the lock, the lease, the mutexes.
 
-:class:`FollowedNode` is one hold: its node (the fencing token), the :class:`HoldMonitor` that
+:class:`Hold` is one hold: its node (the fencing token), the :class:`HoldMonitor` that
 follows it, ``is_held`` and ``check`` as steps, and a guarded transaction. :class:`LossNotice`
 is how a recipe tells its user: an event set while a hold is not ours, and ``on_lost``
 callbacks.
@@ -19,14 +19,14 @@ from .._protocol.errors import LockLostError, LockNotOwnedError
 from .._protocol.steps import Steps
 from .._protocol.transport import Transport
 from .hold_monitor import HoldMonitor, HoldState
-from .locks import HeldNode
-from .observe import HoldReport
+from .lock_nodes import LockNode
+from .reports import HoldReport
 
 if TYPE_CHECKING:
     from kazoo.client import TransactionRequest
 
 #: A node an acquire holds, and the report of its hold.
-Held = tuple[HeldNode, HoldReport]
+Acquired = tuple[LockNode, HoldReport]
 
 
 class LossNotice:
@@ -96,12 +96,12 @@ class LossNotice:
                 self._spawn(callback, subject, reason)
 
 
-class FollowedNode:
+class Hold:
     """One held node, followed from acquire until :meth:`close` (see
-    :mod:`pycurator._engine.hold_monitor`).
+    :mod:`pycurator._recipes.hold_monitor`).
 
     ``on_change(state, reason)`` hears each move between held and not held; ``report`` tells
-    the hold's story (:mod:`pycurator._engine.observe`).
+    the hold's story (:mod:`pycurator._recipes.reports`).
     """
 
     __slots__ = ("monitor", "node", "transport")
@@ -109,7 +109,7 @@ class FollowedNode:
     def __init__(
         self,
         transport: Transport,
-        node: HeldNode,
+        node: LockNode,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
         report: HoldReport,
@@ -122,11 +122,11 @@ class FollowedNode:
     def follow_steps(
         cls,
         transport: Transport,
-        node: HeldNode,
+        node: LockNode,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
         report: HoldReport,
-    ) -> Steps[FollowedNode]:
+    ) -> Steps[Hold]:
         """The hold, made by steps (the constructor runs the same on ``transport``; see
         :meth:`HoldMonitor.follow_steps`)."""
         hold = cls.__new__(cls)
@@ -173,7 +173,7 @@ class FollowedNode:
 
 @dataclass(slots=True)
 class _Entry:
-    hold: FollowedNode
+    hold: Hold
     count: int = 1
 
 
@@ -210,12 +210,12 @@ class ReentrantHolds:
             entry.count += 1
             return True
 
-    def add(self, hold: FollowedNode, unit: Hashable | None = None) -> None:
+    def add(self, hold: Hold, unit: Hashable | None = None) -> None:
         """The unit now holds ``hold``."""
         with self._guard:
             self._entries[self.unit() if unit is None else unit] = _Entry(hold)
 
-    def leave(self, unit: Hashable | None = None) -> FollowedNode | None:
+    def leave(self, unit: Hashable | None = None) -> Hold | None:
         """Count one hold of the unit off; its node once the last is gone, else None.
 
         Raises :class:`LockNotOwnedError` when the unit does not hold the lock (and no hold
@@ -235,13 +235,13 @@ class ReentrantHolds:
         entry.hold.close()
         return entry.hold
 
-    def current(self, unit: Hashable | None = None) -> FollowedNode | None:
+    def current(self, unit: Hashable | None = None) -> Hold | None:
         """The unit's hold, or None."""
         with self._guard:
             entry = self._entries.get(self.unit() if unit is None else unit)
             return entry.hold if entry is not None else None
 
-    def required(self, unit: Hashable | None = None) -> FollowedNode:
+    def required(self, unit: Hashable | None = None) -> Hold:
         """The unit's hold; :class:`LockLostError` if it holds none."""
         hold = self.current(unit)
         if hold is None:
@@ -259,4 +259,4 @@ class ReentrantHolds:
             return (self.unit() if unit is None else unit) in self._entries
 
 
-__all__ = ["FollowedNode", "Held", "LossNotice", "ReentrantHolds"]
+__all__ = ["Acquired", "Hold", "LossNotice", "ReentrantHolds"]

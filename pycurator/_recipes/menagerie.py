@@ -12,8 +12,8 @@ from .._protocol import menagerie, wire
 from .._protocol.checks import ConnectionPolicy, check_policy, check_timeout
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.drivers import Driver, Naming, NodeVanishedError
-from .._protocol.ops import GetData, ListChildren
 from .._protocol.paths import validate_path
+from .._protocol.requests import GetData, ListChildren
 from .._protocol.steps import (
     CheckOpen,
     ForgetWatch,
@@ -26,9 +26,10 @@ from .._protocol.steps import (
 )
 from .._protocol.transport import Transport, runs_inline
 from .._protocol.waits import read_sent_steps, watch_sent_steps
-from .hold import Held
-from .locks import NOT_STARTED, HeldNode, LockEngine
-from .observe import Reporter
+from .hold import Acquired
+from .lock_engine import NOT_STARTED, LockEngine
+from .lock_nodes import LockNode
+from .reports import Reporter
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -112,13 +113,13 @@ class PermitSteps:
         """How many permits there are, as this participant counts them."""
         return self.driver.permits
 
-    def acquire_steps(self, timeout: float | None) -> Steps[Held | None]:
+    def acquire_steps(self, timeout: float | None) -> Steps[Acquired | None]:
         """One permit's node and its hold's report, or None once ``timeout`` passed; no node
         is left on timeout, error or cancellation."""
         deadline = Deadline(check_timeout(timeout))
         return (yield from self.report.wait_steps(self._acquire(deadline)))
 
-    def _acquire(self, deadline: Deadline) -> Steps[HeldNode | None]:
+    def _acquire(self, deadline: Deadline) -> Steps[LockNode | None]:
         yield CheckOpen(NOT_STARTED)
         while True:
             try:
@@ -137,7 +138,7 @@ class PermitSteps:
                     yield from self.engine.delete_steps(node.path)
             return node if held else None
 
-    def _wait(self, node: HeldNode, listed: list[str] | None, deadline: Deadline) -> Steps[bool]:
+    def _wait(self, node: LockNode, listed: list[str] | None, deadline: Deadline) -> Steps[bool]:
         requests = deadline.for_requests()
         ours = wire.node_name(node.path)
         wake = yield NewSignal()

@@ -8,8 +8,8 @@ from kazoo.exceptions import BadVersionError, NoNodeError
 from .._protocol import wire
 from .._protocol.deadline import Deadline
 from .._protocol.errors import NotALockNodeError
-from .._protocol.ops import NodeExists, SetData
 from .._protocol.paths import validate_path
+from .._protocol.requests import NodeExists, SetData
 from .._protocol.steps import Await, Send, Steps
 
 

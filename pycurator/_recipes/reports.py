@@ -4,7 +4,7 @@ listeners and as records of the ``pycurator`` logger.
 Recipes report here, and only here: a :class:`Reporter` per recipe object tells of its waits
 (:meth:`Reporter.wait_steps` wraps an acquire's steps, threaded or asyncio alike), and a
 :class:`HoldReport` per hold, kept by the hold's
-:class:`~pycurator._engine.hold_monitor.HoldMonitor`, of its loss, its return and its end. Each
+:class:`~pycurator._recipes.hold_monitor.HoldMonitor`, of its loss, its return and its end. Each
 becomes one :class:`~pycurator._protocol.events.LockEvent` for the listeners
 (:func:`pycurator.add_lock_listener`) and one log record, at the level an operator would choose:
 

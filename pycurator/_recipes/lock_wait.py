@@ -1,6 +1,6 @@
 """The lock engine's waiting: the lock loop (decide, watch the node the driver names, wait, decide
 again), the watcher that wakes it, and the watch for Curator's revocation message; as steps
-(:mod:`pycurator._protocol.steps`), over the nodes of :mod:`pycurator._engine.lock_nodes`.
+(:mod:`pycurator._protocol.steps`), over the nodes of :mod:`pycurator._recipes.lock_nodes`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from kazoo.protocol.states import EventType, WatchedEvent
 from .._protocol import wire
 from .._protocol.deadline import Deadline
 from .._protocol.drivers import Decision, Driver, NodeVanishedError, after_wake, asks_first
-from .._protocol.ops import GetData, ListChildren, NodeExists, Request
+from .._protocol.requests import GetData, ListChildren, NodeExists, Request
 from .._protocol.steps import (
     Await,
     CheckOpen,
