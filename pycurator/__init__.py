@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import aio as aio  # the asyncio forms of the recipes
-from ._client.runtime import add_lock_listener, remove_lock_listener
+from ._client.lock_listeners import add_lock_listener, remove_lock_listener
 from ._connect import TLSOptions, connect, reconnecting_retry
 from ._protocol.errors import (
     ConnectTimeout,

@@ -26,7 +26,13 @@ SHARED = "Cores: what both front ends share"
 THREADED = "Front ends: the threaded shells"
 ASYNCIO = "Front ends: the asyncio shells"
 #: What the core never imports: the optional handler and everything built on the core.
-NOT_FOR_THE_CORE = ("pycurator.handlers", "pycurator.aio", "pycurator.cli", "pycurator.testing")
+NOT_FOR_THE_CORE = (
+    "pycurator.handlers",
+    "pycurator._handler_sockets",
+    "pycurator.aio",
+    "pycurator.cli",
+    "pycurator.testing",
+)
 #: Where the modules of each layer live (the public modules of the other Java systems,
 #: pycurator.menagerie and its kin, are entry points that re-export the threaded shells).
 HOMES = {

@@ -19,7 +19,7 @@ from kazoo.exceptions import ConnectionLoss, NoAuthError, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
 from pycurator._client.callback_runner import Cancelled
-from pycurator._client.runtime import add_lock_listener, remove_lock_listener
+from pycurator._client.lock_listeners import add_lock_listener, remove_lock_listener
 from pycurator._client.transport import KazooTransport, transport_of
 from pycurator._protocol import wire
 from pycurator._protocol.checks import ConnectionPolicy

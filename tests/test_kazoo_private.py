@@ -13,11 +13,13 @@ import collections
 import contextlib
 import inspect
 import queue
+import re
 import socket
 import threading
 from collections.abc import Callable, Iterator
 from functools import partial
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import kazoo.exceptions
@@ -31,6 +33,7 @@ from kazoo.security import OPEN_ACL_UNSAFE
 
 from pycurator._client import kazoo_internals
 from pycurator._client import sending as _sending
+from pycurator._client.kazoo_internals import releases
 from pycurator._client.records import CreateContainer, RemoveWatches
 from pycurator._client.sending import prefixed
 from pycurator._client.transport import KazooTransport, transport_of
@@ -40,23 +43,26 @@ from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .support import SOON, eventually
 
-
-def release(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(".")[:2])
-
-
 #: The installed kazoo, as (major, minor).
-INSTALLED = release(version("kazoo"))
+INSTALLED = releases.release(version("kazoo"))
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_kazoo_release_is_of_a_minor_release_checked() -> None:
-    checked = {release(v) for v in kazoo_internals.CHECKED_VERSIONS}
-    assert INSTALLED in checked, (
-        f"kazoo {version('kazoo')} is installed; pycurator._client.kazoo_internals was checked "
-        f"against {', '.join(kazoo_internals.CHECKED_VERSIONS)}: check its functions and its "
-        "docstring's list of what the fast handler relies on, then add the release to "
-        "CHECKED_VERSIONS"
+    assert releases.checked(), (
+        f"{releases.unchecked()}: check every function of pycurator._client.kazoo_internals and "
+        "its docstring's list of what the fast handler relies on, then add the minor release to "
+        "kazoo_internals.releases.CHECKED (and pyproject.toml's range follows)"
     )
+
+
+def test_the_declared_kazoo_range_is_the_releases_checked() -> None:
+    """``pyproject.toml`` allows exactly the minor releases the runtime and these tests take as
+    checked: one rule, read in both places."""
+    declared = re.findall(r'"(kazoo[<>=!~][^"]*)"', (ROOT / "pyproject.toml").read_text())
+    assert declared == [releases.declared_range()]
+    assert releases.checked("2.11.0") and releases.checked("2.11.7")
+    assert not releases.checked("2.10.0") and not releases.checked("2.12.0")
 
 
 def test_stopped_is_told_before_start_while_started_and_after_stop(

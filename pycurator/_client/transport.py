@@ -29,8 +29,9 @@ from .._protocol.transport import Pending, closed_error
 from . import kazoo_internals
 from .background import SerialQueue, Timer
 from .callback_runner import CallbackRun, run_in_background
-from .runtime import HandlerServices, Runtime, process_lock, runtime_of
+from .runtime import Runtime, process_lock, runtime_of
 from .sending import SENDERS, forget_watch
+from .services import HandlerServices
 
 
 @functools.lru_cache(maxsize=1)
