@@ -126,9 +126,14 @@ def test_a_sequential_ttl_node_is_named_with_its_sequence_and_lives_while_it_has
 @pytest.mark.parametrize(
     ("mode", "ttl", "error", "message"),
     [
-        (CreateMode.PERSISTENT_WITH_TTL, None, TypeError, "needs a ttl in seconds, not None"),
-        (CreateMode.PERSISTENT_WITH_TTL, "1", TypeError, "needs a ttl in seconds, not '1'"),
-        (CreateMode.PERSISTENT_WITH_TTL, True, TypeError, "needs a ttl in seconds"),
+        (
+            CreateMode.PERSISTENT_WITH_TTL,
+            None,
+            TypeError,
+            "WITH_TTL must be a number of seconds, not None",
+        ),
+        (CreateMode.PERSISTENT_WITH_TTL, "1", TypeError, "must be a number of seconds, not '1'"),
+        (CreateMode.PERSISTENT_WITH_TTL, True, TypeError, "must be a number of seconds, not True"),
         (CreateMode.PERSISTENT_WITH_TTL, 0, ValueError, "at least a millisecond"),
         (CreateMode.PERSISTENT_WITH_TTL, 0.0004, ValueError, "at least a millisecond"),
         (CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL, -1, ValueError, "not -1"),
