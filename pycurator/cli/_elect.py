@@ -39,8 +39,8 @@ ELECTION_SYSTEMS = ("curator", "zookeeper")
 def cmd_elect(args: argparse.Namespace, err: TextIO) -> int:
     """Run a command while this process leads a LeaderLatch (or, with ``--system zookeeper``,
     ZooKeeper's ``LeaderElectionSupport``); see ``pycurator elect --help``."""
-    from .._engine.election import id_bytes
-    from .._threads.leader import LeaderLatch
+    from .._recipes.participants import id_bytes
+    from .._threads.latch import LeaderLatch
 
     args.path = checked_path(args.path)
     try:

@@ -12,10 +12,11 @@ from typing import TextIO
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 
-from .._engine.inspect import NOT_A_LOCK, LockView, inspect_lock
-from .._engine.revocation import attempt_revoke
 from .._protocol import wire
 from .._protocol.errors import NotALockNodeError
+from .._recipes.inspection import NOT_A_LOCK, LockView
+from .._threads.inspection import inspect_lock
+from .._threads.revocation import attempt_revoke
 from ._common import EXIT_REFUSED, EXIT_USAGE, CliError, checked_path, connected
 from ._text import shown
 from ._views import tree_as_table, tree_row, view_as_json, view_as_table

@@ -13,9 +13,10 @@ from typing import TextIO
 from kazoo.client import KazooClient
 
 from .. import menagerie, zkrecipes
-from .._engine.inspect import LockView, inspect_lock
 from .._protocol.errors import LockLostError
 from .._protocol.zklocker import check_key
+from .._recipes.inspection import LockView
+from .._threads.inspection import inspect_lock
 from .._threads.lock import ReentrantLock
 from .._threads.mutex import InterProcessMutex
 from .._threads.rwlock import InterProcessReadWriteLock

@@ -27,8 +27,9 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 
-from .._engine.inspect import NOT_A_LOCK, LockView, inspect_lock
 from .._protocol.deadline import FIRST_TRY_WAIT
+from .._recipes.inspection import NOT_A_LOCK, LockView
+from .._threads.inspection import inspect_lock
 from ._common import (
     EXIT_CANNOT_RUN,
     EXIT_LOCK_LOST,

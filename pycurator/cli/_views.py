@@ -7,9 +7,9 @@ import base64
 from collections.abc import Sequence
 from typing import Any
 
-from .._engine.inspect import NOT_A_LOCK, LockView, QueuedNode
-from .._engine.inspect_systems import name_session
 from .._protocol import wire
+from .._recipes.inspection import NOT_A_LOCK, LockView, QueuedNode
+from .._recipes.inspection_systems import name_session
 from ._text import shown, shown_data
 
 

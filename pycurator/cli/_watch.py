@@ -20,7 +20,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError, OperationTimeoutError, SessionExpiredError
 from kazoo.protocol.states import KazooState, WatchedEvent
 
-from .._engine.inspect import LockView, QueuedNode, inspect_lock
+from .._recipes.inspection import LockView, QueuedNode
+from .._threads.inspection import inspect_lock
 from ._common import Interrupter, output_gone
 from ._text import shown
 from ._views import ELECTIONS, participant_data, view_as_json, view_as_table
