@@ -15,6 +15,8 @@ from ._text import shown, shown_data
 #: Seconds between two redraws (each after one read of the lock path).
 REFRESH = 1.0
 _CLEAR = "\r\x1b[K"
+#: Longest :meth:`Progress.stop` waits for a redraw under way.
+STOP_WAIT = 1.0
 #: The most characters of the holder's data the line shows.
 DATA_WIDTH = 40
 
@@ -74,10 +76,11 @@ class Progress:
         self._client = client
 
     def stop(self) -> None:
-        """Stop redrawing and erase the line."""
+        """Stop redrawing and erase the line. A redraw waiting for the server (gone) is not
+        waited for: that thread draws nothing once stopped, and ends with the client."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(STOP_WAIT)
             self._thread = None
         if self._drawn:
             self._stream.write(_CLEAR)
