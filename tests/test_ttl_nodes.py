@@ -6,10 +6,8 @@ clear error, and bad input named before anything is sent."""
 from __future__ import annotations
 
 import math
-import stat
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,38 +23,6 @@ from pycurator.testing import ZooKeeperServer
 
 from .support import eventually
 from .test_watches_that_stay import on_client
-
-#: ZooKeeper's switch for TTL nodes.
-TTL_SWITCH = "zookeeper.extendedTypesEnabled"
-
-
-def java_with(folder: Path, enabled: bool) -> str:
-    """A ``java`` that runs ZooKeeper with TTL nodes ``enabled`` whatever the kit asks: the
-    switch is set again right before the classpath, where the last setting wins."""
-    script = folder / f"java-ttl-{'on' if enabled else 'off'}"
-    value = "true" if enabled else "false"
-    script.write_text(
-        "#!/bin/sh\n"
-        'for arg; do shift; [ "$arg" = -cp ] && set -- "$@" '
-        f'"-D{TTL_SWITCH}={value}"; set -- "$@" "$arg"; done\n'
-        'exec java "$@"\n'
-    )
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    return str(script)
-
-
-@pytest.fixture(scope="module")
-def ttl_on(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    """A server with TTL nodes on."""
-    with ZooKeeperServer(java=java_with(tmp_path_factory.mktemp("java"), True)) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def ttl_off(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    """A server with TTL nodes off, as ZooKeeper starts by default."""
-    with ZooKeeperServer(java=java_with(tmp_path_factory.mktemp("java"), False)) as server:
-        yield server
 
 
 @pytest.fixture(params=["kazoo", "lean"])
