@@ -64,6 +64,28 @@ from ._java import (
     lock_class,
     own_node,
 )
+from ._java_barriers import JavaDistributedBarrier, JavaDistributedDoubleBarrier
+from ._java_calls import PeerClosedError, java_local_address
+from ._java_counters import (
+    JavaAtomicStats,
+    JavaAtomicValue,
+    JavaDistributedAtomicInteger,
+    JavaDistributedAtomicLong,
+    JavaDistributedAtomicValue,
+    JavaPromotedToLock,
+    JavaSharedCount,
+    JavaSharedValue,
+    JavaVersionedValue,
+    java_retry_policy,
+)
+from ._java_nodes import (
+    CacheEvent,
+    JavaChildData,
+    JavaCuratorCache,
+    JavaGroupMember,
+    JavaPersistentNode,
+    JavaPersistentTtlNode,
+)
 from ._proxy import FaultProxy
 from ._server import ZooKeeperServer, ZooKeeperServerError, free_port, free_ports
 from ._systems import (
@@ -75,6 +97,7 @@ from ._systems import (
     JavaZkSemaphore,
 )
 from ._systems import JavaWriteLock as JavaZkRecipesWriteLock
+from ._txnlog import Creation, created_modes, creations
 from ._worker import Event, WorkerProcess, emit
 
 __all__ = [
@@ -84,15 +107,30 @@ __all__ = [
     "SEED_SYSTEMS_ENV",
     "SOON",
     "STEADY_RECONNECT",
+    "CacheEvent",
     "ClientFactory",
+    "Creation",
     "CuratorFactory",
     "Event",
     "FaultProxy",
+    "JavaAtomicStats",
+    "JavaAtomicValue",
+    "JavaChildData",
+    "JavaCuratorCache",
+    "JavaDistributedAtomicInteger",
+    "JavaDistributedAtomicLong",
+    "JavaDistributedAtomicValue",
+    "JavaDistributedBarrier",
+    "JavaDistributedDoubleBarrier",
+    "JavaGroupMember",
     "JavaLatch",
     "JavaLeaderElection",
     "JavaLease",
     "JavaMultiLock",
     "JavaMutex",
+    "JavaPersistentNode",
+    "JavaPersistentTtlNode",
+    "JavaPromotedToLock",
     "JavaReadLock",
     "JavaReadWriteLock",
     "JavaReentrantZkLock",
@@ -100,11 +138,15 @@ __all__ = [
     "JavaSelector",
     "JavaSemaphore",
     "JavaSemaphoreMutex",
+    "JavaSharedCount",
+    "JavaSharedValue",
     "JavaSystems",
+    "JavaVersionedValue",
     "JavaWriteLock",
     "JavaZkLocker",
     "JavaZkRecipesWriteLock",
     "JavaZkSemaphore",
+    "PeerClosedError",
     "WorkerProcess",
     "ZooKeeperEnsemble",
     "ZooKeeperServer",
@@ -112,6 +154,8 @@ __all__ = [
     "assert_no_ephemerals",
     "children",
     "classpath_curator_version",
+    "created_modes",
+    "creations",
     "curator_at_least",
     "curator_classpath",
     "curator_client",
@@ -125,7 +169,9 @@ __all__ = [
     "free_port",
     "free_ports",
     "java_acquire",
+    "java_local_address",
     "java_nano_time",
+    "java_retry_policy",
     "java_revocation_listener",
     "jclass",
     "leader_class",
