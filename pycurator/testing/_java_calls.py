@@ -129,6 +129,12 @@ class JavaRecipePeer:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def calls_in_java(self) -> int:
+        """How many of this peer's calls are in Java now (a test can wait until one waits)."""
+        with self._calls_changed:
+            return len(self._calls)
+
     def _call(self, what: str, call: Callable[[], T]) -> T:
         """Run ``call`` (Java) here, where ``close()`` can interrupt it; a call it ends raises
         :class:`PeerClosedError` naming ``what``."""
