@@ -181,7 +181,8 @@ class JavaRecipePeer:
                 for java_thread in self._calls.values():
                     java_thread.interrupt()
                 self._calls_changed.wait(0.05)
-        self._close_java()
+        if "java" in vars(self):  # else making the Java object failed: nothing to close
+            self._close_java()
 
     def _close_java(self) -> None:
         """Close the recipe's Java object."""

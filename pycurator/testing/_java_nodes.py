@@ -93,12 +93,12 @@ class JavaPersistentTtlNode(JavaRecipePeer):
     constructor makes one it never shuts down)."""
 
     def __init__(self, curator: Any, path: str, ttl: float, data: bytes = b"") -> None:
+        ttl_ms = int(ttl * 1000)
+        if ttl_ms <= 0:
+            raise ValueError(f"ttl must be at least a millisecond, in seconds: not {ttl!r}")
         super().__init__(curator)
         self.path = path
         self.ttl = ttl
-        ttl_ms = int(ttl * 1000)
-        if ttl_ms <= 0:
-            raise ValueError(f"ttl must be a positive number of seconds, not {ttl!r}")
         node_class = recipe_class("nodes.PersistentTtlNode")
         threads = jclass(f"{CURATOR}.utils.ThreadUtils").newThreadFactory("PersistentTtlNode")
         self._executor = jclass("java.util.concurrent.Executors").newSingleThreadScheduledExecutor(
