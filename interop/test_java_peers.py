@@ -82,6 +82,7 @@ PROGRAM = textwrap.dedent(
 
     from pycurator.testing import (
         JavaCuratorCache,
+        JavaDistributedBarrier,
         JavaDistributedDoubleBarrier,
         JavaGroupMember,
         JavaSharedCount,
@@ -97,9 +98,11 @@ PROGRAM = textwrap.dedent(
     count = JavaSharedCount(curator, path + "/count", 1)
     count.start()
     barrier = JavaDistributedDoubleBarrier(curator, path + "/double", 2)
-    waiting = threading.Thread(target=barrier.enter, daemon=True)
-    waiting.start()
-    cache.wait_for_events(4, 30)  # the group, its member, the count, the barrier's member
+    gate = JavaDistributedBarrier(curator, path + "/gate")
+    gate.set_barrier()
+    for wait in (barrier.enter, gate.wait_on_barrier, gate.wait_on_barrier):
+        threading.Thread(target=wait, daemon=True).start()
+    cache.wait_for_events(5, 30)  # the group, its member, the count, the barrier's member, the gate
     print("left open", flush=True)
     """
 )

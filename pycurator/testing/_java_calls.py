@@ -143,10 +143,12 @@ class JavaRecipePeer:
         with self._in_java():
             try:
                 return call()
-            except Exception as exc:
-                if self._closed:
-                    raise PeerClosedError(f"{self!r} was closed during {what}") from exc
-                raise
+            except Exception:
+                if not self._closed:
+                    raise
+        # Java's error is dropped inside the call, while close() still waits for it: the JVM
+        # may be shutting down once close() returns, and Python must not touch Java's error then.
+        raise PeerClosedError(f"{self!r} was closed during {what}")
 
     @contextlib.contextmanager
     def _in_java(self) -> Iterator[None]:
@@ -161,10 +163,10 @@ class JavaRecipePeer:
         try:
             yield
         finally:
+            thread.interrupted()  # an interrupt that came late must not reach the next call
             with self._calls_changed:
                 del self._calls[me]
                 self._calls_changed.notify_all()
-            thread.interrupted()  # an interrupt that came late must not reach the next call
 
     def close(self) -> None:
         """End the peer's calls still in Java (interrupting them), then close its Java object.
