@@ -13,7 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from ._curator import CURATOR, jclass
-from ._java_calls import JavaRecipePeer, Told, java_bytes, millis, proxy, python_bytes, recipe_class
+from ._java_calls import (
+    CURATOR_RECIPES,
+    JavaRecipePeer,
+    Told,
+    java_bytes,
+    millis,
+    proxy,
+    python_bytes,
+    recipe_class,
+)
 
 V = TypeVar("V")
 
@@ -76,7 +85,7 @@ class _JavaShared(JavaRecipePeer):
         self.states = Told()
         self.java = recipe_class(self.java_class)(curator, path, seed)
         self._listener = proxy(
-            f"{CURATOR}.framework.recipes.{self.listener_interface}",
+            f"{CURATOR_RECIPES}.{self.listener_interface}",
             {
                 self.changed_method: lambda _reader, value: self.told.add(self._from_java(value)),
                 "stateChanged": lambda _client, state: self.states.add(str(state.name())),

@@ -16,6 +16,7 @@ from kazoo.protocol.states import ZnodeStat
 
 from ._curator import CURATOR, jclass
 from ._java_calls import (
+    CURATOR_RECIPES,
     JavaRecipePeer,
     Told,
     java_bytes,
@@ -27,11 +28,29 @@ from ._java_calls import (
 )
 
 
-def _wait_for_initial_create(java: Any, timeout: float) -> bool:
-    return bool(java.waitForInitialCreate(*millis(timeout)))
+class _JavaKeptNode(JavaRecipePeer):
+    """What Curator's ``PersistentNode`` and ``PersistentTtlNode`` share."""
+
+    def start(self) -> None:
+        self._call("start()", self.java.start)
+
+    def wait_for_initial_create(self, timeout: float) -> bool:
+        """True once the node was first created (or adopted), False after ``timeout`` s."""
+        return bool(
+            self._call(
+                "wait_for_initial_create()",
+                lambda: self.java.waitForInitialCreate(*millis(timeout)),
+            )
+        )
+
+    def get_data(self) -> bytes:
+        return python_bytes(self.java.getData()) or b""
+
+    def set_data(self, data: bytes) -> None:
+        self._call("set_data()", lambda: self.java.setData(java_bytes(data)))
 
 
-class JavaPersistentNode(JavaRecipePeer):
+class JavaPersistentNode(_JavaKeptNode):
     """Curator's ``PersistentNode``: a node kept at ``path`` (created in the background,
     recreated when deleted and after a reconnect) until ``close()`` deletes it. ``mode`` names
     ZooKeeper's ``CreateMode`` (``"EPHEMERAL"``, or an enum member with that name);
@@ -53,19 +72,10 @@ class JavaPersistentNode(JavaRecipePeer):
             curator, java_mode(mode), use_protection, path, java_bytes(data)
         )
         listener = proxy(
-            f"{CURATOR}.framework.recipes.nodes.PersistentNodeListener",
+            f"{CURATOR_RECIPES}.nodes.PersistentNodeListener",
             {"nodeCreated": lambda created: self.created.add(str(created))},
         )
         self.java.getListenable().addListener(listener)
-
-    def start(self) -> None:
-        self._call("start()", self.java.start)
-
-    def wait_for_initial_create(self, timeout: float) -> bool:
-        """True once the node was first created (or adopted), False after ``timeout`` s."""
-        return self._call(
-            "wait_for_initial_create()", lambda: _wait_for_initial_create(self.java, timeout)
-        )
 
     @property
     def actual_path(self) -> str | None:
@@ -73,17 +83,11 @@ class JavaPersistentNode(JavaRecipePeer):
         path = self.java.getActualPath()
         return None if path is None else str(path)
 
-    def get_data(self) -> bytes:
-        return python_bytes(self.java.getData()) or b""
-
-    def set_data(self, data: bytes) -> None:
-        self._call("set_data()", lambda: self.java.setData(java_bytes(data)))
-
     def __repr__(self) -> str:
         return f"JavaPersistentNode({self.path!r})"
 
 
-class JavaPersistentTtlNode(JavaRecipePeer):
+class JavaPersistentTtlNode(_JavaKeptNode):
     """Curator's ``PersistentTtlNode``: ``path`` kept with ``data`` and a ``touch`` child that
     is created or set every ``ttl / 2`` seconds, so that ZooKeeper reaps the pair ``ttl``
     seconds after the last touch once it is closed. The parent is a CONTAINER up to Curator
@@ -113,20 +117,6 @@ class JavaPersistentTtlNode(JavaRecipePeer):
             node_class.DEFAULT_CHILD_NODE_NAME,
             node_class.DEFAULT_TOUCH_SCHEDULE_FACTOR,
         )
-
-    def start(self) -> None:
-        self._call("start()", self.java.start)
-
-    def wait_for_initial_create(self, timeout: float) -> bool:
-        return self._call(
-            "wait_for_initial_create()", lambda: _wait_for_initial_create(self.java, timeout)
-        )
-
-    def get_data(self) -> bytes:
-        return python_bytes(self.java.getData()) or b""
-
-    def set_data(self, data: bytes) -> None:
-        self._call("set_data()", lambda: self.java.setData(java_bytes(data)))
 
     def _close_java(self) -> None:
         try:
@@ -240,7 +230,7 @@ class JavaCuratorCache(JavaRecipePeer):
             chosen.append(getattr(known, name))
         self.java = cache.builder(curator, path).withOptions(*chosen).build()
         self._listener = proxy(
-            f"{CURATOR}.framework.recipes.cache.CuratorCacheListener",
+            f"{CURATOR_RECIPES}.cache.CuratorCacheListener",
             {"event": self._on_event, "initialized": self._on_initialized},
         )
         self.java.listenable().addListener(self._listener)
