@@ -72,7 +72,7 @@ def test_a_java_barrier_is_its_node_with_curators_default_data(
         assert zk.get(path)[0] == java_local_address()
         began = time.monotonic()
         assert waiter.wait_on_barrier(0.3) is False
-        assert time.monotonic() - began >= 0.3
+        assert time.monotonic() - began >= 0.29  # Curator counts whole milliseconds
         done = threading.Event()
 
         def wait() -> None:

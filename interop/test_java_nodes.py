@@ -74,11 +74,11 @@ def test_a_ttl_node_can_be_made_on_the_kits_server_and_goes_once_its_ttl_passed(
     acl = jclass("org.apache.zookeeper.ZooDefs").Ids.OPEN_ACL_UNSAFE
     mode = jclass("org.apache.zookeeper.CreateMode").PERSISTENT_WITH_TTL
     stat = jclass("org.apache.zookeeper.data.Stat")()
-    zookeeper.create(node, jpype.JArray(jpype.JByte)(b"x"), acl, mode, stat, 500)
+    zookeeper.create(node, jpype.JArray(jpype.JByte)(b"x"), acl, mode, stat, 1000)
     data, seen = zk.get(node)
     assert data == b"x" and seen.ephemeralOwner == 0
     made = created_modes(server_log, node)[node]
-    assert (made.mode, made.ttl) == ("PERSISTENT_WITH_TTL", 0.5)
+    assert (made.mode, made.ttl) == ("PERSISTENT_WITH_TTL", 1.0)
     eventually(lambda: zk.exists(node) is None, what="the TTL node reaped")
 
 
@@ -90,23 +90,24 @@ def test_a_java_persistent_ttl_node_keeps_a_touch_child_and_goes_after_close(
     parent a CONTAINER up to 5.8 and PERSISTENT_WITH_TTL (the same TTL) from 5.9; its parents
     containers. After close(), nothing is deleted: the server reaps both within about a TTL."""
     node, touch = f"{zk_path}/svc/node", f"{zk_path}/svc/node/touch"
-    with JavaPersistentTtlNode(curator, node, 1.0, b"payload") as java:
+    with JavaPersistentTtlNode(curator, node, 2.0, b"payload") as java:
         java.start()
         assert java.wait_for_initial_create(SOON)
         assert java.get_data() == b"payload"
         eventually(lambda: zk.exists(touch) is not None, what="the first touch")
         (data, parent), (touch_data, first) = zk.get(node), zk.get(touch)
         assert data == b"payload" and touch_data == java_local_address()
-        assert first.ctime - parent.ctime >= 400  # ttl/2 after the parent (server clock, ms)
+        assert first.ctime - parent.ctime >= 900  # ttl/2 after the parent (server clock, ms)
         eventually(lambda: zk.exists(touch).version >= 1, what="a touch as a setData")
+        zk.set(touch, b"")  # a touch of our own: the pair lives a TTL from now, closed or not
+    assert zk.exists(node) is not None  # close() deletes nothing
     made = created_modes(server_log, zk_path)
-    assert (made[touch].mode, made[touch].ttl) == ("PERSISTENT_WITH_TTL", 1.0)
+    assert (made[touch].mode, made[touch].ttl) == ("PERSISTENT_WITH_TTL", 2.0)
     if curator_at_least("5.9"):
-        assert (made[node].mode, made[node].ttl) == ("PERSISTENT_WITH_TTL", 1.0)
+        assert (made[node].mode, made[node].ttl) == ("PERSISTENT_WITH_TTL", 2.0)
     else:
         assert made[node].mode == "CONTAINER"
     assert modes(server_log, zk_path)[f"{zk_path}/svc"] == "CONTAINER"
-    assert zk.exists(node) is not None  # close() deletes nothing
     eventually(lambda: zk.exists(node) is None, what="the TTL node and its touch reaped")
 
 
