@@ -166,9 +166,13 @@ def test_a_java_double_barrier_enter_that_times_out_keeps_its_member_node(
     members: Callable[[str, int], JavaDistributedDoubleBarrier],
 ) -> None:
     """Curator keeps the node of an ``enter`` that timed out: it still counts, so the next
-    member completes the barrier with it (the peer's close() deletes it)."""
+    member completes the barrier with it (the peer's close() deletes it).
+
+    In ``leave`` the lowest member waits for the highest to go; a member above it deletes its
+    node, waits on the lowest, and returns at its first wake-up, even a stale one (its own watch
+    on ``ready``, told late): so the member whose leave must wait here is the lowest."""
     path = f"{zk_path}/double"
-    early, late = members(path, 2), members(path, 2)
+    late, early = sorted((members(path, 2), members(path, 2)), key=lambda m: m.our_path)
     assert early.enter(0.3) is False
     assert children(zk, path) == [early.our_path.rsplit("/", 1)[1]]
     assert late.enter(SOON) is True  # the early member's node counted
@@ -182,6 +186,30 @@ def test_a_java_double_barrier_enter_that_times_out_keeps_its_member_node(
     late_leave.join(SOON)
     assert not late_leave.is_alive()
     eventually(lambda: children(zk, path) == [], what="the barrier empty")
+
+
+def test_curators_leave_lets_a_member_above_the_lowest_out_at_its_first_wake_up(
+    zk: KazooClient,
+    zk_path: str,
+    members: Callable[[str, int], JavaDistributedDoubleBarrier],
+) -> None:
+    """Curator's ``leave``, as its ``enter`` (GH-1290), takes any wake-up for the one it waits
+    for: a member above the lowest deletes its node, waits on the lowest, and once woken finds
+    one child left and returns True, though the lowest has not left. A change to the lowest's
+    data is such a wake-up. (pycurator's double barrier must not do this.)"""
+    path = f"{zk_path}/double"
+    low, high = sorted((members(path, 2), members(path, 2)), key=lambda m: m.our_path)
+    assert in_threads([low.enter, high.enter]) == [True, True]
+    results: list[bool] = []
+    leaving = threading.Thread(target=lambda: results.append(high.leave(SOON)))
+    leaving.start()
+    eventually(lambda: zk.exists(high.our_path) is None, what="the high member's node deleted")
+    zk.set(low.our_path, b"a change, not a leave")
+    leaving.join(SOON)
+    assert results == [True]
+    assert zk.exists(low.our_path) is not None  # the lowest is still inside
+    assert low.leave(SOON) is True
+    assert children(zk, path) == []
 
 
 def test_a_java_double_barrier_wait_ends_when_its_peer_closes(
