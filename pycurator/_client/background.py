@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from .concurrency import ignore
+from .._protocol.transport import ignore
 
 log = logging.getLogger("pycurator")
 

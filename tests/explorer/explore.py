@@ -15,9 +15,9 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 
-from pycurator._engine import election
 from pycurator._protocol import wire
 from pycurator._protocol.steps import Step
+from pycurator._recipes import election
 
 from .model import Client
 from .protocols import PROTOCOLS, WORLDS, followed_by_model

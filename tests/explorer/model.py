@@ -2,7 +2,7 @@
 
 :class:`Client`: one kazoo client, as the protocols' runners see it (a
 :class:`~pycurator._protocol.steps.Transport`, and the
-:class:`~pycurator._engine.hold_monitor.HoldSender` a hold check's callbacks use). As kazoo:
+:class:`~pycurator._recipes.hold_monitor.HoldSender` a hold check's callbacks use). As kazoo:
 requests are answered in order, the watch events in the same stream; a request made while
 disconnected waits for the connection; a dropped connection fails the requests in flight with
 ConnectionLoss (applied or not), tells SUSPENDED, and fires and forgets every watch of the client
@@ -27,16 +27,10 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
-from pycurator._client.runners import transport_of
-from pycurator._client.runtime import STOPPED_MESSAGE
-from pycurator._protocol.ops import (
-    DeleteNode,
-    GetData,
-    ListChildren,
-    NodeExists,
-    Request,
-)
+from pycurator._client.transport import transport_of
+from pycurator._protocol.requests import DeleteNode, GetData, ListChildren, NodeExists, Request
 from pycurator._protocol.steps import Steps
+from pycurator._protocol.transport import STOPPED_MESSAGE
 
 from .scheduler import Scheduler, Timer
 from .server import LATENCY, Server, Watcher
@@ -397,3 +391,27 @@ class Client:
 
     def post_request(self, function: Callable[[], None]) -> None:
         self.scheduler.call_later(0.0, function)
+
+    # -- what recipes are made with: the kazoo client's transport's ------------------------------
+
+    @property
+    def client(self) -> Any:
+        return self.transport.client
+
+    def session_timeout(self) -> float:
+        return self.transport.session_timeout()
+
+    def lock_object(self) -> Any:
+        return self.transport.lock_object()
+
+    def event_object(self) -> Any:
+        return self.transport.event_object()
+
+    def process_lock(self) -> Any:
+        return self.transport.process_lock()
+
+    def node_data(self) -> bytes:
+        return self.transport.node_data()
+
+    def guarded_transaction(self, path: str) -> Any:
+        return self.transport.guarded_transaction(path)

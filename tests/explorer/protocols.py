@@ -1,5 +1,5 @@
 """The protocols under exploration, each driven as its front ends drive it: acquire within a
-timeout, follow the hold with a :class:`~pycurator._engine.hold_monitor.HoldMonitor`, hold until
+timeout, follow the hold with a :class:`~pycurator._recipes.hold_monitor.HoldMonitor`, hold until
 told lost or for a while, release. Each protocol is a function that puts its participants in a
 :class:`~.world.World`; :data:`PROTOCOLS` names them all."""
 
@@ -13,22 +13,24 @@ from typing import Any
 
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoNodeError, SessionExpiredError
 
-from pycurator._client.runners import Cancelled
-from pycurator._engine import menagerie
-from pycurator._engine.election import STEP_WAIT, Election
-from pycurator._engine.hold_monitor import HoldMonitor, HoldState
-from pycurator._engine.locks import HeldNode, LockEngine
-from pycurator._engine.observe import HoldReport, Reporter
-from pycurator._engine.semaphore import SemaphoreSteps
-from pycurator._engine.zklocker import zklocker_engine
-from pycurator._engine.zkrecipes import write_lock_engine
+from pycurator._client.callback_runner import Cancelled
 from pycurator._protocol import wire
 from pycurator._protocol.checks import ConnectionPolicy
 from pycurator._protocol.deadline import FIRST_TRY_WAIT
 from pycurator._protocol.drivers import LATCH_DRIVER, MUTEX_DRIVER, ReadSideDriver, write_driver
-from pycurator._protocol.steps import NewSignal, Signal, Steps, WaitSignal
+from pycurator._protocol.steps import NewSignal, Steps, WaitSignal
+from pycurator._protocol.transport import Signal
 from pycurator._protocol.waits import DELETE_WAIT, delete_node_steps
 from pycurator._protocol.zkrecipes import ELECTION_DRIVER, ELECTION_NAMING
+from pycurator._recipes import menagerie
+from pycurator._recipes.election import STEP_WAIT, Election
+from pycurator._recipes.hold_monitor import HoldMonitor, HoldState
+from pycurator._recipes.lock_engine import LockEngine
+from pycurator._recipes.lock_nodes import LockNode
+from pycurator._recipes.reports import HoldReport, Reporter
+from pycurator._recipes.semaphore import SemaphoreSteps
+from pycurator._recipes.zklocker import zklocker_engine
+from pycurator._recipes.zkrecipes import write_lock_engine
 
 from .model import Client
 from .world import Hold, World
@@ -37,7 +39,7 @@ from .world import Hold, World
 #: lost for longer than its retries.
 ENDINGS = (ConnectionClosedError, ConnectionLoss, SessionExpiredError, Cancelled)
 
-Acquire = Callable[[], Steps[HeldNode | None]]
+Acquire = Callable[[], Steps[LockNode | None]]
 Release = Callable[[str], Steps[None]]
 
 
@@ -392,7 +394,7 @@ def _election(
         box: list[Election] = []
 
         def elected(
-            node: HeldNode,
+            node: LockNode,
             monitor: HoldMonitor,
             hold_for: float = hold_for,
             box: list[Election] = box,

@@ -21,8 +21,7 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pycurator._client.runners import Cancelled
-from pycurator._engine import election, observe
+from pycurator._client.callback_runner import Cancelled
 from pycurator._protocol import deadline as deadline_module
 from pycurator._protocol.deadline import DeadlineExpired
 from pycurator._protocol.steps import (
@@ -35,11 +34,13 @@ from pycurator._protocol.steps import (
     SessionId,
     Step,
     Steps,
-    Transport,
     WaitSignal,
     link_all,
     outcomes,
 )
+from pycurator._protocol.transport import Transport
+from pycurator._recipes import election
+from pycurator._recipes import reports as observe
 
 from ..scripted import Flag
 
@@ -226,9 +227,9 @@ class Scheduler:
         p.outcome_tick = self.ticks
 
     def cancel(self, p: Participant) -> None:
-        """Throw :class:`~pycurator._client.runners.Cancelled` into ``p`` at its current wait,
-        or at its next one, as the runners do on cancellation (asyncio's and
-        :class:`~pycurator._client.runners.Task` throw only where the steps wait)."""
+        """Throw :class:`~pycurator._client.callback_runner.Cancelled` into ``p`` at its current
+        wait, or at its next one, as the runners do on cancellation (asyncio's and
+        :class:`~pycurator._client.callback_runner.CallbackRun` throw only where the steps wait)."""
         if not p.done:
             p.cancel = True
 

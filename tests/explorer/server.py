@@ -24,12 +24,12 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
-from pycurator._protocol.ops import (
+from pycurator._protocol.requests import (
     CreateNode,
+    CreateParent,
     DeleteNode,
     GetData,
     ListChildren,
-    MakeContainer,
     NodeExists,
     Request,
 )
@@ -220,10 +220,9 @@ class Server:
         if not self.alive(sid):
             raise SessionExpiredError()
         if isinstance(request, CreateNode):
-            flags = (EPHEMERAL if request.ephemeral else 0) | (SEQUENCE if request.sequence else 0)
-            return self.create(sid, request.path, request.data or b"", flags)
-        if isinstance(request, MakeContainer):
-            return self.create(sid, request.server_path, b"", CONTAINER)
+            return self.create(sid, request.path, request.data or b"", int(request.mode))
+        if isinstance(request, CreateParent):
+            return self.create(sid, request.server_path, b"", int(request.mode))
         if isinstance(request, DeleteNode):
             return self.delete(sid, request.path)
         if isinstance(request, ListChildren):

@@ -10,8 +10,8 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from pycurator._engine.hold_monitor import HoldMonitor, HoldState
 from pycurator._protocol.checks import ConnectionPolicy
+from pycurator._recipes.hold_monitor import HoldMonitor, HoldState
 
 from .model import Client
 from .scheduler import Participant, Scheduler
