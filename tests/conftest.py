@@ -23,15 +23,8 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
         process.communicate(timeout=SOON)
 
 
-@pytest.fixture(scope="module")
-def ttl_on(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    """A server of the module's own with TTL nodes on."""
-    with ZooKeeperServer(java=java_with(tmp_path_factory.mktemp("java"), True)) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ttl_off(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    """A server of the module's own with TTL nodes off, as ZooKeeper starts by default."""
+    """A server with TTL nodes off, as ZooKeeper starts by default (the kit's have them on)."""
     with ZooKeeperServer(java=java_with(tmp_path_factory.mktemp("java"), False)) as server:
         yield server

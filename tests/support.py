@@ -47,7 +47,8 @@ TTL_SWITCH = "zookeeper.extendedTypesEnabled"
 
 def java_with(folder: Path, enabled: bool) -> str:
     """A ``java`` in ``folder`` that runs ZooKeeper with TTL nodes ``enabled`` whatever the kit
-    asks: the switch is set again right before the classpath, where the last setting wins."""
+    asks (it turns them on): the switch is set again right before the classpath, where the last
+    setting wins."""
     script = folder / f"java-ttl-{'on' if enabled else 'off'}"
     value = "true" if enabled else "false"
     script.write_text(

@@ -9,6 +9,7 @@ import asyncio
 import math
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +21,8 @@ from pycurator._protocol.modes import CreateMode
 from pycurator._protocol.requests import CreateNode
 from pycurator._protocol.waits import sent_steps
 from pycurator._threads.runner import run
-from pycurator.testing import ZooKeeperServer
+from pycurator.testing import ZooKeeperServer, created_modes
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .aio_support import run as run_loop
 from .support import SOON, eventually
@@ -30,29 +32,41 @@ TTL = 1.0
 
 
 @pytest.fixture(params=["kazoo", "lean"])
-def client(ttl_on: ZooKeeperServer, request: pytest.FixtureRequest) -> Iterator[KazooClient]:
-    made = on_client(ttl_on.hosts, str(request.param))
+def client(zk_server: ZooKeeperTarget, request: pytest.FixtureRequest) -> Iterator[KazooClient]:
+    """A client of the kit's server (TTL nodes on), on kazoo's loop and on pycurator's."""
+    made = on_client(zk_server.hosts, str(request.param))
     yield made
     made.stop()
     made.close()
 
 
 @pytest.fixture
-def observer(ttl_on: ZooKeeperServer) -> Iterator[KazooClient]:
-    made = on_client(ttl_on.hosts, "kazoo")
-    yield made
-    made.stop()
-    made.close()
+def observer(zk: KazooClient) -> KazooClient:
+    return zk
 
 
 @pytest.fixture
-def path(request: pytest.FixtureRequest) -> str:
-    """A path of the test's own on the module's server."""
-    return f"/ttl/{request.node.name.replace('[', '-').replace(']', '')}/node"
+def path(zk_path: str) -> str:
+    """The kept node's path: below the test's own."""
+    return f"{zk_path}/group/node"
+
+
+@pytest.fixture
+def server_log(zk_server: ZooKeeperTarget) -> Path | None:
+    """The kit's local server's data folder (its transaction log tells a node's mode), or None
+    for a server elsewhere."""
+    return zk_server.local.data_dir if zk_server.local is not None else None
+
+
+def modes(log: Path | None, under: str) -> dict[str, tuple[str, float | None]]:
+    """Each node's create mode and TTL below ``under``, as the server's log tells them."""
+    if log is None:
+        pytest.skip("the create modes are read from the local server's transaction log")
+    return {path: (made.mode, made.ttl) for path, made in created_modes(log, under).items()}
 
 
 def test_the_node_and_its_touch_child_are_curators_and_go_a_ttl_after_close(
-    client: KazooClient, observer: KazooClient, path: str
+    client: KazooClient, observer: KazooClient, path: str, server_log: Path | None
 ) -> None:
     node = PersistentTtlNode(client, path, TTL, b"payload")
     assert node.ttl == TTL and node.path == path
@@ -70,6 +84,9 @@ def test_the_node_and_its_touch_child_are_curators_and_go_a_ttl_after_close(
     assert observer.exists(path) is not None
     node.close()
     assert observer.exists(path) is not None  # close deletes nothing: the TTL will
+    made = modes(server_log, path.rsplit("/", 1)[0])
+    assert made[path] == made[touch] == ("PERSISTENT_WITH_TTL", TTL)  # as Curator 5.9
+    assert made[path.rsplit("/", 1)[0]] == ("CONTAINER", None)
     eventually(lambda: observer.exists(path) is None, what="the pair reaped after a TTL")
 
 
@@ -126,11 +143,16 @@ def test_the_asyncio_form_keeps_the_same_pair(
     ],
 )
 def test_bad_input_is_named_and_nothing_is_made(
-    client: KazooClient, arguments: tuple[Any, ...], error: type[Exception], message: str
+    client: KazooClient,
+    zk_path: str,
+    arguments: tuple[Any, ...],
+    error: type[Exception],
+    message: str,
 ) -> None:
+    path, *rest = arguments
     with pytest.raises(error, match=message):
-        PersistentTtlNode(client, *arguments)
-    assert client.exists("/n") is None
+        PersistentTtlNode(client, zk_path + path if path.startswith("/") else path, *rest)
+    assert client.exists(zk_path) is None
 
 
 def test_a_server_with_ttl_nodes_off_is_named_by_the_wait(ttl_off: ZooKeeperServer) -> None:
