@@ -27,10 +27,8 @@ from .._protocol.waits import RETRYABLE, sent_steps
 
 log = logging.getLogger("pycurator")
 
-#: ``PersistentTtlNode.DEFAULT_CHILD_NODE_NAME``.
-TOUCH_NAME = "touch"
-#: ``PersistentTtlNode.DEFAULT_TOUCH_SCHEDULE_FACTOR``: touched every ``ttl / 2``.
-TOUCH_FACTOR = 2
+TOUCH_NAME = wire.TTL_TOUCH_NAME
+TOUCH_FACTOR = wire.TTL_TOUCH_FACTOR
 
 
 class Touch:
@@ -52,6 +50,7 @@ class Touch:
         other than a lost connection is logged (at debug, as Curator) and the next touch
         comes in turn; a lost connection raises, for the touch to come once connected."""
         path = wire.join_path(parent, TOUCH_NAME)
+        self._next = Deadline(self.interval)  # from the touch's start: at a fixed rate, as Java
         try:
             try:
                 yield from sent_steps(SetData(path, self.data), deadline)
@@ -66,10 +65,10 @@ class Touch:
         except NoNodeError:
             pass  # the parent is gone: the kept node makes it again, and touches then
         except RETRYABLE:
+            self._next = Deadline(0.0)  # touched once connected again
             raise
         except KazooException:
             log.debug("could not touch %s", path, exc_info=True)
-        self._next = Deadline(self.interval)
 
 
 __all__ = ["TOUCH_FACTOR", "TOUCH_NAME", "Touch"]
