@@ -221,8 +221,8 @@ class Keeper:
     def _step(self, wake: Signal, deadline: Deadline) -> Steps[None]:
         """Make the node if it is missing, write the data if asked, and watch it."""
         if self.actual_path is None or self._recreate:
-            self._recreate = False
             yield from self._create_steps(deadline)
+            self._recreate = False  # (not before: a create that fails is tried again)
         path = self.actual_path
         assert path is not None
         if self._write or self._written is not self.data:
