@@ -95,13 +95,18 @@ def _refused(mode: CreateMode) -> ValueError:
 # -- the sending of each request, by its type ---------------------------------------------------
 
 
+#: The last mode a plain ``create`` makes (ephemeral sequential); a container and the TTL modes
+#: are sent otherwise.
+_LAST_PLAIN_MODE = int(CreateMode.EPHEMERAL_SEQUENTIAL)
+
+
 def _send_create(client: KazooClient, request: CreateNode) -> Any:
     """``create`` without kazoo's completion step: the answer, ``(server path, stat)``, is set
     on the async result by the connection thread itself, where kazoo's would go through its
     completion worker first (a thread hand-off per create). The server's path, chroot included
     (``client.unchroot`` gives the client's)."""
     mode = request.mode
-    if mode > CreateMode.EPHEMERAL_SEQUENTIAL:
+    if mode > _LAST_PLAIN_MODE:
         if mode is not CreateMode.CONTAINER:
             raise _refused(mode)
         record: Any = CreateContainer(
