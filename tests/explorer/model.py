@@ -1,8 +1,7 @@
 """The clients of the explorer's in-memory ZooKeeper (:class:`~tests.explorer.server.Server`).
 
-:class:`Client`: one kazoo client, as the protocols' runners see it (a
-:class:`~pycurator._protocol.steps.Transport`, and the
-:class:`~pycurator._recipes.hold_monitor.HoldSender` a hold check's callbacks use). As kazoo:
+:class:`Client`: one kazoo client, as the protocols' runners and callbacks see it (a
+:class:`~pycurator._protocol.transport.Transport`). As kazoo:
 requests are answered in order, the watch events in the same stream; a request made while
 disconnected waits for the connection; a dropped connection fails the requests in flight with
 ConnectionLoss (applied or not), tells SUSPENDED, and fires and forgets every watch of the client
@@ -384,7 +383,7 @@ class Client:
     def start(self, steps: Steps[Any]) -> None:
         self.scheduler.spawn(f"{self.name}:background", self, steps)
 
-    # -- the hold check's sender -----------------------------------------------------------------
+    # -- time and order, for a hold check's callbacks -------------------------------------------
 
     def call_batched(self, delay: float, function: Callable[[Any], None], argument: Any) -> None:
         self.scheduler.call_later(delay, lambda: function(argument))
