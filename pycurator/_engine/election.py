@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -43,7 +42,7 @@ from kazoo.protocol.states import KazooState, WatchedEvent
 from .._client.concurrency import ignore, runs_inline
 from .._client.runners import set_here
 from .._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
-from .._protocol import wire
+from .._protocol import clock, wire
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.errors import UNFIXABLE
@@ -318,7 +317,7 @@ class Election:
     def _elect(self, node: HeldNode) -> None:
         started, self._waiting_since = self._waiting_since, None
         report = self._reporter.acquired(
-            time.monotonic() if started is None else started, node.path
+            clock.monotonic() if started is None else started, node.path
         )
         monitor = HoldMonitor(
             self.transport, node.path, self.policy, self._hold_changed, node.session_id, report

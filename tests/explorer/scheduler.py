@@ -7,8 +7,8 @@ watch event, a timer); when neither is left it moves the clock to the next due t
 participant yields is one *step boundary*, numbered from 0 across all participants: a fault is
 applied at one (:attr:`Scheduler.on_boundary`).
 
-The protocols read the time through :class:`~pycurator._protocol.deadline.Deadline`, which reads
-``time.monotonic``: :func:`simulated_time` makes that the scheduler's clock while a schedule runs.
+The library reads the time through its one clock (:mod:`pycurator._protocol.clock`):
+:func:`simulated_time` makes that the scheduler's clock while a schedule runs.
 """
 
 from __future__ import annotations
@@ -17,13 +17,11 @@ import contextlib
 import heapq
 import math
 import random
-import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from pycurator._client.runners import Cancelled
-from pycurator._engine import election, observe
-from pycurator._protocol import deadline as deadline_module
+from pycurator._protocol import clock
 from pycurator._protocol.deadline import DeadlineExpired
 from pycurator._protocol.steps import (
     EFFECTS,
@@ -42,10 +40,6 @@ from pycurator._protocol.steps import (
 )
 
 from ..scripted import Flag
-
-#: The modules of the protocols that read ``time.monotonic``.
-_TIMED: tuple[types.ModuleType, ...] = (deadline_module, observe, election)
-
 
 #: The steps whose outcome tells a protocol of its client's state.
 _OBSERVING = (Await, AwaitAll, WaitSignal, SessionId, IsConnected, CheckOpen)
@@ -266,20 +260,16 @@ class Scheduler:
 
 @contextlib.contextmanager
 def simulated_time(scheduler_of: Callable[[], Scheduler | None]) -> Iterator[None]:
-    """While inside, the protocols' ``time.monotonic`` is the clock of the scheduler that
-    ``scheduler_of()`` names (the one running now)."""
+    """While inside, the library's clock (:mod:`pycurator._protocol.clock`) is the clock of the
+    scheduler that ``scheduler_of()`` names (the one running now)."""
 
     def monotonic() -> float:
         scheduler = scheduler_of()
         assert scheduler is not None, "no schedule is running"
         return scheduler.now
 
-    fake = types.SimpleNamespace(monotonic=monotonic, time=monotonic)
-    saved = [module.time for module in _TIMED]
-    for module in _TIMED:
-        module.time = fake  # type: ignore[attr-defined]
+    clock.use(monotonic)
     try:
         yield
     finally:
-        for module, original in zip(_TIMED, saved, strict=True):
-            module.time = original  # type: ignore[attr-defined]
+        clock.use(None)

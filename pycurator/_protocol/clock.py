@@ -1,0 +1,30 @@
+"""The library's one clock: every deadline, timer, delayed call, report and ping of the package
+reads the time here, and nowhere else (``tests/test_architecture.py`` holds every other module of
+the library to it).
+
+:func:`monotonic` is the system's monotonic clock (``time.monotonic``) until :func:`use` puts
+another source in its place: a simulation that runs the library on a clock of its own (the test
+suite's fault explorer, whose simulated seconds pass only when nothing is left to run) injects
+it here, once, and every wait of every recipe, front end and runner then keeps that time. The
+clock is read through the module (``clock.monotonic()``), never bound to a name of its own, so a
+source put in place later is the one read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+#: Seconds on the clock in use: the system's monotonic clock, unless :func:`use` said otherwise.
+monotonic: Callable[[], float] = time.monotonic
+
+
+def use(source: Callable[[], float] | None) -> None:
+    """Read the time from ``source`` from now on (seconds that never go back), or from the
+    system's monotonic clock again with None. Process-wide: meant for a simulation that runs
+    the library alone, not for a process serving real clients meanwhile."""
+    global monotonic
+    monotonic = time.monotonic if source is None else source
+
+
+__all__ = ["monotonic", "use"]
