@@ -45,7 +45,7 @@ def _silence() -> None:
     for the pair its caller expects (the node, and one shared report that does nothing)."""
     from collections.abc import Generator
 
-    from pycurator._engine.observe import HoldReport, Reporter
+    from pycurator._recipes.reports import HoldReport, Reporter
 
     silent = HoldReport.__new__(HoldReport)  # nothing set: its methods read nothing
 

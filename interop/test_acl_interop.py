@@ -7,7 +7,9 @@ from typing import Any
 from kazoo.security import make_digest_acl
 
 from pycurator import InterProcessMutex
-from pycurator._client.requests import ensure_container_parents
+from pycurator._client.transport import transport_of
+from pycurator._protocol.parents import parents_steps
+from pycurator._threads.runner import run
 from pycurator.testing import ClientFactory, java_acquire
 from tests.support import SOON, children
 
@@ -18,7 +20,8 @@ def test_java_and_python_with_the_same_credentials_share_a_protected_lock(
     curator_factory: CuratorFactory, zk_client_factory: ClientFactory, zk_path: str
 ) -> None:
     path = f"{zk_path}/lock"
-    ensure_container_parents(zk_client_factory(), path)  # keep the shared test root open
+    # keep the shared test root open
+    run(transport_of(zk_client_factory()), parents_steps(path))
     python_client = zk_client_factory(auth_data=[("digest", "locker:secret")])
     python = InterProcessMutex(
         python_client, path, acl=[make_digest_acl("locker", "secret", all=True)]

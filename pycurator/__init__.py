@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 from . import aio as aio  # the asyncio forms of the recipes
+from ._client.lock_listeners import add_lock_listener, remove_lock_listener
 from ._connect import TLSOptions, connect, reconnecting_retry
-from ._engine.hold_monitor import ConnectionPolicy
-from ._engine.observe import (
-    LockEvent,
-    LockEventKind,
-    LockListener,
-    add_lock_listener,
-    remove_lock_listener,
-)
-from ._engine.revocation import attempt_revoke
 from ._protocol.errors import (
     ConnectTimeout,
     LockLostError,
@@ -22,9 +14,12 @@ from ._protocol.errors import (
     NotALockNodeError,
     PyCuratorError,
 )
-from ._threads.leader import CloseMode, LeaderLatch, LeaderLatchListener, Participant
+from ._protocol.events import LockEvent, LockEventKind, LockListener
+from ._recipes.hold_monitor import ConnectionPolicy
+from ._threads.latch import CloseMode, LeaderLatch, LeaderLatchListener, Participant
 from ._threads.multilock import InterProcessMultiLock
 from ._threads.mutex import InterProcessMutex
+from ._threads.revocation import attempt_revoke
 from ._threads.rwlock import InterProcessReadWriteLock
 from ._threads.selector import LeaderSelector, Leadership
 from ._threads.semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease

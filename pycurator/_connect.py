@@ -1,4 +1,5 @@
-"""``connect()``: a started kazoo client with the settings a Curator user expects.
+"""``connect()``: a started kazoo client with the settings a Curator user expects (its connect
+string and namespace checked by :mod:`pycurator._connect_string`).
 
 Curator's ``CuratorFrameworkFactory.builder()`` gives a client that reconnects on its own, has
 a retry policy for operations, a namespace it makes on first use, and session and connection
@@ -33,10 +34,8 @@ pycurator prints nothing of its own accord: its loggers (``pycurator``, and
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import math
-import re
 import select
 import socket
 import sys
@@ -49,14 +48,16 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, OperationTimeoutError
 from kazoo.retry import KazooRetry
 
+from ._client import kazoo_internals
 from ._client.kazoo_internals import use_lean_loop
-from ._client.requests import make_containers_steps
-from ._client.runners import run, transport_of
 from ._client.runtime import runtime_of
+from ._client.transport import transport_of
+from ._connect_string import ConnectString, label, with_namespace
 from ._protocol.checks import MAX_SESSION_TIMEOUT, UNLIMITED_TIMEOUT
 from ._protocol.deadline import Deadline, DeadlineExpired
 from ._protocol.errors import ConnectTimeout
-from ._protocol.paths import validate_path
+from ._protocol.parents import namespace_steps
+from ._threads.runner import run
 
 log = logging.getLogger("pycurator")
 #: The logger of the kazoo clients :func:`connect` makes: below kazoo's own, so that what a
@@ -78,8 +79,6 @@ DEFAULT_CONNECT_TIMEOUT = 15.0
 #: never giving up), as ZooKeeper's Java client waits up to a second between attempts; kazoo's
 #: own default doubles up to an hour.
 RECONNECT_MAX_DELAY = 1.0
-#: The port of a server the connect string names without one (ZooKeeper's client port).
-DEFAULT_PORT = 2181
 
 #: kazoo's arguments that :func:`connect` sets from its own, and the argument to use instead.
 _OWN_ARGUMENTS = {
@@ -127,96 +126,6 @@ class TLSOptions:
         if self.check_hostname:  # an argument kazoo has only from 2.11 on
             arguments["check_hostname"] = True
         return arguments
-
-
-#: A host name or an IPv4 address: letters, digits, ``_``, ``.`` and ``-``, not first ``.``/``-``.
-_HOST_NAME = re.compile(r"\w[\w.-]*")
-_EXAMPLE = "as in 'zk1:2181,zk2:2181,zk3:2181/app'"
-
-
-@dataclass(frozen=True)
-class ConnectString:
-    """A ZooKeeper connect string, ``host[:port],host[:port]...[/chroot]``, as ZooKeeper's client
-    reads it: the port is 2181 where none is given, an IPv6 address goes in brackets
-    (``[::1]:2181``), spaces around a server are ignored, a trailing ``/`` of the chroot too.
-
-    :meth:`parse` raises ``ValueError`` naming the problem for an empty or blank string, an
-    empty server (``a:1,,b:2``), a bad host or port, or a chroot ZooKeeper refuses. A name that
-    does not resolve passes: DNS may fail for a while, and :func:`connect` retries it."""
-
-    #: ``(host, port)`` of each server, in order.
-    servers: tuple[tuple[str, int], ...]
-    #: The chroot, ``""`` for none.
-    chroot: str
-    #: The string itself, without the spaces and the trailing ``/`` that :meth:`parse` ignores.
-    text: str
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        """``host:port`` of each server (an IPv6 address in brackets), as errors name it."""
-        return tuple(_label(host, port) for host, port in self.servers)
-
-    @classmethod
-    def parse(cls, hosts: str) -> ConnectString:
-        """``hosts`` read, or ``ValueError`` (``TypeError`` if it is not a str)."""
-        if not isinstance(hosts, str):
-            raise TypeError(f"hosts must be a connect string, not {type(hosts).__name__}")
-        if not hosts.strip():
-            raise ValueError(f"empty connect string {hosts!r}: name the servers, {_EXAMPLE}")
-
-        def bad(why: str) -> ValueError:
-            return ValueError(f"bad connect string {hosts!r}: {why}")
-
-        if "://" in hosts:
-            raise bad(f"a connect string has no scheme, {_EXAMPLE}")
-        part, slash, chroot = hosts.strip().partition("/")
-        chroot = f"/{chroot}".rstrip("/") if slash else ""
-        if chroot:
-            try:
-                validate_path(chroot)
-            except ValueError as exc:
-                raise bad(f"bad chroot: {exc}") from None
-        entries = [entry.strip() for entry in part.split(",")]
-        servers: list[tuple[str, int]] = []
-        for number, entry in enumerate(entries, 1):
-            if not entry:
-                where = f"server {number} of {len(entries)}"
-                raise bad(f"{where} is empty" if part.strip() else "no server before the chroot")
-            try:
-                servers.append(_server(entry))
-            except ValueError as exc:
-                raise bad(str(exc)) from None
-        return cls(tuple(servers), chroot, ",".join(entries) + chroot)
-
-
-def _server(entry: str) -> tuple[str, int]:
-    """``(host, port)`` of one server of a connect string, or ``ValueError`` saying why not."""
-    if entry.startswith("["):
-        address, bracket, rest = entry[1:].partition("]")
-        if not bracket or (rest and not rest.startswith(":")):
-            raise ValueError(f"write an IPv6 address as [address]:port, not {entry!r}")
-        try:
-            ipaddress.IPv6Address(address)
-        except ValueError:
-            raise ValueError(f"{address!r} in {entry!r} is not an IPv6 address") from None
-        host, colon, port = address, bool(rest), rest[1:]
-    else:
-        host, separator, port = entry.partition(":")
-        colon = bool(separator)
-        if ":" in port:
-            raise ValueError(f"{entry!r} has more than one ':' (write IPv6 as [::1]:2181)")
-        if not host:
-            raise ValueError(f"no host before the port in {entry!r}")
-        if not _HOST_NAME.fullmatch(host):
-            spaced = " (it has a space in it)" if any(c.isspace() for c in host) else ""
-            raise ValueError(f"{host!r} is not a host name or address{spaced}")
-    if colon and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
-        raise ValueError(f"bad port in {entry!r}: give a whole number from 1 to 65535")
-    return host, int(port) if colon else DEFAULT_PORT
-
-
-def _label(host: str, port: object) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 if TYPE_CHECKING:
@@ -285,7 +194,7 @@ class _ConnectLog(_Adapter):
 
     def _label_of(self, host: object, port: object) -> str:
         key = (str(host).lower(), port if isinstance(port, int) else -1)
-        return self._labels.get(key) or _label(str(host), port)
+        return self._labels.get(key) or label(str(host), port)
 
 
 def _describe(error: BaseException) -> str:
@@ -316,8 +225,10 @@ def reconnecting_retry(handler: Any) -> KazooRetry:
 
 
 def default_handler() -> Any:
-    """The fast handler, or kazoo's own where ``select.poll`` is missing (Windows)."""
-    if hasattr(select, "poll"):
+    """The fast handler, or kazoo's own where ``select.poll`` is missing (Windows) or on a kazoo
+    pycurator is not checked against (:mod:`~pycurator._client.kazoo_internals.releases`), whose
+    connection the fast handler may not know."""
+    if hasattr(select, "poll") and kazoo_internals.checked():
         from .handlers import FastThreadingHandler
 
         return FastThreadingHandler()
@@ -334,22 +245,6 @@ def _seconds(name: str, value: object, most: float) -> float:
             f"{name} must be a finite number of seconds > 0 and at most {most:.0f}, not {value!r}"
         )
     return float(value)
-
-
-def with_namespace(hosts: str, namespace: str | None) -> str:
-    """``hosts`` with ``namespace`` appended to its chroot (or as its chroot), checked as Curator
-    checks a namespace; ``hosts`` itself when there is none (None or ``""``)."""
-    if not isinstance(hosts, str):
-        raise TypeError(f"hosts must be a connect string, not {type(hosts).__name__}")
-    if namespace is None or namespace == "":
-        return hosts
-    if not isinstance(namespace, str):
-        raise TypeError(f"namespace must be a str, not {type(namespace).__name__}")
-    try:
-        validate_path("/" + namespace)
-    except ValueError as exc:
-        raise ValueError(f"Invalid namespace: {namespace}, {exc}") from None
-    return f"{hosts.rstrip('/')}/{namespace}"
 
 
 def connect(
@@ -374,8 +269,9 @@ def connect(
     - ``namespace``: as Curator's ``namespace("a/b")``, every path of the client is below it (a
       kazoo chroot, after any chroot ``hosts`` has). Its missing levels are made before this
       returns, as Curator makes them: empty CONTAINER nodes with the client's ``default_acl``
-      (open to all without one), checking from the deepest level up first, so an existing
-      namespace needs no right to create above it. A refusal of the server (kazoo's
+      (open to all without one), checking first whether it exists, and making the deepest
+      missing level first, so that no right to create is needed above the first level that
+      exists (none at all for an existing namespace). A refusal of the server (kazoo's
       ``NoAuthError``, ``NoNodeError`` when a chroot of ``hosts`` is missing) is raised
       unchanged.
     - ``session_timeout``: seconds (the server grants a value within its bounds), at most
@@ -464,11 +360,10 @@ def _start(
         raise ConnectTimeout(hosts, within, failures.causes())
     if not namespace:
         return
-    chroot: str = client.chroot
-    below = len(chroot) - len(namespace) - 1
+    below = len(client.chroot) - len(namespace) - 1
     while True:
         try:
-            run(transport_of(client), make_containers_steps(client, chroot, below, deadline))
+            run(transport_of(client), namespace_steps(below, deadline))
             return
         except DeadlineExpired:
             raise ConnectTimeout(hosts, within, failures.causes()) from None
@@ -480,15 +375,12 @@ def _start(
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
-    "DEFAULT_PORT",
     "DEFAULT_SESSION_TIMEOUT",
     "KAZOO_LOGGER",
     "RECONNECT_MAX_DELAY",
-    "ConnectString",
     "TLSOptions",
     "connect",
     "curator_retry",
     "default_handler",
     "reconnecting_retry",
-    "with_namespace",
 ]

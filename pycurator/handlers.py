@@ -1,20 +1,19 @@
 """An opt-in kazoo handler that spends less client CPU per request: ``FastThreadingHandler``.
 
 kazoo's connection thread calls its handler's ``select`` about four times per request (the loop's
-wait, the reply's length and body, the write), and ``SequentialThreadingHandler`` builds, fills
-and closes a new ``selectors.DefaultSelector`` (an epoll instance: four system calls) on every
-call. ``FastThreadingHandler`` keeps one ``select.poll`` object per calling thread and per set of
-descriptors, so a call is a single ``poll`` system call at most; it reads the server's socket
-in blocks (the replies and notifications that arrived together are then taken apart without
-another system call or ``select``), sends without asking first whether the socket can take it
-(it waits only when the kernel says it cannot), and runs pycurator's own watchers (which only
-record an event and wake a waiter) on the connection thread rather than handing them to the
-callback worker; likewise a callback pycurator links to a request's answer
-(:func:`link_inline`) runs on the thread that reads the answer, and queuing a request never
-waits on kazoo's wake-up pair (see :class:`_WakeWriter`). Its callback and completion
-workers take their work from ``queue.SimpleQueue`` instead of ``queue.Queue``. Everything else
-(two worker threads run other callbacks in order, events, locks, ``spawn``, ``AsyncResult``
-otherwise) is kazoo's own.
+wait, the reply's length and body, the write), and ``SequentialThreadingHandler`` builds, fills and
+closes a new ``selectors.DefaultSelector`` (an epoll instance: four system calls) on every call.
+``FastThreadingHandler`` keeps one ``select.poll`` object per calling thread and per set of
+descriptors, so a call is a single ``poll`` system call at most; it reads the server's socket in
+blocks (the replies and notifications that arrived together are then taken apart without another
+system call or ``select``), sends without asking first whether the socket can take it (it waits only
+when the kernel says it cannot), and runs pycurator's own watchers (which only record an event and
+wake a waiter) on the connection thread rather than handing them to the callback worker; likewise a
+callback pycurator links to a request's answer (:func:`link_inline`) runs on the thread that reads
+the answer, and queuing a request never waits on kazoo's wake-up pair (see
+:class:`~pycurator._handler_sockets.WakeWriter`). Its callback and completion workers take their
+work from ``queue.SimpleQueue`` instead of ``queue.Queue``. Everything else (two worker threads run
+other callbacks in order, events, locks, ``spawn``, ``AsyncResult`` otherwise) is kazoo's own.
 
 It is an extension point kazoo offers (``KazooClient(handler=...)``), not a patch: other clients
 in the process keep kazoo's handler::
@@ -30,12 +29,10 @@ One handler per client, as with kazoo's handlers. POSIX only (``select.poll``). 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import queue
 import select
-import socket
 import ssl
 import threading
 from collections.abc import Callable, Sequence
@@ -45,7 +42,9 @@ from kazoo.handlers.threading import AsyncResult, SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
 
 from ._client import kazoo_internals
-from ._client.concurrency import INLINE_MARK, link_inline, runs_inline
+from ._handler_sockets import BufferedSocket, WakeWriter
+from ._protocol.steps import link_inline
+from ._protocol.transport import INLINE_MARK, runs_inline
 
 __all__ = ["FastThreadingHandler", "link_inline", "runs_inline", "use_lean_loop", "uses_lean_loop"]
 
@@ -58,8 +57,6 @@ _MAX_POLLERS = 8
 #: hang-up or an error wakes both a reader and a writer (who then see it in recv or send).
 _NOT_READ = ~select.POLLOUT
 _NOT_WRITE = ~select.POLLIN
-#: The most one read takes from a socket kazoo reads in pieces.
-_READ_BLOCK = 65536
 
 
 #: Held while a result is answered, a callback linked or a waiter's gate made: uncontended in
@@ -189,136 +186,6 @@ class _WorkQueue(queue.SimpleQueue):  # type: ignore[type-arg]
         """Nothing to count: nobody joins these queues."""
 
 
-class _BufferedSocket:
-    """A socket kazoo reads in small pieces (a reply's length, then its body; a byte per queued
-    request from its wake-up pair), read here in blocks of up to :data:`_READ_BLOCK` bytes.
-
-    ``pending()`` (which kazoo asks before it would ``select`` for a read) is what is buffered,
-    or 1 when the handler's ``select`` saw the socket readable and nothing was read since; the
-    handler's ``select`` reports such a socket readable without a system call. ``send`` sends
-    at once and waits (as kazoo's ``select`` would have) only when the kernel cannot take the
-    data. Everything else is the socket's own.
-    """
-
-    __slots__ = ("_owing", "_sock", "buffer", "fd", "offset", "owed", "readable", "write_wait")
-
-    def __init__(self, sock: socket.socket) -> None:
-        self._sock = sock
-        #: what was read and not yet taken, from ``offset`` on
-        self.buffer = b""
-        self.offset = 0
-        #: the descriptor, kept while the socket is open (-1 once closed through this object)
-        self.fd = sock.fileno()
-        #: the last ``select`` saw data (or a hang-up) that nobody has read yet
-        self.readable = False
-        #: the timeout of the last ``select`` that reported this socket writable without asking
-        self.write_wait: float | None = None
-        #: wake-up bytes the writing end of the pair could not send, read as if sent
-        self.owed = 0
-        self._owing = threading.Lock()
-
-    def fileno(self) -> int:
-        return self._sock.fileno()
-
-    def detach_buffer(self) -> tuple[socket.socket, bytes]:
-        """The socket itself and what was read from it and not yet taken, which is no longer
-        kept here: a connection loop reading the socket on its own goes on from there."""
-        rest = self.buffer[self.offset :]
-        self.buffer, self.offset, self.readable = b"", 0, False
-        return self._sock, rest
-
-    def close(self) -> None:
-        self.fd = -1
-        self._sock.close()
-
-    def pending(self) -> int:
-        """Bytes a ``recv`` returns without waiting (at least 1 if it would not wait)."""
-        return len(self.buffer) - self.offset or self.owed or int(self.readable)
-
-    def owe(self, count: int) -> None:
-        """Count ``count`` zero bytes the writing end of a pair could not send."""
-        with self._owing:
-            self.owed += count
-
-    def recv(self, size: int) -> bytes:
-        """Up to ``size`` bytes, from the buffer if it has any (or the bytes owed), else from
-        one read of the socket (whose rest is kept); ``b""`` at the end of the stream."""
-        if self.owed:
-            with self._owing:
-                taken = min(size, self.owed)
-                self.owed -= taken
-            if taken:
-                return b"\0" * taken
-        available = len(self.buffer) - self.offset
-        if available:
-            start = self.offset
-            end = start + min(size, available)
-            if end == len(self.buffer):
-                chunk = self.buffer[start:] if start else self.buffer
-                self.buffer, self.offset = b"", 0
-            else:
-                chunk = self.buffer[start:end]
-                self.offset = end
-            return chunk
-        self.readable = False
-        data = self._sock.recv(max(size, _READ_BLOCK))
-        if len(data) <= size:
-            return data
-        self.buffer, self.offset = data, size
-        return data[:size]
-
-    def send(self, data: Any) -> int:
-        """Send what the kernel takes of ``data``; when it takes nothing, wait until it can, at
-        most the last ``select``'s timeout (``TimeoutError`` then)."""
-        try:
-            return self._sock.send(data)
-        except BlockingIOError:
-            pass
-        poller = select.poll()
-        poller.register(self._sock.fileno(), select.POLLOUT)
-        wait_ms = None if self.write_wait is None else self.write_wait * 1000.0
-        if not poller.poll(wait_ms):
-            raise TimeoutError("socket time-out during write")
-        return self._sock.send(data)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sock, name)
-
-
-class _WakeWriter:
-    """The writing end of kazoo's wake-up pair (a byte per queued request), which never waits.
-
-    The pair's kernel buffer holds a few hundred one-byte writes; when it is full (hundreds of
-    requests queued at once), a byte is counted on the reading end instead (see
-    :meth:`_BufferedSocket.owe`), so no thread waits to queue a request: not the connection
-    thread (whose inline callbacks may queue one, and which alone empties the pair), nor
-    kazoo's ``stop()``. Everything else is the socket's own.
-    """
-
-    __slots__ = ("_reader", "_sock")
-
-    def __init__(self, sock: socket.socket, reader: _BufferedSocket) -> None:
-        sock.setblocking(False)
-        self._sock = sock
-        self._reader = reader
-
-    def send(self, data: Any) -> int:
-        try:
-            return self._sock.send(data)
-        except BlockingIOError:
-            pass
-        self._reader.owe(len(data))
-        # one more byte, if there is room now: the reader, asleep once it emptied the pair,
-        # wakes for it and then sees what is owed (kazoo reads a byte too many as a no-op);
-        # if there is no room, the reader has bytes to wake for anyway
-        with contextlib.suppress(BlockingIOError):
-            self._sock.send(b"\0")
-        return len(data)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sock, name)
-
-
 class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
     """kazoo's ``SequentialThreadingHandler`` with a reused poller in ``select``, sockets read in
     blocks, inline pycurator watchers and lighter work queues; a drop-in for
@@ -334,14 +201,14 @@ class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
     def create_connection(self, *args: Any, **kwargs: Any) -> Any:
         """kazoo's connection, read in blocks unless it is a TLS one."""
         sock = super().create_connection(*args, **kwargs)
-        return sock if isinstance(sock, ssl.SSLSocket) else _BufferedSocket(sock)
+        return sock if isinstance(sock, ssl.SSLSocket) else BufferedSocket(sock)
 
     def create_socket_pair(self) -> tuple[Any, Any]:
         """kazoo's wake-up pair: its reading end (the first) read in blocks, its writing end
-        never waiting (:class:`_WakeWriter`)."""
+        never waiting (:class:`~pycurator._handler_sockets.WakeWriter`)."""
         reader, writer = super().create_socket_pair()
-        buffered = _BufferedSocket(reader)
-        return buffered, _WakeWriter(writer, buffered)
+        buffered = BufferedSocket(reader)
+        return buffered, WakeWriter(writer, buffered)
 
     def async_result(self) -> Any:
         """kazoo's ``AsyncResult``, which also takes :func:`link_inline` callbacks."""
@@ -379,7 +246,7 @@ class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
             read_fds = []
             known = None
             for obj in rlist:
-                if obj.__class__ is _BufferedSocket:
+                if obj.__class__ is BufferedSocket:
                     if obj.readable or obj.offset < len(obj.buffer) or obj.owed:  # pending()
                         known = [obj] if known is None else [*known, obj]
                     read_fds.append(obj.fd if obj.fd >= 0 else _fd(obj))
@@ -388,7 +255,7 @@ class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
             if known is not None:
                 return known, [], []
             write_fds = []
-        elif not rlist and len(wlist) == 1 and wlist[0].__class__ is _BufferedSocket:
+        elif not rlist and len(wlist) == 1 and wlist[0].__class__ is BufferedSocket:
             wlist[0].write_wait = timeout
             return [], [wlist[0]], []
         else:
@@ -409,7 +276,7 @@ class FastThreadingHandler(SequentialThreadingHandler):  # type: ignore[misc]
                 raise ValueError("Invalid event mask or fd")
             if events & _NOT_READ and fd in read_fds:
                 obj = rlist[read_fds.index(fd)]
-                if obj.__class__ is _BufferedSocket:
+                if obj.__class__ is BufferedSocket:
                     obj.readable = True
                 readable.append(obj)
             if events & _NOT_WRITE and fd in write_fds:

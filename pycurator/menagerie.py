@@ -6,9 +6,8 @@ Nodes are named, ordered and judged exactly as menagerie does
 menagerie gets wrong is not copied: a timed acquire keeps its deadline and leaves no node, a lost
 wake-up cannot happen, a waiter of the semaphore learns of every release that can grant it, a holder
 hears when its node is lost, a downgrade's read node is deleted on release, and a create whose
-answer was lost is found again. The engine is pycurator's (:mod:`pycurator._engine.locks`); the
-asyncio forms are in
-:mod:`pycurator.aio.menagerie`.
+answer was lost is found again. The engine is pycurator's (:mod:`pycurator._recipes.lock_engine`);
+the asyncio forms are in :mod:`pycurator.aio.menagerie`.
 """
 
 from __future__ import annotations

@@ -10,8 +10,10 @@ from typing import TypeVar
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoWatcherError
 
-from pycurator._client.requests import send
-from pycurator._client.transport import WATCHER_TYPE_CHILDREN, RemoveWatches, prefixed
+from pycurator._client.transport import transport_of
+from pycurator._protocol.requests import RemoveWatches, WatcherType
+from pycurator._protocol.waits import sent_steps
+from pycurator._threads.runner import run as run_steps
 from pycurator.testing import four_letter_word, paths_by_session, split_hosts
 
 from .support import SOON
@@ -32,7 +34,8 @@ def has_child_watch(client: KazooClient, path: str) -> bool:
     """Whether the server holds a child watch of ``client``'s session on ``path`` (``wchc``
     shows data watches only): asks it to remove one, which fails when there is none."""
     try:
-        send(client, RemoveWatches(prefixed(client, path), WATCHER_TYPE_CHILDREN))
+        request = RemoveWatches(path, WatcherType.CHILDREN)
+        run_steps(transport_of(client), sent_steps(request))
     except NoWatcherError:
         return False
     return True

@@ -19,9 +19,8 @@ from typing import Any, TypeVar
 from kazoo.exceptions import ConnectionClosedError
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
-from pycurator._client.runtime import STOPPED_MESSAGE
 from pycurator._protocol.deadline import DeadlineExpired
-from pycurator._protocol.ops import GetData, ListChildren, NodeExists, Request
+from pycurator._protocol.requests import GetData, ListChildren, NodeExists, Request
 from pycurator._protocol.steps import (
     Await,
     AwaitAll,
@@ -32,6 +31,7 @@ from pycurator._protocol.steps import (
     outcomes,
     perform,
 )
+from pycurator._protocol.transport import STOPPED_MESSAGE
 
 T = TypeVar("T")
 
@@ -440,6 +440,37 @@ class ScriptedServer:
             self.run(steps)
         except Exception as exc:
             raise AssertionError(f"background steps failed: {exc!r}") from exc
+
+    def call_batched(self, delay: float, function: Callable[[Any], None], argument: Any) -> None:
+        function(argument)
+
+    def post_request(self, function: Callable[[], None]) -> None:
+        function()
+
+    # what recipes are made with: the engines under test are made with a kazoo client's
+    # transport (never started), and only their steps run here
+
+    @property
+    def client(self) -> Any:
+        raise AssertionError("a protocol reads no client")
+
+    def session_timeout(self) -> float:
+        raise AssertionError("made with the recipe's transport, not the runner's")
+
+    def lock_object(self) -> Any:
+        raise AssertionError("made with the recipe's transport, not the runner's")
+
+    def event_object(self) -> Any:
+        raise AssertionError("made with the recipe's transport, not the runner's")
+
+    def process_lock(self) -> Any:
+        raise AssertionError("made with the recipe's transport, not the runner's")
+
+    def node_data(self) -> bytes:
+        raise AssertionError("made with the recipe's transport, not the runner's")
+
+    def guarded_transaction(self, path: str) -> Any:
+        raise AssertionError("made with the recipe's transport, not the runner's")
 
 
 def matches(expected: Any, actual: Any) -> bool:

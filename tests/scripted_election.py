@@ -1,5 +1,5 @@
 """A scene for the leader election's scripted tests (tests/test_election_protocol.py): one
-participant (:class:`~pycurator._engine.election.Election`) on a scripted server
+participant (:class:`~pycurator._recipes.election.Election`) on a scripted server
 (:mod:`tests.scripted`), what its owner hears, the owner's calls while it waits (:class:`Call`), and
 the leader's node followed by :class:`ScriptedMonitor` in the hold monitor's stead (the monitor has
 its own tests); and the names and requests the scripts are written in.
@@ -14,17 +14,18 @@ from typing import Any, cast
 import pytest
 from kazoo.protocol.states import KazooState
 
-from pycurator._client.runners import RunnerTransport
-from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
-from pycurator._engine import election
-from pycurator._engine.election import Election
-from pycurator._engine.hold_monitor import HoldState
-from pycurator._engine.locks import HeldNode, LockEngine
-from pycurator._engine.observe import HoldReport, Reporter
+from pycurator._client.transport import KazooTransport
 from pycurator._protocol import wire
 from pycurator._protocol.checks import ConnectionPolicy
 from pycurator._protocol.drivers import LATCH_DRIVER
-from pycurator._protocol.ops import CreateNode, GetData, ListChildren
+from pycurator._protocol.requests import CreateMode, CreateNode, GetData, ListChildren
+from pycurator._protocol.transport import CLIENT_STOPPED, SESSION_EXPIRED
+from pycurator._recipes import election
+from pycurator._recipes.election import Election
+from pycurator._recipes.hold_monitor import HoldState
+from pycurator._recipes.lock_engine import LockEngine
+from pycurator._recipes.lock_nodes import LockNode
+from pycurator._recipes.reports import HoldReport, Reporter
 
 from .scripted import WATCHED, Entry, ScriptedServer, stat
 
@@ -55,7 +56,7 @@ def path(node: str) -> str:
 
 def create(n: int = 0) -> CreateNode:
     """The ``n``-th create of our node."""
-    return CreateNode(path(prefix(n) + wire.LATCH_NAME), ID, None, ephemeral=True, sequence=True)
+    return CreateNode(path(prefix(n) + wire.LATCH_NAME), ID, None, CreateMode.EPHEMERAL_SEQUENTIAL)
 
 
 def made(seq: int, n: int = 0, session: int = SESSION) -> tuple[str, Any]:
@@ -68,9 +69,9 @@ def watch(node: str) -> GetData:
     return GetData(path(node), watch=WATCHED)
 
 
-def held(seq: int, n: int = 0, session: int = SESSION) -> HeldNode:
+def held(seq: int, n: int = 0, session: int = SESSION) -> LockNode:
     """The node the ``n``-th create made, as the election holds it."""
-    return HeldNode(path(name(seq, prefix(n))), seq * 10, session)
+    return LockNode(path(name(seq, prefix(n))), seq * 10, session)
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,8 @@ class Server(ScriptedServer):
 
 
 class ScriptedMonitor:
-    """The leader's monitor (:class:`~pycurator._engine.hold_monitor.HoldMonitor`'s contract) on the
-    scripted server: the hold is lost when the session ends, and when the connection is
+    """The leader's monitor (:class:`~pycurator._recipes.hold_monitor.HoldMonitor`'s contract) on
+    the scripted server: the hold is lost when the session ends, and when the connection is
     suspended under the ``standard`` policy; :meth:`close` ends it."""
 
     def __init__(
@@ -152,7 +153,7 @@ class Scene:
 
     def __init__(
         self,
-        client: RunnerTransport,
+        client: KazooTransport,
         monkeypatch: pytest.MonkeyPatch,
         policy: ConnectionPolicy = "standard",
         *,
@@ -173,7 +174,7 @@ class Scene:
         )
         monkeypatch.setattr(election, "HoldMonitor", self._monitor)
 
-    def _monitor(self, client: RunnerTransport, *args: Any) -> ScriptedMonitor:
+    def _monitor(self, client: KazooTransport, *args: Any) -> ScriptedMonitor:
         """Made where the election makes its HoldMonitor, with the same arguments."""
         assert self.server is not None
         return ScriptedMonitor(self.server, *args)

@@ -15,7 +15,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
 from pycurator._client import kazoo_internals
-from pycurator._client.transport import ReducedChildren
+from pycurator._client.records import ReducedChildren
 from pycurator.testing import (
     SOON,
     STEADY_RECONNECT,

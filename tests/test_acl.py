@@ -8,7 +8,9 @@ from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl
 
 from pycurator import InterProcessMutex, attempt_revoke
-from pycurator._client.requests import ensure_container_parents
+from pycurator._client.transport import transport_of
+from pycurator._protocol.parents import parents_steps
+from pycurator._threads.runner import run
 from pycurator.testing import ClientFactory
 
 from .support import SOON, children
@@ -21,7 +23,7 @@ AUTH = [("digest", "locker:secret")]
 def open_base(zk: KazooClient, zk_path: str) -> None:
     """The test's base path and its ancestors as open containers, so that the protected parents
     the locks make start below it and the shared test root stays open to every other test."""
-    ensure_container_parents(zk, f"{zk_path}/lock")
+    run(transport_of(zk), parents_steps(f"{zk_path}/lock"))
 
 
 def test_nodes_and_container_parents_carry_the_acl(

@@ -14,7 +14,7 @@ from kazoo.exceptions import ConnectionClosedError
 from pycurator import InterProcessMutex as ThreadedMutex
 from pycurator import LockLostError, LockNotOwnedError, LockTimeout, aio
 from pycurator._client import kazoo_internals
-from pycurator._client.transport import prefixed
+from pycurator._client.sending import prefixed
 from pycurator.testing import (
     ClientFactory,
     expire_kazoo_session,

@@ -20,20 +20,31 @@ CORE = (
     "Protocol: pure rules",
     "Protocol: steps and their runners",
     "Transport: kazoo, and what pycurator keeps per client",
-    "Engine: each protocol written once",
+    "Recipes: each protocol written once",
 )
-SHARED = "Recipes: what both front ends share"
-THREADED = "Recipes: the threaded front end"
-ASYNCIO = "Recipes: the asyncio front end"
+SHARED = "Cores: what both front ends share"
+THREADED = "Front ends: the threaded shells"
+ASYNCIO = "Front ends: the asyncio shells"
 #: What the core never imports: the optional handler and everything built on the core.
-NOT_FOR_THE_CORE = ("pycurator.handlers", "pycurator.aio", "pycurator.cli", "pycurator.testing")
+NOT_FOR_THE_CORE = (
+    "pycurator.handlers",
+    "pycurator._handler_sockets",
+    "pycurator.aio",
+    "pycurator.cli",
+    "pycurator.testing",
+)
 #: Where the modules of each layer live (the public modules of the other Java systems,
 #: pycurator.menagerie and its kin, are entry points that re-export the threaded shells).
 HOMES = {
     CORE[0]: ("pycurator/_protocol/",),
-    CORE[1]: ("pycurator/_protocol/", "pycurator/_client/runners.py", "pycurator/aio/_runner.py"),
+    CORE[1]: (
+        "pycurator/_protocol/",
+        "pycurator/_client/callback_runner.py",
+        "pycurator/_threads/runner.py",
+        "pycurator/aio/_runner.py",
+    ),
     CORE[2]: ("pycurator/_client/",),
-    CORE[3]: ("pycurator/_engine/",),
+    CORE[3]: ("pycurator/_recipes/",),
     SHARED: ("pycurator/_cores/",),
     THREADED: ("pycurator/_threads/",),
     ASYNCIO: ("pycurator/aio/",),
@@ -41,7 +52,7 @@ HOMES = {
 #: The public modules that re-export the threaded shells (entry points, above both front ends).
 THREADED_PUBLIC = ("pycurator.zkrecipes", "pycurator.zklocker", "pycurator.menagerie")
 #: The layers' packages, each above the ones before it: none imports a later one.
-PACKAGES = ("pycurator._protocol", "pycurator._client", "pycurator._engine", "pycurator._cores")
+PACKAGES = ("pycurator._protocol", "pycurator._client", "pycurator._recipes", "pycurator._cores")
 
 
 def layers() -> dict[str, list[str]]:
@@ -270,23 +281,23 @@ def test_the_protocol_imports_nothing_that_does_io(path: str) -> None:
 
 #: What sending a request takes: the requests, and the steps that send and await them.
 SENDS = (
-    "pycurator._protocol.ops",
+    "pycurator._protocol.requests",
     "pycurator._protocol.steps.Send",
     "pycurator._protocol.steps.Await",
 )
 
 
 @pytest.mark.parametrize("path", layers().get(SHARED, []), ids=lambda p: p)
-def test_the_recipes_cores_send_no_request_every_protocol_is_the_engines(path: str) -> None:
+def test_the_cores_send_no_request_every_protocol_is_the_recipes(path: str) -> None:
     wrong = sorted(
         module
         for module in imports_of(path)
         if module in SENDS or module.startswith(f"{SENDS[0]}.")
     )
-    assert not wrong, f"{path} imports {wrong}: a protocol, which belongs in pycurator._engine"
+    assert not wrong, f"{path} imports {wrong}: a protocol, which belongs in pycurator._recipes"
 
 
-#: A kazoo client's requests and session, by the names only its client has: what the engine and
+#: A kazoo client's requests and session, by the names only its client has: what the recipes and
 #: the recipes' cores ask of the server goes through the transport, as steps.
 CLIENT_CALLS = {
     "get_children",
@@ -327,13 +338,37 @@ def client_calls(path: str) -> list[str]:
 @pytest.mark.parametrize(
     "path", [p for layer in (CORE[3], SHARED) for p in layers().get(layer, [])], ids=lambda p: p
 )
-def test_the_engine_and_the_cores_make_no_request_of_a_kazoo_client(path: str) -> None:
+def test_the_recipes_and_the_cores_make_no_request_of_a_kazoo_client(path: str) -> None:
     wrong = client_calls(path)
     assert not wrong, f"{path} calls a kazoo client: {wrong}; send through the transport instead"
 
 
+@pytest.mark.parametrize(
+    "path", [p for layer in (CORE[3], SHARED) for p in layers().get(layer, [])], ids=lambda p: p
+)
+def test_the_recipes_and_the_cores_know_a_client_by_its_transport_alone(path: str) -> None:
+    """Nothing of ``pycurator._client`` (its transport, runners, runtime, kazoo's insides),
+    not even to name a type: the typed ``Transport`` of ``pycurator._protocol.transport`` is
+    the one seam, which a scripted server and the explorer's model stand in for."""
+    wrong = sorted(m for m in imports_of(path) if m.startswith("pycurator._client"))
+    assert not wrong, f"{path} imports {wrong}: take a Transport"
+
+
+def test_the_transport_on_kazoo_has_every_member_of_the_seam() -> None:
+    from pycurator._client.transport import KazooTransport
+    from pycurator._protocol.transport import Transport
+
+    members = {
+        name
+        for name in vars(Transport)
+        if (not name.startswith("_") and callable(getattr(Transport, name, None)))
+        or isinstance(vars(Transport)[name], property)
+    }
+    assert members and not {name for name in members if not hasattr(KazooTransport, name)}
+
+
 #: What takes a kazoo client itself (its handler, its private state, its runtime by the client):
-#: the engine and the cores have all of it through their transport instead.
+#: the recipes and the cores have all of it through their transport instead.
 OF_THE_CLIENT = (
     "kazoo.client",
     "pycurator._client.kazoo_internals",
@@ -345,8 +380,8 @@ OF_THE_CLIENT = (
 @pytest.mark.parametrize(
     "path", [p for layer in (CORE[3], SHARED) for p in layers().get(layer, [])], ids=lambda p: p
 )
-def test_the_engine_and_the_cores_take_a_transport_not_a_kazoo_client(path: str) -> None:
-    """They hold a transport (``pycurator._client.runners.transport_of``), which a front end
+def test_the_recipes_and_the_cores_take_a_transport_not_a_kazoo_client(path: str) -> None:
+    """They hold a transport (``pycurator._client.transport.transport_of``), which a front end
     makes from the user's client: they import no kazoo client but to name its type for
     checking (a recipe's ``client`` property returns the transport's), nothing that takes a
     client, and read nothing of one (``client.handler``, ``self.client.chroot``...)."""

@@ -12,9 +12,10 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from pycurator._client.runners import run, start, transport_of
-from pycurator._protocol.ops import GetData
+from pycurator._client.transport import transport_of
+from pycurator._protocol.requests import GetData
 from pycurator._protocol.steps import AwaitAll, NewSignal, Outcome, Send, Steps
+from pycurator._threads.runner import run
 from pycurator.aio._runner import run_async
 
 from .support import SOON
@@ -35,7 +36,7 @@ def blocking(client: KazooClient, steps: Steps[Any]) -> Any:
 
 
 def task(client: KazooClient, steps: Steps[Any]) -> Any:
-    started = start(transport_of(client), steps)
+    started = transport_of(client).start(steps)
     assert started.done.wait(SOON)
     if started.error is not None:
         raise started.error

@@ -12,7 +12,9 @@ from kazoo.exceptions import NoAuthError
 from kazoo.security import OPEN_ACL_UNSAFE, make_acl, make_digest_acl
 
 from pycurator import InterProcessMutex, menagerie, zkrecipes
-from pycurator._client.requests import ensure_container_parents
+from pycurator._client.transport import transport_of
+from pycurator._protocol.parents import parents_steps
+from pycurator._threads.runner import run
 from pycurator.testing import ClientFactory
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from pycurator.zklocker import ZkLocker
@@ -96,7 +98,7 @@ def test_the_chroot_takes_the_clients_default_acl_not_the_locks(
     zk: KazooClient, zk_server: ZooKeeperTarget, zk_client_factory: ClientFactory, zk_path: str
 ) -> None:
     default = [make_acl("world", "anyone", read=True, write=True, create=True, delete=True)]
-    ensure_container_parents(zk, f"{zk_path}/app")
+    run(transport_of(zk), parents_steps(f"{zk_path}/app"))
     chroot = f"{zk_path}/app"
     client = chrooted(zk_server, zk_client_factory, chroot, auth_data=AUTH, default_acl=default)
     with InterProcessMutex(client, "/locks/one", acl=OWNER_ACL):

@@ -180,7 +180,7 @@ def test_watch_escapes_what_it_prints(
 def test_the_progress_line_escapes_the_holders_data(
     zk_server: ZooKeeperTarget, zk_client_factory: ClientFactory, zk_path: str
 ) -> None:
-    from pycurator._engine.inspect import inspect_lock
+    from pycurator._threads.inspection import inspect_lock
 
     client = zk_client_factory()
     holder = InterProcessMutex(client, zk_path, node_data=HOSTILE)
@@ -193,7 +193,7 @@ def test_the_progress_line_escapes_the_holders_data(
 
 
 def test_the_progress_line_names_what_blocks_the_queue(zk: KazooClient, zk_path: str) -> None:
-    from pycurator._engine.inspect import inspect_lock
+    from pycurator._threads.inspection import inspect_lock
 
     zk.create(f"{zk_path}/providers-0000000001", b"dubbo", makepath=True)
     line = describe(inspect_lock(zk, zk_path, layout="zookeeper-write-lock"), 0, 0)

@@ -22,7 +22,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import ConnectTimeout, TLSOptions, _connect, connect
-from pycurator._connect import KAZOO_LOGGER, ConnectString
+from pycurator._connect import KAZOO_LOGGER
+from pycurator._connect_string import ConnectString
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .support import SOON, self_signed_certificate

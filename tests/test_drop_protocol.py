@@ -18,11 +18,12 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
-from pycurator._client.runners import transport_of
-from pycurator._engine.locks import HeldNode, LockEngine
+from pycurator._client.transport import transport_of
 from pycurator._protocol import wire
 from pycurator._protocol.drivers import MUTEX_DRIVER
-from pycurator._protocol.ops import DeleteNode, GetData, NodeExists
+from pycurator._protocol.requests import DeleteNode, GetData, NodeExists
+from pycurator._recipes.lock_engine import LockEngine
+from pycurator._recipes.lock_nodes import LockNode
 
 from .scripted import WATCHED, Fire, Owes, Reply, ScriptedServer, State, stat
 from .scripted_election import RELIST as LATCH_RELIST
@@ -72,7 +73,7 @@ def test_a_drop_between_the_decision_and_the_session_check_keeps_the_hold(
         session=SESSION,
     )
     # held, on our one node: no second acquire queued behind it
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -87,7 +88,7 @@ def test_a_drop_as_a_waiter_is_told_it_holds_keeps_the_hold(engine: LockEngine) 
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -110,7 +111,7 @@ def test_an_expiry_between_the_decision_and_the_check_deletes_the_node_and_queue
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(ours_again), 50, NEW_SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(ours_again), 50, NEW_SESSION)
     server.finish()
 
 
@@ -133,7 +134,7 @@ def test_an_expiry_not_yet_followed_by_a_session_is_not_ours_and_owes_the_delete
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(ours_again), 50, NEW_SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(ours_again), 50, NEW_SESSION)
     server.finish()
 
 
@@ -153,7 +154,7 @@ def test_a_drop_during_the_recovery_of_a_lost_create_finds_our_node(engine: Lock
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -171,7 +172,7 @@ def test_a_node_of_an_earlier_session_found_in_a_recovery_is_deleted(engine: Loc
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(4)), 40, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(4)), 40, SESSION)
     server.finish()
 
 

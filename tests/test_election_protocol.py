@@ -1,7 +1,7 @@
 """The leader election's protocol on a scripted server: no ZooKeeper, no thread, no sleep.
 
 Each test plays the server's side of one exchange to one participant, a latch's or a selector's
-term (:class:`~pycurator._engine.election.Election`, set in a scene of
+term (:class:`~pycurator._recipes.election.Election`, set in a scene of
 :mod:`tests.scripted_election`), and checks every request it sends, in order, what its owner hears,
 and what it leaves behind. The same protocol runs on a real server in test_latch.py,
 test_selector.py, test_selector_queue.py, test_unfixable_errors.py and the interop suite.
@@ -18,20 +18,17 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoAuthError, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
-from pycurator._client.runners import Cancelled, RunnerTransport, transport_of
-from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
-from pycurator._engine.election import Participant, participants_steps
-from pycurator._engine.hold_monitor import HoldState
-from pycurator._engine.observe import (
-    LockEvent,
-    LockEventKind,
-    add_lock_listener,
-    remove_lock_listener,
-)
+from pycurator._client.callback_runner import Cancelled
+from pycurator._client.lock_listeners import add_lock_listener, remove_lock_listener
+from pycurator._client.transport import KazooTransport, transport_of
 from pycurator._protocol import wire
 from pycurator._protocol.checks import ConnectionPolicy
-from pycurator._protocol.ops import DeleteNode, GetData
+from pycurator._protocol.events import LockEvent, LockEventKind
+from pycurator._protocol.requests import DeleteNode, GetData
 from pycurator._protocol.steps import Steps, WaitSignal
+from pycurator._protocol.transport import CLIENT_STOPPED, SESSION_EXPIRED
+from pycurator._recipes.hold_monitor import HoldState
+from pycurator._recipes.participants import Participant, participants_steps
 
 from .scripted import Entry, Fire, Forgets, Land, Owes, Reply, State, Stop, Timeout, stat
 from .scripted_election import (
@@ -63,13 +60,13 @@ def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def client() -> RunnerTransport:
+def client() -> KazooTransport:
     """The transport of a client that is never started: the script is its server."""
     return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
 @pytest.fixture
-def scene(client: RunnerTransport, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Scene]:
+def scene(client: KazooTransport, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Scene]:
     def make(policy: ConnectionPolicy = "standard", *, selector: bool = False) -> Scene:
         return Scene(client, monkeypatch, policy, selector=selector)
 

@@ -19,19 +19,21 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
-from pycurator._client.runners import RunnerTransport, transport_of
-from pycurator._engine.locks import HeldNode, LockEngine
+from pycurator._client.transport import KazooTransport, transport_of
 from pycurator._protocol import wire
 from pycurator._protocol.deadline import Deadline
 from pycurator._protocol.drivers import MUTEX_DRIVER, write_driver
-from pycurator._protocol.ops import (
+from pycurator._protocol.requests import (
+    CreateMode,
     CreateNode,
+    CreateParent,
     DeleteNode,
     GetData,
     ListChildren,
-    MakeContainer,
     NodeExists,
 )
+from pycurator._recipes.lock_engine import LockEngine
+from pycurator._recipes.lock_nodes import LockNode
 
 from .scripted import (
     REDUCED,
@@ -71,7 +73,7 @@ def path(node: str) -> str:
 
 def create(n: int = 0) -> CreateNode:
     """The create of the ``n``-th acquire's node."""
-    return CreateNode(path(prefix(n) + wire.LOCK_NAME), DATA, None, ephemeral=True, sequence=True)
+    return CreateNode(path(prefix(n) + wire.LOCK_NAME), DATA, None, CreateMode.EPHEMERAL_SEQUENTIAL)
 
 
 #: The listing the engine pipelines behind its create, reduced to a decision as it is read.
@@ -88,13 +90,13 @@ def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def client() -> RunnerTransport:
+def client() -> KazooTransport:
     """The transport of a client that is never started: the script is its server."""
     return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
 @pytest.fixture
-def engine(client: RunnerTransport) -> LockEngine:
+def engine(client: KazooTransport) -> LockEngine:
     """The mutex's engine."""
     return LockEngine(client, BASE, MUTEX_DRIVER, data=DATA)
 
@@ -108,7 +110,7 @@ def test_holds_at_once_on_the_listing_pipelined_behind_the_create(engine: LockEn
         session=SESSION,
     )
     held = server.run(engine.acquire_steps(None))
-    assert held == HeldNode(path(name(3)), 30, SESSION)
+    assert held == LockNode(path(name(3)), 30, SESSION)
     assert [(kind, type(request).__name__) for kind, request in server.log] == [
         ("send", "CreateNode"),
         ("send", "ListChildren"),  # sent before the create's answer is awaited
@@ -136,7 +138,7 @@ def test_a_waiter_watches_only_its_predecessor_and_confirms_its_node_once_it_is_
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
     assert not any(server.watches.values())
     # each next request is sent as the deletion is read, before the waiter wakes
@@ -176,7 +178,7 @@ def test_a_connection_change_as_the_predecessor_goes_lists_again_not_reading_the
             listener(KazooState.CONNECTED)
 
     server.watches[predecessor].append(reconnected)
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -190,7 +192,7 @@ def test_a_predecessor_gone_before_its_watch_decides_again_at_once(engine: LockE
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -204,7 +206,7 @@ def test_a_predecessor_gone_when_it_was_not_next_lists_again(engine: LockEngine)
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -221,7 +223,7 @@ def test_foreign_children_sort_behind_a_mutex_node_as_curator_sorts_them(
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -276,7 +278,7 @@ def test_a_create_lost_with_the_connection_is_found_again_by_its_prefix(
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -312,7 +314,7 @@ def test_a_connection_lost_between_create_and_listing_lists_again_once_connected
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -335,7 +337,7 @@ def test_an_expiry_mid_wait_queues_again_with_a_new_node(engine: LockEngine) -> 
         session=SESSION,
     )
     held = server.run(engine.acquire_steps(None))
-    assert held == HeldNode(path(ours_again), 50, new_session)
+    assert held == LockNode(path(ours_again), 50, new_session)
     server.finish()
 
 
@@ -361,15 +363,15 @@ def test_a_missing_parent_is_made_as_containers_and_the_create_sent_again(
             Reply(create(), error=NoNodeError()),
             Reply(LISTING, error=NoNodeError()),
             # the deepest parent first: one request when only it is missing
-            Reply(MakeContainer(BASE), error=NoNodeError()),
-            Reply(MakeContainer("/locks"), ("/locks", stat(1))),
-            Reply(MakeContainer(BASE), (BASE, stat(2))),
+            Reply(CreateParent(BASE), error=NoNodeError()),
+            Reply(CreateParent("/locks"), ("/locks", stat(1))),
+            Reply(CreateParent(BASE), (BASE, stat(2))),
             Reply(create(), (path(name(3)), stat(30, SESSION))),
             Reply(LISTING, [name(3)]),
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
@@ -478,14 +480,14 @@ def test_the_script_fails_a_request_that_a_callback_sent_and_swallowed(
         server.run(engine.acquire_steps(None))
 
 
-def test_a_write_waiter_lists_again_before_it_holds(client: RunnerTransport) -> None:
+def test_a_write_waiter_lists_again_before_it_holds(client: KazooTransport) -> None:
     engine = LockEngine(client, BASE, write_driver(), data=DATA)
     write = wire.WRITE_LOCK_NAME
     ours, ahead = f"{prefix()}{write}{3:010d}", f"{OTHER}{write}{2:010d}"
     server = ScriptedServer(
         [
             Reply(
-                CreateNode(path(prefix() + write), DATA, None, ephemeral=True, sequence=True),
+                CreateNode(path(prefix() + write), DATA, None, CreateMode.EPHEMERAL_SEQUENTIAL),
                 (path(ours), stat(30, SESSION)),
             ),
             Reply(LISTING, [ahead, ours]),
@@ -495,18 +497,18 @@ def test_a_write_waiter_lists_again_before_it_holds(client: RunnerTransport) -> 
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(ours), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(ours), 30, SESSION)
     server.finish()
 
 
 def test_a_revocable_holder_watches_its_node_and_hears_the_revocation(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     revoked: list[bool] = []
     engine = LockEngine(client, BASE, MUTEX_DRIVER, data=DATA).revocable(
         lambda: revoked.append(True)
     )
-    empty = CreateNode(path(prefix() + wire.LOCK_NAME), b"", None, ephemeral=True, sequence=True)
+    empty = CreateNode(path(prefix() + wire.LOCK_NAME), b"", None, CreateMode.EPHEMERAL_SEQUENTIAL)
     server = ScriptedServer(
         [
             Reply(empty, (path(name(3)), stat(30, SESSION))),
@@ -517,7 +519,7 @@ def test_a_revocable_holder_watches_its_node_and_hears_the_revocation(
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     assert not revoked
     server.fire(path(name(3)), EventType.CHANGED)
     assert revoked == [True]
@@ -534,7 +536,7 @@ def test_a_plain_create_gives_the_listing_that_came_with_it(engine: LockEngine) 
         session=SESSION,
     )
     node, listed = server.run(engine.create_node_steps(Deadline(None)))
-    assert node == HeldNode(path(name(3)), 30, SESSION)
+    assert node == LockNode(path(name(3)), 30, SESSION)
     assert listed == [name(3), name(2, OTHER)]
     server.finish()
 
@@ -554,5 +556,5 @@ def test_a_watch_dropped_on_the_server_as_it_is_set_is_set_again(engine: LockEng
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pycurator import InterProcessMutex, LockEventKind
-from pycurator._client.runners import transport_of
+from pycurator._client.transport import transport_of
 
 from .explorer.connection import sim_client
 from .explorer.explore import (

@@ -79,8 +79,8 @@ VOCABULARY = {"asyncio": {"task": "thread", "tasks": "threads"}}
 #: The shells' functions that may loop, try or iterate, each because it is how its front end
 #: waits or runs what the cores give it; anything else in a shell is behaviour, for a core.
 WAITING = {
-    "pycurator/_threads/leader.py": {
-        "LatchRunner.wait": "waits for the latch's outcome, a handler event per change",
+    "pycurator/_threads/latch.py": {
+        "LatchShell.wait": "waits for the latch's outcome, a handler event per change",
     },
     "pycurator/_threads/lock.py": {
         "LockContext.hold": "releases at the end of a with block",
@@ -92,14 +92,16 @@ WAITING = {
         "InterProcessSemaphoreV2.acquire_many": "wraps each lease the steps give",
         "InterProcessSemaphoreV2.return_all": "closes each lease, blocking",
     },
-    "pycurator/aio/_leader.py": {
-        "LatchRunner.wait": "awaits the latch's outcome, an asyncio event per change",
+    "pycurator/aio/_latch.py": {
+        "LatchShell.wait": "awaits the latch's outcome, an asyncio event per change",
     },
     "pycurator/aio/_lock.py": {
         "calling_task": "asks asyncio for the task making the call, if any",
         "AsyncLockContext.hold": "releases at the end of an async with block",
-        "TaskNotice.bound": "binds the callbacks so far to the running loop",
+        "AsyncLossNotice.bound": "binds the callbacks so far to the running loop",
         "AsyncReentrantLock._acquire": "re-enters after the owner task's acquire under way",
+    },
+    "pycurator/aio/_multilock.py": {
         "_drive": "answers a multi-lock's asks by awaiting its members, for the calling task",
     },
     "pycurator/aio/_selector.py": {

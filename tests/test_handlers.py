@@ -31,7 +31,7 @@ from pycurator import (
 )
 from pycurator._client import kazoo_internals
 from pycurator._client.concurrency import is_green
-from pycurator._engine import hold_monitor
+from pycurator._recipes import hold_monitor
 from pycurator.testing import ClientFactory, expire_kazoo_session
 
 from .support import SOON

@@ -1,6 +1,6 @@
 """The hold check's protocol on a scripted server: no ZooKeeper, no thread, no sleep.
 
-A :class:`~pycurator._engine.hold_monitor.HoldMonitor` follows a held node from acquire to release;
+A :class:`~pycurator._recipes.hold_monitor.HoldMonitor` follows a held node from acquire to release;
 here the server's side (:mod:`tests.scripted`) plays its answers, watch events and connection
 states, and each test checks every request the monitor sends, in order. The same protocol runs on a
 real server in test_lost_lock.py, test_faults.py and the rest.
@@ -17,15 +17,15 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
-from pycurator._client.runners import RunnerTransport, transport_of
-from pycurator._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
-from pycurator._engine.hold import FollowedNode
-from pycurator._engine.hold_monitor import NODE_DELETED, WATCH_DELAY, HoldMonitor, HoldState
-from pycurator._engine.locks import HeldNode
-from pycurator._engine.observe import Reporter
+from pycurator._client.transport import KazooTransport, transport_of
 from pycurator._protocol.checks import ConnectionPolicy
 from pycurator._protocol.errors import LockLostError
-from pycurator._protocol.ops import NodeExists
+from pycurator._protocol.requests import NodeExists
+from pycurator._protocol.transport import CLIENT_STOPPED, SESSION_EXPIRED
+from pycurator._recipes.hold import Hold
+from pycurator._recipes.hold_monitor import NODE_DELETED, WATCH_DELAY, HoldMonitor, HoldState
+from pycurator._recipes.lock_nodes import LockNode
+from pycurator._recipes.reports import Reporter
 
 from .scripted import WATCHED, Entry, Reply, ScriptedServer, stat
 
@@ -77,7 +77,7 @@ class HoldServer(ScriptedServer):
 
 
 @pytest.fixture
-def client() -> RunnerTransport:
+def client() -> KazooTransport:
     """The transport of a client that is never started: only its handler's lock is used."""
     return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
@@ -87,7 +87,7 @@ class Holder:
 
     def __init__(
         self,
-        client: RunnerTransport,
+        client: KazooTransport,
         script: Iterable[Entry] = (),
         policy: ConnectionPolicy = "standard",
         **options: Any,
@@ -110,7 +110,7 @@ class Holder:
 
 
 def test_a_hold_is_confirmed_with_one_request_then_known_by_its_watch(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)])
     server, monitor = holder.server, holder.monitor
@@ -133,7 +133,7 @@ def test_a_hold_is_confirmed_with_one_request_then_known_by_its_watch(
     assert holder.changes == []
 
 
-def test_a_lasting_hold_is_watched_without_being_asked(client: RunnerTransport) -> None:
+def test_a_lasting_hold_is_watched_without_being_asked(client: KazooTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)])
     holder.server.lasted()
     assert holder.server.sent == [holder.exists()]
@@ -143,7 +143,7 @@ def test_a_lasting_hold_is_watched_without_being_asked(client: RunnerTransport) 
     holder.server.finish()
 
 
-def test_a_hold_released_before_it_lasted_sends_nothing(client: RunnerTransport) -> None:
+def test_a_hold_released_before_it_lasted_sends_nothing(client: KazooTransport) -> None:
     holder = Holder(client)
     holder.monitor.close()
     holder.server.lasted()
@@ -152,7 +152,7 @@ def test_a_hold_released_before_it_lasted_sends_nothing(client: RunnerTransport)
     assert holder.monitor.state is HoldState.RELEASED
 
 
-def test_a_deleted_node_is_lost_for_good(client: RunnerTransport) -> None:
+def test_a_deleted_node_is_lost_for_good(client: KazooTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)])
     assert holder.confirm()
     holder.server.fire(NODE)
@@ -168,7 +168,7 @@ def test_a_deleted_node_is_lost_for_good(client: RunnerTransport) -> None:
     assert holder.server.sent == [holder.exists()]
 
 
-def test_a_node_found_gone_by_the_confirm_is_lost(client: RunnerTransport) -> None:
+def test_a_node_found_gone_by_the_confirm_is_lost(client: KazooTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, None)])
     assert not holder.confirm()
     assert holder.changes == [(HoldState.LOST, NODE_DELETED)]
@@ -176,7 +176,7 @@ def test_a_node_found_gone_by_the_confirm_is_lost(client: RunnerTransport) -> No
     holder.server.finish()
 
 
-def test_a_change_of_the_node_watches_it_again_while_held(client: RunnerTransport) -> None:
+def test_a_change_of_the_node_watches_it_again_while_held(client: KazooTransport) -> None:
     # a revocation request writes the node: its watch fires, and is set again
     holder = Holder(client, [Reply(EXISTS, OURS), Reply(EXISTS, OURS)])
     assert holder.confirm()
@@ -189,7 +189,7 @@ def test_a_change_of_the_node_watches_it_again_while_held(client: RunnerTranspor
 
 
 def test_a_node_deleted_between_its_change_and_the_watch_set_again_is_lost(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     # the revocation's write fires the watch; the node is gone by the time it is set again
     holder = Holder(client, [Reply(EXISTS, OURS), Reply(EXISTS, None)])
@@ -201,7 +201,7 @@ def test_a_node_deleted_between_its_change_and_the_watch_set_again_is_lost(
 
 
 def test_a_standard_hold_is_lost_while_suspended_and_ours_again_once_checked(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS), Reply(EXISTS, OURS)])
     server = holder.server
@@ -226,7 +226,7 @@ def test_a_standard_hold_is_lost_while_suspended_and_ours_again_once_checked(
     ids=["gone", "another session's", "a new session"],
 )
 def test_a_suspended_hold_not_proved_ours_after_the_reconnect_is_lost(
-    client: RunnerTransport, found: Any, session: int
+    client: KazooTransport, found: Any, session: int
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, found)])
     holder.server.change(KazooState.SUSPENDED)
@@ -240,7 +240,7 @@ def test_a_suspended_hold_not_proved_ours_after_the_reconnect_is_lost(
 
 
 def test_a_check_answered_after_the_session_ended_does_not_bring_the_hold_back(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS, late=True)])
     holder.server.change(KazooState.SUSPENDED)
@@ -257,7 +257,7 @@ def test_a_check_answered_after_the_session_ended_does_not_bring_the_hold_back(
 
 
 def test_a_session_hold_is_kept_while_suspended_and_watched_again_after(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS), Reply(EXISTS, OURS)], policy="session")
     server = holder.server
@@ -274,7 +274,7 @@ def test_a_session_hold_is_kept_while_suspended_and_watched_again_after(
     server.finish()
 
 
-def test_an_expired_session_loses_the_hold_once(client: RunnerTransport) -> None:
+def test_an_expired_session_loses_the_hold_once(client: KazooTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)])
     assert holder.confirm()
     holder.server.change(KazooState.SUSPENDED)
@@ -292,7 +292,7 @@ def test_an_expired_session_loses_the_hold_once(client: RunnerTransport) -> None
     assert holder.server.sent == [holder.exists()]
 
 
-def test_a_session_hold_is_lost_when_the_session_expires(client: RunnerTransport) -> None:
+def test_a_session_hold_is_lost_when_the_session_expires(client: KazooTransport) -> None:
     holder = Holder(client, policy="session")
     holder.server.change(KazooState.SUSPENDED)
     holder.server.change(KazooState.LOST)
@@ -304,7 +304,7 @@ def test_a_session_hold_is_lost_when_the_session_expires(client: RunnerTransport
 
 
 def test_a_session_hold_is_lost_once_when_its_session_timeout_passes_while_suspended(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     # the runtime's count from the suspension runs out: LOST while still disconnected, in the
     # same session; then kazoo ends that session (LOST again) and makes a new one
@@ -327,7 +327,7 @@ def test_a_session_hold_is_lost_once_when_its_session_timeout_passes_while_suspe
 
 @pytest.mark.parametrize(("stopped", "reason"), [(False, SESSION_EXPIRED), (True, CLIENT_STOPPED)])
 def test_a_session_that_ended_before_the_hold_was_followed_is_seen_at_once(
-    client: RunnerTransport, stopped: bool, reason: str
+    client: KazooTransport, stopped: bool, reason: str
 ) -> None:
     server = HoldServer([], session=0x52, connected=not stopped)
     server.stopped = stopped
@@ -348,7 +348,7 @@ def test_a_session_that_ended_before_the_hold_was_followed_is_seen_at_once(
 
 
 def test_a_confirm_while_disconnected_sends_nothing_and_watches_once_connected(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)], policy="session", connected=False)
     assert holder.confirm()  # the session policy keeps it; nothing sent while disconnected
@@ -364,7 +364,7 @@ def test_a_confirm_while_disconnected_sends_nothing_and_watches_once_connected(
 
 
 def test_a_standard_hold_followed_while_disconnected_is_suspended_at_once(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)], connected=False)
     assert holder.changes == [(HoldState.SUSPENDED, SUSPENDED)]
@@ -379,7 +379,7 @@ def test_a_standard_hold_followed_while_disconnected_is_suspended_at_once(
 
 
 def test_a_confirm_that_meets_a_connection_loss_watches_again_once_connected(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     holder = Holder(
         client,
@@ -398,7 +398,7 @@ def test_a_confirm_that_meets_a_connection_loss_watches_again_once_connected(
 
 
 def test_a_confirm_answered_late_says_not_known_and_the_answer_still_counts(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     holder = Holder(client, [Reply(EXISTS, None, late=True)])
     assert not holder.confirm()  # not in time: not known to be ours
@@ -409,7 +409,7 @@ def test_a_confirm_answered_late_says_not_known_and_the_answer_still_counts(
     holder.server.finish()
 
 
-def test_a_stop_loses_the_hold_and_leaves_nothing(client: RunnerTransport) -> None:
+def test_a_stop_loses_the_hold_and_leaves_nothing(client: KazooTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)])
     assert holder.confirm()
     holder.server.stop()
@@ -424,7 +424,7 @@ def test_a_stop_loses_the_hold_and_leaves_nothing(client: RunnerTransport) -> No
     assert holder.server.sent == [holder.exists()]
 
 
-def test_a_confirm_answered_by_a_stopped_client_loses_the_hold(client: RunnerTransport) -> None:
+def test_a_confirm_answered_by_a_stopped_client_loses_the_hold(client: KazooTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, error=ConnectionClosedError("closed"))])
     assert not holder.confirm()
     assert holder.changes == [(HoldState.LOST, CLIENT_STOPPED)]
@@ -433,7 +433,7 @@ def test_a_confirm_answered_by_a_stopped_client_loses_the_hold(client: RunnerTra
     holder.server.finish()
 
 
-def test_a_released_hold_leaves_no_watch_and_no_listener(client: RunnerTransport) -> None:
+def test_a_released_hold_leaves_no_watch_and_no_listener(client: KazooTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)])
     assert holder.confirm()
     holder.monitor.close()
@@ -448,7 +448,7 @@ def test_a_released_hold_leaves_no_watch_and_no_listener(client: RunnerTransport
     assert holder.monitor.state is HoldState.RELEASED
 
 
-def test_a_released_hold_is_not_lost_when_its_node_is_deleted(client: RunnerTransport) -> None:
+def test_a_released_hold_is_not_lost_when_its_node_is_deleted(client: KazooTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS)])
     assert holder.confirm()
     holder.monitor.close()
@@ -459,13 +459,13 @@ def test_a_released_hold_is_not_lost_when_its_node_is_deleted(client: RunnerTran
     holder.server.finish()
 
 
-def test_a_followed_node_checks_through_its_monitor(client: RunnerTransport) -> None:
+def test_a_followed_node_checks_through_its_monitor(client: KazooTransport) -> None:
     server = HoldServer([Reply(EXISTS, OURS)], session=SESSION)
     report = Reporter("mutex", "/locks/m").acquired(time.monotonic(), NODE)
     changes: list[Change] = []
     hold = server.run(
-        FollowedNode.follow_steps(
-            client, HeldNode(NODE, 30, SESSION), "standard", lambda *c: changes.append(c), report
+        Hold.follow_steps(
+            client, LockNode(NODE, 30, SESSION), "standard", lambda *c: changes.append(c), report
         )
     )
     assert (hold.path, hold.fencing_token) == (NODE, 30)
@@ -481,7 +481,7 @@ def test_a_followed_node_checks_through_its_monitor(client: RunnerTransport) -> 
     assert changes == [(HoldState.LOST, NODE_DELETED)]
 
 
-def test_a_drop_as_the_reconnects_check_is_answered_keeps_the_hold(client: RunnerTransport) -> None:
+def test_a_drop_as_the_reconnects_check_is_answered_keeps_the_hold(client: KazooTransport) -> None:
     holder = Holder(client, [Reply(EXISTS, OURS, late=True)])
     server = holder.server
     server.change(KazooState.SUSPENDED)
@@ -494,7 +494,7 @@ def test_a_drop_as_the_reconnects_check_is_answered_keeps_the_hold(client: Runne
     server.finish()
 
 
-def test_a_watch_dropped_on_the_server_as_it_is_set_is_set_again(client: RunnerTransport) -> None:
+def test_a_watch_dropped_on_the_server_as_it_is_set_is_set_again(client: KazooTransport) -> None:
     # a waiter of this client gave up its watch on our node as our exists set it: the server
     # keeps one watch per path and session, so ours went too
     holder = Holder(client, [Reply(EXISTS, OURS, drops_a_watch=True), Reply(EXISTS, OURS)])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pycurator._engine.inspect import (
+from pycurator._protocol.wire import is_latch_node_name
+from pycurator._recipes.inspection import (
     Entry,
     QueuedNode,
     _curator_view,
@@ -14,7 +15,6 @@ from pycurator._engine.inspect import (
     classify_semaphore,
     layout_of,
 )
-from pycurator._protocol.wire import is_latch_node_name
 
 U1 = "_c_11111111-1111-4111-8111-111111111111-"
 U2 = "_c_22222222-2222-4222-8222-222222222222-"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from pycurator._engine.inspect_systems import (
+from pycurator._protocol.zkrecipes import znode_name_key
+from pycurator._recipes.inspection_systems import (
     classify_others,
     layout_of_others,
     name_session,
     zklocker_key,
 )
-from pycurator._protocol.zkrecipes import znode_name_key
 
 S1, S2, S3 = 72057646661894145, 72057646661894146, -72057646661894147
 

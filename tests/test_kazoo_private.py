@@ -13,11 +13,13 @@ import collections
 import contextlib
 import inspect
 import queue
+import re
 import socket
 import threading
 from collections.abc import Callable, Iterator
 from functools import partial
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import kazoo.exceptions
@@ -30,31 +32,37 @@ from kazoo.protocol.states import Callback, KazooState, WatchedEvent
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from pycurator._client import kazoo_internals
-from pycurator._client import transport as _transport
-from pycurator._client.transport import CreateContainer, KazooTransport, RemoveWatches, prefixed
-from pycurator._protocol.ops import DeleteNode, GetData, ListChildren, NodeExists
+from pycurator._client import sending as _sending
+from pycurator._client.kazoo_internals import releases
+from pycurator._client.records import CreateContainer, RemoveWatches
+from pycurator._client.sending import prefixed
+from pycurator._client.transport import KazooTransport, transport_of
+from pycurator._protocol.requests import DeleteNode, GetData, ListChildren, NodeExists, WatcherType
 from pycurator.testing import FaultProxy, expire_kazoo_session
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .support import SOON, eventually
 
-
-def release(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(".")[:2])
-
-
 #: The installed kazoo, as (major, minor).
-INSTALLED = release(version("kazoo"))
+INSTALLED = releases.release(version("kazoo"))
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_kazoo_release_is_of_a_minor_release_checked() -> None:
-    checked = {release(v) for v in kazoo_internals.CHECKED_VERSIONS}
-    assert INSTALLED in checked, (
-        f"kazoo {version('kazoo')} is installed; pycurator._client.kazoo_internals was checked "
-        f"against {', '.join(kazoo_internals.CHECKED_VERSIONS)}: check its functions and its "
-        "docstring's list of what the fast handler relies on, then add the release to "
-        "CHECKED_VERSIONS"
+    assert releases.checked(), (
+        f"{releases.unchecked()}: check every function of pycurator._client.kazoo_internals and "
+        "its docstring's list of what the fast handler relies on, then add the minor release to "
+        "kazoo_internals.releases.CHECKED (and pyproject.toml's range follows)"
     )
+
+
+def test_the_declared_kazoo_range_is_the_releases_checked() -> None:
+    """``pyproject.toml`` allows exactly the minor releases the runtime and these tests take as
+    checked: one rule, read in both places."""
+    declared = re.findall(r'"(kazoo[<>=!~][^"]*)"', (ROOT / "pyproject.toml").read_text())
+    assert declared == [releases.declared_range()]
+    assert releases.checked("2.11.0") and releases.checked("2.11.7")
+    assert not releases.checked("2.10.0") and not releases.checked("2.12.0")
 
 
 def test_stopped_is_told_before_start_while_started_and_after_stop(
@@ -114,11 +122,12 @@ def test_the_answer_is_what_the_request_objects_deserialize_returns_on_the_conne
         readers.append(threading.current_thread().name)
         return ",".join(sorted(children))
 
-    result = _transport.reduced_children_async(zk, zk_path, reduce)
+    transport = transport_of(zk)
+    result = transport.send(ListChildren(zk_path, reduce=reduce))
     assert result.get(timeout=SOON) == "a,b"
     assert readers and readers[0] != threading.current_thread().name
     with pytest.raises(NoNodeError):
-        _transport.reduced_children_async(zk, f"{zk_path}/gone", reduce).get(timeout=SOON)
+        transport.send(ListChildren(f"{zk_path}/gone", reduce=reduce)).get(timeout=SOON)
 
 
 def test_kazoo_reads_the_errors_it_knows_and_nowatcher_from_2_11() -> None:
@@ -134,13 +143,14 @@ def test_remove_watches_is_sent_only_where_kazoo_reads_nowatcher(
     """On kazoo 2.9 and 2.10 (below the floor, but installable with ``--no-deps``) the
     server's NOWATCHER answer would end the connection loop: pycurator sends nothing there."""
     zk.ensure_path(zk_path)
-    assert _transport.CAN_REMOVE_WATCHES is kazoo_internals.reads_error(kazoo_internals.NO_WATCHER)
-    if _transport.CAN_REMOVE_WATCHES:
+    assert _sending.CAN_REMOVE_WATCHES is kazoo_internals.reads_error(kazoo_internals.NO_WATCHER)
+    if _sending.CAN_REMOVE_WATCHES:
         result = zk.handler.async_result()
         kazoo_internals.call(zk, RemoveWatches(prefixed(zk, zk_path)), result)
         with pytest.raises(kazoo.exceptions.NoWatcherError):
             result.get(timeout=SOON)
-    assert _transport.remove_watches(zk, zk_path) is _transport.CAN_REMOVE_WATCHES
+    removed = _sending.remove_watches(zk, zk_path, WatcherType.DATA)
+    assert removed is _sending.CAN_REMOVE_WATCHES
     assert zk.exists(zk_path) is not None  # the connection lives on
     assert zk.connected
 

@@ -12,12 +12,12 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoChildrenForEphemeralsError
 
 from pycurator import CloseMode, LeaderLatch, LockLostError, Participant
-from pycurator._cores.leader import LatchCore
-from pycurator._engine.hold_monitor import HoldMonitor
-from pycurator._engine.locks import HeldNode
+from pycurator._cores.latch import LatchCore
 from pycurator._protocol.drivers import StandardDriver
 from pycurator._protocol.waits import DELETE_WAIT
 from pycurator._protocol.wire import LATCH_NAME, protected_id, sort_children
+from pycurator._recipes.hold_monitor import HoldMonitor
+from pycurator._recipes.lock_nodes import LockNode
 from pycurator.handlers import FastThreadingHandler
 from pycurator.testing import (
     ClientFactory,
@@ -434,7 +434,7 @@ def test_under_the_fast_handler_latches_are_elected_on_the_thread_that_reads_the
     elected_on: list[threading.Thread] = []
     elected = LatchCore._elected
 
-    def recording(core: LatchCore, node: HeldNode, monitor: HoldMonitor) -> None:
+    def recording(core: LatchCore, node: LockNode, monitor: HoldMonitor) -> None:
         elected_on.append(threading.current_thread())
         elected(core, node, monitor)
 

@@ -24,6 +24,7 @@ from kazoo.protocol.states import KazooState, KeeperState
 from pycurator import connect
 from pycurator._client import kazoo_internals
 from pycurator._client.kazoo_internals import loop as kazoo_loop
+from pycurator._client.kazoo_internals import releases
 from pycurator._client.runtime import runtime_of
 from pycurator._client.sockets import send_now
 from pycurator.handlers import (
@@ -128,15 +129,15 @@ def test_tls_and_green_handlers_keep_kazoo_s_loop() -> None:
 def test_an_unchecked_kazoo_release_keeps_kazoo_s_loop_and_says_so_once(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(kazoo_loop, "CHECKED_VERSIONS", ("0.1.0",))
-    monkeypatch.setattr(kazoo_loop, "_fallback_told", False)
+    monkeypatch.setattr(releases, "CHECKED", ("0.1",))
+    monkeypatch.setattr(releases, "_told", False)
     with caplog.at_level(logging.WARNING, logger="pycurator"):
         for _ in range(2):
             client = KazooClient(hosts="127.0.0.1:2181", handler=FastThreadingHandler())
             assert not use_lean_loop(client)
-    told = [r for r in caplog.records if "connection loop is not used" in r.getMessage()]
+    told = [r for r in caplog.records if "own connection loop" in r.getMessage()]
     assert len(told) == 1, caplog.records
-    assert "0.1.0" in told[0].getMessage()
+    assert "kazoo>=0.1,<0.2" in told[0].getMessage()
 
 
 def test_ten_thousand_pipelined_requests_are_answered_in_order(

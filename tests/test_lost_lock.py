@@ -20,12 +20,13 @@ from pycurator import (
     InterProcessSemaphoreV2,
     LockLostError,
 )
-from pycurator._client.runners import run, transport_of
-from pycurator._engine.hold_monitor import HoldMonitor, HoldState
-from pycurator._engine.locks import LockEngine
-from pycurator._engine.observe import Reporter
+from pycurator._client.transport import transport_of
 from pycurator._protocol.drivers import StandardDriver
 from pycurator._protocol.wire import LOCK_NAME
+from pycurator._recipes.hold_monitor import HoldMonitor, HoldState
+from pycurator._recipes.lock_engine import LockEngine
+from pycurator._recipes.reports import Reporter
+from pycurator._threads.runner import run
 from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer, expire_kazoo_session
 
 from .support import SOON, STEADY_RECONNECT, eventually, restart_behind

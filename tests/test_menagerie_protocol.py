@@ -11,13 +11,21 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
-from pycurator._client.runners import RunnerTransport, transport_of
-from pycurator._engine.locks import HeldNode
-from pycurator._engine.menagerie import PermitSteps, lock_engine, read_write_engines
-from pycurator._engine.zkrecipes import write_lock_engine
+from pycurator._client.transport import KazooTransport, transport_of
 from pycurator._protocol import wire
 from pycurator._protocol.menagerie import ReadSide
-from pycurator._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
+from pycurator._protocol.requests import (
+    CreateMode,
+    CreateNode,
+    CreateParent,
+    DeleteNode,
+    GetData,
+    ListChildren,
+    NodeExists,
+)
+from pycurator._recipes.lock_nodes import LockNode
+from pycurator._recipes.menagerie import PermitSteps, lock_engine, read_write_engines
+from pycurator._recipes.zkrecipes import write_lock_engine
 
 from .scripted import (
     REDUCED,
@@ -50,18 +58,17 @@ def path(name: str) -> str:
 def create(head: str, sequence: str | None = None) -> CreateNode:
     """The create of a menagerie node: empty data, ephemeral, numbered by ZooKeeper unless
     ``sequence`` is given."""
-    return CreateNode(
-        path(head + (sequence or "")), b"", None, ephemeral=True, sequence=sequence is None
-    )
+    mode = CreateMode.EPHEMERAL_SEQUENTIAL if sequence is None else CreateMode.EPHEMERAL
+    return CreateNode(path(head + (sequence or "")), b"", None, mode)
 
 
 @pytest.fixture
-def client() -> RunnerTransport:
+def client() -> KazooTransport:
     """The transport of a client that is never started: the script is its server."""
     return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
-def test_a_lock_node_is_lock_seq_empty_and_ephemeral_sequential(client: RunnerTransport) -> None:
+def test_a_lock_node_is_lock_seq_empty_and_ephemeral_sequential(client: KazooTransport) -> None:
     ours = node("lock-", 3)
     server = ScriptedServer(
         [
@@ -71,34 +78,34 @@ def test_a_lock_node_is_lock_seq_empty_and_ephemeral_sequential(client: RunnerTr
         session=SESSION,
     )
     held = server.run(lock_engine(client, BASE, None).acquire_steps(None))
-    assert held == HeldNode(path(ours), 30, SESSION)
+    assert held == LockNode(path(ours), 30, SESSION)
     assert server.claimed == {path(ours): server.claimed[path(ours)]}
     server.finish()
 
 
 def test_a_missing_base_is_made_persistent_and_empty_with_its_ancestors(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     ours = node("lock-", 0)
     server = ScriptedServer(
         [
             Reply(create("lock-"), error=NoNodeError()),
             Reply(LISTING, error=NoNodeError()),
-            Reply(CreateNode(BASE, b"", None), error=NoNodeError()),
-            Reply(CreateNode("/app", b"", None), ("/app", stat(1))),
-            Reply(CreateNode(BASE, b"", None), (BASE, stat(2))),
+            Reply(CreateParent(BASE, CreateMode.PERSISTENT), error=NoNodeError()),
+            Reply(CreateParent("/app", CreateMode.PERSISTENT), ("/app", stat(1))),
+            Reply(CreateParent(BASE, CreateMode.PERSISTENT), (BASE, stat(2))),
             Reply(create("lock-"), (path(ours), stat(3, SESSION))),
             Reply(LISTING, [ours]),
         ],
         session=SESSION,
     )
-    assert server.run(lock_engine(client, BASE, None).acquire_steps(None)) == HeldNode(
+    assert server.run(lock_engine(client, BASE, None).acquire_steps(None)) == LockNode(
         path(ours), 3, SESSION
     )
     server.finish()
 
 
-def test_a_lost_create_is_found_among_the_sessions_unclaimed_nodes(client: RunnerTransport) -> None:
+def test_a_lost_create_is_found_among_the_sessions_unclaimed_nodes(client: KazooTransport) -> None:
     engine = lock_engine(client, BASE, None)
     another_acquires = node("lock-", 2)
     ours = node("lock-", 1)
@@ -117,7 +124,7 @@ def test_a_lost_create_is_found_among_the_sessions_unclaimed_nodes(client: Runne
     )
     claimant = object()
     server.claimed[path(another_acquires)] = claimant
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(ours), 11, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(ours), 11, SESSION)
     assert server.claimed[path(another_acquires)] is claimant
     assert path(ours) in server.claimed
     server.finish()
@@ -131,7 +138,7 @@ def test_a_lost_create_is_found_among_the_sessions_unclaimed_nodes(client: Runne
 
 
 def test_a_downgrade_creates_a_plain_ephemeral_node_under_the_write_nodes_sequence(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     _, read = read_write_engines(client, BASE, None)
     write_node = path(node("writeLock-", 7))
@@ -143,13 +150,13 @@ def test_a_downgrade_creates_a_plain_ephemeral_node_under_the_write_nodes_sequen
         ],
         session=SESSION,
     )
-    assert server.run(read.acquire_steps(None, ReadSide(write_node))) == HeldNode(
+    assert server.run(read.acquire_steps(None, ReadSide(write_node))) == LockNode(
         path(downgrade), 40, SESSION
     )
     server.finish()
 
 
-def test_a_writer_next_in_line_lists_again_before_holding(client: RunnerTransport) -> None:
+def test_a_writer_next_in_line_lists_again_before_holding(client: KazooTransport) -> None:
     write, _ = read_write_engines(client, BASE, None)
     ours = node("writeLock-", 9)
     holder = node("writeLock-", 7)
@@ -168,16 +175,16 @@ def test_a_writer_next_in_line_lists_again_before_holding(client: RunnerTranspor
         ],
         session=SESSION,
     )
-    assert server.run(write.acquire_steps(None)) == HeldNode(path(ours), 90, SESSION)
+    assert server.run(write.acquire_steps(None)) == LockNode(path(ours), 90, SESSION)
     server.finish()
 
 
-def permits(client: RunnerTransport, count: int) -> PermitSteps:
+def permits(client: KazooTransport, count: int) -> PermitSteps:
     return PermitSteps(client, BASE, count, None, "standard")
 
 
 def test_a_permit_waiter_watches_the_permits_nodes_nearest_ahead_and_no_other(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     ours = node("permit-", 4)
     ahead = [node("permit-", n) for n in range(4)]
@@ -198,7 +205,7 @@ def test_a_permit_waiter_watches_the_permits_nodes_nearest_ahead_and_no_other(
         session=SESSION,
     )
     held = server.run(permits(client, 2).acquire_steps(None))
-    assert held is not None and held[0] == HeldNode(path(ours), 40, SESSION)
+    assert held is not None and held[0] == LockNode(path(ours), 40, SESSION)
     assert [r.path for r in server.sent if isinstance(r, GetData)] == [
         path(ahead[3]),
         path(ahead[2]),
@@ -209,7 +216,7 @@ def test_a_permit_waiter_watches_the_permits_nodes_nearest_ahead_and_no_other(
 
 
 def test_a_watched_permit_gone_before_its_watch_lists_again_at_once(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     ours = node("permit-", 2)
     server = ScriptedServer(
@@ -227,7 +234,7 @@ def test_a_watched_permit_gone_before_its_watch_lists_again_at_once(
 
 
 def test_a_permit_that_times_out_drops_its_watches_and_deletes_its_node(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     ours = node("permit-", 2)
     server = ScriptedServer(
@@ -248,7 +255,7 @@ def test_a_permit_that_times_out_drops_its_watches_and_deletes_its_node(
     server.finish()
 
 
-def test_a_permit_whose_session_ended_queues_again(client: RunnerTransport) -> None:
+def test_a_permit_whose_session_ended_queues_again(client: KazooTransport) -> None:
     ours, again = node("permit-", 1), node("permit-", 5)
     new_session = SESSION + 1
     server = ScriptedServer(
@@ -266,12 +273,12 @@ def test_a_permit_whose_session_ended_queues_again(client: RunnerTransport) -> N
         session=SESSION,
     )
     held = server.run(permits(client, 1).acquire_steps(None))
-    assert held is not None and held[0] == HeldNode(path(again), 50, new_session)
+    assert held is not None and held[0] == LockNode(path(again), 50, new_session)
     server.finish()
 
 
 def test_available_permits_are_the_permits_less_the_permit_nodes_never_below_zero(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     # a participant that counts more permits (menagerie checks no count) made the third node
     server = ScriptedServer(
@@ -287,7 +294,7 @@ def test_available_permits_are_the_permits_less_the_permit_nodes_never_below_zer
     server.finish()
 
 
-def test_bad_permits_are_refused(client: RunnerTransport) -> None:
+def test_bad_permits_are_refused(client: KazooTransport) -> None:
     with pytest.raises(ValueError):
         permits(client, 0)
     with pytest.raises(TypeError):
@@ -296,7 +303,7 @@ def test_bad_permits_are_refused(client: RunnerTransport) -> None:
         PermitSteps(client, "relative", 1, None, "standard")
 
 
-def test_a_deadline_that_passes_during_the_create_leaves_nothing(client: RunnerTransport) -> None:
+def test_a_deadline_that_passes_during_the_create_leaves_nothing(client: KazooTransport) -> None:
     server = ScriptedServer(
         [
             Reply(create("permit-"), (path(node("permit-", 0)), stat(1, SESSION)), late=True),
@@ -312,7 +319,7 @@ def test_a_deadline_that_passes_during_the_create_leaves_nothing(client: RunnerT
 
 
 def test_a_drop_between_a_permits_decision_and_the_session_check_keeps_it(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     ours = node("permit-", 1)
     server = ScriptedServer(
@@ -327,12 +334,12 @@ def test_a_drop_between_a_permits_decision_and_the_session_check_keeps_it(
         session=SESSION,
     )
     held = server.run(permits(client, 2).acquire_steps(None))
-    assert held is not None and held[0] == HeldNode(path(ours), 10, SESSION)
+    assert held is not None and held[0] == LockNode(path(ours), 10, SESSION)
     server.finish()
 
 
 def test_a_drop_during_the_recovery_of_a_lost_create_takes_the_sessions_node(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     engine = lock_engine(client, BASE, None)
     ours = node("lock-", 1)
@@ -350,13 +357,13 @@ def test_a_drop_during_the_recovery_of_a_lost_create_takes_the_sessions_node(
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(path(ours), 11, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(path(ours), 11, SESSION)
     assert path(ours) in server.claimed
     server.finish()
 
 
 def test_a_create_whose_session_ended_before_it_went_out_is_named_again(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     """A name that carries the session (ZooKeeper's WriteLock) names the session the node is in:
     a create that went out in a newer session than its name says is deleted and made again."""
@@ -365,7 +372,9 @@ def test_a_create_whose_session_ended_before_it_went_out_is_named_again(
     stale, fresh = f"x-{SESSION}-", f"x-{new_session}-"
 
     def create_named(head: str) -> CreateNode:
-        return CreateNode(path(head), wire.ZK_WRITE_LOCK_DATA, None, ephemeral=True, sequence=True)
+        return CreateNode(
+            path(head), wire.ZK_WRITE_LOCK_DATA, None, CreateMode.EPHEMERAL_SEQUENTIAL
+        )
 
     server = ScriptedServer(
         [
@@ -383,11 +392,11 @@ def test_a_create_whose_session_ended_before_it_went_out_is_named_again(
         session=SESSION,
     )
     held = server.run(engine.acquire_steps(None))
-    assert held == HeldNode(path(node(fresh, 2)), 20, new_session)
+    assert held == LockNode(path(node(fresh, 2)), 20, new_session)
     server.finish()
 
 
-def test_a_permit_waiter_watches_again_after_a_drop(client: RunnerTransport) -> None:
+def test_a_permit_waiter_watches_again_after_a_drop(client: KazooTransport) -> None:
     ours = node("permit-", 1)
     server = ScriptedServer(
         [
@@ -408,12 +417,12 @@ def test_a_permit_waiter_watches_again_after_a_drop(client: RunnerTransport) -> 
         session=SESSION,
     )
     held = server.run(permits(client, 1).acquire_steps(None))
-    assert held is not None and held[0] == HeldNode(path(ours), 10, SESSION)
+    assert held is not None and held[0] == LockNode(path(ours), 10, SESSION)
     server.finish()
 
 
 def test_the_sweep_after_a_lost_create_asks_again_after_a_connection_loss(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     engine = lock_engine(client, BASE, None)
     ours = node("lock-", 1)

@@ -28,7 +28,8 @@ from pycurator import (
     aio,
     remove_lock_listener,
 )
-from pycurator._engine import observe
+from pycurator._protocol.events import LOCK_LISTENERS
+from pycurator._recipes import reports as observe
 from pycurator.testing import ClientFactory, expire_kazoo_session
 
 from .aio_support import run
@@ -446,10 +447,11 @@ def test_nobody_listening_and_a_quiet_logger_build_no_event_and_log_nothing(
 ) -> None:
     """The recipes still report (each wait and hold is told to its reporter), but with no
     listener and the logger above INFO, no report makes a ``LockEvent`` or a record."""
-    monkeypatch.setattr(observe, "_listeners", ())  # whatever another test left registered
+    # whatever another test left registered
+    monkeypatch.setattr(LOCK_LISTENERS, "listeners", ())
     built: list[tuple[Any, ...]] = []
     told: list[LockEvent] = []
-    real_event, real_tell = observe.LockEvent, observe._tell
+    real_event, real_tell = LockEvent, observe._tell
 
     def event(*args: Any, **kwargs: Any) -> LockEvent:
         built.append(args)

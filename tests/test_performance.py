@@ -13,7 +13,7 @@ from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex
 from pycurator._client import kazoo_internals
-from pycurator._engine import hold_monitor
+from pycurator._recipes import hold_monitor
 from pycurator.testing import (
     ClientFactory,
     expire_kazoo_session,

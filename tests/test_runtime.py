@@ -32,8 +32,9 @@ from kazoo.handlers.threading import SequentialThreadingHandler
 
 from pycurator import InterProcessMutex, LeaderLatch, aio
 from pycurator._client import runtime as _runtime
-from pycurator._client.runners import transport_of
 from pycurator._client.runtime import process_lock, runtime_of, services_of
+from pycurator._client.transport import transport_of
+from pycurator._protocol import transport as _seam
 from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer
 
 from .aio_support import run
@@ -72,8 +73,9 @@ def never_connected(closed_port: int) -> Iterator[KazooClient]:
 
 @pytest.fixture
 def marked_stop(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The runtime's stop error carries :data:`THROUGH_THE_RUNTIME` (read at each raise)."""
-    monkeypatch.setattr(_runtime, "STOPPED_MESSAGE", THROUGH_THE_RUNTIME)
+    """The runtime's stop error (:func:`~pycurator._protocol.transport.closed_error`) carries
+    :data:`THROUGH_THE_RUNTIME` (read at each raise)."""
+    monkeypatch.setattr(_seam, "STOPPED_MESSAGE", THROUGH_THE_RUNTIME)
 
 
 def test_a_client_s_runtime_is_found_from_it_the_same_each_time() -> None:

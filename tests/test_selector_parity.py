@@ -32,9 +32,9 @@ from pycurator import (
     aio,
     remove_lock_listener,
 )
-from pycurator._client.runners import Cancelled
-from pycurator._client.runtime import CLIENT_STOPPED
+from pycurator._client.callback_runner import Cancelled
 from pycurator._cores.selector import Ending, ending_of, queues_again
+from pycurator._protocol.transport import CLIENT_STOPPED
 from pycurator.testing import ClientFactory
 
 from .support import SOON, children, eventually

@@ -14,11 +14,12 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
-from pycurator._client.runners import Cancelled
-from pycurator._engine.locks import HeldNode
+from pycurator._client.callback_runner import Cancelled
+from pycurator._client.transport import KazooTransport, transport_of
 from pycurator._protocol import wire
-from pycurator._protocol.ops import DeleteNode
+from pycurator._protocol.requests import DeleteNode
 from pycurator._protocol.steps import Await, Steps
+from pycurator._recipes.lock_nodes import LockNode
 
 from .scripted import Fire, Forgets, Owes, Reply, ScriptedServer, State, stat
 from .test_semaphore_protocol import (
@@ -49,13 +50,13 @@ def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def client() -> KazooClient:
-    """A client that is never started: the script is its server."""
-    return KazooClient(hosts="127.0.0.1:1")
+def client() -> KazooTransport:
+    """The transport of a client that is never started: the script is its server."""
+    return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
 def test_a_drop_between_the_leases_count_and_the_session_check_keeps_the_lease(
-    client: KazooClient,
+    client: KazooTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -71,7 +72,7 @@ def test_a_drop_between_the_leases_count_and_the_session_check_keeps_the_lease(
         session=SESSION,
     )
     leases = server.run(semaphore(client, 2).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(1, 7), 70, SESSION)]
+    assert nodes(leases) == [LockNode(lease(1, 7), 70, SESSION)]
     server.finish()
 
 
@@ -96,7 +97,7 @@ def cancelled_awaiting(steps: Steps[T], request: DeleteNode) -> Steps[T]:
 
 
 def test_a_lease_taken_as_the_mutex_release_is_cancelled_is_returned(
-    client: KazooClient,
+    client: KazooTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -116,7 +117,7 @@ def test_a_lease_taken_as_the_mutex_release_is_cancelled_is_returned(
 
 
 def test_a_lease_whose_session_ends_as_the_mutex_is_released_is_taken_again(
-    client: KazooClient,
+    client: KazooTransport,
 ) -> None:
     new_session = SESSION + 1
     server = ScriptedServer(
@@ -141,11 +142,11 @@ def test_a_lease_whose_session_ends_as_the_mutex_is_released_is_taken_again(
     )
     leases = server.run(semaphore(client, 2).acquire_steps(1, None))
     # never a lease of a session that has ended
-    assert nodes(leases) == [HeldNode(lease(3, 8), 80, new_session)]
+    assert nodes(leases) == [LockNode(lease(3, 8), 80, new_session)]
     server.finish()
 
 
-def test_a_lease_made_after_the_mutexs_session_ended_is_not_taken(client: KazooClient) -> None:
+def test_a_lease_made_after_the_mutexs_session_ended_is_not_taken(client: KazooTransport) -> None:
     new_session = SESSION + 1
     server = ScriptedServer(
         [
@@ -171,12 +172,12 @@ def test_a_lease_made_after_the_mutexs_session_ended_is_not_taken(client: KazooC
         session=SESSION,
     )
     leases = server.run(semaphore(client, 1).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(3, 8), 80, new_session)]
+    assert nodes(leases) == [LockNode(lease(3, 8), 80, new_session)]
     server.finish()
 
 
 def test_a_lease_made_after_ours_means_the_mutex_is_lost_and_it_is_taken_again(
-    client: KazooClient,
+    client: KazooTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -199,5 +200,5 @@ def test_a_lease_made_after_ours_means_the_mutex_is_lost_and_it_is_taken_again(
         session=SESSION,
     )
     leases = server.run(semaphore(client, 1).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(3, 10), 100, SESSION)]
+    assert nodes(leases) == [LockNode(lease(3, 10), 100, SESSION)]
     server.finish()

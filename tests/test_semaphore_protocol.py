@@ -18,14 +18,20 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoAuthError, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
-from pycurator._client.runners import RunnerTransport, transport_of
-from pycurator._client.transport import default_node_data
-from pycurator._engine.hold import Held
-from pycurator._engine.locks import HeldNode
-from pycurator._engine.semaphore import SemaphoreSteps, lease_data_steps
+from pycurator._client.transport import KazooTransport, default_node_data, transport_of
 from pycurator._protocol import wire
 from pycurator._protocol.deadline import Deadline
-from pycurator._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
+from pycurator._protocol.requests import (
+    CreateMode,
+    CreateNode,
+    DeleteNode,
+    GetData,
+    ListChildren,
+    NodeExists,
+)
+from pycurator._recipes.hold import Acquired
+from pycurator._recipes.lock_nodes import LockNode
+from pycurator._recipes.semaphore import SemaphoreSteps, lease_data_steps
 
 from .scripted import (
     REDUCED,
@@ -90,14 +96,13 @@ def create_lock(n: int) -> CreateNode:
         f"{LOCKS}/{prefix(n)}{wire.LOCK_NAME}",
         default_node_data(),
         None,
-        ephemeral=True,
-        sequence=True,
+        CreateMode.EPHEMERAL_SEQUENTIAL,
     )
 
 
 def create_lease(n: int) -> CreateNode:
     return CreateNode(
-        f"{LEASES}/{prefix(n)}{wire.LEASE_NAME}", DATA, None, ephemeral=True, sequence=True
+        f"{LEASES}/{prefix(n)}{wire.LEASE_NAME}", DATA, None, CreateMode.EPHEMERAL_SEQUENTIAL
     )
 
 
@@ -117,21 +122,21 @@ def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def client() -> RunnerTransport:
+def client() -> KazooTransport:
     """The transport of a client that is never started: the script is its server."""
     return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
-def semaphore(client: RunnerTransport, max_leases: int) -> SemaphoreSteps:
+def semaphore(client: KazooTransport, max_leases: int) -> SemaphoreSteps:
     return SemaphoreSteps(client, BASE, max_leases, DATA, None, "standard")
 
 
-def nodes(leases: list[Held] | None) -> list[HeldNode] | None:
+def nodes(leases: list[Acquired] | None) -> list[LockNode] | None:
     return None if leases is None else [node for node, _ in leases]
 
 
 def test_a_lease_is_granted_at_once_while_fewer_than_max_leases_exist(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -143,7 +148,7 @@ def test_a_lease_is_granted_at_once_while_fewer_than_max_leases_exist(
         session=SESSION,
     )
     leases = server.run(semaphore(client, 2).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(1, 7), 70, SESSION)]
+    assert nodes(leases) == [LockNode(lease(1, 7), 70, SESSION)]
     server.finish()
     assert not any(server.watches.values())
     # the internal mutex is taken before the lease is created, and released after
@@ -162,7 +167,7 @@ def test_a_lease_is_granted_at_once_while_fewer_than_max_leases_exist(
 
 
 def test_a_waiter_watches_the_leases_children_and_is_woken_by_a_release(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -179,7 +184,7 @@ def test_a_waiter_watches_the_leases_children_and_is_woken_by_a_release(
         session=SESSION,
     )
     leases = server.run(semaphore(client, 1).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(1, 7), 70, SESSION)]
+    assert nodes(leases) == [LockNode(lease(1, 7), 70, SESSION)]
     server.finish()
     assert not any(server.watches.values())
     # the internal mutex is held all through the wait, and released only once the lease is
@@ -196,7 +201,7 @@ def test_a_waiter_watches_the_leases_children_and_is_woken_by_a_release(
 
 
 def test_waiters_queue_on_the_internal_mutex_before_creating_a_lease(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     ahead = f"{LOCKS}/{AHEAD}{wire.LOCK_NAME}{3:010d}"
     server = ScriptedServer(
@@ -214,13 +219,13 @@ def test_waiters_queue_on_the_internal_mutex_before_creating_a_lease(
         session=SESSION,
     )
     leases = server.run(semaphore(client, 2).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(1, 7), 70, SESSION)]
+    assert nodes(leases) == [LockNode(lease(1, 7), 70, SESSION)]
     server.finish()
     assert not any(server.watches.values())
 
 
 def test_foreign_children_count_under_leases_and_sort_last_under_locks(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     foreign_locks = ["readme", f"{OTHER}{wire.LEASE_NAME}0000000001", "x-lock-0000000009"]
     server = ScriptedServer(
@@ -240,12 +245,12 @@ def test_foreign_children_count_under_leases_and_sort_last_under_locks(
         session=SESSION,
     )
     leases = server.run(semaphore(client, 2).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(1, 7), 70, SESSION)]
+    assert nodes(leases) == [LockNode(lease(1, 7), 70, SESSION)]
     server.finish()
 
 
 def test_a_lease_create_answered_after_the_deadline_is_undone_when_it_lands(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -264,7 +269,7 @@ def test_a_lease_create_answered_after_the_deadline_is_undone_when_it_lands(
 
 
 def test_a_connection_lost_between_create_and_listing_lists_again_once_connected(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -280,13 +285,13 @@ def test_a_connection_lost_between_create_and_listing_lists_again_once_connected
         session=SESSION,
     )
     leases = server.run(semaphore(client, 2).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(1, 7), 70, SESSION)]
+    assert nodes(leases) == [LockNode(lease(1, 7), 70, SESSION)]
     server.finish()
     assert not any(server.watches.values())
 
 
 def test_an_expiry_mid_wait_takes_the_mutex_again_and_creates_a_new_lease(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     new_session = SESSION + 1
     server = ScriptedServer(
@@ -311,11 +316,11 @@ def test_an_expiry_mid_wait_takes_the_mutex_again_and_creates_a_new_lease(
         session=SESSION,
     )
     leases = server.run(semaphore(client, 1).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(3, 9), 90, new_session)]
+    assert nodes(leases) == [LockNode(lease(3, 9), 90, new_session)]
     server.finish()
 
 
-def test_a_lease_listed_in_an_ended_session_is_not_held(client: RunnerTransport) -> None:
+def test_a_lease_listed_in_an_ended_session_is_not_held(client: KazooTransport) -> None:
     new_session = SESSION + 1
     server = ScriptedServer(
         [
@@ -337,12 +342,12 @@ def test_a_lease_listed_in_an_ended_session_is_not_held(client: RunnerTransport)
         session=SESSION,
     )
     leases = server.run(semaphore(client, 1).acquire_steps(1, None))
-    assert nodes(leases) == [HeldNode(lease(3, 9), 90, new_session)]
+    assert nodes(leases) == [LockNode(lease(3, 9), 90, new_session)]
     server.finish()
 
 
 def test_noauth_on_the_lease_create_reaches_the_caller_and_releases_the_mutex(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -360,7 +365,7 @@ def test_noauth_on_the_lease_create_reaches_the_caller_and_releases_the_mutex(
 
 
 def test_a_stop_mid_wait_ends_with_connection_closed_and_owes_both_deletes(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -382,7 +387,7 @@ def test_a_stop_mid_wait_ends_with_connection_closed_and_owes_both_deletes(
 
 
 def test_a_timeout_mid_wait_deletes_the_lease_node_and_releases_the_mutex(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -404,7 +409,7 @@ def test_a_timeout_mid_wait_deletes_the_lease_node_and_releases_the_mutex(
 
 @pytest.mark.parametrize("max_leases", [3, 2])
 def test_each_participant_counts_the_leases_against_its_own_max(
-    client: RunnerTransport, max_leases: int
+    client: KazooTransport, max_leases: int
 ) -> None:
     # nothing checks that participants agree on max_leases (Curator does not either): the
     # same three lease nodes are a grant for a max of 3 and a wait for a max of 2
@@ -423,13 +428,13 @@ def test_each_participant_counts_the_leases_against_its_own_max(
         ]
     server = ScriptedServer([*script, Reply(DeleteNode(lock(0, 4)))], session=SESSION)
     leases = server.run(semaphore(client, max_leases).acquire_steps(1, 30))
-    expected = [HeldNode(lease(1, 7), 70, SESSION)] if max_leases == 3 else None
+    expected = [LockNode(lease(1, 7), 70, SESSION)] if max_leases == 3 else None
     assert nodes(leases) == expected
     server.finish()
 
 
 def test_many_leases_are_taken_one_by_one_and_all_returned_on_timeout(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -455,7 +460,7 @@ def test_many_leases_are_taken_one_by_one_and_all_returned_on_timeout(
 
 
 def test_the_participants_are_the_lease_nodes_listed_through_a_connection_loss(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     server = ScriptedServer(
         [
@@ -473,7 +478,7 @@ def test_the_participants_are_the_lease_nodes_listed_through_a_connection_loss(
     server.finish()
 
 
-def test_the_participants_of_a_semaphore_never_used_are_none(client: RunnerTransport) -> None:
+def test_the_participants_of_a_semaphore_never_used_are_none(client: KazooTransport) -> None:
     server = ScriptedServer([Reply(LEASE_LISTING, error=NoNodeError())], session=SESSION)
     assert server.run(semaphore(client, 2).participant_steps()) == []
     server.finish()

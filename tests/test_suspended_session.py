@@ -25,8 +25,9 @@ from pycurator import (
     connect,
 )
 from pycurator._client import kazoo_internals
-from pycurator._client.runtime import SESSION_EXPIRED, runtime_of
+from pycurator._client.runtime import runtime_of
 from pycurator._client.transport import KazooTransport
+from pycurator._protocol.transport import SESSION_EXPIRED
 from pycurator.menagerie import ReentrantZkLock
 from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer
 from pycurator.zklocker import ZkLocker

@@ -32,8 +32,8 @@ from pycurator import (
     aio,
     remove_lock_listener,
 )
-from pycurator._engine import election
-from pycurator._engine.locks import LockEngine
+from pycurator._recipes import election
+from pycurator._recipes.lock_engine import LockEngine
 from pycurator.testing import ClientFactory
 
 from .support import SOON, Worker, children, eventually

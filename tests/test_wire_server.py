@@ -14,8 +14,10 @@ from kazoo.exceptions import NoNodeError, NoWatcherError, UnimplementedError
 from kazoo.protocol.serialization import Connect, Create, int_struct
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
-from pycurator._client.requests import create_container, send
-from pycurator._client.transport import RemoveWatches
+from pycurator._client.transport import transport_of
+from pycurator._protocol.requests import CreateMode, CreateNode, RemoveWatches
+from pycurator._protocol.waits import sent_steps
+from pycurator._threads.runner import run
 from pycurator.testing import ClientFactory, expire_kazoo_session
 from pycurator.testing.pytest_plugin import _clients_on
 
@@ -87,13 +89,13 @@ def test_a_watch_fires_once(clients: ClientFactory) -> None:
 def test_a_watch_goes_with_its_connection(model: WireServer, clients: ClientFactory) -> None:
     client = clients()
     client.exists("/watched", watch=lambda event: None)
-    send(client, RemoveWatches("/watched"))
+    run(transport_of(client), sent_steps(RemoveWatches("/watched")))
     with pytest.raises(NoWatcherError):
-        send(client, RemoveWatches("/watched"))
+        run(transport_of(client), sent_steps(RemoveWatches("/watched")))
     client.exists("/watched", watch=lambda event: None)
     drop_and_reconnect(model, client)
     with pytest.raises(NoWatcherError):
-        send(client, RemoveWatches("/watched"))
+        run(transport_of(client), sent_steps(RemoveWatches("/watched")))
 
 
 def test_a_transaction_is_all_or_nothing_and_fires_nothing_when_refused(
@@ -122,7 +124,8 @@ def test_a_transaction_is_all_or_nothing_and_fires_nothing_when_refused(
 
 def test_an_emptied_container_is_reaped(clients: ClientFactory) -> None:
     client = clients()
-    create_container(client, "/box")
+    container = CreateNode("/box", b"", mode=CreateMode.CONTAINER)
+    run(transport_of(client), sent_steps(container))
     client.create("/box/item")
     client.delete("/box/item")
     eventually(lambda: client.exists("/box") is None, what="container reaped")

@@ -13,11 +13,20 @@ from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from pycurator._client.runners import RunnerTransport, transport_of
-from pycurator._engine.locks import HeldNode, LockEngine
-from pycurator._engine.zklocker import zklocker_engine
+from pycurator._client.transport import KazooTransport, transport_of
 from pycurator._protocol.deadline import Deadline
-from pycurator._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
+from pycurator._protocol.requests import (
+    CreateMode,
+    CreateNode,
+    CreateParent,
+    DeleteNode,
+    GetData,
+    ListChildren,
+    NodeExists,
+)
+from pycurator._recipes.lock_engine import LockEngine
+from pycurator._recipes.lock_nodes import LockNode
+from pycurator._recipes.zklocker import zklocker_engine
 from pycurator.zklocker import ZkLocker
 
 from .scripted import (
@@ -54,20 +63,20 @@ def path(node: str) -> str:
 def create(key: str | None = "k", session: int = SESSION) -> CreateNode:
     """Our create: Java's name before the sequence, Java's null data, OPEN_ACL_UNSAFE."""
     head = f"dlk-{session}-" if key is None else f"dlk-{key}-{session}-"
-    return CreateNode(path(head), None, list(OPEN_ACL_UNSAFE), ephemeral=True, sequence=True)
+    return CreateNode(path(head), None, list(OPEN_ACL_UNSAFE), CreateMode.EPHEMERAL_SEQUENTIAL)
 
 
 @pytest.fixture
-def client() -> RunnerTransport:
+def client() -> KazooTransport:
     """The transport of a client that is never started: the script is its server."""
     return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
-def engine(client: RunnerTransport, key: str | None = "k") -> LockEngine:
+def engine(client: KazooTransport, key: str | None = "k") -> LockEngine:
     return zklocker_engine(client, PARENT, key)
 
 
-def test_the_node_is_javas_and_holds_first_among_foreign_children(client: RunnerTransport) -> None:
+def test_the_node_is_javas_and_holds_first_among_foreign_children(client: KazooTransport) -> None:
     server = ScriptedServer(
         [
             Reply(create(), (path(name(3)), stat(30, SESSION))),
@@ -75,11 +84,11 @@ def test_the_node_is_javas_and_holds_first_among_foreign_children(client: Runner
         ],
         session=SESSION,
     )
-    assert server.run(engine(client).acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine(client).acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
-def test_a_keyless_node_is_named_with_the_session_alone(client: RunnerTransport) -> None:
+def test_a_keyless_node_is_named_with_the_session_alone(client: KazooTransport) -> None:
     server = ScriptedServer(
         [
             Reply(create(None), (path(name(3, key=None)), stat(30, SESSION))),
@@ -88,11 +97,11 @@ def test_a_keyless_node_is_named_with_the_session_alone(client: RunnerTransport)
         session=SESSION,
     )
     held = server.run(engine(client, None).acquire_steps(None))
-    assert held == HeldNode(path(name(3, key=None)), 30, SESSION)
+    assert held == LockNode(path(name(3, key=None)), 30, SESSION)
     server.finish()
 
 
-def test_a_negative_session_id_is_written_as_javas_signed_long(client: RunnerTransport) -> None:
+def test_a_negative_session_id_is_written_as_javas_signed_long(client: KazooTransport) -> None:
     negative = -8935141660703064063
     ours = f"dlk-k-{negative}-0000000003"
     server = ScriptedServer(
@@ -102,12 +111,12 @@ def test_a_negative_session_id_is_written_as_javas_signed_long(client: RunnerTra
         ],
         session=negative,
     )
-    assert server.run(engine(client).acquire_steps(None)) == HeldNode(path(ours), 30, negative)
+    assert server.run(engine(client).acquire_steps(None)) == LockNode(path(ours), 30, negative)
     server.finish()
 
 
 def test_a_missing_parent_is_made_persistent_and_the_create_sent_again(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     deep = zklocker_engine(client, "/app/locks", "k")
     head = f"/app/locks/dlk-k-{SESSION}-"
@@ -115,25 +124,27 @@ def test_a_missing_parent_is_made_persistent_and_the_create_sent_again(
     acl = list(OPEN_ACL_UNSAFE)
     server = ScriptedServer(
         [
-            Reply(CreateNode(head, None, acl, ephemeral=True, sequence=True), error=NoNodeError()),
-            Reply(ListChildren("/app/locks", reduce=REDUCED), error=NoNodeError()),
-            Reply(CreateNode("/app/locks", b"", acl), error=NoNodeError()),
-            Reply(CreateNode("/app", b"", acl), ("/app", stat(1))),
-            Reply(CreateNode("/app/locks", b"", acl), ("/app/locks", stat(2))),
             Reply(
-                CreateNode(head, None, acl, ephemeral=True, sequence=True),
+                CreateNode(head, None, acl, CreateMode.EPHEMERAL_SEQUENTIAL), error=NoNodeError()
+            ),
+            Reply(ListChildren("/app/locks", reduce=REDUCED), error=NoNodeError()),
+            Reply(CreateParent("/app/locks", CreateMode.PERSISTENT, acl), error=NoNodeError()),
+            Reply(CreateParent("/app", CreateMode.PERSISTENT, acl), ("/app", stat(1))),
+            Reply(CreateParent("/app/locks", CreateMode.PERSISTENT, acl), ("/app/locks", stat(2))),
+            Reply(
+                CreateNode(head, None, acl, CreateMode.EPHEMERAL_SEQUENTIAL),
                 (f"/app/locks/{ours}", stat(3, SESSION)),
             ),
             Reply(ListChildren("/app/locks", reduce=REDUCED), [ours]),
         ],
         session=SESSION,
     )
-    assert server.run(deep.acquire_steps(None)) == HeldNode(f"/app/locks/{ours}", 3, SESSION)
+    assert server.run(deep.acquire_steps(None)) == LockNode(f"/app/locks/{ours}", 3, SESSION)
     server.finish()
 
 
 def test_a_keyed_waiter_waits_for_a_lower_keyless_node_and_its_own_key(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     keyless = name(1, OTHER, None)  # Java's keyless locker counts our node: we wait for it
     other_key = name(2, OTHER, "j")  # independent of key k in both languages
@@ -152,13 +163,13 @@ def test_a_keyed_waiter_waits_for_a_lower_keyless_node_and_its_own_key(
         ],
         session=SESSION,
     )
-    assert server.run(engine(client).acquire_steps(None)) == HeldNode(path(name(4)), 40, SESSION)
+    assert server.run(engine(client).acquire_steps(None)) == LockNode(path(name(4)), 40, SESSION)
     server.finish()
     assert not any(server.watches.values())
 
 
 def test_a_key_waits_for_the_key_that_starts_its_name_and_not_the_reverse(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     # Java's "a" counts "dlk-a-b-..." (its prefix "dlk-a-" starts it): a-b waits for a's node
     a_node = name(1, OTHER, "a")
@@ -177,7 +188,7 @@ def test_a_key_waits_for_the_key_that_starts_its_name_and_not_the_reverse(
     server.finish()
 
 
-def test_a_failed_acquire_leaves_no_node_unlike_javas_try_lock(client: RunnerTransport) -> None:
+def test_a_failed_acquire_leaves_no_node_unlike_javas_try_lock(client: KazooTransport) -> None:
     # Java's tryLock returns false and keeps its node in the queue (bug 1)
     server = ScriptedServer(
         [
@@ -192,7 +203,7 @@ def test_a_failed_acquire_leaves_no_node_unlike_javas_try_lock(client: RunnerTra
 
 
 def test_a_lost_create_is_found_by_its_sessions_prefix_but_not_another_acquires_node(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     eng = engine(client)
     claimed = name(2)  # another acquire of this client made it, with the same name
@@ -219,7 +230,7 @@ def test_a_lost_create_is_found_by_its_sessions_prefix_but_not_another_acquires_
     assert server.claimed == {path(claimed): server.claimed[path(claimed)]}  # ours went
 
 
-def test_a_lost_create_of_an_earlier_session_is_not_found(client: RunnerTransport) -> None:
+def test_a_lost_create_of_an_earlier_session_is_not_found(client: KazooTransport) -> None:
     earlier = name(2, OTHER)  # our prefix under the session we had before: not ours now
     server = ScriptedServer(
         [
@@ -237,12 +248,12 @@ def test_a_lost_create_of_an_earlier_session_is_not_found(client: RunnerTranspor
         ],
         session=OTHER,
     )
-    assert server.run(engine(client).acquire_steps(None)) == HeldNode(path(name(3)), 30, SESSION)
+    assert server.run(engine(client).acquire_steps(None)) == LockNode(path(name(3)), 30, SESSION)
     server.finish()
 
 
 def test_a_lost_create_not_found_in_time_is_swept_by_session_and_claim(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     claimed = name(2)
     server = ScriptedServer(
@@ -264,7 +275,7 @@ def test_a_lost_create_not_found_in_time_is_swept_by_session_and_claim(
 
 
 def test_an_expiry_mid_wait_queues_again_under_the_new_sessions_name(
-    client: RunnerTransport,
+    client: KazooTransport,
 ) -> None:
     new = SESSION + 7
     ours_again = name(6, new)
@@ -283,7 +294,7 @@ def test_an_expiry_mid_wait_queues_again_under_the_new_sessions_name(
         ],
         session=SESSION,
     )
-    assert server.run(engine(client).acquire_steps(None)) == HeldNode(path(ours_again), 60, new)
+    assert server.run(engine(client).acquire_steps(None)) == LockNode(path(ours_again), 60, new)
     server.finish()
 
 
@@ -300,7 +311,7 @@ def test_an_expiry_mid_wait_queues_again_under_the_new_sessions_name(
     ],
 )
 def test_bad_input_is_refused_before_anything_is_sent(
-    client: RunnerTransport, parent: str, key: object, error: type
+    client: KazooTransport, parent: str, key: object, error: type
 ) -> None:
     with pytest.raises(error):
         ZkLocker(client.client, parent, key)  # type: ignore[arg-type]

@@ -13,14 +13,23 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
-from pycurator._client.runners import RunnerTransport, transport_of
-from pycurator._engine import election
-from pycurator._engine.election import Election
-from pycurator._engine.locks import HeldNode, LockEngine
-from pycurator._engine.observe import Reporter
-from pycurator._engine.zkrecipes import write_lock_engine
-from pycurator._protocol.ops import CreateNode, DeleteNode, GetData, ListChildren, NodeExists
+from pycurator._client.transport import KazooTransport, transport_of
+from pycurator._protocol.requests import (
+    CreateMode,
+    CreateNode,
+    CreateParent,
+    DeleteNode,
+    GetData,
+    ListChildren,
+    NodeExists,
+)
 from pycurator._protocol.zkrecipes import ELECTION_DRIVER, ELECTION_NAMING
+from pycurator._recipes import election
+from pycurator._recipes.election import Election
+from pycurator._recipes.lock_engine import LockEngine
+from pycurator._recipes.lock_nodes import LockNode
+from pycurator._recipes.reports import Reporter
+from pycurator._recipes.zkrecipes import write_lock_engine
 
 from .scripted import (
     REDUCED,
@@ -54,7 +63,7 @@ def at(name: str, base: str = DIR) -> str:
 
 
 def create(session: int = SESSION) -> CreateNode:
-    return CreateNode(at(f"x-{session}-"), DATA, None, ephemeral=True, sequence=True)
+    return CreateNode(at(f"x-{session}-"), DATA, None, CreateMode.EPHEMERAL_SEQUENTIAL)
 
 
 def made(seq: int, session: int = SESSION) -> tuple[str, Any]:
@@ -62,13 +71,13 @@ def made(seq: int, session: int = SESSION) -> tuple[str, Any]:
 
 
 @pytest.fixture
-def client() -> RunnerTransport:
+def client() -> KazooTransport:
     """The transport of a client that is never started: the script is its server."""
     return transport_of(KazooClient(hosts="127.0.0.1:1"))
 
 
 @pytest.fixture
-def engine(client: RunnerTransport) -> LockEngine:
+def engine(client: KazooTransport) -> LockEngine:
     return write_lock_engine(client, DIR, None)
 
 
@@ -82,7 +91,7 @@ def test_the_node_is_x_session_dash_with_java_data_and_holds_when_first(
         [Reply(create(), made(3)), Reply(LISTING, [lock(3), "config", "notes-v2"])],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(at(lock(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(at(lock(3)), 30, SESSION)
     assert at(lock(3)) in server.claimed  # claimed by this acquire until deleted
     server.finish()
 
@@ -92,15 +101,15 @@ def test_a_missing_directory_is_made_persistent_with_its_parents(engine: LockEng
         [
             Reply(create(), error=NoNodeError()),
             Reply(LISTING, error=NoNodeError()),
-            Reply(CreateNode(DIR, b""), error=NoNodeError()),
-            Reply(CreateNode("/zk", b""), ("/zk", stat(1))),
-            Reply(CreateNode(DIR, b""), (DIR, stat(2))),
+            Reply(CreateParent(DIR, CreateMode.PERSISTENT), error=NoNodeError()),
+            Reply(CreateParent("/zk", CreateMode.PERSISTENT), ("/zk", stat(1))),
+            Reply(CreateParent(DIR, CreateMode.PERSISTENT), (DIR, stat(2))),
             Reply(create(), made(3)),
             Reply(LISTING, [lock(3)]),
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(at(lock(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(at(lock(3)), 30, SESSION)
     server.finish()
 
 
@@ -118,7 +127,7 @@ def test_a_foreign_numbered_child_ahead_is_waited_for_and_the_waiter_lists_befor
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(at(lock(2)), 20, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(at(lock(2)), 20, SESSION)
     server.finish()
 
 
@@ -157,7 +166,7 @@ def test_a_predecessor_gone_before_its_watch_is_no_lost_wake_up(engine: LockEngi
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(at(lock(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(at(lock(3)), 30, SESSION)
     server.finish()
 
 
@@ -178,7 +187,7 @@ def test_each_change_of_the_node_ahead_renews_its_one_watch(engine: LockEngine) 
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(at(lock(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(at(lock(3)), 30, SESSION)
     server.finish()
     assert not any(server.watches.values())
 
@@ -240,7 +249,7 @@ def test_a_lost_create_made_nothing_so_a_new_node_is_made(engine: LockEngine) ->
         ],
         session=SESSION,
     )
-    assert server.run(engine.acquire_steps(None)) == HeldNode(at(lock(3)), 30, SESSION)
+    assert server.run(engine.acquire_steps(None)) == LockNode(at(lock(3)), 30, SESSION)
     server.finish()
 
 
@@ -256,7 +265,7 @@ def offer(seq: int) -> str:
 
 
 def offer_create() -> CreateNode:
-    return CreateNode(at("n_", ROOT), HOST.encode(), None, ephemeral=True, sequence=True)
+    return CreateNode(at("n_", ROOT), HOST.encode(), None, CreateMode.EPHEMERAL_SEQUENTIAL)
 
 
 def offered(seq: int, session: int = SESSION) -> tuple[str, Any]:
@@ -266,7 +275,7 @@ def offered(seq: int, session: int = SESSION) -> tuple[str, Any]:
 class Participant:
     """One ``LeaderElectionSupport`` participant on a scripted server, and what it hears."""
 
-    def __init__(self, client: RunnerTransport, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, client: KazooTransport, monkeypatch: pytest.MonkeyPatch) -> None:
         self.heard: list[tuple[str, object]] = []
         self.server: Server | None = None
         engine = LockEngine(
@@ -285,7 +294,7 @@ class Participant:
         )
         monkeypatch.setattr(election, "HoldMonitor", self._monitor)
 
-    def _monitor(self, client: RunnerTransport, *args: Any) -> ScriptedMonitor:
+    def _monitor(self, client: KazooTransport, *args: Any) -> ScriptedMonitor:
         assert self.server is not None
         return ScriptedMonitor(self.server, *args)
 
@@ -301,7 +310,7 @@ class Participant:
 
 
 @pytest.fixture
-def participant(client: RunnerTransport, monkeypatch: pytest.MonkeyPatch) -> Participant:
+def participant(client: KazooTransport, monkeypatch: pytest.MonkeyPatch) -> Participant:
     return Participant(client, monkeypatch)
 
 
@@ -311,7 +320,9 @@ def test_an_offer_is_n_with_the_host_name_in_a_root_made_persistent(
     server = participant.play(
         Reply(offer_create(), error=NoNodeError()),
         Reply(OFFERS, error=NoNodeError()),
-        Reply(CreateNode(ROOT, b""), (ROOT, stat(1))),  # Java requires the root; we make it
+        Reply(
+            CreateParent(ROOT, CreateMode.PERSISTENT), (ROOT, stat(1))
+        ),  # Java requires the root; we make it
         Reply(offer_create(), offered(3)),
         # children that are not n_<int> take no part (Java's start() throws on them)
         Reply(OFFERS, ["config", offer(3), "n_notes", "lock-0000000001"]),
@@ -418,5 +429,5 @@ def test_a_create_between_an_expiry_and_the_next_session_waits_for_the_session_i
         connected=False,
     )
     held = server.run(engine.acquire_steps(None))
-    assert held == HeldNode(at(lock(3, NEW_SESSION)), 30, NEW_SESSION)
+    assert held == LockNode(at(lock(3, NEW_SESSION)), 30, NEW_SESSION)
     server.finish()

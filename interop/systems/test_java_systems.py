@@ -26,7 +26,7 @@ from pycurator.testing import (
     seed_systems_dir,
 )
 from pycurator.testing._peers import LockPeer
-from pycurator.testing._systems import JavaWriteLock
+from pycurator.testing._zkrecipes import JavaWriteLock
 from tests.support import SOON, children, eventually
 
 #: How long a peer that must not get the lock tries.

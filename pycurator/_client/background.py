@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._protocol import clock
-from .concurrency import ignore
+from .._protocol.transport import ignore
 
 log = logging.getLogger("pycurator")
 

@@ -7,10 +7,7 @@ key their holds by :func:`unit_getter`'s unit, and every background task, wait a
 pycurator goes through the client's handler (``spawn``, ``sleep_func``, ``event_object``,
 ``lock_object``), so recipes behave alike under the three.
 
-It also says which of pycurator's callbacks may run on the thread that reads the server's
-answers (:func:`runs_inline`, :func:`link_inline`): a handler that can (the optional
-:class:`pycurator.handlers.FastThreadingHandler`) looks for these marks; the core never imports it.
-And it makes the event a handler's units wait on when it is set once and never cleared (a task's
+It also makes the event a handler's units wait on when it is set once and never cleared (a task's
 end, a latch's next change; :func:`flag_maker`): under a thread-based handler, one without the
 condition and the two locks of a ``threading.Event``.
 """
@@ -19,16 +16,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from typing import Any
 
 from kazoo.handlers.threading import SequentialThreadingHandler
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 #: kazoo's handler names (``handler.name``) whose units are greenlets.
 GREEN_HANDLERS = frozenset({"sequential_gevent_handler", "sequential_eventlet_handler"})
-#: The attribute that marks a watcher as safe to run on the thread that reads the server.
-INLINE_MARK = "_pycurator_runs_inline"
 
 
 def is_green(handler: Any) -> bool:
@@ -49,33 +42,6 @@ def unit_getter(handler: Any) -> Callable[[], Hashable]:
 
         return getcurrent  # type: ignore[no-any-return]
     return threading.current_thread
-
-
-def runs_inline(watcher: F) -> F:
-    """Mark ``watcher`` (a kazoo watch callback) as one that only records its event, wakes a
-    waiter and perhaps queues a request it does not wait for: it never blocks and takes no
-    lock held across a request. A handler that looks for the mark (the fast handler) runs it
-    on the connection thread as the notification is read; others run it as usual. Returns
-    ``watcher``."""
-    setattr(watcher, INLINE_MARK, True)
-    return watcher
-
-
-def link_inline(result: Any, callback: Callable[[Any], None]) -> bool:
-    """Have ``callback(result)`` run on the thread that answers ``result``, or at once if it is
-    answered already, when ``result`` (a kazoo async result) offers that (the fast handler's
-    do: ``result.link_inline``); ``callback`` must keep the :func:`runs_inline` contract, and a
-    result takes one such callback. False, and nothing arranged, for a result of any other
-    handler (whose linked callbacks a worker thread runs, a hand-off later)."""
-    link = getattr(result, "link_inline", None)
-    if link is None:
-        return False
-    link(callback)
-    return True
-
-
-def ignore(*_: object) -> None:
-    """A callback that does nothing: what stands for one let go, once nothing more is told."""
 
 
 #: Held while a :class:`_Flag` is set or a waiter's gate is made: a few attribute moves.

@@ -13,12 +13,8 @@ long as the client lives), holds what is the client's own:
   asyncio, ends with then (:func:`closed_error`, raised by :meth:`Runtime.check_open`), and
   the reason a hold lost with the client gives (:meth:`Runtime.end_reason`).
 
-It refers to the :class:`HandlerServices` of the client's handler, found with
-:func:`services_of`: the timer, the pool of workers, the queue of the requests sent after news
-on kazoo's connection thread, the delayed calls that set held nodes' watches, and the units
-that run leader selectors' terms (:mod:`pycurator._client.background`). These are per handler,
-not per client: a small pool of workers is shared by every recipe of every client of the
-handler, and every unit is of the handler's kind (a thread, a greenlet or a green thread).
+It refers to the services of the client's handler (:mod:`pycurator._client.services`, found with
+:func:`services_of`), shared by every client of the handler, every unit of the handler's kind.
 
 **Stop and expiry** reach the runtime first: its listener (:meth:`Runtime._on_state`) is told
 of every state change, forgets the deletes a stopped client owed (its session's ephemeral nodes
@@ -45,9 +41,9 @@ handler nobody uses any more takes its part with it, and they live here alone, w
 process's one fork hook: a child starts with none (no thread or greenlet of the parent runs in
 it) and with a new :func:`process_lock`.
 
-Not here: lock listeners (``add_lock_listener``) are process-wide by API, and stay in
-:mod:`pycurator._engine.observe` (under :func:`process_lock`); the tasks of asyncio callbacks are
-the event loop's (see :mod:`pycurator.aio._runner`).
+The process's lock listeners are written under :func:`process_lock`
+(:mod:`pycurator._client.lock_listeners`). Not here: the tasks of asyncio callbacks are the event
+loop's (see :mod:`pycurator.aio._runner`).
 """
 
 from __future__ import annotations
@@ -70,19 +66,13 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import KazooState
 
+from .._protocol.transport import CLIENT_STOPPED, SESSION_EXPIRED, closed_error
 from . import kazoo_internals
-from .background import DelayedCalls, Pool, SerialQueue, Timer, Timers, Units
-from .concurrency import flag_maker
+from .background import Timer
+from .services import HandlerServices
 
 log = logging.getLogger("pycurator")
 
-#: The reason a hold is lost (or a wait ends) when its client is stopped.
-CLIENT_STOPPED = "client stopped"
-#: The reason a hold is lost when its session ends otherwise (its session timeout spent while
-#: suspended included: Curator's injected expiry).
-SESSION_EXPIRED = "session expired"
-#: The message of the ``ConnectionClosedError`` every wait ends with once its client is stopped.
-STOPPED_MESSAGE = "the kazoo client has been stopped"
 #: Seconds between looks at a client in the LOST state that someone listens to (kazoo tells
 #: nobody when such a client is stopped).
 STOP_POLL = 0.25
@@ -91,42 +81,6 @@ RESEND_DELAY = 0.1
 
 #: A connection listener: called with each new ``KazooState``; what it returns is ignored.
 Listener = Callable[[str], object]
-
-
-def closed_error() -> ConnectionClosedError:
-    """The error a wait ends with once its client is stopped."""
-    return ConnectionClosedError(STOPPED_MESSAGE)
-
-
-class HandlerServices:
-    """What every client of one kazoo handler shares (see the module doc). Nothing runs until
-    it is used: each unit is spawned while it has work. It does not keep the handler alive."""
-
-    def __init__(self, handler: Any) -> None:
-        self.timers = Timers(handler)
-        self.pool = Pool(handler)
-        #: The queue on which pycurator sends its own requests when news comes on kazoo's
-        #: connection thread (after a reconnect: the checks of held nodes, the deletes still
-        #: owed). That thread must not send: a request writes a byte to the pipe that wakes
-        #: it, which only it empties, and hundreds of them fill it. One worker goes through
-        #: them in turn.
-        self.requests = SerialQueue(self.pool)
-        #: Calls made a while after they are asked for (a held node's watch).
-        self.delayed = DelayedCalls(handler)
-        #: The units that run leader selectors' terms, a few kept idle between them.
-        self.leaders = Units(handler)
-        #: Makes an event that is set once, for the handler's units to wait on (see
-        #: :func:`~pycurator._client.concurrency.flag_maker`).
-        self.new_flag = flag_maker(handler)
-
-    def call_later(self, delay: float, function: Callable[[], None]) -> Timer:
-        """Run ``function()`` (short, never blocking) ``delay`` seconds from now on the
-        handler's timer; the returned :class:`~pycurator._client.background.Timer` cancels it."""
-        return self.timers.call_later(delay, function)
-
-    def serial_queue(self) -> SerialQueue:
-        """A new queue whose calls run one at a time, in order, on the handler's pool."""
-        return SerialQueue(self.pool)
 
 
 class Runtime:
@@ -150,7 +104,7 @@ class Runtime:
         #: (:class:`~pycurator._protocol.steps.WatchRemovals`).
         self.watch_removals = 0
         #: The client's transport, while a recipe holds it (weakly: it holds the client), see
-        #: :func:`~pycurator._client.runners.transport_of`.
+        #: :func:`~pycurator._client.transport.transport_of`.
         self.transport: Callable[[], Any] | None = None
         self._lock = client.handler.lock_object()  # held for bookkeeping only
         self._look: Timer | None = None  # a look for a stop, pending while the state is LOST
@@ -455,6 +409,7 @@ def runtime_of(client: KazooClient) -> Runtime:
     lives."""
     runtime = _RUNTIMES.get(client)
     if runtime is None:
+        kazoo_internals.told_if_unchecked()  # once a process, on a kazoo not checked
         with _LOCK:
             runtime = _RUNTIMES.get(client)
             if runtime is None:
@@ -479,15 +434,10 @@ os.register_at_fork(after_in_child=_forked)
 
 
 __all__ = [
-    "CLIENT_STOPPED",
     "RESEND_DELAY",
-    "SESSION_EXPIRED",
-    "STOPPED_MESSAGE",
     "STOP_POLL",
-    "HandlerServices",
     "Listener",
     "Runtime",
-    "closed_error",
     "process_lock",
     "runtime_of",
     "services_of",

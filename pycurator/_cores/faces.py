@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from .._engine.menagerie import PermitSteps
-from .._engine.semaphore import SemaphoreSteps
 from .._protocol.checks import ConnectionPolicy
-from .leader import LatchCore
+from .._recipes.menagerie import PermitSteps
+from .._recipes.semaphore import SemaphoreSteps
+from .latch import LatchCore
 from .lock import LockCore
 from .multilock import members_path
-from .selector import LeadershipCore, SelectorCore, TermRun
+from .selector import LeadershipCore, SelectorCore, TermHandle
 from .semaphore import LeaseCore, SemaphoreMutexCore
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ M = TypeVar("M")
 L = TypeVar("L", bound=Fenced)
 R = TypeVar("R")
 W = TypeVar("W", bound=Pathed)
-T = TypeVar("T", bound=TermRun)
+T = TypeVar("T", bound=TermHandle)
 
 
 class LockFace:
@@ -123,7 +123,7 @@ class SemaphoreFace:
 
     @property
     def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see :mod:`pycurator._engine.hold_monitor`)."""
+        """What counts as a lost lease (see :mod:`pycurator._recipes.hold_monitor`)."""
         return self._steps.policy
 
 
@@ -149,7 +149,7 @@ class SemaphoreMutexFace(Generic[L]):
 
 
 class LatchFace:
-    """A leader latch over a :class:`~pycurator._cores.leader.LatchCore`."""
+    """A leader latch over a :class:`~pycurator._cores.latch.LatchCore`."""
 
     _core: LatchCore
 
@@ -181,7 +181,7 @@ class LatchFace:
 
 
 class ElectionFace:
-    """ZooKeeper's ``LeaderElection`` over a :class:`~pycurator._cores.leader.LatchCore`."""
+    """ZooKeeper's ``LeaderElection`` over a :class:`~pycurator._cores.latch.LatchCore`."""
 
     _core: LatchCore
 
@@ -213,7 +213,7 @@ class ElectionFace:
 
 
 class PermitsFace:
-    """menagerie's ``ZkSemaphore`` over its :class:`~pycurator._engine.menagerie.PermitSteps`."""
+    """menagerie's ``ZkSemaphore`` over its :class:`~pycurator._recipes.menagerie.PermitSteps`."""
 
     _steps: PermitSteps
 
@@ -234,7 +234,7 @@ class PermitsFace:
 
     @property
     def connection_policy(self) -> ConnectionPolicy:
-        """What counts as a lost lease (see :mod:`pycurator._engine.hold_monitor`)."""
+        """What counts as a lost lease (see :mod:`pycurator._recipes.hold_monitor`)."""
         return self._steps.policy
 
 

@@ -1,19 +1,19 @@
 """The lock core both front ends compose, over the engines of Curator's mutex and read/write lock
-(:mod:`pycurator._engine.locks`)."""
+(:mod:`pycurator._recipes.lock_engine`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
-from .._client.runners import RunnerTransport
-from .._engine.hold import FollowedNode, Held, LossNotice, ReentrantHolds
-from .._engine.locks import LockEngine
-from .._engine.observe import Reporter
 from .._protocol import wire
 from .._protocol.checks import ConnectionPolicy, check_policy
 from .._protocol.drivers import Driver
 from .._protocol.steps import Steps
+from .._protocol.transport import Transport
+from .._recipes.hold import Acquired, Hold, LossNotice, ReentrantHolds
+from .._recipes.lock_engine import LockEngine
+from .._recipes.reports import Reporter
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -24,8 +24,8 @@ class LockCore:
 
     It holds the lock's ``engine`` (:meth:`make_revocable` swaps it for a revocable copy), its
     connection ``policy``, its ``holds`` per unit (``unit()`` names the calling one, see
-    :class:`~pycurator._engine.hold.ReentrantHolds`) and its ``report`` (waits and holds reported as
-    ``recipe``, see :mod:`pycurator._engine.observe`). Each front end's lock is a shell over one
+    :class:`~pycurator._recipes.hold.ReentrantHolds`) and its ``report`` (waits and holds reported
+    as ``recipe``, see :mod:`pycurator._recipes.reports`). Each front end's lock is a shell over one
     core.
     """
 
@@ -56,25 +56,25 @@ class LockCore:
         return self.engine.client
 
     @property
-    def transport(self) -> RunnerTransport:
+    def transport(self) -> Transport:
         """The transport of the lock's client: what its steps run on."""
         return self.engine.transport
 
     def acquire_steps(
         self, timeout: float | None, driver: Driver | None = None
-    ) -> Steps[Held | None]:
+    ) -> Steps[Acquired | None]:
         """The engine's acquire, reported as one wait: the node held and its hold's report, or
         None on timeout (``driver``: this acquire's, if not the engine's)."""
         return self.report.wait_steps(self.engine.acquire_steps(timeout, driver))
 
     def follow(
-        self, held: Held, notice: LossNotice, subject: object, unit: Hashable | None = None
+        self, held: Acquired, notice: LossNotice, subject: object, unit: Hashable | None = None
     ) -> None:
         """``unit`` (by default the calling one) now holds ``held``'s node: clear ``notice``'s
         event, follow the node, and tell ``notice`` of each change, naming ``subject``."""
         node, report = held
         notice.mark(False)
-        hold = FollowedNode(
+        hold = Hold(
             self.engine.transport,
             node,
             self.policy,

@@ -13,7 +13,6 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from .._client.transport import check_client_type, is_client
 from .._protocol.deadline import Deadline
 from .._protocol.errors import LockLostError, LockReleaseError
 from .._protocol.paths import validate_path
@@ -150,12 +149,16 @@ def member_locks(
     make: Callable[[KazooClient, str], M],
     kind: type,
     not_kind: str,
+    is_client: Callable[[object], bool],
 ) -> list[M]:
     """The members of a multi-lock, from ``(client, paths)`` (one ``make(client, path)`` each,
     in order) or from a sequence of locks that are instances of ``kind``; every argument is
-    checked before any lock is made (``not_kind`` starts the message for a wrong member)."""
+    checked before any lock is made (``not_kind`` starts the message for a wrong member;
+    ``is_client`` tells a kazoo client)."""
     if paths is not None:
-        check_client_type(client_or_locks)
+        if not is_client(client_or_locks):
+            kind_name = type(client_or_locks).__name__
+            raise TypeError(f"client must be a kazoo KazooClient, not {kind_name}")
         if isinstance(paths, str) or not isinstance(paths, Sequence):
             raise TypeError(f"paths must be a sequence of paths, not {paths!r}")
         for path in paths:

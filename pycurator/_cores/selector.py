@@ -5,7 +5,7 @@ its engine, its terms and the one rule on whether a term queues again.
 :class:`pycurator.aio.LeaderSelector`, and :class:`LeadershipCore` by either ``Leadership``.
 A front end keeps only how it waits: how a term's steps run (kazoo's callbacks, or a task on
 the loop), how ``lead`` runs (a worker of the handler, or a task), and its locking. It hands
-the core a :class:`TermRun`, its handle on one term, when the term's steps start.
+the core a :class:`TermHandle`, its handle on one term, when the term's steps start.
 
 Whether a term queues again once its steps have ended is decided here, once
 (:func:`queues_again`), as Curator's selector decides it: with ``auto_requeue``, or when
@@ -18,19 +18,21 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
-from .._client.runners import RunnerTransport
-from .._client.runtime import CLIENT_STOPPED
-from .._engine.election import Election, Lifecycle, Participant, id_bytes, participants_steps
-from .._engine.hold_monitor import HoldMonitor
-from .._engine.locks import HeldNode, LockEngine
-from .._engine.observe import Reporter
 from .._protocol.checks import ConnectionPolicy, check_policy
 from .._protocol.drivers import MUTEX_DRIVER
 from .._protocol.errors import LockLostError
 from .._protocol.paths import validate_path
 from .._protocol.steps import Steps
+from .._protocol.transport import CLIENT_STOPPED, Transport, is_stopped
+from .._recipes.election import Election
+from .._recipes.hold_monitor import HoldMonitor
+from .._recipes.lock_engine import LockEngine
+from .._recipes.lock_nodes import LockNode
+from .._recipes.participants import Participant, id_bytes, participants_steps
+from .._recipes.reports import Reporter
+from .latch import Lifecycle
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient, TransactionRequest
@@ -77,7 +79,7 @@ class LeadershipCore:
     """One term of leadership for either front end: our node, the monitor that follows it,
     the event that the term's end sets (the front end's ``lost_event``), and why it ended."""
 
-    def __init__(self, path: str, node: HeldNode, monitor: HoldMonitor, lost_event: Any) -> None:
+    def __init__(self, path: str, node: LockNode, monitor: HoldMonitor, lost_event: Any) -> None:
         self.path = path
         self.node = node
         self.monitor = monitor
@@ -88,7 +90,7 @@ class LeadershipCore:
     @property
     def client(self) -> KazooClient:
         """The kazoo client that made our node."""
-        return self.monitor.transport.client
+        return cast("KazooClient", self.monitor.transport.client)
 
     @property
     def fencing_token(self) -> int:
@@ -113,7 +115,9 @@ class LeadershipCore:
 
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that our node exists."""
-        return self.monitor.transport.guarded_transaction(self.node.path)
+        return cast(
+            "TransactionRequest", self.monitor.transport.guarded_transaction(self.node.path)
+        )
 
     def lost_error(self) -> LockLostError:
         """The error that says the term is over, and why."""
@@ -124,7 +128,7 @@ class LeadershipCore:
         return f"{name}({self.node.path!r}, token={self.fencing_token})"
 
 
-class TermRun(Protocol):
+class TermHandle(Protocol):
     """A front end's handle on one term: what stops its steps at once, and ``lead``."""
 
     def cancel_steps(self) -> None:
@@ -134,7 +138,7 @@ class TermRun(Protocol):
         """Interrupt ``lead``, where it can be (a task; a thread is only told)."""
 
 
-R = TypeVar("R", bound=TermRun)
+R = TypeVar("R", bound=TermHandle)
 
 
 class Term(Generic[R]):
@@ -185,7 +189,7 @@ class SelectorCore(Generic[R]):
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         path: str,
         lead: Callable[..., Any],
         id: str,
@@ -220,7 +224,7 @@ class SelectorCore(Generic[R]):
         return self.engine.client
 
     @property
-    def transport(self) -> RunnerTransport:
+    def transport(self) -> Transport:
         """The transport of the selector's client: what its steps run on."""
         return self.engine.transport
 
@@ -272,7 +276,7 @@ class SelectorCore(Generic[R]):
     def queue(
         self,
         begin: Callable[[Term[R]], R],
-        elected: Callable[[Term[R], HeldNode, HoldMonitor], None],
+        elected: Callable[[Term[R], LockNode, HoldMonitor], None],
         asked: bool = False,
     ) -> bool:
         """Start a term unless one is under way or the selector is not started: make its
@@ -293,7 +297,7 @@ class SelectorCore(Generic[R]):
         return True
 
     def _election(
-        self, term: Term[R], elected: Callable[[Term[R], HeldNode, HoldMonitor], None]
+        self, term: Term[R], elected: Callable[[Term[R], LockNode, HoldMonitor], None]
     ) -> Election:
         """A term's election: one term, leaving the queue on a connection error."""
         return Election(
@@ -318,7 +322,7 @@ class SelectorCore(Generic[R]):
     def lead_ended(self, term: Term[R], *, here: bool = False) -> None:
         """``lead`` has ended (returned, raised or was cancelled): the term is over, and its
         steps end and delete the node (``here``: on the calling thread, see
-        :meth:`~pycurator._engine.election.Election.stop`)."""
+        :meth:`~pycurator._recipes.election.Election.stop`)."""
         if term.leadership is not None:
             term.leadership.end("leadership given up")
         term.leading = False
@@ -336,7 +340,7 @@ class SelectorCore(Generic[R]):
             auto_requeue=self.auto_requeue,
             asked=term.requeue,
             failed=term.election.failed is not None,
-            client_stopped=self.transport.runtime.stopped,
+            client_stopped=is_stopped(self.transport),
         )
 
     def participants_steps(self) -> Steps[list[Participant]]:
@@ -353,7 +357,7 @@ __all__ = [
     "LeadershipCore",
     "SelectorCore",
     "Term",
-    "TermRun",
+    "TermHandle",
     "ending_of",
     "queues_again",
 ]

@@ -1,14 +1,11 @@
 """The cores that both front ends' semaphores, leases and semaphore mutexes compose, over the
-semaphore's protocol (:mod:`pycurator._engine.semaphore`)."""
+semaphore's protocol (:mod:`pycurator._recipes.semaphore`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from .._client.runners import RunnerTransport
-from .._engine.hold import FollowedNode, Held, LossNotice
-from .._engine.semaphore import SemaphoreSteps, lease_data_steps
 from .._protocol import wire
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.deadline import Deadline
@@ -16,7 +13,10 @@ from .._protocol.errors import LockLostError, LockNotOwnedError
 from .._protocol.steps import (
     Steps,
 )
+from .._protocol.transport import Transport
 from .._protocol.waits import delete_node_steps
+from .._recipes.hold import Acquired, Hold, LossNotice
+from .._recipes.semaphore import SemaphoreSteps, lease_data_steps
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -33,8 +33,8 @@ class LeaseCore:
 
     def __init__(
         self,
-        transport: RunnerTransport,
-        held: Held,
+        transport: Transport,
+        held: Acquired,
         policy: ConnectionPolicy,
         notice: LossNotice,
         subject: object,
@@ -45,7 +45,7 @@ class LeaseCore:
         self.delete = delete
         self.notice = notice
         node, report = held
-        self.hold = FollowedNode(
+        self.hold = Hold(
             transport,
             node,
             policy,
@@ -56,7 +56,7 @@ class LeaseCore:
     @property
     def client(self) -> KazooClient:
         """The kazoo client of the lease."""
-        return self.transport.client
+        return cast("KazooClient", self.transport.client)
 
     @property
     def path(self) -> str:
@@ -100,7 +100,7 @@ class SemaphoreMutexCore(Generic[LeaseT]):
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         path: str,
         node_data: bytes | None,
         acl: Sequence[Any] | None,

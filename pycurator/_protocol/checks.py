@@ -42,7 +42,7 @@ def check_data(data: bytes | None, name: str = "node_data") -> None:
 
 
 def check_policy(policy: str) -> ConnectionPolicy:
-    """Validate a connection policy name (see :mod:`pycurator._engine.hold_monitor`)."""
+    """Validate a connection policy name (see :mod:`pycurator._recipes.hold_monitor`)."""
     if policy == "standard":
         return "standard"
     if policy == "session":

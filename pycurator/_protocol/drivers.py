@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from . import wire
+from .requests import CreateMode
 
 
 class NodeVanishedError(LookupError):
@@ -90,6 +91,11 @@ class Naming:
     def claims(self) -> bool:
         """Whether nodes made this way are claimed by the acquire that made them."""
         return not self.protected
+
+    @property
+    def parent_mode(self) -> CreateMode:
+        """How missing parents are made (:func:`~pycurator._protocol.parents.parents_steps`)."""
+        return CreateMode.CONTAINER if self.parents == "containers" else CreateMode.PERSISTENT
 
     def prefix(self, token: str, session_id: int | None, protected_id: str) -> str:
         """The name of our node before its sequence number."""

@@ -1,7 +1,18 @@
-"""Making a node's missing parents, as steps (:mod:`pycurator._protocol.steps`) that say what
-they send: Curator's containers (``creatingParentContainersIfNeeded``), and the persistent
-directories of the other Java lock systems; both make a missing chroot as Curator makes its
-namespace."""
+"""Making the levels of a path that are missing, as steps (:mod:`pycurator._protocol.steps`) that
+say what they send; one way, Curator's, for every caller: a lock's parents as containers
+(Curator's ``creatingParentContainersIfNeeded``), the other Java lock systems' persistent
+directories, and a client's namespace (Curator's ``ZKPaths.mkdirs`` of it, as containers).
+
+The deepest missing level is made first: when only it is missing (a container the server
+reaped), one request does. A level whose parent is missing too (``NoNodeError``) waits for
+its parent to be made, the same way, and is made again. So a level is created only once it is
+known to be missing, and no right to create is needed above the first level that exists, as
+Curator's ``mkdirs`` checks from the deepest level up. A level made meanwhile by someone else
+is fine; any other error of the server is raised unchanged.
+
+Levels are named as the server names them (chroot included): a missing chroot is made as
+Curator makes its namespace, as containers with the client's default ACL.
+"""
 
 from __future__ import annotations
 
@@ -12,70 +23,64 @@ from typing import Any
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from .deadline import Deadline
-from .ops import CreateNode, MakeContainer
+from .requests import CreateMode, CreateParent, NodeExists
 from .steps import Await, Chroot, Send, Steps
 
 
-def container_parents_steps(
-    path: str, acl: Sequence[Any] | None = None, deadline: Deadline | None = None
+def parents_steps(
+    path: str,
+    acl: Sequence[Any] | None = None,
+    deadline: Deadline | None = None,
+    mode: CreateMode = CreateMode.CONTAINER,
 ) -> Steps[None]:
-    """Create every missing ancestor of ``path`` (not ``path`` itself) as a CONTAINER node
-    (:class:`~pycurator._protocol.ops.MakeContainer`), as Curator's
-    ``creatingParentContainersIfNeeded``: the deepest parent first, so one request suffices when
-    only it is missing; a missing chroot too, with the client's default ACL (not ``acl``); the
-    server's error for an ancestor it refuses raised unchanged."""
+    """Make every missing ancestor of ``path`` (the client's path; not ``path`` itself) in
+    ``mode`` with ``acl``: CONTAINER nodes by default, as Curator's
+    ``creatingParentContainersIfNeeded``, or PERSISTENT ones, as the Java lock systems other
+    than Curator make their lock's directory. A missing chroot is made too, as containers with
+    the client's default ACL (not ``acl``)."""
     chroot = yield Chroot()
-    yield from _parents_sent(chroot + path, len(chroot), acl, deadline or Deadline(None))
+    parent = (chroot + path).rsplit("/", 1)[0]
+    if parent:
+        yield from _level_steps(parent, len(chroot), 0, mode, acl, deadline or Deadline(None))
 
 
-def _parents_sent(
-    server_path: str, chroot_length: int, acl: Sequence[Any] | None, deadline: Deadline
-) -> Steps[None]:
-    parent = server_path.rsplit("/", 1)[0]
-    if not parent:
-        return
-    parent_acl = acl if len(parent) > chroot_length else None
-    try:
-        yield from _container_sent(parent, parent_acl, deadline)
-    except NoNodeError:
-        yield from _parents_sent(parent, chroot_length, acl, deadline)
-        yield from _container_sent(parent, parent_acl, deadline)
-
-
-def _container_sent(server_path: str, acl: Sequence[Any] | None, deadline: Deadline) -> Steps[bool]:
-    """Make the container ``server_path``; False if it exists already."""
-    try:
-        yield Await((yield Send(MakeContainer(server_path, acl))), deadline)
-    except NodeExistsError:
-        return False
-    return True
-
-
-def persistent_parents_steps(
-    path: str, acl: Sequence[Any] | None = None, deadline: Deadline | None = None
-) -> Steps[None]:
-    """Make the missing ancestors of ``path`` (the client's path) as empty PERSISTENT nodes
-    with ``acl``, as the Java lock systems other than Curator make their lock's directory
-    (they make only its last level; missing levels above it are made too, and a missing
-    chroot as containers, as :func:`container_parents_steps` makes it). A level made
-    meanwhile by someone else is fine; any other error of the server is raised unchanged."""
-    parent = path.rsplit("/", 1)[0]
+def namespace_steps(below: int, deadline: Deadline | None = None) -> Steps[None]:
+    """Make the client's chroot (its namespace) if it is missing, and its missing levels longer
+    than ``below`` characters, as Curator makes a namespace: empty CONTAINER nodes with the
+    client's default ACL (open to all when it has none). ``exists`` of the chroot first, so an
+    existing namespace needs no right to create at all; the ``NoNodeError`` of a level not to
+    be made (``below``: a chroot the connect string names) is raised unchanged."""
     deadline = deadline or Deadline(None)
-    if not parent:  # only the chroot can be missing: made as Curator makes its namespace
-        chroot = yield Chroot()
-        if chroot:
-            yield from _parents_sent(chroot + path, len(chroot), acl, deadline)
+    if (yield Await((yield Send(NodeExists("/"))), deadline)) is not None:
         return
+    chroot = yield Chroot()
+    yield from _level_steps(chroot, len(chroot), below, CreateMode.CONTAINER, None, deadline)
+
+
+def _level_steps(
+    level: str,
+    chroot_length: int,
+    below: int,
+    mode: CreateMode,
+    acl: Sequence[Any] | None,
+    deadline: Deadline,
+) -> Steps[None]:
+    """Make ``level`` (a server path), and first its missing parents (those longer than
+    ``below`` characters); a level of the chroot (no longer than ``chroot_length``) as a
+    container with the client's default ACL."""
+    inside = len(level) > chroot_length
+    request = CreateParent(level, mode if inside else CreateMode.CONTAINER, acl if inside else None)
     try:
-        yield from _persistent_sent(parent, acl, deadline)
+        yield Await((yield Send(request)), deadline)
+    except NodeExistsError:
+        return
     except NoNodeError:
-        yield from persistent_parents_steps(parent, acl, deadline)
-        yield from _persistent_sent(parent, acl, deadline)
+        parent = level.rsplit("/", 1)[0]
+        if len(parent) <= below or not parent:
+            raise
+        yield from _level_steps(parent, chroot_length, below, mode, acl, deadline)
+        with contextlib.suppress(NodeExistsError):
+            yield Await((yield Send(request)), deadline)
 
 
-def _persistent_sent(path: str, acl: Sequence[Any] | None, deadline: Deadline) -> Steps[None]:
-    with contextlib.suppress(NodeExistsError):
-        yield Await((yield Send(CreateNode(path, b"", acl))), deadline)
-
-
-__all__ = ["container_parents_steps", "persistent_parents_steps"]
+__all__ = ["namespace_steps", "parents_steps"]

@@ -3,8 +3,8 @@
 The recipes' protocols (the lock loop, the semaphore loop, the hold check) are generators that
 *yield* what they need:
 
-- :class:`Send`: send a request (:mod:`pycurator._protocol.ops`, as data); the value is its pending
-  answer, awaited later, so that requests can be pipelined;
+- :class:`Send`: send a request (:mod:`pycurator._protocol.requests`, as data); the value is its
+  pending answer, awaited later, so that requests can be pipelined;
 - :class:`Await`: the answer to a request, no later than a deadline (else
   :class:`DeadlineExpired` is thrown in);
 - :class:`NewSignal`: a flag that kazoo's callbacks may set from any thread;
@@ -14,21 +14,22 @@ The recipes' protocols (the lock loop, the semaphore loop, the hold check) are g
 - :class:`OnAnswer`: a callback once an answer nobody waits for comes;
 - the client's side: :class:`Listen` / :class:`Unlisten` to its connection states,
   :class:`CheckOpen`, :class:`IsConnected`, :class:`SessionId`, :class:`Chroot`,
-  :class:`WatchRemovals`; what outlives
-  a wait: :class:`OweDelete`, :class:`ForgetWatch`; and :class:`GetSender`, the
-  :class:`Sender` a protocol's callbacks use (they run on kazoo's threads, outside the steps).
+  :class:`WatchRemovals`; what outlives a wait: :class:`OweDelete`, :class:`ForgetWatch`; and
+  :class:`GetTransport`, the transport a protocol's callbacks use (they run on kazoo's threads,
+  outside the steps).
 
-A runner performs the client's side through a transport (:func:`perform`): on a real client,
+A runner performs the client's side through a transport
+(:class:`~pycurator._protocol.transport.Transport`, :func:`perform`): on a kazoo client,
 :class:`pycurator._client.transport.KazooTransport`; in tests, a scripted server. This module
 does no I/O: it is the protocol's vocabulary, as h11 and httpcore keep HTTP's rules free of I/O.
 A runner performs each step and sends its value (or throws its error) back in; three runners
 drive the same generators:
 
-- :func:`pycurator._client.runners.run` blocks the calling thread through the client's handler
+- :func:`pycurator._threads.runner.run` blocks the calling thread through the client's handler
   (so it serves kazoo's threading, gevent and eventlet handlers alike);
-- :func:`pycurator._client.runners.start` drives them from kazoo's callbacks and a shared timer,
-  with no unit of their own (an election that waits or leads costs a node and a watch, not a
-  thread);
+- :func:`pycurator._client.callback_runner.run_in_background` drives them from kazoo's callbacks and
+  a shared timer, with no unit of their own (an election that waits or leads costs a node and a
+  watch, not a thread);
 - :mod:`pycurator.aio` awaits them on an event loop.
 
 An error thrown into a generator (a timeout, an interruption, a cancelled task) runs its
@@ -36,7 +37,7 @@ clean-up, which may yield more steps.
 
 A step is a record made for each step yielded and never changed once made: slotted, equal by
 type and fields, and hashable, with a plain ``__init__``, as the requests of
-:mod:`pycurator._protocol.ops` (a frozen dataclass's sets each field through
+:mod:`pycurator._protocol.requests` (a frozen dataclass's sets each field through
 ``object.__setattr__``: a third of a microsecond more a step, tens of them an election).
 """
 
@@ -44,24 +45,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from kazoo.protocol.states import WatchedEvent
 
 from .deadline import Deadline
-from .ops import Request
+from .requests import Request
+from .transport import Pending, Signal, Transport
 
 T = TypeVar("T")
-
-
-class Signal(Protocol):
-    """A flag set from any thread (kazoo's callbacks), waited on by a runner."""
-
-    def set(self) -> None: ...
-
-    def clear(self) -> None: ...
-
-    def is_set(self) -> bool: ...
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -100,62 +92,6 @@ class AwaitAll:
 
 #: How a request was answered: ``(value, None)``, or ``(None, error)``.
 Outcome = tuple[Any, "BaseException | None"]
-
-
-class Pending(Protocol):
-    """A request's answer to come: kazoo's async result (or a scripted server's). Once
-    :meth:`ready` and :meth:`successful`, :attr:`value` is the answer (read without a lock)."""
-
-    value: Any
-
-    def ready(self) -> bool: ...
-
-    def successful(self) -> bool: ...
-
-    def get_nowait(self) -> Any: ...
-
-    def rawlink(self, callback: Callable[[Any], None]) -> None: ...
-
-    def unlink(self, callback: Callable[[Any], None]) -> None: ...
-
-
-class Sender(Protocol):
-    """What a protocol's callbacks may do from any thread, without a step: send a request, owe
-    a delete, drop a watch, call later, queue work in order, start steps in the background."""
-
-    def send(self, request: Request) -> Any: ...
-
-    def owe_delete(self, path: str, sent: Any = None) -> None: ...
-
-    def forget_watch(
-        self, path: str, watcher: Callable[[WatchedEvent], None], children: bool = False
-    ) -> None: ...
-
-    def call_later(self, delay: float, function: Callable[[], None]) -> Any: ...
-
-    def serial_queue(self) -> Any: ...
-
-    def start(self, steps: Steps[Any]) -> None: ...
-
-
-class Transport(Sender, Protocol):
-    """A runner's way to the client: a :class:`Sender`, and the client's state."""
-
-    def listen(self, listener: Callable[[str], object]) -> None: ...
-
-    def unlisten(self, listener: Callable[[str], object]) -> None: ...
-
-    def check_open(self, message: str | None = None) -> None: ...
-
-    def connected(self) -> bool: ...
-
-    def session_id(self) -> int | None: ...
-
-    def chroot(self) -> str: ...
-
-    def claims(self) -> dict[str, object]: ...
-
-    def watch_removals(self) -> int: ...
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -249,8 +185,9 @@ class OnAnswer:
 
 
 @dataclass(slots=True, unsafe_hash=True)
-class GetSender:
-    """The runner's :class:`Sender`, for the protocol's callbacks."""
+class GetTransport:
+    """The runner's transport, for the protocol's callbacks (which run on kazoo's threads,
+    outside the steps)."""
 
 
 Effect = (
@@ -266,7 +203,7 @@ Effect = (
     | OweDelete
     | ForgetWatch
     | OnAnswer
-    | GetSender
+    | GetTransport
 )
 Step = Await | AwaitAll | NewSignal | WaitSignal | Effect
 #: A protocol's generator: yields steps, receives their values, returns a ``T``.
@@ -286,7 +223,7 @@ EFFECTS: dict[type[Any], Callable[[Transport, Any], Any]] = {
     OweDelete: lambda t, step: t.owe_delete(step.path, step.sent),
     ForgetWatch: lambda t, step: t.forget_watch(step.path, step.watcher, step.children),
     OnAnswer: lambda t, step: step.answer.rawlink(lambda a: step.callback(outcome(a))),
-    GetSender: lambda t, step: t,
+    GetTransport: lambda t, step: t,
 }
 
 
@@ -321,6 +258,19 @@ def link_all(answers: Sequence[Pending], wake: Signal) -> Callable[[], None]:
     return unlink
 
 
+def link_inline(answer: Pending, callback: Callable[[Any], None]) -> bool:
+    """Have ``callback(answer)`` run on the thread that answers ``answer``, or at once if it is
+    answered already, when the answer offers that (the fast handler's do: ``link_inline``);
+    ``callback`` must keep the :func:`~pycurator._protocol.transport.runs_inline` contract,
+    and an answer takes one such callback. False, and nothing arranged, for any other answer
+    (whose linked callbacks a worker thread runs, a hand-off later)."""
+    link = getattr(answer, "link_inline", None)
+    if link is None:
+        return False
+    link(callback)
+    return True
+
+
 def outcome(answer: Pending) -> Outcome:
     """The :data:`Outcome` of an answer that has come."""
     try:
@@ -346,25 +296,22 @@ __all__ = [
     "Claims",
     "Effect",
     "ForgetWatch",
-    "GetSender",
+    "GetTransport",
     "IsConnected",
     "Listen",
     "NewSignal",
     "OnAnswer",
     "Outcome",
     "OweDelete",
-    "Pending",
     "Send",
-    "Sender",
     "SessionId",
-    "Signal",
     "Step",
     "Steps",
-    "Transport",
     "Unlisten",
     "WaitSignal",
     "WatchRemovals",
     "link_all",
+    "link_inline",
     "outcome",
     "outcomes",
     "perform",

@@ -1,7 +1,7 @@
 """The waits every recipe shares, as steps (:mod:`pycurator._protocol.steps`) that say what they
-send (:mod:`pycurator._protocol.ops` requests, performed by the runner): for the connection, for a
-request's answer with retries, for a watch to be set, for reads that ride through a reconnect; and
-Curator's guaranteed delete.
+send (:mod:`pycurator._protocol.requests` requests, performed by the runner): for the connection,
+for a request's answer with retries, for a watch to be set, for reads that ride through a reconnect;
+and Curator's guaranteed delete.
 
 Every wait honours a deadline, whatever the connection does. Deletes never wait for longer than
 :data:`DELETE_WAIT`: one the server has not confirmed by then goes on in the background
@@ -26,12 +26,12 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import WatchedEvent
 
 from .deadline import Deadline, DeadlineExpired
-from .ops import DeleteNode, GetData, ListChildren, Request
+from .requests import DeleteNode, GetData, ListChildren, Request
 from .steps import (
     Await,
     AwaitAll,
     CheckOpen,
-    GetSender,
+    GetTransport,
     IsConnected,
     Listen,
     NewSignal,
@@ -39,12 +39,12 @@ from .steps import (
     Outcome,
     OweDelete,
     Send,
-    Sender,
     Steps,
     Unlisten,
     WaitSignal,
     WatchRemovals,
 )
+from .transport import Transport
 
 log = logging.getLogger("pycurator")
 
@@ -90,6 +90,12 @@ def connected_steps(deadline: Deadline) -> Steps[None]:
         yield Unlisten(listener)
 
 
+def sent_steps(request: Request, deadline: Deadline | None = None) -> Steps[Any]:
+    """Send ``request`` and await its answer (no longer than ``deadline``, if given: then
+    :class:`DeadlineExpired`); the server's errors are raised as kazoo raises them."""
+    return (yield Await((yield Send(request)), deadline or Deadline(None)))
+
+
 def resent_steps(request: Request, deadline: Deadline, sent: Any = None) -> Steps[Any]:
     """The answer to ``request`` within ``deadline``, sent again after connection loss once
     the client is connected. ``sent``: the pending answer of the same request, already sent, to
@@ -105,10 +111,10 @@ def resent_steps(request: Request, deadline: Deadline, sent: Any = None) -> Step
 
 
 def watch_sent_steps(request: GetData | ListChildren, deadline: Deadline) -> Steps[Any]:
-    """Set the watch of ``request`` (a :class:`~pycurator._protocol.ops.GetData` or
-    :class:`~pycurator._protocol.ops.ListChildren` with a watch): its answer within ``deadline``,
-    sent again after connection loss; NoNodeError if the path is gone. A watch set by an answer that
-    comes after we stopped waiting is dropped again."""
+    """Set the watch of ``request`` (a :class:`~pycurator._protocol.requests.GetData` or
+    :class:`~pycurator._protocol.requests.ListChildren` with a watch): its answer within
+    ``deadline``, sent again after connection loss; NoNodeError if the path is gone. A watch set by
+    an answer that comes after we stopped waiting is dropped again."""
     watch = request.watch
     assert watch is not None, "a request that sets a watch"
     children = not isinstance(request, GetData)
@@ -126,26 +132,27 @@ def watch_sent_steps(request: GetData | ListChildren, deadline: Deadline) -> Ste
         except BaseException:
             # the deadline passed or the wait was interrupted (perhaps just as the answer
             # came): a watch the request sets, now or later, is dropped again
-            sender = yield GetSender()
+            transport = yield GetTransport()
             yield OnAnswer(
-                answer, functools.partial(_drop_late_watch, sender, request.path, watch, children)
+                answer,
+                functools.partial(_drop_late_watch, transport, request.path, watch, children),
             )
             raise
 
 
 def _drop_late_watch(
-    sender: Sender,
+    transport: Transport,
     path: str,
     watcher: Callable[[WatchedEvent], None],
     children: bool,
     answered: Outcome,
 ) -> None:
     """Once the late answer of a watch request nobody waits for has set its watch (it was
-    ``answered`` without an error), drop that watch (through the runner's ``sender``)."""
+    ``answered`` without an error), drop that watch (through the runner's ``transport``)."""
     if answered[1] is not None:
         return
-    sender.call_later(
-        LATE_WATCH_DELAY, functools.partial(sender.forget_watch, path, watcher, children)
+    transport.call_later(
+        LATE_WATCH_DELAY, functools.partial(transport.forget_watch, path, watcher, children)
     )
 
 
@@ -258,5 +265,6 @@ __all__ = [
     "read_all_sent_steps",
     "read_sent_steps",
     "resent_steps",
+    "sent_steps",
     "watch_sent_steps",
 ]

@@ -8,9 +8,10 @@
   integer after ``n_``; the first leads. Java parses every child that way and fails on one
   that does not parse; here such a child takes no part (:func:`offer_number`).
 
-The engine (:mod:`pycurator._engine.locks`) and the election (:mod:`pycurator._engine.election`) run
-these drivers with the namings below (:mod:`pycurator._engine.zkrecipes`);
-:mod:`pycurator.zkrecipes` and :mod:`pycurator.aio.zkrecipes` are the shells.
+The engine (:mod:`pycurator._recipes.lock_engine`) and the election
+(:mod:`pycurator._recipes.election`) run these drivers with the namings below
+(:mod:`pycurator._recipes.zkrecipes`); :mod:`pycurator.zkrecipes` and :mod:`pycurator.aio.zkrecipes`
+are the shells.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
-"""The re-entrant lock: :class:`LockCore`, what a lock is whatever waits on it, and
-:class:`ReentrantLock`, the threaded lock over it (per-thread hold counts, context managers,
-release rules).
+"""The threaded re-entrant lock: :class:`ReentrantLock`, a shell over the lock core
+(:class:`~pycurator._cores.lock.LockCore`: per-thread hold counts, release rules) that the mutex
+and both sides of the read/write lock are, and its context managers.
 
-Curator's ``InterProcessMutex`` body, shared by the mutex and both sides of the read/write lock.
-The asyncio lock (:mod:`pycurator.aio._lock`) is a shell over the same :class:`LockCore`, so the
-two front ends differ only in how they wait.
+Curator's ``InterProcessMutex`` body. The asyncio lock (:mod:`pycurator.aio._lock`) is a shell over
+the same core, so the two front ends differ only in how they wait.
 """
 
 from __future__ import annotations
@@ -17,14 +16,14 @@ from typing import Any, TypeVar
 from kazoo.client import TransactionRequest
 
 from .._client.concurrency import unit_getter
-from .._client.runners import run
 from .._cores.faces import LockFace
 from .._cores.lock import LockCore
-from .._engine.hold import LossNotice
-from .._engine.locks import LockEngine
 from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.drivers import Driver
 from .._protocol.errors import LockLostError, LockTimeout
+from .._recipes.hold import LossNotice
+from .._recipes.lock_engine import LockEngine
+from .runner import run
 
 L = TypeVar("L", bound="ReentrantLock")
 C = TypeVar("C", bound="LockContext")
@@ -75,9 +74,9 @@ class ReentrantLock(LockFace, LockContext):
     greenlet under gevent and eventlet.
 
     A held lock follows its node: when the node is lost (see
-    :mod:`pycurator._engine.hold_monitor` for what ``connection_policy`` counts as lost),
+    :mod:`pycurator._recipes.hold_monitor` for what ``connection_policy`` counts as lost),
     :meth:`is_held` turns False, :attr:`lost_event` is set and every :meth:`on_lost` callback
-    runs. Its waits and holds are reported as ``recipe`` (see :mod:`pycurator._engine.observe`).
+    runs. Its waits and holds are reported as ``recipe`` (see :mod:`pycurator._recipes.reports`).
     """
 
     def __init__(
@@ -87,9 +86,7 @@ class ReentrantLock(LockFace, LockContext):
         connection_policy: ConnectionPolicy = "standard",
         recipe: str = "mutex",
     ) -> None:
-        self._core = LockCore(
-            engine, recipe, connection_policy, unit_getter(engine.transport.handler)
-        )
+        self._core = LockCore(engine, recipe, connection_policy, unit_getter(engine.client.handler))
         self._notice = LossNotice(engine.transport)
 
     @property
@@ -104,7 +101,7 @@ class ReentrantLock(LockFace, LockContext):
 
         True when held (again, if this thread already held it), False on timeout; no node is
         left behind on timeout or error. Returns within ``timeout`` plus at most
-        :data:`~pycurator._engine.locks.DELETE_WAIT` seconds, whatever the connection does.
+        :data:`~pycurator._recipes.lock_engine.DELETE_WAIT` seconds, whatever the connection does.
         """
         timeout = check_timeout(timeout)
         core = self._core
@@ -123,7 +120,7 @@ class ReentrantLock(LockFace, LockContext):
     def release(self) -> None:
         """Release one hold of the calling thread; the last one deletes our node.
 
-        Never waits for the network longer than :data:`~pycurator._engine.locks.DELETE_WAIT`
+        Never waits for the network longer than :data:`~pycurator._recipes.lock_engine.DELETE_WAIT`
         seconds, and not at all while the client is disconnected: a delete the server has not
         confirmed goes on in the background until the node is gone (Curator's guaranteed delete).
 
@@ -197,3 +194,6 @@ class ReentrantLock(LockFace, LockContext):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path!r})"
+
+
+__all__ = ["LockContext", "ReentrantLock"]

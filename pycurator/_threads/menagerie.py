@@ -7,12 +7,13 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.runners import run, transport_of
+from .._client.transport import transport_of
 from .._cores.faces import PermitsFace, ZkReadWriteFace
-from .._engine.menagerie import PermitSteps, lock_engine, read_write_engines
 from .._protocol import menagerie
 from .._protocol.checks import ConnectionPolicy
+from .._recipes.menagerie import PermitSteps, lock_engine, read_write_engines
 from .lock import ReentrantLock
+from .runner import run
 from .rwlock import ReadLock, WriteLock
 from .semaphore import Lease
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 from kazoo.client import KazooClient
 
+from .._client.transport import is_client
 from .._cores.faces import MultiLockFace
 from .._cores.multilock import (
     Ask,
@@ -51,7 +52,7 @@ class InterProcessMultiLock(MultiLockFace[Lock], LockContext):
         self, client_or_locks: KazooClient | Sequence[Lock], paths: Sequence[str] | None = None
     ) -> None:
         self._locks: list[Lock] = member_locks(
-            client_or_locks, paths, InterProcessMutex, Lock, "not a lock"
+            client_or_locks, paths, InterProcessMutex, Lock, "not a lock", is_client
         )
 
     def acquire(self, timeout: float | None = None) -> bool:

@@ -7,9 +7,9 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.runners import transport_of
-from .._engine.locks import mutex_engine
+from .._client.transport import transport_of
 from .._protocol.checks import ConnectionPolicy
+from .._recipes.lock_engine import mutex_engine
 from .lock import ReentrantLock
 
 

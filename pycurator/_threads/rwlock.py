@@ -7,12 +7,13 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.runners import run, transport_of
+from .._client.transport import transport_of
 from .._cores.faces import ReadWriteFace
-from .._engine.locks import LockEngine, read_write_engines
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.drivers import Driver, ReadSideDriver
+from .._recipes.lock_engine import LockEngine, read_write_engines
 from .lock import ReentrantLock
+from .runner import run
 
 
 class _Side(ReentrantLock):

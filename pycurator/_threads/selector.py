@@ -4,7 +4,7 @@ On the wire a selector is an ``InterProcessMutex`` on the leader path: a protect
 ephemeral-sequential ``_c_<uuid>-lock-<seq>`` node holding the id as UTF-8 (Curator's default
 node data, the host address, when the id is empty), queued fairly with Java's selectors and
 mutexes on that path. Each turn in the queue (a term) is one run of the election's steps
-(:mod:`pycurator._engine.election`), which keep the node until ``lead`` has returned.
+(:mod:`pycurator._recipes.election`), which keep the node until ``lead`` has returned.
 
 Curator's rules for a term, which both the threaded and the asyncio selector follow:
 
@@ -37,15 +37,17 @@ from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
 
+from .._client.callback_runner import CallbackRun
 from .._client.concurrency import unit_getter
-from .._client.runners import Task, run, transport_of
 from .._client.runtime import services_of
+from .._client.transport import transport_of
 from .._cores.faces import LeadershipFace, SelectorFace
 from .._cores.selector import LeadershipCore, SelectorCore, Term, ending_of
-from .._engine.election import Participant, leader_of
-from .._engine.hold_monitor import HoldMonitor
-from .._engine.locks import HeldNode
 from .._protocol.checks import ConnectionPolicy, check_timeout
+from .._recipes.hold_monitor import HoldMonitor
+from .._recipes.lock_nodes import LockNode
+from .._recipes.participants import Participant, leader_of
+from .runner import run
 
 log = logging.getLogger("pycurator")
 
@@ -63,7 +65,7 @@ class Leadership(LeadershipFace):
                 do_some_work()
     """
 
-    def __init__(self, path: str, node: HeldNode, monitor: HoldMonitor, event: Any) -> None:
+    def __init__(self, path: str, node: LockNode, monitor: HoldMonitor, event: Any) -> None:
         self._core = LeadershipCore(path, node, monitor, event)
         self.lost_event = event
 
@@ -88,11 +90,11 @@ class Leadership(LeadershipFace):
         return self._core.repr_as("Leadership")
 
 
-class _Run:
+class _Handle:
     """A term's threaded side: the task that drives its steps on kazoo's callbacks, and the
     thread (or greenlet) that runs ``lead``, which cannot be interrupted, only told."""
 
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: CallbackRun) -> None:
         self.task = task
         self.lead_unit: object = None
 
@@ -103,7 +105,7 @@ class _Run:
         pass  # a thread cannot be interrupted: its Leadership's lost_event tells it
 
 
-class LeaderSelector(SelectorFace[_Run]):
+class LeaderSelector(SelectorFace[_Handle]):
     """A participant in a leader election shared with Java Curator's ``LeaderSelector`` (and
     ``InterProcessMutex``) on the same path: when it leads, ``lead(leadership)`` runs on a unit
     of the client's handler (one for the term: that is the contract; a unit idle since an
@@ -138,7 +140,7 @@ class LeaderSelector(SelectorFace[_Run]):
                 "lead is a coroutine function, which a thread cannot run: use"
                 " pycurator.aio.LeaderSelector"
             )
-        self._core: SelectorCore[_Run] = SelectorCore(
+        self._core: SelectorCore[_Handle] = SelectorCore(
             transport_of(client), path, lead, id, auto_requeue, acl, connection_policy
         )
         self._lock = client.handler.rlock_object()
@@ -218,14 +220,14 @@ class LeaderSelector(SelectorFace[_Run]):
         """Start a term unless one is under way (under the lock; see SelectorCore.queue)."""
         return self._core.queue(self._begin, self._elected, asked)
 
-    def _begin(self, term: Term[_Run]) -> _Run:
-        task = Task(
+    def _begin(self, term: Term[_Handle]) -> _Handle:
+        task = CallbackRun(
             self._core.transport, term.election.steps(), functools.partial(self._over, term)
         )
         task.start()
-        return _Run(task)
+        return _Handle(task)
 
-    def _elected(self, term: Term[_Run], node: HeldNode, monitor: HoldMonitor) -> None:
+    def _elected(self, term: Term[_Handle], node: LockNode, monitor: HoldMonitor) -> None:
         """Our node leads (called by the term's steps: must not block): run ``lead``."""
         leadership = Leadership(self.path, node, monitor, self.client.handler.event_object())
         with self._lock:
@@ -235,7 +237,7 @@ class LeaderSelector(SelectorFace[_Run]):
             functools.partial(self._run_lead, term, leadership)
         )
 
-    def _run_lead(self, term: Term[_Run], leadership: Leadership) -> None:
+    def _run_lead(self, term: Term[_Handle], leadership: Leadership) -> None:
         if term.run is not None:
             term.run.lead_unit = self._unit()
         try:
@@ -247,7 +249,7 @@ class LeaderSelector(SelectorFace[_Run]):
                 # the steps end here, on this unit: the node's delete is sent at once
                 self._core.lead_ended(term, here=True)
 
-    def _over(self, term: Term[_Run], task: Task) -> None:
+    def _over(self, term: Term[_Handle], task: CallbackRun) -> None:
         """A term's steps have ended (its node deleted): queue again if the rule says so, on
         this thread (kazoo's, or the unit that ran ``lead``; a closing selector never queues
         again, so this is not the caller of close()): the next term's first steps only send,

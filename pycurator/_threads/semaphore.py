@@ -6,9 +6,9 @@ there are at most ``max_leases`` lease nodes (a count, not an order), waiting on
 of ``PATH/leases`` otherwise; it releases the internal mutex once it holds the lease or gives up.
 
 The protocol (:class:`SemaphoreSteps`) does no I/O: its steps say what to send
-(:mod:`pycurator._protocol.ops` requests), what to listen to and what to owe, and the runner does
-it, so ``tests/test_semaphore_protocol.py`` runs it on a scripted server. A lease's hold is followed
-as a held lock's is (:mod:`pycurator._engine.hold`).
+(:mod:`pycurator._protocol.requests` requests), what to listen to and what to owe, and the runner
+does it, so ``tests/test_semaphore_protocol.py`` runs it on a scripted server. A lease's hold is
+followed as a held lock's is (:mod:`pycurator._recipes.hold`).
 """
 
 from __future__ import annotations
@@ -19,15 +19,16 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.runners import run, transport_of
+from .._client.transport import transport_of
 from .._cores.faces import LeaseFace, SemaphoreFace, SemaphoreMutexFace
 from .._cores.semaphore import LeaseCore, SemaphoreMutexCore
-from .._engine.hold import Held, LossNotice
-from .._engine.semaphore import SemaphoreSteps
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.steps import Steps
 from .._protocol.waits import delete_node_steps
+from .._recipes.hold import Acquired, LossNotice
+from .._recipes.semaphore import SemaphoreSteps
 from .lock import LockContext
+from .runner import run
 
 LostCallback = Callable[[Any, str], None]
 
@@ -46,7 +47,7 @@ class Lease(LeaseFace):
     def __init__(
         self,
         client: KazooClient,
-        held: Held,
+        held: Acquired,
         policy: ConnectionPolicy,
         notice: LossNotice | None = None,
         subject: object = None,

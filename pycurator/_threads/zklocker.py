@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from kazoo.client import KazooClient
 
-from .._client.runners import transport_of
-from .._engine.zklocker import zklocker_engine
+from .._client.transport import transport_of
 from .._protocol import wire
 from .._protocol.checks import ConnectionPolicy
+from .._recipes.zklocker import zklocker_engine
 from .lock import ReentrantLock
 
 #: Java's parent, always (``ZkLocker.DIR``).

@@ -8,12 +8,13 @@ from typing import Any, NoReturn
 
 from kazoo.client import KazooClient
 
-from .._client.runners import run, transport_of
+from .._client.transport import transport_of
 from .._cores.faces import ElectionFace
 from .._cores.zkrecipes import election_core
-from .._engine.zkrecipes import leader_steps, write_lock_engine
-from .leader import LatchRunner
+from .._recipes.zkrecipes import leader_steps, write_lock_engine
+from .latch import LatchShell
 from .lock import ReentrantLock
+from .runner import run
 
 
 class WriteLock(ReentrantLock):
@@ -49,7 +50,7 @@ class LeaderElection(ElectionFace):
     """
 
     def __init__(self, client: KazooClient, root: str, host_name: str) -> None:
-        self._runner = LatchRunner(election_core(transport_of(client), root, host_name))
+        self._runner = LatchShell(election_core(transport_of(client), root, host_name))
         self._core = self._runner.core
         #: Set when leadership ends, cleared when it begins (a handler event).
         self.lost_event = self._runner.lost_event

@@ -10,16 +10,13 @@ releases the lock; ``CancelledError`` always propagates.
 
 from __future__ import annotations
 
-from .._engine.election import CloseMode, Participant
-from ._leader import LeaderLatch
-from ._lock import (
-    InterProcessMultiLock,
-    InterProcessMutex,
-    InterProcessReadWriteLock,
-    ReadLock,
-    WriteLock,
-)
+from .._cores.latch import CloseMode
+from .._recipes.participants import Participant
+from ._latch import LeaderLatch
+from ._multilock import InterProcessMultiLock
+from ._mutex import InterProcessMutex
 from ._runner import commit
+from ._rwlock import InterProcessReadWriteLock, ReadLock, WriteLock
 from ._selector import LeaderSelector, Leadership
 from ._semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease
 

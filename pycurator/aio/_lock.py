@@ -1,5 +1,6 @@
-"""The asyncio mutex, read/write lock and multi-lock: the threaded recipes' engine and hold
-bookkeeping, awaited instead of blocked on, owned per asyncio task.
+"""The asyncio re-entrant lock: :class:`AsyncReentrantLock`, a shell over the lock core
+(:class:`~pycurator._cores.lock.LockCore`) that the mutex and both sides of the read/write lock
+are, awaited instead of blocked on, owned per asyncio task; and its context managers.
 
 A hold belongs to the task that *calls* ``acquire()``: the call, not the await, names the
 owner. So ``await asyncio.wait_for(lock.acquire(), 5)`` (which, before Python 3.12, awaits the
@@ -14,33 +15,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine, Hashable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Hashable
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
-from kazoo.client import KazooClient, TransactionRequest
+from kazoo.client import TransactionRequest
 
-from .._client.runners import RunnerTransport
-from .._cores.faces import LockFace, MultiLockFace, ReadWriteFace
+from .._cores.faces import LockFace
 from .._cores.lock import LockCore
-from .._cores.multilock import (
-    Asks,
-    acquire_steps,
-    add_on_lost,
-    check_steps,
-    in_this_process,
-    is_held_steps,
-    member_locks,
-    release_steps,
-)
-from .._engine.hold import Held, LossNotice
-from .._engine.locks import LockEngine, mutex_engine, read_write_engines
 from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.deadline import Deadline
-from .._protocol.drivers import Driver, ReadSideDriver
+from .._protocol.drivers import Driver
 from .._protocol.errors import LockLostError, LockTimeout
-from ._runner import loop_notice, loop_spawner, run_async, transport_of
+from .._protocol.transport import Transport
+from .._recipes.hold import Acquired, LossNotice
+from .._recipes.lock_engine import LockEngine
+from ._runner import loop_notice, loop_spawner, run_async
 
 log = logging.getLogger("pycurator")
 
@@ -106,12 +97,12 @@ class AsyncLockContext:
         await self.release()
 
 
-class TaskNotice:
+class AsyncLossNotice:
     """An asyncio recipe's notice of lost holds: :attr:`event`, an :class:`asyncio.Event` made
     with the recipe (maybe before any loop runs), and the ``on_lost`` callbacks, bound to the
     running loop by :meth:`bound` at the first hold."""
 
-    def __init__(self, transport: RunnerTransport, *, lost: bool = False) -> None:
+    def __init__(self, transport: Transport, *, lost: bool = False) -> None:
         self.event = asyncio.Event()
         if lost:
             self.event.set()
@@ -157,7 +148,7 @@ class AsyncReentrantLock(LockFace, AsyncLockContext):
             engine, recipe, connection_policy, current_task, "task", finished=_finished
         )
         self._acquiring: dict[Hashable, asyncio.Future[None]] = {}
-        self._notice = TaskNotice(engine.transport)
+        self._notice = AsyncLossNotice(engine.transport)
         self.lost_event = self._notice.event
 
     def acquire(self, timeout: float | None = None) -> Coroutine[Any, Any, bool]:
@@ -200,7 +191,7 @@ class AsyncReentrantLock(LockFace, AsyncLockContext):
         """The driver of ``owner``'s acquire, if not the engine's."""
         return None
 
-    def _held(self, held: Held, owner: Hashable) -> None:
+    def _held(self, held: Acquired, owner: Hashable) -> None:
         self._core.follow(held, self._notice.bound(), self, owner)
         if isinstance(owner, asyncio.Task):
             owner.add_done_callback(self._owner_ended)
@@ -299,160 +290,10 @@ class AsyncReentrantLock(LockFace, AsyncLockContext):
         return f"aio.{type(self).__name__}({self.path!r})"
 
 
-class InterProcessMutex(AsyncReentrantLock):
-    """The asyncio form of :class:`pycurator.InterProcessMutex`: the same nodes, queue and
-    rules, shared with Java Curator and threaded pycurator; re-entrant per task."""
-
-    def __init__(
-        self,
-        client: KazooClient,
-        path: str,
-        *,
-        node_data: bytes | None = None,
-        acl: Sequence[Any] | None = None,
-        connection_policy: ConnectionPolicy = "standard",
-    ) -> None:
-        super().__init__(
-            mutex_engine(transport_of(client), path, node_data, acl),
-            connection_policy=connection_policy,
-        )
-
-
-class _Side(AsyncReentrantLock):
-    async def participant_nodes(self) -> list[str]:
-        """Full paths of this side's nodes (read or write) in queue order, holders first."""
-        core = self._core
-        return await run_async(core.transport, core.participant_steps(own_kind_only=True))
-
-
-class WriteLock(_Side):
-    """The write side: held by one task of one process at a time, with no reader."""
-
-    def __init__(self, engine: LockEngine, *, connection_policy: ConnectionPolicy) -> None:
-        super().__init__(engine, connection_policy=connection_policy, recipe="write")
-
-
-class ReadLock(_Side):
-    """The read side: shared by readers while no writer holds the lock or queues ahead (as the
-    lock's system orders its queue); the task holding the write lock may take it."""
-
-    def __init__(
-        self,
-        engine: LockEngine,
-        write: WriteLock,
-        *,
-        connection_policy: ConnectionPolicy,
-        side: Callable[[str | None], Driver] = ReadSideDriver,
-    ) -> None:
-        super().__init__(engine, connection_policy=connection_policy, recipe="read")
-        self._write = write
-        #: The driver of an acquire, given the write node its task holds (None if none).
-        self._side = side
-
-    def _acquire_driver(self, owner: Hashable) -> Driver:
-        return self._side(self._write._core.lock_path(owner))
-
-
-class InterProcessReadWriteLock(ReadWriteFace[ReadLock, WriteLock]):
-    """The asyncio form of :class:`pycurator.InterProcessReadWriteLock` (per task: the task
-    holding the write lock may take the read lock). ``lock_data``, the former name of
-    ``node_data``, still works and warns (DeprecationWarning)."""
-
-    def __init__(
-        self,
-        client: KazooClient,
-        path: str,
-        node_data: bytes | None = None,
-        *,
-        acl: Sequence[Any] | None = None,
-        connection_policy: ConnectionPolicy = "standard",
-        lock_data: bytes | None = None,
-    ) -> None:
-        write, read = read_write_engines(transport_of(client), path, node_data, acl, lock_data)
-        self._write = WriteLock(write, connection_policy=connection_policy)
-        self._read = ReadLock(read, self._write, connection_policy=connection_policy)
-
-    def __repr__(self) -> str:
-        return f"aio.InterProcessReadWriteLock({self.path!r})"
-
-
-@runtime_checkable
-class AsyncLock(Protocol):
-    """What an asyncio multi-lock needs of a member."""
-
-    def acquire(self, timeout: float | None = None) -> Coroutine[Any, Any, bool]: ...
-
-    def release(self) -> Coroutine[Any, Any, None]: ...
-
-    def is_acquired_in_this_process(self) -> bool: ...
-
-
-async def _drive(asks: Asks[T], owner: Hashable | None) -> T:
-    """Run a multi-lock's ``asks``, awaiting each member's answer; pycurator's task-owned
-    locks are asked for ``owner``, the task that called the multi-lock."""
-    answer: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = asks.send(answer) if error is None else asks.throw(error)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        member = step.member
-        try:
-            if isinstance(member, AsyncReentrantLock) and step.op in ("acquire", "release"):
-                call = getattr(member, f"_{step.op}")(owner, *step.args)
-            else:
-                call = getattr(member, step.op)(*step.args)
-            answer, error = await call, None
-        except BaseException as exc:
-            answer, error = None, exc
-
-
-class InterProcessMultiLock(MultiLockFace[AsyncLock], AsyncLockContext):
-    """The asyncio form of :class:`pycurator.InterProcessMultiLock`: all the locks or none,
-    taken in order under one deadline, released in reverse order (every failure reported).
-    Its members' holds belong to the task that calls :meth:`acquire`, as a lock's do."""
-
-    def __init__(
-        self, client_or_locks: KazooClient | Sequence[AsyncLock], paths: Sequence[str] | None = None
-    ) -> None:
-        self._locks: list[AsyncLock] = member_locks(
-            client_or_locks, paths, InterProcessMutex, AsyncLock, "not an asyncio lock"
-        )
-
-    def acquire(self, timeout: float | None = None) -> Coroutine[Any, Any, bool]:
-        """Take every lock in order within ``timeout`` seconds (None: wait forever), for the
-        calling task: True when all are held; False on timeout, with every lock taken so far
-        released. An error from a member is raised after the same release."""
-        return self._acquire(calling_task(), check_timeout(timeout))
-
-    async def _acquire(self, owner: Hashable | None, timeout: float | None) -> bool:
-        return await _drive(acquire_steps(self._locks, timeout), owner or current_task())
-
-    def release(self) -> Coroutine[Any, Any, None]:
-        """Release every lock in reverse order; :class:`LockReleaseError` with every failure."""
-        return self._release(calling_task())
-
-    async def _release(self, owner: Hashable | None) -> None:
-        await _drive(release_steps(self._locks), owner or current_task())
-
-    def is_acquired_in_this_process(self) -> bool:
-        """True only when every member lock is held in this process."""
-        return in_this_process(self._locks)
-
-    async def is_held(self) -> bool:
-        """True when every member is held now (:func:`~pycurator._cores.multilock.followed` says
-        how each is asked, as for the threaded multi-lock)."""
-        return await _drive(is_held_steps(self._locks), None)
-
-    async def check(self) -> None:
-        """Raise :class:`LockLostError` unless every member is still held."""
-        await _drive(check_steps(self._locks), None)
-
-    def on_lost(self, callback: Callable[[Any, str], Any]) -> None:
-        """Run ``callback(member, reason)`` on the loop when any member that reports losses
-        loses its hold."""
-        add_on_lost(self._locks, callback)
-
-    def __repr__(self) -> str:
-        return f"aio.InterProcessMultiLock({self._locks!r})"
+__all__ = [
+    "AsyncLockContext",
+    "AsyncLossNotice",
+    "AsyncReentrantLock",
+    "calling_task",
+    "current_task",
+]

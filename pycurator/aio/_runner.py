@@ -25,8 +25,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .._client.runners import RunnerTransport, transport_of
-from .._engine.hold import LossNotice
+from .._client.sending import transaction_of
+from .._client.transport import transport_of
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.steps import (
     Await,
@@ -38,6 +38,9 @@ from .._protocol.steps import (
     outcomes,
     perform,
 )
+from .._protocol.transport import Transport
+from .._protocol.waits import sent_steps
+from .._recipes.hold import LossNotice
 
 T = TypeVar("T")
 
@@ -119,7 +122,7 @@ async def _answer(loop: asyncio.AbstractEventLoop, result: Any, deadline: Deadli
     return result.get()
 
 
-async def run_async(transport: RunnerTransport, steps: Steps[T]) -> T:
+async def run_async(transport: Transport, steps: Steps[T]) -> T:
     """Perform ``steps`` on ``transport``'s client, on the running loop; the generator's value.
     A cancellation is thrown into the generator, whose clean-up runs (its waits awaited too)
     before it propagates."""
@@ -203,14 +206,9 @@ def loop_spawner() -> Callable[..., None]:
     return spawn
 
 
-def loop_notice(transport: RunnerTransport, event: asyncio.Event) -> LossNotice:
+def loop_notice(transport: Transport, event: asyncio.Event) -> LossNotice:
     """A :class:`LossNotice` on the running loop: ``event`` set there, callbacks run there."""
     return LossNotice(transport, LoopEvent(asyncio.get_running_loop(), event), loop_spawner())
-
-
-def _committed(transaction: Any) -> Steps[list[Any]]:
-    results: list[Any] = yield Await(transaction.commit_async(), Deadline(None))
-    return results
 
 
 async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:
@@ -233,8 +231,10 @@ def log_failure(task: asyncio.Task[Any]) -> None:
 
 async def commit(transaction: Any) -> list[Any]:
     """Commit a kazoo transaction (a ``guarded_transaction()``, say) without blocking the loop;
-    its results, as ``transaction.commit()`` returns them."""
-    results: list[Any] = await run_async(transport_of(transaction.client), _committed(transaction))
+    its results, as ``transaction.commit()`` returns them: the transaction is sent as any
+    request is (:class:`~pycurator._protocol.requests.Transaction`)."""
+    request = transaction_of(transaction)
+    results: list[Any] = await run_async(transport_of(transaction.client), sent_steps(request))
     return results
 
 

@@ -1,4 +1,4 @@
-"""The asyncio leader selector: each term's election steps (:mod:`pycurator._engine.election`) run
+"""The asyncio leader selector: each term's election steps (:mod:`pycurator._recipes.election`) run
 as a task on the event loop, and ``lead`` as another; no thread, no executor, no polling.
 
 When a term ends (leadership lost, :meth:`LeaderSelector.interrupt_leadership`, or the selector
@@ -24,10 +24,10 @@ from kazoo.client import KazooClient, TransactionRequest
 
 from .._cores.faces import LeadershipFace, SelectorFace
 from .._cores.selector import LeadershipCore, SelectorCore, Term, ending_of
-from .._engine.election import Participant, leader_of
-from .._engine.hold_monitor import HoldMonitor
-from .._engine.locks import HeldNode
 from .._protocol.checks import ConnectionPolicy, check_timeout
+from .._recipes.hold_monitor import HoldMonitor
+from .._recipes.lock_nodes import LockNode
+from .._recipes.participants import Participant, leader_of
 from ._runner import log_failure, run_async, transport_of
 
 log = logging.getLogger("pycurator")
@@ -37,7 +37,7 @@ class Leadership(LeadershipFace):
     """One term of leadership, as ``lead`` receives it: :attr:`lost_event` (an
     :class:`asyncio.Event`) is set when the term ends, and ``lead`` is cancelled then."""
 
-    def __init__(self, path: str, node: HeldNode, monitor: HoldMonitor) -> None:
+    def __init__(self, path: str, node: LockNode, monitor: HoldMonitor) -> None:
         self.lost_event = asyncio.Event()
         self._core = LeadershipCore(path, node, monitor, self.lost_event)
 
@@ -61,7 +61,7 @@ class Leadership(LeadershipFace):
         return self._core.repr_as("aio.Leadership")
 
 
-class _Run:
+class _Handle:
     """A term's asyncio side: the task that runs its steps, and while it leads, ``lead``'s."""
 
     def __init__(self, task: asyncio.Task[str]) -> None:
@@ -76,7 +76,7 @@ class _Run:
             self.lead_task.cancel()
 
 
-class LeaderSelector(SelectorFace[_Run]):
+class LeaderSelector(SelectorFace[_Handle]):
     """The asyncio form of :class:`pycurator.LeaderSelector`: the same nodes and queue as
     Curator's ``LeaderSelector``; ``await lead(leadership)`` runs as a task while leading, and
     returning gives leadership up (with ``auto_requeue`` the selector queues again).
@@ -98,7 +98,7 @@ class LeaderSelector(SelectorFace[_Run]):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._core: SelectorCore[_Run] = SelectorCore(
+        self._core: SelectorCore[_Handle] = SelectorCore(
             transport_of(client), path, lead, id, auto_requeue, acl, connection_policy
         )
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -173,21 +173,21 @@ class LeaderSelector(SelectorFace[_Run]):
             return False
         return self._core.queue(self._begin, self._elected, asked)
 
-    def _begin(self, term: Term[_Run]) -> _Run:
+    def _begin(self, term: Term[_Handle]) -> _Handle:
         assert self._loop is not None
         task = self._loop.create_task(run_async(self._core.transport, term.election.steps()))
         task.add_done_callback(log_failure)
         task.add_done_callback(functools.partial(self._over, term))
-        return _Run(task)
+        return _Handle(task)
 
-    def _elected(self, term: Term[_Run], node: HeldNode, monitor: HoldMonitor) -> None:
+    def _elected(self, term: Term[_Handle], node: LockNode, monitor: HoldMonitor) -> None:
         """Our node leads (called by the term's steps, on the loop): run ``lead``."""
         leadership = Leadership(self.path, node, monitor)
         if self._loop is None or term.run is None or not self._core.elected(term, leadership._core):
             return  # closed meanwhile: the steps end and delete the node
         term.run.lead_task = self._loop.create_task(self._run_lead(term, leadership))
 
-    async def _run_lead(self, term: Term[_Run], leadership: Leadership) -> None:
+    async def _run_lead(self, term: Term[_Handle], leadership: Leadership) -> None:
         try:
             outcome = self._core.lead(leadership)
             if not inspect.isawaitable(outcome):
@@ -204,7 +204,7 @@ class LeaderSelector(SelectorFace[_Run]):
         finally:
             self._core.lead_ended(term)  # the steps end: the node goes
 
-    def _over(self, term: Term[_Run], task: asyncio.Task[str]) -> None:
+    def _over(self, term: Term[_Handle], task: asyncio.Task[str]) -> None:
         """A term's steps have ended (its node deleted): queue again if the rule says so."""
         if task.cancelled():
             ending = ending_of(None, asyncio.CancelledError())

@@ -13,12 +13,12 @@ from kazoo.client import KazooClient
 
 from .._cores.faces import LeaseFace, SemaphoreFace, SemaphoreMutexFace
 from .._cores.semaphore import LeaseCore, SemaphoreMutexCore
-from .._engine.hold import Held, LossNotice
-from .._engine.semaphore import SemaphoreSteps
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.steps import Steps
 from .._protocol.waits import delete_node_steps
-from ._lock import AsyncLockContext, TaskNotice
+from .._recipes.hold import Acquired, LossNotice
+from .._recipes.semaphore import SemaphoreSteps
+from ._lock import AsyncLockContext, AsyncLossNotice
 from ._runner import loop_notice, run_async, transport_of
 
 
@@ -32,7 +32,7 @@ class Lease(LeaseFace):
     def __init__(
         self,
         client: KazooClient,
-        held: Held,
+        held: Acquired,
         policy: ConnectionPolicy,
         notice: LossNotice | None = None,
         subject: object = None,
@@ -162,7 +162,7 @@ class InterProcessSemaphoreMutex(SemaphoreMutexFace[Lease], AsyncLockContext):
         self._core: SemaphoreMutexCore[Lease] = SemaphoreMutexCore(
             transport_of(client), path, node_data, acl, connection_policy
         )
-        self._notice = TaskNotice(self._core.steps.transport, lost=True)  # not held yet
+        self._notice = AsyncLossNotice(self._core.steps.transport, lost=True)  # not held yet
         #: Set while the lock is not held by this object or its hold is not ours; clear
         #: while held (an :class:`asyncio.Event`).
         self.lost_event = self._notice.event

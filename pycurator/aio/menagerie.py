@@ -9,11 +9,12 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from .._cores.faces import PermitsFace, ZkReadWriteFace
-from .._engine.menagerie import PermitSteps, lock_engine, read_write_engines
 from .._protocol import menagerie
 from .._protocol.checks import ConnectionPolicy
-from ._lock import AsyncReentrantLock, ReadLock, WriteLock
+from .._recipes.menagerie import PermitSteps, lock_engine, read_write_engines
+from ._lock import AsyncReentrantLock
 from ._runner import run_async, transport_of
+from ._rwlock import ReadLock, WriteLock
 from ._semaphore import Lease
 
 

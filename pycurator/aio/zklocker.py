@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from kazoo.client import KazooClient
 
-from .._engine.zklocker import zklocker_engine
 from .._protocol import wire
 from .._protocol.checks import ConnectionPolicy
+from .._recipes.zklocker import zklocker_engine
 from ._lock import AsyncReentrantLock
 from ._runner import transport_of
 

@@ -11,8 +11,8 @@ from kazoo.client import KazooClient
 
 from .._cores.faces import ElectionFace
 from .._cores.zkrecipes import election_core
-from .._engine.zkrecipes import leader_steps, write_lock_engine
-from ._leader import LatchRunner
+from .._recipes.zkrecipes import leader_steps, write_lock_engine
+from ._latch import LatchShell
 from ._lock import AsyncReentrantLock
 from ._runner import run_async, transport_of
 
@@ -38,7 +38,7 @@ class LeaderElection(ElectionFace):
     """
 
     def __init__(self, client: KazooClient, root: str, host_name: str) -> None:
-        self._runner = LatchRunner(election_core(transport_of(client), root, host_name))
+        self._runner = LatchShell(election_core(transport_of(client), root, host_name))
         self._core = self._runner.core
         #: Set when leadership ends, cleared when it begins.
         self.lost_event = self._runner.lost_event

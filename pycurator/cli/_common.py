@@ -14,7 +14,8 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._connect import ConnectString, connect
+from .._connect import connect
+from .._connect_string import ConnectString
 from .._protocol.checks import MAX_SESSION_TIMEOUT, UNLIMITED_TIMEOUT
 from .._protocol.errors import ConnectTimeout
 from .._protocol.paths import validate_path

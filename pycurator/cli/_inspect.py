@@ -13,11 +13,12 @@ from typing import Any, TextIO
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 
-from .._engine.inspect import NOT_A_LOCK, LockView, QueuedNode, inspect_lock
-from .._engine.inspect_systems import name_session
-from .._engine.revocation import attempt_revoke
 from .._protocol import wire
 from .._protocol.errors import NotALockNodeError
+from .._recipes.inspection import NOT_A_LOCK, LockView, QueuedNode
+from .._recipes.inspection_systems import name_session
+from .._threads.inspection import inspect_lock
+from .._threads.revocation import attempt_revoke
 from ._common import (
     EXIT_REFUSED,
     EXIT_USAGE,

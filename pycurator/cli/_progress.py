@@ -8,7 +8,8 @@ from typing import TextIO
 
 from kazoo.client import KazooClient
 
-from .._engine.inspect import LockView, inspect_lock
+from .._recipes.inspection import LockView
+from .._threads.inspection import inspect_lock
 from ._text import shown, shown_data
 
 #: Seconds between two redraws (each after one read of the lock path).

@@ -20,9 +20,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
 from .. import menagerie, zkrecipes
-from .._engine.inspect import NOT_A_LOCK, LockView, inspect_lock
 from .._protocol.errors import LockLostError
 from .._protocol.zklocker import check_key
+from .._recipes.inspection import NOT_A_LOCK, LockView
+from .._threads.inspection import inspect_lock
 from .._threads.lock import ReentrantLock
 from .._threads.mutex import InterProcessMutex
 from .._threads.rwlock import InterProcessReadWriteLock
@@ -450,8 +451,8 @@ def _run_holding(
 def cmd_elect(args: argparse.Namespace, err: TextIO) -> int:
     """Run a command while this process leads a LeaderLatch (or, with ``--system zookeeper``,
     ZooKeeper's ``LeaderElectionSupport``); see ``pycurator elect --help``."""
-    from .._engine.election import id_bytes
-    from .._threads.leader import LeaderLatch
+    from .._recipes.participants import id_bytes
+    from .._threads.latch import LeaderLatch
 
     args.path = checked_path(args.path)
     try:

@@ -19,7 +19,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 
 from .. import __version__
-from .._engine.observe import LockEvent, LockEventKind
+from .._protocol.events import LockEvent, LockEventKind
 
 #: The span of a wait, from its start to acquired, timed out, failed or cancelled.
 WAIT_SPAN = "pycurator.wait"

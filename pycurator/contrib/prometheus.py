@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
-from .._engine.observe import LockEvent, LockEventKind
+from .._protocol.events import LockEvent, LockEventKind
 
 #: Bucket bounds (seconds) of the wait histogram: from a loopback acquire to a long queue.
 WAIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)

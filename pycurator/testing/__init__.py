@@ -3,7 +3,7 @@ Java Curator through JPype (imported only when used), with an adapter per Curato
 has the interface of pycurator's own, and peers of the other Java lock systems (ZooKeeper's
 recipes, menagerie, ZkLocker) behind one small interface. ``JavaWriteLock`` here is Curator's
 read/write lock's write side; ZooKeeper's ``WriteLock`` peer is ``JavaZkRecipesWriteLock``
-(``pycurator.testing._systems.JavaWriteLock``).
+(``pycurator.testing._zkrecipes.JavaWriteLock``).
 
 The pytest fixtures live in :mod:`pycurator.testing.pytest_plugin`, loaded automatically when the
 package is installed.
@@ -67,15 +67,15 @@ from ._java import (
 from ._proxy import FaultProxy
 from ._server import ZooKeeperServer, ZooKeeperServerError, free_port, free_ports
 from ._systems import (
-    JavaLeaderElection,
     JavaReentrantZkLock,
     JavaReentrantZkReadWriteLock,
     JavaSystems,
     JavaZkLocker,
     JavaZkSemaphore,
 )
-from ._systems import JavaWriteLock as JavaZkRecipesWriteLock
 from ._worker import Event, WorkerProcess, emit
+from ._zkrecipes import JavaLeaderElection
+from ._zkrecipes import JavaWriteLock as JavaZkRecipesWriteLock
 
 __all__ = [
     "CURATOR",

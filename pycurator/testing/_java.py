@@ -24,7 +24,7 @@ from .._protocol.wire import (
     SEMAPHORE_LEASE_PARENT,
     WRITE_LOCK_NAME,
 )
-from .._threads.leader import Participant
+from .._threads.latch import Participant
 from ._curator import CURATOR, java_acquire, jclass, session_of
 
 #: Curator's lock recipes and its leader recipes, as Java packages.

@@ -258,6 +258,27 @@ _peers: list[Peer] = []
 _peers_lock = threading.Lock()
 
 
+def millis(timeout: float) -> tuple[int, Any]:
+    """``timeout`` seconds as Java's ``(long, TimeUnit.MILLISECONDS)``."""
+    return max(0, int(timeout * 1000)), jclass("java.util.concurrent.TimeUnit").MILLISECONDS
+
+
+def proxy(interface: str, methods: dict[str, Callable[..., Any]]) -> Any:
+    """A Java object of ``interface`` whose methods are ``methods``."""
+    import jpype
+
+    return jpype.JProxy(interface, dict=methods)
+
+
+def make_on(session: Session, make: Callable[[], T]) -> T:
+    """Make a peer's Java object on its thread; close the session if that fails."""
+    try:
+        return session.thread.call(make)
+    except BaseException:
+        session.close(lambda: None)
+        raise
+
+
 class Peer:
     """A Java peer: one :class:`Session` (its own thread and ZooKeeper session)."""
 

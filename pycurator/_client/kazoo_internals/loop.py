@@ -1,5 +1,6 @@
 """pycurator's connection loop under ``KazooClient``: kazoo's ``ConnectionHandler`` whose
-steady state is its own (:class:`LeanConnection`), and who gets it (:func:`use_lean_loop`). Part of
+steady state is its own (:class:`LeanConnection`); who gets it is
+:mod:`~pycurator._client.kazoo_internals.loop_choice`'s to say. Part of
 :mod:`pycurator._client.kazoo_internals`, with which it keeps every kazoo private it touches.
 """
 
@@ -12,7 +13,6 @@ import random
 import socket
 import threading
 from collections.abc import Iterable
-from importlib.metadata import version
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -21,7 +21,6 @@ from kazoo.exceptions import (
     ConnectionDropped,
     SessionExpiredError,
 )
-from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.protocol import connection as _kazoo_connection
 from kazoo.protocol.connection import (
     AUTH_XID,
@@ -53,7 +52,6 @@ from ..sockets import (
     set_receive_timeout,
     wake_pair,
 )
-from . import CHECKED_VERSIONS, is_stopped
 
 #: ``ConnectionHandler._read_socket``'s answer once the server answered the close (which ends
 #: ``_connect_attempt``'s loop; kazoo 2.9.0 to 2.11.0), and the two test hooks ``_call`` may be
@@ -66,8 +64,6 @@ _CONNECTION_DROP = _kazoo_connection._CONNECTION_DROP
 _KAZOO_ANSWERS = frozenset({Transaction.type, Close.type})
 #: The states in which a session is served.
 _LIVE = (KeeperState.CONNECTED, KeeperState.CONNECTED_RO)
-#: Whether the fallback to kazoo's loop on an unchecked kazoo release was logged (once).
-_fallback_told = False
 
 
 class LeanConnection(ConnectionHandler):  # type: ignore[misc]
@@ -92,6 +88,10 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
     and the wake-up pair, whose writer sends them at once if a session is served
     (:meth:`_woken`), else they are sent in order once one is.
     """
+
+    #: It calls a runtime's connect hooks itself, around the handshake (see
+    #: :func:`~pycurator._client.kazoo_internals.follow_connects`).
+    serves_connects = True
 
     def __init__(self, client: KazooClient, retry_sleeper: Any, logger: Any, sasl: Any) -> None:
         super().__init__(client, retry_sleeper, logger=logger, sasl_options=sasl)
@@ -235,15 +235,33 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         self.ping_outstanding.clear()
         with self._socket_error_handling():
             self._serve(read_timeout / 1000.0, connect_timeout / 1000.0)
-        # the close is answered: kazoo's loop finds a socket at its end, and its read says so
+        self._hand_back_the_close()
+        return read_timeout, connect_timeout
+
+    def _hand_back_the_close(self) -> None:
+        """The server has answered the close (:meth:`_serve` returned): hand the connection's
+        end back to kazoo's ``_connect_attempt``, which called :meth:`_connect` and now runs its
+        own loop, so that it ends the connection as if that loop had read the answer (its log
+        record, the CLOSED state, its socket closed, no reconnect).
+
+        kazoo's loop ends in one of two ways. Usually it finds the client stopped before it
+        waits at all (``while not client._stopped.is_set()``: ``stop()`` sets that before it
+        queues the close), and nothing here is used. Otherwise (a ``start()`` that cleared the
+        flag meanwhile, after a ``stop()`` whose wait for this thread timed out) it waits on
+        ``select([self._socket, ...])``, reads one frame with :meth:`_read_socket`, and breaks
+        on ``CLOSE_RESPONSE``. For that case the real socket, whose last answer :meth:`_serve`
+        has read, is closed, and ``self._socket`` becomes the reading end of a new pair whose
+        writing end is closed: ``select`` finds it readable at once, and :meth:`_read_socket`
+        answers ``CLOSE_RESPONSE`` from ``_closed`` without reading it. kazoo's ``finally``
+        closes that end."""
         self._socket.close()
         self._socket, writer = socket.socketpair()
         writer.close()
         self._closed = True
-        return read_timeout, connect_timeout
 
     def _read_socket(self, read_timeout: float) -> Any:
-        """kazoo's read of one frame; after :meth:`_serve` saw the close answered, that answer."""
+        """kazoo's read of one frame; after :meth:`_serve` saw the close answered, that answer
+        (see :meth:`_hand_back_the_close`)."""
         if self._closed:
             self._closed = False
             return CLOSE_RESPONSE
@@ -406,50 +424,4 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         return True
 
 
-def loop_refusal(client: KazooClient) -> str | None:
-    """Why :func:`use_lean_loop` leaves ``client`` on kazoo's loop, or None if it need not."""
-    if version("kazoo") not in CHECKED_VERSIONS:
-        return f"kazoo {version('kazoo')} is not one of {', '.join(CHECKED_VERSIONS)}"
-    if not isinstance(client.handler, SequentialThreadingHandler):
-        return f"its handler is {type(client.handler).__name__}, not a threading one"
-    if client.use_ssl:
-        return "it talks TLS"
-    if type(client._connection) is not ConnectionHandler and not isinstance(
-        client._connection, LeanConnection
-    ):
-        return f"its connection is a {type(client._connection).__name__}"
-    return None
-
-
-def use_lean_loop(client: KazooClient) -> bool:
-    """Give ``client`` (not yet started) pycurator's connection loop (:class:`LeanConnection`);
-    whether it has it. Left on kazoo's loop (False) with a gevent or eventlet handler, with TLS,
-    or on a kazoo release not in :data:`CHECKED_VERSIONS` (said once in the log). Replaces
-    ``KazooClient._connection`` (made in ``__init__`` with the client's connection retry, logger
-    and SASL options, all kept) and ``KazooClient._call`` on this instance."""
-    global _fallback_told
-    current = client._connection
-    if isinstance(current, LeanConnection):
-        return True
-    if not is_stopped(client) or current._connection_routine is not None:
-        raise RuntimeError("use_lean_loop() must be called before the client is started")
-    refusal = loop_refusal(client)
-    if refusal is not None:
-        if not _fallback_told and refusal.startswith("kazoo "):
-            _fallback_told = True
-            logging.getLogger("pycurator").warning(
-                "pycurator's connection loop is not used: %s; kazoo's own loop serves", refusal
-            )
-        return False
-    lean = LeanConnection(client, current.retry_sleeper, current.logger, current.sasl_options)
-    follows = getattr(current, "_pycurator_follows", None)
-    if follows is not None:  # the client's runtime was made first: it follows the new one
-        lean._pycurator_follows = follows
-    client._connection = lean
-    client._call = lean.call
-    return True
-
-
-def uses_lean_loop(client: KazooClient) -> bool:
-    """Whether ``client`` runs on pycurator's connection loop."""
-    return isinstance(client._connection, LeanConnection)
+__all__ = ["CLOSE_RESPONSE", "LeanConnection"]

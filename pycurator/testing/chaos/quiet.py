@@ -90,7 +90,7 @@ class Client(NamedTuple):
     client: str
 
 
-class Participant(Protocol):
+class Parked(Protocol):
     """What a quiet moment needs of a contender or worker, once parked."""
 
     who: str
@@ -196,14 +196,12 @@ class Quiet:
                 worker.go()
             self.gate.open()
 
-    def _settle(
-        self, workers: Sequence[Worker], deadline: float
-    ) -> tuple[list[Participant], list[str]]:
+    def _settle(self, workers: Sequence[Worker], deadline: float) -> tuple[list[Parked], list[str]]:
         """Wait for everyone to park and connect; those who did, and what kept the rest."""
         running = [c for c in self.contenders if c.running]
         busy = self.gate.wait_parked([c.who for c in running], deadline)
         problems = [f"{who}: not parked within {self.park_s:g} s" for who in busy]
-        participants: list[Participant] = [c for c in running if c.who not in busy]
+        participants: list[Parked] = [c for c in running if c.who not in busy]
         for worker in workers:
             settled = worker.parked(deadline)
             if settled is not None:
@@ -219,7 +217,7 @@ class Quiet:
         ]
         return participants, problems
 
-    def _audit(self, when: str, start: float, participants: Sequence[Participant]) -> QuietCheck:
+    def _audit(self, when: str, start: float, participants: Sequence[Parked]) -> QuietCheck:
         strangers_end = time.monotonic() + self.session_s
         grace_end = time.monotonic() + self.grace_s
         while True:
@@ -248,7 +246,7 @@ class Quiet:
         )
 
 
-class Contender(Participant, Protocol):
+class Contender(Parked, Protocol):
     """A contender thread as a quiet moment sees it."""
 
     running: bool
@@ -265,7 +263,7 @@ class Worker(Protocol):
         """Ask it to park (it answers once parked and connected)."""
         ...
 
-    def parked(self, deadline: float) -> Participant | None:
+    def parked(self, deadline: float) -> Parked | None:
         """Its answer, waited for until ``deadline`` (monotonic); None without one."""
         ...
 

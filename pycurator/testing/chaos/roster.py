@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .contenders import AsyncContender, Contender, PythonContender
+from .async_contenders import AsyncContender
+from .contenders import Contender, PythonContender
 from .java_contenders import JavaContender
 
 #: The contenders by language: pycurator's threaded recipes, Java's, and pycurator's asyncio

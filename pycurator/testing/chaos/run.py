@@ -23,9 +23,9 @@ from pycurator.testing import (
     start_jvm,
 )
 
+from .async_contenders import ASYNC_KINDS
 from .checker import Report, check
 from .contenders import (
-    ASYNC_KINDS,
     HANDLERS,
     SESSION_S,
     WORKER_SESSION_S,

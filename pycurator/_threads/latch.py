@@ -3,7 +3,7 @@
 A latch is a protected ephemeral-sequential node ``PATH/_c_<uuid>-latch-<seq>`` holding the
 participant's id as UTF-8. The first node in queue order leads; every other participant watches
 only the node right in front of it. Curator 5.8's rules apply (see
-:mod:`pycurator._engine.election`). What a latch is lives in :mod:`pycurator._cores.leader`, which
+:mod:`pycurator._recipes.election`). What a latch is lives in :mod:`pycurator._cores.latch`, which
 the asyncio latch holds too; this shell runs the election on kazoo's callbacks (no thread of its
 own) and waits on handler events.
 """
@@ -17,12 +17,14 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.runners import Task, run, start, transport_of
+from .._client.callback_runner import CallbackRun
+from .._client.transport import transport_of
 from .._cores.faces import LatchFace
-from .._cores.leader import CLOSE_WAIT, LatchCore
-from .._engine.election import CloseMode, LeaderLatchListener, Participant, leader_of
+from .._cores.latch import CLOSE_WAIT, CloseMode, LatchCore, LeaderLatchListener
 from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.deadline import Deadline
+from .._recipes.participants import Participant, leader_of
+from .runner import run
 
 
 class _Changes:
@@ -52,18 +54,19 @@ class _Changes:
             event.set()
 
 
-class LatchRunner:
-    """How a threaded shell runs a :class:`~pycurator._cores.leader.LatchCore` (a
-    ``LeaderLatch``, ZooKeeper's ``LeaderElection``): its election as a task on kazoo's
-    callbacks (no thread of its own), its news in order on the handler's serial queue, and its
+class LatchShell:
+    """What the threaded latch shells (``LeaderLatch``, ZooKeeper's ``LeaderElection``) share:
+    how they run a :class:`~pycurator._cores.latch.LatchCore`: its election on the callback
+    runner (no thread of its own), its news in order on the handler's serial queue, and its
     waits on handler events."""
 
     def __init__(self, core: LatchCore) -> None:
-        services = core.transport.services
+        self._transport = transport = transport_of(core.client)
+        services = transport.services
         self.core = core
         self._notices = services.serial_queue()
         self._changes = _Changes(services.new_flag)
-        self._task: Task | None = None
+        self._task: CallbackRun | None = None
         #: Set when leadership ends, cleared when it begins (a handler event).
         self.lost_event = core.transport.event_object()
 
@@ -72,7 +75,7 @@ class LatchRunner:
         started before."""
         changed = self._changes.changed
         election = self.core.begin(owner, self._notices.post, changed, self.lost_event)
-        self._task = start(self.core.transport, election.steps(), lambda _: changed())
+        self._task = self._transport.start(election.steps(), lambda _: changed())
 
     def close(self, close_mode: CloseMode | None) -> None:
         """End the election and wait (at most :data:`CLOSE_WAIT`) for its node's delete."""
@@ -134,7 +137,7 @@ class LeaderLatch(LatchFace):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._runner = LatchRunner(
+        self._runner = LatchShell(
             LatchCore(transport_of(client), path, id, close_mode, acl, connection_policy)
         )
         self._core = self._runner.core
@@ -227,7 +230,7 @@ class LeaderLatch(LatchFace):
 __all__ = [
     "CLOSE_WAIT",
     "CloseMode",
-    "LatchRunner",
+    "LatchShell",
     "LeaderLatch",
     "LeaderLatchListener",
     "Participant",

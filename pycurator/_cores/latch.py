@@ -2,7 +2,7 @@
 ``pycurator.aio.LeaderLatch``): what a latch is, whichever way its owner waits.
 
 :class:`LatchCore` checks the arguments, keeps the life cycle (Curator's LATENT, STARTED,
-CLOSED), the engine and the election (:mod:`pycurator._engine.election`), the listeners and the
+CLOSED), the engine and the election (:mod:`pycurator._recipes.election`), the listeners and the
 ``on_lost`` callbacks, and turns the election's news into what a latch tells: ``lost_event``
 cleared or set, listeners and callbacks posted, waiters woken. A front end gives it the few
 things that differ (:meth:`LatchCore.begin`: how to post a callback, how to wake its waiters,
@@ -11,28 +11,23 @@ its ``lost_event``), runs the election's steps its own way, and waits its own wa
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._client.runners import RunnerTransport
-from .._client.runtime import closed_error
-from .._engine.election import (
-    CloseMode,
-    Election,
-    Lifecycle,
-    Participant,
-    id_bytes,
-    participants_steps,
-)
-from .._engine.hold_monitor import HoldMonitor
-from .._engine.locks import HeldNode, LockEngine
-from .._engine.observe import Reporter
 from .._protocol.checks import ConnectionPolicy, check_policy
 from .._protocol.drivers import CURATOR_NAMING, LATCH_DRIVER, Driver, Naming
 from .._protocol.errors import LockLostError
 from .._protocol.paths import validate_path
 from .._protocol.steps import Steps
+from .._protocol.transport import Transport, closed_error
 from .._protocol.waits import DELETE_WAIT
+from .._recipes.election import Election
+from .._recipes.hold_monitor import HoldMonitor
+from .._recipes.lock_engine import LockEngine
+from .._recipes.lock_nodes import LockNode
+from .._recipes.participants import Participant, id_bytes, participants_steps
+from .._recipes.reports import Reporter
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -40,6 +35,32 @@ if TYPE_CHECKING:
 #: The longest a latch's ``close()`` waits for the election to end (its node's delete waits
 #: at most :data:`~pycurator._protocol.waits.DELETE_WAIT`, then goes on in the background).
 CLOSE_WAIT = DELETE_WAIT + 1.0
+
+
+class Lifecycle(enum.Enum):
+    """Where a latch or a selector stands: Curator's ``State``."""
+
+    LATENT = "latent"
+    STARTED = "started"
+    CLOSED = "closed"
+
+
+class CloseMode(enum.Enum):
+    """What :meth:`LeaderLatch.close` tells the listeners: nothing (``SILENT``, Curator's
+    default) or ``not_leader()`` when the latch was leading (``NOTIFY_LEADER``)."""
+
+    SILENT = "silent"
+    NOTIFY_LEADER = "notify_leader"
+
+
+class LeaderLatchListener(Protocol):
+    """Told of each change of leadership, in order, on a worker thread."""
+
+    def is_leader(self) -> None:
+        """We lead now."""
+
+    def not_leader(self) -> None:
+        """We no longer lead."""
 
 
 class Flag(Protocol):
@@ -94,7 +115,7 @@ class LatchCore:
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         path: str,
         id: str,
         close_mode: CloseMode,
@@ -127,7 +148,7 @@ class LatchCore:
         return self.engine.client
 
     @property
-    def transport(self) -> RunnerTransport:
+    def transport(self) -> Transport:
         """The transport of the latch's client: what its steps run on."""
         return self.engine.transport
 
@@ -247,7 +268,7 @@ class LatchCore:
         election = self.election
         if election is not None and election.failed is not None:
             raise election.failed
-        self.transport.runtime.check_open()
+        self.transport.check_open()
         if ended:  # the election ends by itself only with its client
             raise closed_error()
         if election is not None and election.error is not None:
@@ -277,7 +298,7 @@ class LatchCore:
 
     # -- news from the election (called by its steps: never block) ----------------------------
 
-    def _elected(self, node: HeldNode, monitor: HoldMonitor) -> None:
+    def _elected(self, node: LockNode, monitor: HoldMonitor) -> None:
         outlets = self._outlets
         assert outlets is not None  # from begin() until the election has ended
         outlets.lost_event.clear()
@@ -300,4 +321,13 @@ class LatchCore:
         self._outlets.changed()
 
 
-__all__ = ["CLOSE_WAIT", "Flag", "LatchCore", "check_close_mode", "check_listener"]
+__all__ = [
+    "CLOSE_WAIT",
+    "CloseMode",
+    "Flag",
+    "LatchCore",
+    "LeaderLatchListener",
+    "Lifecycle",
+    "check_close_mode",
+    "check_listener",
+]

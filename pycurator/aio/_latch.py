@@ -1,4 +1,4 @@
-"""The asyncio leader latch: the latch's core (:mod:`pycurator._cores.leader`), whose election steps
+"""The asyncio leader latch: the latch's core (:mod:`pycurator._cores.latch`), whose election steps
 run as a task on the event loop, with no thread and no executor."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from .._cores.faces import LatchFace
-from .._cores.leader import CLOSE_WAIT, LatchCore
-from .._engine.election import CloseMode, Participant, leader_of
+from .._cores.latch import CLOSE_WAIT, CloseMode, LatchCore
 from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.deadline import Deadline
+from .._recipes.participants import Participant, leader_of
 from ._runner import (
     LoopEvent,
     log_failure,
@@ -24,10 +24,10 @@ from ._runner import (
 )
 
 
-class LatchRunner:
-    """How an asyncio shell runs a :class:`~pycurator._cores.leader.LatchCore` (a
-    ``LeaderLatch``, ZooKeeper's ``LeaderElection``): its election as a task on the loop that
-    started it, its news on that loop, and its waits on :class:`asyncio.Event`."""
+class LatchShell:
+    """What the asyncio latch shells (``LeaderLatch``, ZooKeeper's ``LeaderElection``) share:
+    how they run a :class:`~pycurator._cores.latch.LatchCore`: its election as a task on the loop
+    that started it, its news on that loop, and its waits on :class:`asyncio.Event`."""
 
     def __init__(self, core: LatchCore) -> None:
         self.core = core
@@ -98,7 +98,7 @@ class LeaderLatch(LatchFace):
         acl: Sequence[Any] | None = None,
         connection_policy: ConnectionPolicy = "standard",
     ) -> None:
-        self._runner = LatchRunner(
+        self._runner = LatchShell(
             LatchCore(transport_of(client), path, id, close_mode, acl, connection_policy)
         )
         self._core = self._runner.core
@@ -173,4 +173,4 @@ class LeaderLatch(LatchFace):
         return self._core.describe("aio.LeaderLatch")
 
 
-__all__ = ["LatchRunner", "LeaderLatch"]
+__all__ = ["LatchShell", "LeaderLatch"]

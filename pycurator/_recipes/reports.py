@@ -4,9 +4,9 @@ listeners and as records of the ``pycurator`` logger.
 Recipes report here, and only here: a :class:`Reporter` per recipe object tells of its waits
 (:meth:`Reporter.wait_steps` wraps an acquire's steps, threaded or asyncio alike), and a
 :class:`HoldReport` per hold, kept by the hold's
-:class:`~pycurator._engine.hold_monitor.HoldMonitor`, of its loss, its return and its end. Each
-becomes one :class:`LockEvent` for the listeners (:func:`add_lock_listener`) and one log
-record, at the level an operator would choose:
+:class:`~pycurator._recipes.hold_monitor.HoldMonitor`, of its loss, its return and its end. Each
+becomes one :class:`~pycurator._protocol.events.LockEvent` for the listeners
+(:func:`pycurator.add_lock_listener`) and one log record, at the level an operator would choose:
 
 - WARNING: a hold lost (INFO when the user stopped the client);
 - INFO: leadership gained, or ended; a queued latch or selector that leaves the queue on a
@@ -21,13 +21,13 @@ registered or the logger takes the record's level (one check each).
 
 from __future__ import annotations
 
-import enum
 import logging
-from typing import NamedTuple, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-from .._client.runtime import CLIENT_STOPPED, process_lock
 from .._protocol import clock
+from .._protocol.events import LEADERSHIP, LOCK_LISTENERS, LockEvent, LockEventKind, message
 from .._protocol.steps import Steps
+from .._protocol.transport import CLIENT_STOPPED
 
 log = logging.getLogger("pycurator")
 
@@ -35,131 +35,6 @@ log = logging.getLogger("pycurator")
 SLOW_WAIT = 1.0
 #: A hold at least this long (seconds) is logged at INFO when released, else at DEBUG.
 LONG_HOLD = 10.0
-
-#: What each recipe calls what it holds, in log messages.
-NOUNS = {
-    "mutex": "lock",
-    "read": "read lock",
-    "write": "write lock",
-    "semaphore": "lease",
-    "semaphore-mutex": "lock",
-    "latch": "leadership",
-    "selector": "leadership",
-}
-LEADERSHIP = frozenset({"latch", "selector"})
-
-
-class LockEventKind(enum.Enum):
-    """What happened: a wait begins (``WAITING``) and ends (``ACQUIRED``, ``TIMED_OUT``,
-    ``FAILED``, ``CANCELLED``); a hold may be ``LOST`` and ``REGAINED``, and ends
-    (``RELEASED``). For a latch and a selector, a wait is a turn in the election's queue and a
-    hold a term of leadership."""
-
-    WAITING = "waiting"
-    ACQUIRED = "acquired"
-    TIMED_OUT = "timed_out"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    RELEASED = "released"
-    LOST = "lost"
-    REGAINED = "regained"
-
-
-class LockEvent(NamedTuple):
-    """One step in the story of a wait or a hold (a named tuple: immutable, and quick to make).
-
-    - ``kind``: what happened (see :class:`LockEventKind`).
-    - ``recipe``: ``mutex``, ``read``, ``write`` (the sides of a read/write lock),
-      ``semaphore`` (one lease), ``semaphore-mutex``, ``latch`` or ``selector``. A
-      multi-lock's members report for themselves.
-    - ``path``: the recipe's path, as given (a semaphore's, not its ``leases`` node's).
-    - ``node``: our node's full path, once there is one held (``ACQUIRED`` and after).
-    - ``waited``: seconds the wait lasted, on each event that ends one.
-    - ``held``: seconds since ``ACQUIRED``, on ``LOST`` and ``RELEASED``.
-    - ``reason``: why, on ``LOST``, ``REGAINED``, ``FAILED`` (the error), ``CANCELLED`` and
-      a leadership's ``RELEASED`` (``latch closed``, ``leadership given up``...).
-
-    A hold may be lost and then released: under the ``standard`` connection policy a suspended
-    connection is a loss (reason ``connection suspended``), and the session's end after it is
-    another (``session expired``); a hold that is ours again after a suspension is
-    ``REGAINED``.
-    """
-
-    kind: LockEventKind
-    recipe: str
-    path: str
-    node: str | None = None
-    waited: float | None = None
-    held: float | None = None
-    reason: str = ""
-
-
-class LockListener(Protocol):
-    """What :func:`add_lock_listener` takes: any callable with this signature.
-
-    It is called synchronously, in order, where the event happens: on the thread of the caller
-    for a lock's wait and release (the task's loop for an asyncio lock), on one of kazoo's
-    threads for a loss and for a threaded latch's or selector's election (on the loop for an
-    asyncio one). So it must be quick and never block (kazoo's callbacks wait for it), nor
-    call a recipe; an exception it raises is logged (ERROR) and the recipe goes on.
-    """
-
-    def __call__(self, event: LockEvent) -> None: ...
-
-
-#: Every lock listener of the process: replaced whole under the runtime's process lock
-#: (renewed in a forked child), so that readers need no lock.
-_listeners: tuple[LockListener, ...] = ()
-
-
-def add_lock_listener(listener: LockListener) -> None:
-    """Tell ``listener(event)`` of every :class:`LockEvent` of every recipe in this process,
-    threaded and asyncio (see :class:`LockListener` for the contract). Adding it twice calls it
-    twice."""
-    global _listeners
-    if not callable(listener):
-        raise TypeError(f"a lock listener is called with each event, not {listener!r}")
-    with process_lock():
-        _listeners = (*_listeners, listener)
-
-
-def remove_lock_listener(listener: LockListener) -> None:
-    """Stop telling ``listener`` (once, if it was added more than once); nothing if unknown."""
-    global _listeners
-    with process_lock():
-        found = list(_listeners)
-        if listener in found:
-            found.remove(listener)
-            _listeners = tuple(found)
-
-
-def _ms(seconds: float | None) -> str:
-    return f"{(seconds or 0.0) * 1000:.1f} ms"
-
-
-def message(event: LockEvent) -> str:
-    """The log message of an event (the node, or the path while there is no node, first)."""
-    noun = NOUNS.get(event.recipe, event.recipe)
-    leadership = event.recipe in LEADERSHIP
-    kind, node, path = event.kind, event.node, event.path
-    if kind is LockEventKind.WAITING:
-        return f"{noun} {path}: waiting"
-    if kind is LockEventKind.ACQUIRED:
-        verb = "gained" if leadership else "acquired"
-        return f"{noun} {node} {verb} after {_ms(event.waited)} waiting"
-    if kind is LockEventKind.TIMED_OUT:
-        return f"{noun} {path}: timed out after {_ms(event.waited)} waiting"
-    if kind is LockEventKind.FAILED:
-        return f"{noun} {path}: wait failed after {_ms(event.waited)}: {event.reason}"
-    if kind is LockEventKind.CANCELLED:
-        return f"{noun} {path}: wait cancelled after {_ms(event.waited)}: {event.reason}"
-    if kind is LockEventKind.LOST:
-        return f"{noun} {node} lost: {event.reason} (held {_ms(event.held)})"
-    if kind is LockEventKind.REGAINED:
-        return f"{noun} {node} is ours again: {event.reason}"
-    verb = "ended" if leadership else "released"
-    why = f": {event.reason}" if event.reason else ""
-    return f"{noun} {node} {verb} after {_ms(event.held)} held{why}"
 
 
 def _tell(event: LockEvent, level: int) -> None:
@@ -175,7 +50,7 @@ def _tell(event: LockEvent, level: int) -> None:
             "held": event.held,
         }
         log.log(level, "%s", message(event), extra=extra)
-    for listener in _listeners:
+    for listener in LOCK_LISTENERS.listeners:
         try:
             listener(event)
         except Exception:
@@ -213,7 +88,7 @@ class Reporter:
 
     def waiting(self) -> float:
         """A wait begins: its start on the monotonic clock."""
-        if _listeners or log.isEnabledFor(logging.DEBUG):
+        if LOCK_LISTENERS.listeners or log.isEnabledFor(logging.DEBUG):
             _tell(LockEvent(LockEventKind.WAITING, self.recipe, self.path), logging.DEBUG)
         return clock.monotonic()
 
@@ -222,7 +97,7 @@ class Reporter:
         now = clock.monotonic()
         waited = now - started
         level = logging.INFO if self.leadership or waited >= SLOW_WAIT else logging.DEBUG
-        if _listeners or log.isEnabledFor(level):
+        if LOCK_LISTENERS.listeners or log.isEnabledFor(level):
             event = LockEvent(LockEventKind.ACQUIRED, self.recipe, self.path, node, waited)
             _tell(event, level)
         return HoldReport(self, node, now)
@@ -233,7 +108,7 @@ class Reporter:
         waited = clock.monotonic() - started
         left_the_queue = kind is LockEventKind.FAILED and self.leadership
         level = logging.INFO if left_the_queue and reason != CLIENT_STOPPED else logging.DEBUG
-        if _listeners or log.isEnabledFor(level):
+        if LOCK_LISTENERS.listeners or log.isEnabledFor(level):
             _tell(LockEvent(kind, self.recipe, self.path, None, waited, None, reason), level)
 
     def wait_steps(self, steps: Steps[N | None]) -> Steps[tuple[N, HoldReport] | None]:
@@ -287,20 +162,8 @@ class HoldReport:
         held = clock.monotonic() - self.since
         notable = self.reporter.leadership or held >= LONG_HOLD
         level = logging.INFO if notable and not self._lost else logging.DEBUG
-        if _listeners or log.isEnabledFor(level):
+        if LOCK_LISTENERS.listeners or log.isEnabledFor(level):
             self._tell(LockEventKind.RELEASED, reason, held, level)
 
 
-__all__ = [
-    "CLIENT_STOPPED",
-    "LONG_HOLD",
-    "SLOW_WAIT",
-    "HoldReport",
-    "LockEvent",
-    "LockEventKind",
-    "LockListener",
-    "Reporter",
-    "add_lock_listener",
-    "message",
-    "remove_lock_listener",
-]
+__all__ = ["LONG_HOLD", "SLOW_WAIT", "HoldReport", "Reporter"]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from .._client.runners import RunnerTransport
 from .._protocol import zklocker
 from .._protocol.paths import validate_path
-from .locks import LockEngine
+from .._protocol.transport import Transport
+from .lock_engine import LockEngine
 
 
-def zklocker_engine(transport: RunnerTransport, parent: str, key: str | None) -> LockEngine:
+def zklocker_engine(transport: Transport, parent: str, key: str | None) -> LockEngine:
     """The engine of a ZkLocker named ``key`` under ``parent``, after checking every argument:
     shared by the threaded and the asyncio ZkLocker."""
     validate_path(parent)

@@ -12,8 +12,8 @@ still unanswered when the deadline passes is left to land later, and what it wou
 (Curator's guaranteed delete).
 
 The engine parts where the protocol does: its nodes (create and recover, list, delete:
-:mod:`pycurator._engine.lock_nodes`) and its waiting (wait and watch:
-:mod:`pycurator._engine.lock_wait`). The protocol is written once, as steps
+:mod:`pycurator._recipes.lock_nodes`) and its waiting (wait and watch:
+:mod:`pycurator._recipes.lock_wait`). The protocol is written once, as steps
 (:mod:`pycurator._protocol.steps`), and does no I/O: they say what to send, listen to and owe,
 and a runner does it (on a real client, or on the scripted server of
 ``tests/test_engine_protocol.py``); callbacks send through the runner's sender.
@@ -25,7 +25,6 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._client.runners import RunnerTransport
 from .._protocol import wire
 from .._protocol.checks import check_data
 from .._protocol.deadline import Deadline, DeadlineExpired
@@ -38,7 +37,8 @@ from .._protocol.drivers import (
 )
 from .._protocol.paths import validate_path
 from .._protocol.steps import CheckOpen, SessionId, Steps
-from .lock_nodes import MAX_NODE_DATA, HeldNode, LockNodes, decision_on_arrival
+from .._protocol.transport import Transport
+from .lock_nodes import LockNode, LockNodes
 from .lock_wait import wait_steps
 
 #: The error an acquire on a client that cannot send requests ends with.
@@ -48,7 +48,7 @@ NOT_STARTED = "the kazoo client is not started, or has been stopped"
 class LockEngine(LockNodes):
     """Create, list, decide, watch, wait and clean up, for one lock path and one driver.
 
-    Its nodes are :class:`~pycurator._engine.lock_nodes.LockNodes` (see there for ``data``,
+    Its nodes are :class:`~pycurator._recipes.lock_nodes.LockNodes` (see there for ``data``,
     ``acl``, ``naming`` and ``null_data``). With ``on_revoke``, our node is made empty and
     watched for Curator's revocation message, and ``on_revoke()`` runs (on a kazoo worker) when
     it comes. An engine does not change once built: :meth:`revocable` makes a revocable copy.
@@ -71,7 +71,7 @@ class LockEngine(LockNodes):
 
     def acquire_steps(
         self, timeout: float | None, driver: Driver | None = None
-    ) -> Steps[HeldNode | None]:
+    ) -> Steps[LockNode | None]:
         """Wait for the lock; our node when held, None when the timeout ran out first.
 
         ``timeout`` counts from the start, the create included; 0 creates, checks once, and
@@ -107,7 +107,7 @@ class LockEngine(LockNodes):
 
 
 def mutex_engine(
-    transport: RunnerTransport, path: str, node_data: bytes | None, acl: Sequence[Any] | None
+    transport: Transport, path: str, node_data: bytes | None, acl: Sequence[Any] | None
 ) -> LockEngine:
     """The engine of a mutex on ``path`` (Curator's ``lock-`` nodes, the standard driver),
     after checking every argument: shared by the threaded and the asyncio mutex."""
@@ -117,7 +117,7 @@ def mutex_engine(
 
 
 def read_write_engines(
-    transport: RunnerTransport,
+    transport: Transport,
     path: str,
     node_data: bytes | None,
     acl: Sequence[Any] | None,
@@ -146,11 +146,4 @@ def read_write_engines(
     )
 
 
-__all__ = [
-    "MAX_NODE_DATA",
-    "HeldNode",
-    "LockEngine",
-    "decision_on_arrival",
-    "mutex_engine",
-    "read_write_engines",
-]
+__all__ = ["NOT_STARTED", "LockEngine", "mutex_engine", "read_write_engines"]

@@ -1,6 +1,6 @@
 """Who holds and who waits on a path of the other Java lock systems, read from the tree alone.
 
-``pycurator inspect`` tells Curator's layouts (:mod:`pycurator._engine.inspect`) and these:
+``pycurator inspect`` tells Curator's layouts (:mod:`pycurator._recipes.inspection`) and these:
 ZooKeeper's own ``WriteLock`` (``x-<session>-<seq>``) and ``LeaderElectionSupport`` (``n_<seq>``),
 menagerie's lock (``lock-<seq>``), read/write lock (``readLock-``/``writeLock-``) and semaphore
 (``permit-<seq>``), and ZkLocker (``dlk-[<key>-]<session>-<seq>``). Each is ordered and decided

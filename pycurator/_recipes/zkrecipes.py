@@ -1,7 +1,7 @@
 """The protocols of ZooKeeper's own recipes over pycurator's engines (their rules are
 :mod:`pycurator._protocol.zkrecipes`): the engine of a ``WriteLock``, and how a
 ``LeaderElectionSupport`` reads its leader; the election itself is
-:mod:`pycurator._engine.election`'s, composed into a core by :mod:`pycurator._cores.zkrecipes`."""
+:mod:`pycurator._recipes.election`'s, composed into a core by :mod:`pycurator._cores.zkrecipes`."""
 
 from __future__ import annotations
 
@@ -10,20 +10,18 @@ from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
-from .._client.runners import RunnerTransport
 from .._protocol import wire
 from .._protocol.deadline import Deadline
-from .._protocol.ops import GetData
 from .._protocol.paths import validate_path
+from .._protocol.requests import GetData
 from .._protocol.steps import Steps
+from .._protocol.transport import Transport
 from .._protocol.waits import read_sent_steps
 from .._protocol.zkrecipes import WRITE_LOCK_DRIVER, WRITE_LOCK_NAMING
-from .locks import LockEngine
+from .lock_engine import LockEngine
 
 
-def write_lock_engine(
-    transport: RunnerTransport, dir: str, acl: Sequence[Any] | None
-) -> LockEngine:
+def write_lock_engine(transport: Transport, dir: str, acl: Sequence[Any] | None) -> LockEngine:
     """The engine of a ``WriteLock`` on ``dir``, after checking the arguments: shared by the
     threaded and the asyncio lock."""
     validate_path(dir)

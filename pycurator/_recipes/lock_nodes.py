@@ -1,7 +1,8 @@
-"""The lock engine's nodes: create our node (protected, its listing pipelined behind it), find
-one whose answer was lost, delete what a create that gave up may have made, list the lock path,
-and delete our node; as steps (:mod:`pycurator._protocol.steps`). The waiting is
-:mod:`pycurator._engine.lock_wait`'s; :class:`~pycurator._engine.locks.LockEngine` composes the two.
+"""The lock engine's nodes: create our node (protected, its listing pipelined behind it), find one
+whose answer was lost, delete what a create that gave up may have made, list the lock path, and
+delete our node; as steps (:mod:`pycurator._protocol.steps`). The waiting is
+:mod:`pycurator._recipes.lock_wait`'s; :class:`~pycurator._recipes.lock_engine.LockEngine` composes
+the two.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import contextlib
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from kazoo.exceptions import (
     ConnectionClosedError,
@@ -19,14 +20,13 @@ from kazoo.exceptions import (
     OperationTimeoutError,
 )
 
-from .._client.runners import RunnerTransport
-from .._client.transport import default_node_data
 from .._protocol import wire
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.drivers import CURATOR_NAMING, Decision, Driver, Naming
-from .._protocol.ops import CreateNode, ListChildren, NodeExists
-from .._protocol.parents import container_parents_steps, persistent_parents_steps
-from .._protocol.steps import Await, Claims, GetSender, OweDelete, Send, Sender, SessionId, Steps
+from .._protocol.parents import parents_steps
+from .._protocol.requests import CreateMode, CreateNode, ListChildren, NodeExists
+from .._protocol.steps import Await, Claims, GetTransport, OweDelete, Send, SessionId, Steps
+from .._protocol.transport import Transport
 from .._protocol.waits import (
     RETRYABLE,
     connected_steps,
@@ -45,7 +45,7 @@ CREATE_RETRIES = 10
 
 
 @dataclass(frozen=True, slots=True)
-class HeldNode:
+class LockNode:
     """Our lock node: its path, its creation zxid (the fencing token), and its session."""
 
     path: str
@@ -65,7 +65,7 @@ class LockNodes:
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         base_path: str,
         driver: Driver,
         *,
@@ -80,7 +80,7 @@ class LockNodes:
         self.driver = driver
         self.naming = naming
         self.null_data = null_data
-        self.data = default_node_data() if data is None else bytes(data)
+        self.data = transport.node_data() if data is None else bytes(data)
         if len(self.data) > MAX_NODE_DATA:
             raise ValueError(
                 f"node data is {len(self.data)} bytes; ZooKeeper takes at most {MAX_NODE_DATA}"
@@ -92,21 +92,21 @@ class LockNodes:
     @property
     def client(self) -> KazooClient:
         """The kazoo client of the transport (for a recipe's ``client`` property)."""
-        return self.transport.client
+        return cast("KazooClient", self.transport.client)
 
     @overload
     def create_node_steps(
         self, deadline: Deadline, driver: Driver | None = None, *, decide: Literal[False] = False
-    ) -> Steps[tuple[HeldNode, list[str] | None]]: ...
+    ) -> Steps[tuple[LockNode, list[str] | None]]: ...
 
     @overload
     def create_node_steps(
         self, deadline: Deadline, driver: Driver | None = None, *, decide: Literal[True]
-    ) -> Steps[tuple[HeldNode, Decision | None]]: ...
+    ) -> Steps[tuple[LockNode, Decision | None]]: ...
 
     def create_node_steps(
         self, deadline: Deadline, driver: Driver | None = None, *, decide: bool = False
-    ) -> Steps[tuple[HeldNode, list[str] | Decision | None]]:
+    ) -> Steps[tuple[LockNode, list[str] | Decision | None]]:
         """Create our protected node; also the children listed right after it, when they came
         in the same round trip (the listing is pipelined behind the create). With ``decide``,
         the driver's decision over that listing instead (:func:`decision_on_arrival`), so that
@@ -121,8 +121,9 @@ class LockNodes:
         naming = self.naming
         protected_id = wire.new_protected_id() if naming.protected else ""
         sequence = driver.node_sequence()
+        mode = CreateMode.EPHEMERAL_SEQUENTIAL if sequence is None else CreateMode.EPHEMERAL
         data = b"" if self.on_revoke is not None else None if self.null_data else self.data
-        sender: Sender = yield GetSender()
+        transport: Transport = yield GetTransport()
         claims: dict[str, object] | None = (yield Claims()) if naming.claims else None
         session_id: int | None = None
         prefix = naming.prefix(driver.token, session_id, protected_id)
@@ -142,9 +143,7 @@ class LockNodes:
                         session_id = current
                         prefix = naming.prefix(driver.token, session_id, protected_id)
                 node_path = wire.join_path(self.base_path, prefix + (sequence or ""))
-                create = yield Send(
-                    CreateNode(node_path, data, self.acl, ephemeral=True, sequence=sequence is None)
-                )
+                create = yield Send(CreateNode(node_path, data, self.acl, mode))
                 if decide:
                     reduce = decision_on_arrival(create, driver)
                     listing = yield Send(ListChildren(self.base_path, reduce=reduce))
@@ -153,10 +152,7 @@ class LockNodes:
                 try:
                     created, stat = yield Await(create, deadline)
                 except NoNodeError:
-                    if naming.parents == "containers":
-                        yield from container_parents_steps(node_path, self.acl, deadline)
-                    else:
-                        yield from persistent_parents_steps(node_path, self.acl, deadline)
+                    yield from parents_steps(node_path, self.acl, deadline, naming.parent_mode)
                     continue
                 except RETRYABLE:
                     raise  # the node may be made: the next try looks for it by its prefix
@@ -164,10 +160,10 @@ class LockNodes:
                     # the deadline passed, or the wait was interrupted (perhaps just as the
                     # answer came): undo what the create made, now or when it lands
                     create.rawlink(
-                        functools.partial(self._undo_late_create, sender, prefix, claims)
+                        functools.partial(self._undo_late_create, transport, prefix, claims)
                     )
                     raise
-                node = HeldNode(self._child_path(created), stat.czxid, stat.ephemeralOwner)
+                node = LockNode(self._child_path(created), stat.czxid, stat.ephemeralOwner)
                 if naming.session and node.session_id != session_id:
                     # the session named ended before the create went out: the name is wrong
                     yield OweDelete(node.path)
@@ -192,11 +188,11 @@ class LockNodes:
                         raise
                     yield from connected_steps(deadline)
                 except BaseException:
-                    sender.start(self._orphans_steps(prefix, claims))
+                    transport.start(self._orphans_steps(prefix, claims))
                     raise
             except BaseException:
                 if failures:  # a create whose answer was lost may have made a node after all
-                    sender.start(self._orphans_steps(prefix, claims))
+                    transport.start(self._orphans_steps(prefix, claims))
                 raise
 
     def _child_path(self, server_path: str) -> str:
@@ -205,21 +201,21 @@ class LockNodes:
         return wire.join_path(self.base_path, wire.node_name(server_path))
 
     def _undo_late_create(
-        self, sender: Sender, prefix: str, claims: dict[str, object] | None, result: Any
+        self, transport: Transport, prefix: str, claims: dict[str, object] | None, result: Any
     ) -> None:
         """A create we stopped waiting for has been answered: undo what it made."""
         try:
             created, _ = result.get_nowait()
         except (ConnectionLoss, OperationTimeoutError):
-            sender.start(self._orphans_steps(prefix, claims))
+            transport.start(self._orphans_steps(prefix, claims))
         except Exception:
             return  # nothing was made, or it went with its session
         else:
-            sender.owe_delete(self._child_path(created))
+            transport.owe_delete(self._child_path(created))
 
     def _find_lost(
         self, prefix: str, deadline: Deadline, claims: dict[str, object] | None
-    ) -> Steps[HeldNode | None]:
+    ) -> Steps[LockNode | None]:
         """Our node from an earlier create whose reply was lost, if the server made it.
 
         Under a protected name, a node with our prefix that belongs to an earlier session is
@@ -239,7 +235,7 @@ class LockNodes:
             stat = yield Await((yield Send(NodeExists(path))), deadline)
             if stat is not None and stat.ephemeralOwner == session_id:
                 if claims is None or claims.setdefault(path, deadline) is deadline:
-                    return HeldNode(path, stat.czxid, stat.ephemeralOwner)
+                    return LockNode(path, stat.czxid, stat.ephemeralOwner)
             elif stat is not None and claims is None:
                 yield OweDelete(path)
         return None
@@ -324,4 +320,4 @@ def decision_on_arrival(create: Any, driver: Driver) -> Callable[[list[str]], De
     return reduce
 
 
-__all__ = ["CREATE_RETRIES", "MAX_NODE_DATA", "HeldNode", "LockNodes", "decision_on_arrival"]
+__all__ = ["CREATE_RETRIES", "MAX_NODE_DATA", "LockNode", "LockNodes", "decision_on_arrival"]

@@ -1,125 +1,50 @@
-"""The runners of the protocol's steps (:mod:`pycurator._protocol.steps`) on a kazoo client:
-:func:`run` blocks the calling thread through the client's handler; :func:`start` drives them from
-kazoo's callbacks and a shared timer, with no unit of their own. Both take the client's
-:class:`RunnerTransport` (:func:`transport_of`), through which they perform the client's side;
-:mod:`pycurator.aio` has the third runner, on an event loop."""
+"""The callback runner of the protocol's steps (:mod:`pycurator._protocol.steps`):
+:func:`run_in_background` drives them from kazoo's callbacks and a shared timer, with no unit of
+their own (:class:`CallbackRun`), on a client's transport
+(:func:`pycurator._client.transport.transport_of`), through which it performs the client's side.
+The front ends' own runners block a thread (:mod:`pycurator._threads.runner`) or await on an
+event loop (:mod:`pycurator.aio._runner`)."""
 
 from __future__ import annotations
 
 import functools
 import logging
 import threading
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from kazoo.client import KazooClient
 from kazoo.protocol.states import Callback
 
-from .._protocol.deadline import Deadline, DeadlineExpired
+from .._protocol.deadline import DeadlineExpired
 from .._protocol.steps import (
     EFFECTS,
     Await,
     AwaitAll,
     NewSignal,
     Outcome,
-    Signal,
     Steps,
     WaitSignal,
     link_all,
+    link_inline,
     outcome,
     outcomes,
 )
-from .background import Timer
-from .concurrency import link_inline
-from .runtime import runtime_of
-from .transport import KazooTransport, check_client_type
+from .._protocol.transport import Timer, Transport
+from .runtime import services_of
 
 log = logging.getLogger("pycurator")
 
 T = TypeVar("T")
 
 
-class RunnerTransport(KazooTransport):
-    """The transport a runner hands the protocol it runs: :class:`KazooTransport`, and steps
-    started in the background on kazoo's callbacks (:func:`start`), which the transport itself,
-    under the runners, knows nothing of."""
-
-    __slots__ = ()
-
-    def start(self, steps: Steps[Any]) -> None:
-        """Run ``steps`` in the background, driven by kazoo's callbacks."""
-        start(self, steps)
-
-
-def transport_of(client: KazooClient) -> RunnerTransport:
-    """``client``'s transport (TypeError for anything but a kazoo client): one for all the
-    recipes of a client while any holds it, so a recipe costs a reference to it and a run
-    no new object. The client's runtime keeps it weakly (it holds the client, which the
-    runtime must not keep alive); two threads making the first at once make two, either as
-    good."""
-    check_client_type(client)
-    runtime = runtime_of(client)
-    ref = runtime.transport
-    transport = ref() if ref is not None else None
-    if transport is None:
-        transport = RunnerTransport(client)
-        runtime.transport = weakref.ref(transport)
-    return transport
-
-
-def wait_result(handler: Any, result: Any, deadline: Deadline) -> Any:
-    """The value of a kazoo async ``result`` (its error raised as kazoo raises it), or
-    :class:`DeadlineExpired` once ``deadline`` passes with no reply yet.
-
-    The request itself is not withdrawn: it may still be sent and answered later, so a caller
-    that gives up on a request with side effects (a create, a watch) undoes them when it lands.
-    """
-    try:
-        return result.get(timeout=deadline.remaining())
-    except handler.timeout_exception:
-        raise DeadlineExpired() from None
-
-
-def run(transport: RunnerTransport, steps: Steps[T]) -> T:
-    """Perform ``steps`` on ``transport``'s client, blocking the calling thread (or greenlet);
-    the generator's value."""
-    handler = transport.client.handler
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        value, error = None, None
-        try:
-            if isinstance(step, Await):
-                value = wait_result(handler, step.result, step.deadline)
-            elif (effect := EFFECTS.get(type(step))) is not None:
-                value = effect(transport, step)
-            elif isinstance(step, NewSignal):
-                value = handler.event_object()
-            elif isinstance(step, AwaitAll):
-                unlink = link_all(step.answers, step.wake)
-                try:
-                    step.wake.wait(step.timeout)  # type: ignore[attr-defined]
-                finally:
-                    unlink()
-                value = outcomes(step.answers)
-            else:
-                value = bool(step.signal.wait(step.timeout))  # type: ignore[union-attr]
-        except BaseException as exc:  # thrown in, so the protocol's clean-up runs
-            error = exc
-
-
 class Cancelled(BaseException):
-    """Thrown into steps whose :class:`Task` is cancelled: their clean-up runs, then it ends
+    """Thrown into steps whose :class:`CallbackRun` is cancelled: their clean-up runs, then it ends
     them (a BaseException, so that no ``except Exception`` swallows it)."""
 
 
 class _Suspension:
-    """One wait of a :class:`Task`: what ends it early (a timer) or late (a linked callback)."""
+    """One wait of a :class:`CallbackRun`: what ends it early (a timer) or late (a linked
+    callback)."""
 
     __slots__ = ("timer", "token", "unlink")
 
@@ -129,18 +54,23 @@ class _Suspension:
         self.unlink: Callable[[], None] | None = None
 
 
-class TaskSignal:
-    """A :class:`Signal` of a :class:`Task`: setting it resumes the task that waits on it
-    (through the handler's callback worker, not on the setter's thread, unless ``here``)."""
+class CallbackSignal:
+    """A :class:`~pycurator._protocol.transport.Signal` of a :class:`CallbackRun`: setting it
+    resumes the run that waits on it (through the handler's callback worker, not on the
+    setter's thread, unless :meth:`set_here`)."""
 
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: CallbackRun) -> None:
         self._task = task
         self._flag = False
         self._waiter: int | None = None  # the token of the task's suspension waiting on us
 
+    def set_here(self) -> None:
+        """Set the flag; the run waiting on it resumes on the calling thread, which must be one
+        that may run steps (see :func:`~pycurator._protocol.transport.set_here`)."""
+        self.set(here=True)
+
     def set(self, here: bool = False) -> None:
-        """Set the flag; with ``here``, the task waiting on it resumes on the calling thread,
-        which must be one that may run steps (see :func:`set_here`)."""
+        """Set the flag (with ``here``: see :meth:`set_here`)."""
         with self._task.lock:
             if self._flag:
                 return
@@ -160,39 +90,27 @@ class TaskSignal:
         return self._flag
 
 
-def set_here(signal: Signal) -> None:
-    """Set ``signal``; when it is a :class:`TaskSignal`, the task waiting on it resumes on the
-    calling thread rather than a hand-off later on the handler's callback worker. The caller
-    must be a thread that may run steps: a watcher marked
-    :func:`~pycurator._client.concurrency.runs_inline` (the connection thread only under a handler
-    that lets it send), or a unit of pycurator's own that holds no lock another thread may hold
-    while it waits for these steps."""
-    if isinstance(signal, TaskSignal):
-        signal.set(here=True)
-    else:
-        signal.set()
-
-
-class Task:
+class CallbackRun:
     """Steps driven by kazoo's callbacks: each answer, signal or timeout resumes the generator
     on the thread that brings it (a set signal or a timeout through the handler's callback
-    worker, so never kazoo's connection thread, which must not send, unless :func:`set_here`
-    says otherwise). An answer resumes it on the thread that reads it where the handler offers
-    that (:func:`~pycurator._client.concurrency.link_inline`: the fast handler, whose connection
-    thread may send), else on kazoo's completion worker. Steps never block, so a task costs no unit
-    of its own while it waits.
+    worker, so never kazoo's connection thread, which must not send, unless
+    :func:`~pycurator._protocol.transport.set_here` says otherwise). An answer resumes it on the
+    thread that reads it where the handler offers that
+    (:func:`~pycurator._protocol.steps.link_inline`: the fast handler, whose connection thread
+    may send), else on kazoo's completion worker. Steps never block, so a run costs no unit of
+    its own while it waits.
 
     :attr:`done` (a handler event) is set when the generator has ended; :attr:`value` or
-    :attr:`error` says how. ``on_done(task)`` runs then, on the thread that ended it.
+    :attr:`error` says how. ``on_done(run)`` runs then, on the thread that ended it.
     """
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         steps: Steps[Any],
-        on_done: Callable[[Task], None] | None = None,
+        on_done: Callable[[CallbackRun], None] | None = None,
     ) -> None:
-        self._handler = transport.client.handler
+        self._handler = handler = transport.client.handler
         self._transport = transport
         self._steps = steps
         self._on_done = on_done
@@ -202,7 +120,7 @@ class Task:
         #: the AwaitAll whose wait is under way, and the undo of its links to the answers
         self._gathering: tuple[AwaitAll, Callable[[], None]] | None = None
         self._cancel_pending = False  # cancelled while running: throw at the next wait
-        self.done = transport.services.new_flag()  # set once, when the steps end
+        self.done = services_of(handler).new_flag()  # set once, when the steps end
         self.value: Any = None
         self.error: BaseException | None = None
 
@@ -253,7 +171,7 @@ class Task:
         if waiting.unlink is not None:
             waiting.unlink()
 
-    def _suspend(self, signal: TaskSignal | None = None) -> _Suspension | bool | None:
+    def _suspend(self, signal: CallbackSignal | None = None) -> _Suspension | bool | None:
         """A new wait (on ``signal``, if given), or None when the task is being cancelled
         (then throw instead), or True when ``signal`` is set already."""
         with self.lock:
@@ -296,7 +214,7 @@ class Task:
                     value, error = None, exc
                 continue
             if kind is NewSignal:
-                value, error = TaskSignal(self), None
+                value, error = CallbackSignal(self), None
                 continue
             done = _WAITS[kind](self, step)
             if done is None:
@@ -323,12 +241,12 @@ class Task:
         answers: Sequence[Any] = ()
         if isinstance(step, AwaitAll):
             signal, answers = step.wake, step.answers
-            assert isinstance(signal, TaskSignal)
+            assert isinstance(signal, CallbackSignal)
             unlink = link_all(answers, signal)
             self._gathering = (step, unlink)  # before the wait: it may end at once
         else:
             signal = step.signal
-            assert isinstance(signal, TaskSignal)
+            assert isinstance(signal, CallbackSignal)
         if step.timeout == 0 and not signal.is_set():
             waiting: _Suspension | bool | None = False
         else:
@@ -345,7 +263,7 @@ class Task:
             unlink()  # no wait after all
             return outcomes(answers), None
         if step.timeout is not None:
-            waiting.timer = self._transport.services.call_later(
+            waiting.timer = self._transport.call_later(
                 step.timeout,
                 functools.partial(self.dispatch, waiting.token, False, None),
             )
@@ -355,7 +273,7 @@ class Task:
         token = waiting.token
         remaining = step.deadline.remaining()
         if remaining is not None:
-            waiting.timer = self._transport.services.call_later(
+            waiting.timer = self._transport.call_later(
                 remaining, functools.partial(self._expire, token)
             )
         result = step.result
@@ -389,32 +307,24 @@ class Task:
                 log.exception("a background task's completion callback failed")
 
 
-#: How a :class:`Task` begins each wait, by the step's type.
-_WAITS: dict[type[Any], Callable[[Task, Any], Outcome | None]] = {
-    Await: Task._begin_await,
-    WaitSignal: Task._begin_wait,
-    AwaitAll: Task._begin_wait,
+#: How a :class:`CallbackRun` begins each wait, by the step's type.
+_WAITS: dict[type[Any], Callable[[CallbackRun, Any], Outcome | None]] = {
+    Await: CallbackRun._begin_await,
+    WaitSignal: CallbackRun._begin_wait,
+    AwaitAll: CallbackRun._begin_wait,
 }
 
 
-def start(
-    transport: RunnerTransport, steps: Steps[Any], on_done: Callable[[Task], None] | None = None
-) -> Task:
-    """Drive ``steps`` on ``transport``'s client from kazoo's callbacks (see :class:`Task`),
-    started at once."""
-    task = Task(transport, steps, on_done)
-    task.start()
-    return task
+def run_in_background(
+    transport: Transport,
+    steps: Steps[Any],
+    on_done: Callable[[CallbackRun], None] | None = None,
+) -> CallbackRun:
+    """Drive ``steps`` on ``transport``'s client from kazoo's callbacks (see
+    :class:`CallbackRun`), started at once."""
+    run = CallbackRun(transport, steps, on_done)
+    run.start()
+    return run
 
 
-__all__ = [
-    "Cancelled",
-    "RunnerTransport",
-    "Task",
-    "TaskSignal",
-    "run",
-    "set_here",
-    "start",
-    "transport_of",
-    "wait_result",
-]
+__all__ = ["CallbackRun", "CallbackSignal", "Cancelled", "run_in_background"]

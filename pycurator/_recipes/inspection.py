@@ -14,11 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from kazoo.exceptions import NoAuthError, NoNodeError
 
-from .._client.runners import run, transport_of
 from .._protocol import wire
 from .._protocol.deadline import Deadline
 from .._protocol.drivers import (
@@ -29,12 +27,9 @@ from .._protocol.drivers import (
     StandardDriver,
     write_driver,
 )
-from .._protocol.ops import GetData, ListChildren, NodeExists
+from .._protocol.requests import GetData, ListChildren, NodeExists
 from .._protocol.steps import Await, Send, Steps
-from .inspect_systems import SYSTEM_OF_LAYOUT, classify_others, layout_of_others
-
-if TYPE_CHECKING:
-    from kazoo.client import KazooClient
+from .inspection_systems import SYSTEM_OF_LAYOUT, classify_others, layout_of_others
 
 #: Each answer is waited for as kazoo's blocking calls wait: until kazoo's own errors end it.
 _NO_DEADLINE = Deadline(None)
@@ -75,8 +70,9 @@ NOT_A_LOCK = "not-a-lock"
 @dataclass(frozen=True)
 class LockView:
     """A lock path's layout (``mutex``, ``read-write``, ``semaphore``, ``latch``, ``empty``, a
-    layout of another Java lock system, :data:`~pycurator._engine.inspect_systems.SYSTEM_OF_LAYOUT`,
-    or :data:`NOT_A_LOCK`), the ``system`` that writes it, and its queue.
+    layout of another Java lock system,
+    :data:`~pycurator._recipes.inspection_systems.SYSTEM_OF_LAYOUT`, or :data:`NOT_A_LOCK`), the
+    ``system`` that writes it, and its queue.
 
     Only ephemeral children named like Curator's lock, lease and latch nodes (or the other
     system's) are holders or waiters. A child that is not a lock node but that the system's own
@@ -366,13 +362,6 @@ def _curator_view(path: str, entries: Sequence[Entry], layout: str | None) -> Lo
         note,
         blockers=tuple(e.name for e in queued),
     )
-
-
-def inspect_lock(
-    client: KazooClient, path: str, permits: int | None = None, layout: str | None = None
-) -> LockView:
-    """:func:`inspect_lock_steps` on ``client``, blocking the calling thread."""
-    return run(transport_of(client), inspect_lock_steps(path, permits, layout))
 
 
 def inspect_lock_steps(

@@ -15,15 +15,15 @@ again as dear on loopback; so it is set once a hold has lasted :data:`WATCH_DELA
 when the holder asks (:meth:`HoldMonitor.confirm_steps`, behind ``is_held()`` and ``check()``).
 
 The monitor never calls kazoo. It confirms as steps (:meth:`HoldMonitor.confirm_steps`,
-:mod:`pycurator._protocol.steps`); it is made with the runner's transport, its :class:`HoldSender`
-(:meth:`HoldMonitor.follow_steps`; the constructor takes the client's
-:class:`~pycurator._client.runners.RunnerTransport`, a scripted server stands in for it in tests),
-through which it listens and its callbacks send from kazoo's threads. No monitor has a
+:mod:`pycurator._protocol.steps`); it listens, and its callbacks send from kazoo's threads,
+through a :class:`~pycurator._protocol.transport.Transport`: the runner's, when the monitor is
+made by steps (:meth:`HoldMonitor.follow_steps`, on which a scripted server stands in for the
+client in tests), else the one it is made with. No monitor has a
 thread of its own: it listens to the client's connection; the handler's one delayed-call unit
 sets the watches of lasting holds; after a reconnect, one worker of the handler's pool sends the
 check of every suspended hold in turn (requests, not threads), and the answers decide on kazoo's
 completion thread. Each move and the hold's end are told to the hold's
-:class:`~pycurator._engine.observe.HoldReport` (a loss: a WARNING and the listeners' ``LOST``).
+:class:`~pycurator._recipes.reports.HoldReport` (a loss: a WARNING and the listeners' ``LOST``).
 """
 
 from __future__ import annotations
@@ -31,20 +31,17 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from kazoo.exceptions import ConnectionClosedError, KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
-from .._client.concurrency import ignore
-from .._client.runners import RunnerTransport
-from .._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from .._protocol.checks import CONNECTION_POLICIES, ConnectionPolicy, check_policy
 from .._protocol.deadline import Deadline, DeadlineExpired
-from .._protocol.ops import NodeExists
-from .._protocol.steps import Await, GetSender, IsConnected, Send, Steps
-from .._protocol.steps import Transport as _Transport
-from .observe import HoldReport
+from .._protocol.requests import NodeExists
+from .._protocol.steps import Await, GetTransport, IsConnected, Send, Steps
+from .._protocol.transport import CLIENT_STOPPED, Transport, end_reason, ignore
+from .reports import HoldReport
 
 log = logging.getLogger("pycurator")
 
@@ -54,20 +51,6 @@ WATCH_DELAY = 0.05
 CONFIRM_WAIT = 2.0
 #: Why a hold whose node is gone is lost.
 NODE_DELETED = "lock node deleted"
-
-
-class HoldSender(_Transport, Protocol):
-    """The runner's transport, as a monitor's callbacks use it from kazoo's threads: a
-    :class:`~pycurator._protocol.steps.Transport` that can also call later in batches and queue the
-    requests sent after news on kazoo's connection thread."""
-
-    def call_batched(self, delay: float, function: Callable[[Any], None], argument: Any) -> None:
-        """Call ``function(argument)`` about ``delay`` seconds from now (short, never
-        blocking), batched with the other calls due then."""
-
-    def post_request(self, function: Callable[[], None]) -> None:
-        """Run ``function()`` (which sends, never waits) off kazoo's connection thread, after
-        the calls posted before it."""
 
 
 class HoldState(enum.Enum):
@@ -88,15 +71,15 @@ class HoldMonitor:
     connection at once and watches the node from :data:`WATCH_DELAY` into the hold, or from the
     first :meth:`confirm_steps`; :meth:`close` removes the listener, and the watch is spent when the
     node is deleted. ``report`` is told of each move and of the end (see
-    :mod:`pycurator._engine.observe`).
+    :mod:`pycurator._recipes.reports`).
     """
 
     __slots__ = (
         "_lock",
         "_on_change",
         "_removals",
-        "_sender",
         "_session_id",
+        "_via",
         "_watching",
         "node",
         "policy",
@@ -106,11 +89,11 @@ class HoldMonitor:
         "transport",
     )
 
-    _sender: HoldSender
+    _via: Transport
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         node: str,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
@@ -123,7 +106,7 @@ class HoldMonitor:
     @classmethod
     def follow_steps(
         cls,
-        transport: RunnerTransport,
+        transport: Transport,
         node: str,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
@@ -134,12 +117,12 @@ class HoldMonitor:
         follows the node once they end. ``transport`` gives only its handler's lock here."""
         monitor = cls.__new__(cls)
         monitor._setup(transport, node, policy, on_change, session_id, report)
-        monitor._start((yield GetSender()))
+        monitor._start((yield GetTransport()))
         return monitor
 
     def _setup(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         node: str,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
@@ -157,18 +140,18 @@ class HoldMonitor:
         self._watching = False  # a watch is set on the node (kazoo drops it with the connection)
         self._session_id = session_id
 
-    def _start(self, sender: HoldSender) -> None:
-        """Listen through ``sender`` (the runner's transport, kept for the callbacks), take in
+    def _start(self, via: Transport) -> None:
+        """Listen through ``via`` (the runner's transport, kept for the callbacks), take in
         what the listener did not hear (changes between the node's creation and now), and have
         the node watched once the hold has lasted. Sends nothing: it runs for every hold, so it
         is done by calls rather than steps, as the callbacks do."""
-        self._sender = sender
-        sender.listen(self._on_connection)
-        if sender.session_id() != self._session_id:
-            self._move(HoldState.LOST, _end_reason(sender))
-        elif self.policy == "standard" and not sender.connected():
+        self._via = via
+        via.listen(self._on_connection)
+        if via.session_id() != self._session_id:
+            self._move(HoldState.LOST, end_reason(via))
+        elif self.policy == "standard" and not via.connected():
             self._move(HoldState.SUSPENDED, "connection suspended")
-        sender.call_batched(WATCH_DELAY, HoldMonitor._watch_later, self)
+        via.call_batched(WATCH_DELAY, HoldMonitor._watch_later, self)
 
     def close(self, reason: str = "") -> None:
         """Stop following the node: the hold has ended (released, or a term that ended for
@@ -178,7 +161,7 @@ class HoldMonitor:
             # nothing more is told: the owner (often in a cycle with us through the callback,
             # which only the garbage collector would free) is let go
             self._on_change = ignore
-        self._sender.unlisten(self._on_connection)
+        self._via.unlisten(self._on_connection)
         self.report.released(reason)
 
     @property
@@ -211,7 +194,7 @@ class HoldMonitor:
 
     def _watch(self) -> None:
         """Set the node's watch without waiting (once connected: the reconnect sets it)."""
-        if self.state is HoldState.HELD and not self._watching and self._sender.connected():
+        if self.state is HoldState.HELD and not self._watching and self._via.connected():
             self._send_exists().rawlink(self._on_check)
 
     def _watch_later(self) -> None:
@@ -235,7 +218,7 @@ class HoldMonitor:
             self.reason = f"{self.reason}, then {reason}" if suspended else reason
             on_change = self._on_change  # told even if closed from now on, as it moved first
         if state is HoldState.LOST:
-            self._sender.unlisten(self._on_connection)
+            self._via.unlisten(self._on_connection)
         if state is HoldState.HELD:
             self.report.regained(reason)
         else:  # a suspension counts as a loss under the standard policy, the end after it again
@@ -257,17 +240,17 @@ class HoldMonitor:
     def _exists(self) -> NodeExists:
         """The ``exists`` that checks the node and sets its watch, about to be sent: the watch
         removals so far are noted, for :meth:`_set`."""
-        self._removals = self._sender.watch_removals()
+        self._removals = self._via.watch_removals()
         return NodeExists(self.node, watch=self._on_node_event)
 
     def _send_exists(self) -> Any:
         """Send :meth:`_exists` without waiting."""
-        return self._sender.send(self._exists())
+        return self._via.send(self._exists())
 
     def _set(self) -> None:
         """The watch is set, unless another watcher of the client had the server drop the
         node's watch meanwhile (one per path and session): then it is set again."""
-        self._watching = self._sender.watch_removals() == self._removals
+        self._watching = self._via.watch_removals() == self._removals
         if not self._watching:
             self._watch()
 
@@ -289,7 +272,7 @@ class HoldMonitor:
 
     def _on_connection(self, state: str) -> None:
         if state == KazooState.LOST:
-            self._move(HoldState.LOST, _end_reason(self._sender))
+            self._move(HoldState.LOST, end_reason(self._via))
         elif state == KazooState.SUSPENDED:
             self._watching = False  # kazoo drops every watch when the connection is lost
             if self.policy == "standard":
@@ -297,7 +280,7 @@ class HoldMonitor:
         elif self.state is HoldState.SUSPENDED or not self._watching:
             # not from kazoo's connection thread, which must not send (it alone empties the
             # pipe that wakes it): one worker sends the requests of every hold in turn
-            self._sender.post_request(self._after_reconnect)
+            self._via.post_request(self._after_reconnect)
 
     def _after_reconnect(self) -> None:
         """After a reconnect: a suspended hold is ours again only if its node exists and this
@@ -313,22 +296,13 @@ class HoldMonitor:
             stat = answer.get_nowait()
         except KazooException:
             return  # disconnected again: the next CONNECTED verifies
-        current = self._sender.session_id()
+        current = self._via.session_id()
         self._watching = stat is not None
         if stat is None or stat.ephemeralOwner != self._session_id or current != self._session_id:
             self._move(HoldState.LOST, "lock node not ours after reconnect")
         else:
             self._move(HoldState.HELD, "reconnected in the same session")
             self._set()
-
-
-def _end_reason(transport: _Transport) -> str:
-    """Why the session ended at a LOST state: the client's stop, or its expiry."""
-    try:
-        transport.check_open()
-    except ConnectionClosedError:
-        return CLIENT_STOPPED
-    return SESSION_EXPIRED
 
 
 __all__ = [
@@ -338,7 +312,6 @@ __all__ = [
     "WATCH_DELAY",
     "ConnectionPolicy",
     "HoldMonitor",
-    "HoldSender",
     "HoldState",
     "check_policy",
 ]

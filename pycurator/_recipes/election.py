@@ -6,9 +6,9 @@ list the children, and lead when our node is first and the client's current sess
 (CURATOR-696), or watch the node right in front of ours. A deleted predecessor, a reconnect
 (CURATOR-644/645/724) or a loss lists the children again; our node found gone (or another
 session's) is deleted and replaced. Leadership follows the leader's node as a lock hold does
-(:class:`~pycurator._engine.hold_monitor.HoldMonitor`): it ends when the node is deleted, the
+(:class:`~pycurator._recipes.hold_monitor.HoldMonitor`): it ends when the node is deleted, the
 session ends, or (``standard`` policy) the connection is suspended. Each turn in the queue is
-reported as a wait, and each term of leadership as a hold (:mod:`pycurator._engine.observe`).
+reported as a wait, and each term of leadership as a hold (:mod:`pycurator._recipes.reports`).
 
 A lost connection is ridden through. An error no retry fixes
 (:data:`~pycurator._protocol.errors.UNFIXABLE`: ``NoAuthError``...) ends the steps: it is logged
@@ -20,53 +20,56 @@ costs a node and a watch, never a thread), or a task on the event loop for :mod:
 They tell the recipe what happens through callbacks called from the steps (keep them short,
 never block), and delete our node on the way out, however they end.
 
-The steps do no I/O: they say what to send (:mod:`pycurator._protocol.ops` requests), what to listen
-to and what to owe, and the runner does it; only the leader's monitor is made on the client. So
-``tests/test_election_protocol.py`` runs them on a scripted server.
+The steps do no I/O: they say what to send (:mod:`pycurator._protocol.requests` requests), what to
+listen to and what to owe, and the runner does it; only the leader's monitor is made on the client.
+So ``tests/test_election_protocol.py`` runs them on a scripted server.
 
-Also here, what an election's participants are (:class:`Participant`) and how they are read from
-the tree (:func:`participants_steps`), as Curator's ``getParticipants``.
+What an election's participants are, and how they are read from the tree, is
+:mod:`pycurator._recipes.participants`'.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Callable
 
 from kazoo.exceptions import ConnectionClosedError, KazooException, NoNodeError
 from kazoo.protocol.states import KazooState, WatchedEvent
 
-from .._client.concurrency import ignore, runs_inline
-from .._client.runners import set_here
-from .._client.runtime import CLIENT_STOPPED, SESSION_EXPIRED
 from .._protocol import clock, wire
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.errors import UNFIXABLE
-from .._protocol.ops import GetData
+from .._protocol.events import LockEventKind
+from .._protocol.requests import GetData
 from .._protocol.steps import (
     CheckOpen,
     Claims,
     ForgetWatch,
-    GetSender,
+    GetTransport,
     IsConnected,
     Listen,
     NewSignal,
     OweDelete,
-    Sender,
     SessionId,
-    Signal,
     Steps,
     Unlisten,
     WaitSignal,
 )
-from .._protocol.waits import RETRYABLE, read_all_sent_steps, watch_sent_steps
+from .._protocol.transport import (
+    CLIENT_STOPPED,
+    SESSION_EXPIRED,
+    Signal,
+    Transport,
+    ignore,
+    runs_inline,
+    set_here,
+)
+from .._protocol.waits import RETRYABLE, watch_sent_steps
 from .hold_monitor import HoldMonitor, HoldState
-from .locks import HeldNode, LockEngine
-from .observe import LockEventKind, Reporter
+from .lock_engine import LockEngine
+from .lock_nodes import LockNode
+from .reports import Reporter
 
 log = logging.getLogger("pycurator")
 
@@ -77,14 +80,6 @@ RETRY_DELAY = 0.1
 #: Seconds between tries of a step that failed with an unexpected error (neither a lost
 #: connection nor one of :data:`~pycurator._protocol.errors.UNFIXABLE`).
 ERROR_RETRY_DELAY = 1.0
-
-
-class Lifecycle(enum.Enum):
-    """Where a latch or a selector stands: Curator's ``State``."""
-
-    LATENT = "latent"
-    STARTED = "started"
-    CLOSED = "closed"
 
 
 class Election:
@@ -114,7 +109,7 @@ class Election:
         self,
         engine: LockEngine,
         policy: ConnectionPolicy,
-        on_elected: Callable[[HeldNode, HoldMonitor], None],
+        on_elected: Callable[[LockNode, HoldMonitor], None],
         on_deposed: Callable[[str], None],
         on_trouble: Callable[[Exception | None], None] | None = None,
         on_news: Callable[[], None] | None = None,
@@ -136,7 +131,7 @@ class Election:
         self._waiting_since: float | None = None  # when the current turn in the queue began
         self._stopped_by_owner = False  # stop() was called (a turn then ends as cancelled)
         #: Our node, while there is one.
-        self.node: HeldNode | None = None
+        self.node: LockNode | None = None
         #: Follows our node while we lead.
         self.leading: HoldMonitor | None = None
         #: The error that keeps the last step from succeeding, if any.
@@ -148,7 +143,7 @@ class Election:
         self._stop: str | None = None  # why the steps should end
         self._stop_on_loss = False  # _stop came from a loss heard: the client says which one
         self._wake: Signal | None = None
-        self._sender: Sender | None = None  # the runner's, for a clean-up made without steps
+        self._via: Transport | None = None  # the runner's, for a clean-up made without steps
         self._watched: str | None = None  # the predecessor we watch
         self._watch_spent = False  # its watch has fired (kazoo has dropped it)
         #: The steps have ended: the owner is told nothing more.
@@ -164,9 +159,9 @@ class Election:
         """Ask the steps to end (from any thread); they stop leading and delete our node on the
         way out. A runner's cancellation ends them at once, with the same clean-up. With
         ``here``, steps waiting to be woken resume on the calling thread, which must be one
-        that may run them (see :func:`~pycurator._client.runners.set_here`): the delete is then sent
-        without a hand-off. Without ``wake``, the steps are only told why they end: the caller
-        cancels them next (a wake-up would resume them elsewhere for nothing)."""
+        that may run them (see :func:`~pycurator._protocol.transport.set_here`): the delete is
+        then sent without a hand-off. Without ``wake``, the steps are only told why they end:
+        the caller cancels them next (a wake-up would resume them elsewhere for nothing)."""
         if self._stop is None:
             self._stop = reason
         self._stopped_by_owner = True
@@ -185,7 +180,7 @@ class Election:
         self._wake = wake = yield NewSignal()
         if self._stop is not None:
             return self._stop
-        self._sender = yield GetSender()
+        self._via = yield GetTransport()
         self._waiting_since = self._reporter.waiting()
         try:
             yield Listen(self._on_state)
@@ -314,7 +309,7 @@ class Election:
                 raise
             wake.set()  # gone before we could watch it: list again
 
-    def _elect(self, node: HeldNode) -> None:
+    def _elect(self, node: LockNode) -> None:
         started, self._waiting_since = self._waiting_since, None
         report = self._reporter.acquired(
             clock.monotonic() if started is None else started, node.path
@@ -346,7 +341,7 @@ class Election:
         if self._on_trouble is not None:
             self._on_trouble(error)
 
-    def _reset(self, node: HeldNode, reason: str) -> Steps[None]:
+    def _reset(self, node: LockNode, reason: str) -> Steps[None]:
         """Our node is gone or not this session's: stop leading, delete it, make a new one."""
         self._depose(reason)
         if self.node is node:
@@ -357,7 +352,7 @@ class Election:
     def _owe_delete(self, path: str) -> Steps[None]:
         """Delete our node ``path`` in the background; under a naming whose nodes are claimed
         (:class:`~pycurator._protocol.drivers.Naming`), the claim goes with it, as
-        :meth:`~pycurator._engine.locks.LockEngine.delete_steps` drops it."""
+        :meth:`~pycurator._recipes.lock_engine.LockEngine.delete_steps` drops it."""
         yield OweDelete(path)
         if self.engine.naming.claims:
             claims = yield Claims()
@@ -386,9 +381,9 @@ class Election:
 
     def _leave_later(self) -> None:
         """:meth:`_leave`, once the steps can make no more steps: in the background."""
-        sender = self._sender
-        if sender is not None:
-            sender.start(self._leave(self._stop or "election ended", True, later=True))
+        via = self._via
+        if via is not None:
+            via.start(self._leave(self._stop or "election ended", True, later=True))
 
     def _unwatch(self) -> Steps[None]:
         watched, self._watched = self._watched, None
@@ -432,79 +427,4 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-# -- the participants, read from the tree --------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Participant:
-    """One participant of an election: its id (the node's data) and whether it leads."""
-
-    id: str
-    is_leader: bool
-
-
-class CloseMode(enum.Enum):
-    """What :meth:`LeaderLatch.close` tells the listeners: nothing (``SILENT``, Curator's
-    default) or ``not_leader()`` when the latch was leading (``NOTIFY_LEADER``)."""
-
-    SILENT = "silent"
-    NOTIFY_LEADER = "notify_leader"
-
-
-class LeaderLatchListener(Protocol):
-    """Told of each change of leadership, in order, on a worker thread."""
-
-    def is_leader(self) -> None:
-        """We lead now."""
-
-    def not_leader(self) -> None:
-        """We no longer lead."""
-
-
-def id_bytes(participant_id: str) -> bytes:
-    """A participant id as node data (UTF-8); TypeError or ValueError for an unusable id."""
-    if not isinstance(participant_id, str):
-        raise TypeError(f"id must be a str, not {type(participant_id).__name__}")
-    try:
-        return participant_id.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"id cannot be written as UTF-8: {exc.reason}") from None
-
-
-def participants_steps(engine: LockEngine) -> Steps[list[Participant]]:
-    """Curator's ``LeaderSelector.getParticipants`` on ``engine``'s path: each node's data as
-    its id, in queue order; nodes gone while reading are skipped and the first one still there
-    leads. Reads that ride through a reconnect, within the client's session timeout (see
-    :func:`~pycurator._protocol.waits.read_all_sent_steps`): one listing, then every node's data
-    asked for at once."""
-    deadline = Deadline(engine.transport.session_timeout())
-    names = yield from engine.sorted_children_steps(deadline)
-    paths = wire.full_paths(engine.base_path, names)
-    outcomes = yield from read_all_sent_steps([GetData(path) for path in paths], deadline)
-    participants: list[Participant] = []
-    for answer, error in outcomes:
-        if isinstance(error, NoNodeError):
-            continue
-        if error is not None:
-            raise error
-        data = answer[0] or b""
-        participants.append(Participant(data.decode("utf-8", "replace"), not participants))
-    return participants
-
-
-def leader_of(participants: Sequence[Participant]) -> Participant:
-    """The leader among ``participants``, or Curator's dummy ``Participant("", False)``."""
-    return participants[0] if participants else Participant("", False)
-
-
-__all__ = [
-    "STEP_WAIT",
-    "CloseMode",
-    "Election",
-    "LeaderLatchListener",
-    "Lifecycle",
-    "Participant",
-    "id_bytes",
-    "leader_of",
-    "participants_steps",
-]
+__all__ = ["ERROR_RETRY_DELAY", "RETRY_DELAY", "STEP_WAIT", "Election"]

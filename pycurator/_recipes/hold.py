@@ -1,6 +1,6 @@
 """Following a held node, written once for every recipe: the lock, the lease, the mutexes.
 
-:class:`FollowedNode` is one hold: its node (the fencing token), the :class:`HoldMonitor` that
+:class:`Hold` is one hold: its node (the fencing token), the :class:`HoldMonitor` that
 follows it, ``is_held`` and ``check`` as steps, and a guarded transaction. :class:`LossNotice`
 is how a recipe tells its user: an event set while a hold is not ours, and ``on_lost``
 callbacks.
@@ -12,22 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from .._client.runners import RunnerTransport
-from .._client.runtime import process_lock
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.errors import LockLostError, LockNotOwnedError
 from .._protocol.steps import Steps
+from .._protocol.transport import Transport
 from .hold_monitor import HoldMonitor, HoldState
-from .locks import HeldNode
-from .observe import HoldReport
+from .lock_nodes import LockNode
+from .reports import HoldReport
 
 if TYPE_CHECKING:
     from kazoo.client import TransactionRequest
 
 #: A node an acquire holds, and the report of its hold.
-Held = tuple[HeldNode, HoldReport]
+Acquired = tuple[LockNode, HoldReport]
 
 
 class LossNotice:
@@ -45,7 +44,7 @@ class LossNotice:
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         event: Any = None,
         spawn: Callable[..., Any] | None = None,
     ) -> None:
@@ -61,7 +60,7 @@ class LossNotice:
         asked for)."""
         event = self._event
         if event is None:
-            with process_lock():  # against a change of state: both rare and short
+            with self._transport.process_lock():  # against a change of state: both rare and short
                 event = self._event
                 if event is None:
                     event = self._transport.event_object()
@@ -72,7 +71,7 @@ class LossNotice:
 
     def mark(self, lost: bool) -> None:
         """Set (``lost``) or clear the event, without telling the callbacks."""
-        with process_lock():
+        with self._transport.process_lock():
             self._lost = lost
             event = self._event
             if event is not None:
@@ -83,7 +82,7 @@ class LossNotice:
 
     def add(self, callback: Callable[[Any, str], None]) -> None:
         """Run ``callback(subject, reason)`` each time a hold stops being held."""
-        with process_lock():
+        with self._transport.process_lock():
             if self._spawn is None:
                 self._spawn = self._transport.serial_queue().post
             self._callbacks.append(callback)
@@ -97,20 +96,20 @@ class LossNotice:
                 self._spawn(callback, subject, reason)
 
 
-class FollowedNode:
+class Hold:
     """One held node, followed from acquire until :meth:`close` (see
-    :mod:`pycurator._engine.hold_monitor`).
+    :mod:`pycurator._recipes.hold_monitor`).
 
     ``on_change(state, reason)`` hears each move between held and not held; ``report`` tells
-    the hold's story (:mod:`pycurator._engine.observe`).
+    the hold's story (:mod:`pycurator._recipes.reports`).
     """
 
     __slots__ = ("monitor", "node", "transport")
 
     def __init__(
         self,
-        transport: RunnerTransport,
-        node: HeldNode,
+        transport: Transport,
+        node: LockNode,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
         report: HoldReport,
@@ -122,12 +121,12 @@ class FollowedNode:
     @classmethod
     def follow_steps(
         cls,
-        transport: RunnerTransport,
-        node: HeldNode,
+        transport: Transport,
+        node: LockNode,
         policy: ConnectionPolicy,
         on_change: Callable[[HoldState, str], None],
         report: HoldReport,
-    ) -> Steps[FollowedNode]:
+    ) -> Steps[Hold]:
         """The hold, made by steps (the constructor runs the same on ``transport``; see
         :meth:`HoldMonitor.follow_steps`)."""
         hold = cls.__new__(cls)
@@ -164,7 +163,7 @@ class FollowedNode:
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that the node exists: ZooKeeper applies all of
         it or nothing, so a holder whose node is gone cannot commit."""
-        return self.transport.guarded_transaction(self.node.path)
+        return cast("TransactionRequest", self.transport.guarded_transaction(self.node.path))
 
     def close(self) -> None:
         """Stop following the node (on release): no request; its watch is spent when the node
@@ -174,7 +173,7 @@ class FollowedNode:
 
 @dataclass(slots=True)
 class _Entry:
-    hold: FollowedNode
+    hold: Hold
     count: int = 1
 
 
@@ -189,7 +188,7 @@ class ReentrantHolds:
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         path: str,
         unit: Callable[[], Hashable],
         unit_name: str = "thread",
@@ -211,12 +210,12 @@ class ReentrantHolds:
             entry.count += 1
             return True
 
-    def add(self, hold: FollowedNode, unit: Hashable | None = None) -> None:
+    def add(self, hold: Hold, unit: Hashable | None = None) -> None:
         """The unit now holds ``hold``."""
         with self._guard:
             self._entries[self.unit() if unit is None else unit] = _Entry(hold)
 
-    def leave(self, unit: Hashable | None = None) -> FollowedNode | None:
+    def leave(self, unit: Hashable | None = None) -> Hold | None:
         """Count one hold of the unit off; its node once the last is gone, else None.
 
         Raises :class:`LockNotOwnedError` when the unit does not hold the lock (and no hold
@@ -236,13 +235,13 @@ class ReentrantHolds:
         entry.hold.close()
         return entry.hold
 
-    def current(self, unit: Hashable | None = None) -> FollowedNode | None:
+    def current(self, unit: Hashable | None = None) -> Hold | None:
         """The unit's hold, or None."""
         with self._guard:
             entry = self._entries.get(self.unit() if unit is None else unit)
             return entry.hold if entry is not None else None
 
-    def required(self, unit: Hashable | None = None) -> FollowedNode:
+    def required(self, unit: Hashable | None = None) -> Hold:
         """The unit's hold; :class:`LockLostError` if it holds none."""
         hold = self.current(unit)
         if hold is None:
@@ -260,4 +259,4 @@ class ReentrantHolds:
             return (self.unit() if unit is None else unit) in self._entries
 
 
-__all__ = ["FollowedNode", "Held", "LossNotice", "ReentrantHolds"]
+__all__ = ["Acquired", "Hold", "LossNotice", "ReentrantHolds"]

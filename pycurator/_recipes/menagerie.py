@@ -8,14 +8,12 @@ from typing import TYPE_CHECKING, Any
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
-from .._client.concurrency import runs_inline
-from .._client.runners import RunnerTransport
 from .._protocol import menagerie, wire
 from .._protocol.checks import ConnectionPolicy, check_policy, check_timeout
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.drivers import Driver, Naming, NodeVanishedError
-from .._protocol.ops import GetData, ListChildren
 from .._protocol.paths import validate_path
+from .._protocol.requests import GetData, ListChildren
 from .._protocol.steps import (
     CheckOpen,
     ForgetWatch,
@@ -26,10 +24,12 @@ from .._protocol.steps import (
     Unlisten,
     WaitSignal,
 )
+from .._protocol.transport import Transport, runs_inline
 from .._protocol.waits import read_sent_steps, watch_sent_steps
-from .hold import Held
-from .locks import NOT_STARTED, HeldNode, LockEngine
-from .observe import Reporter
+from .hold import Acquired
+from .lock_engine import NOT_STARTED, LockEngine
+from .lock_nodes import LockNode
+from .reports import Reporter
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -39,7 +39,7 @@ EMPTY = b""
 
 
 def engine(
-    transport: RunnerTransport,
+    transport: Transport,
     path: str,
     driver: Driver,
     naming: Naming,
@@ -51,13 +51,13 @@ def engine(
     return LockEngine(transport, path, driver, data=EMPTY, acl=acl, naming=naming)
 
 
-def lock_engine(transport: RunnerTransport, path: str, acl: Sequence[Any] | None) -> LockEngine:
+def lock_engine(transport: Transport, path: str, acl: Sequence[Any] | None) -> LockEngine:
     """The engine of a ``ReentrantZkLock`` on ``path``."""
     return engine(transport, path, menagerie.LOCK_DRIVER, menagerie.LOCK_NAMING, acl)
 
 
 def read_write_engines(
-    transport: RunnerTransport, path: str, acl: Sequence[Any] | None
+    transport: Transport, path: str, acl: Sequence[Any] | None
 ) -> tuple[LockEngine, LockEngine]:
     """The write side's and the read side's engines of a ``ReentrantZkReadWriteLock``."""
     return (
@@ -78,7 +78,7 @@ class PermitSteps:
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         path: str,
         permits: int,
         acl: Sequence[Any] | None,
@@ -99,7 +99,7 @@ class PermitSteps:
         return self.engine.client
 
     @property
-    def transport(self) -> RunnerTransport:
+    def transport(self) -> Transport:
         """The transport of the semaphore's client."""
         return self.engine.transport
 
@@ -113,13 +113,13 @@ class PermitSteps:
         """How many permits there are, as this participant counts them."""
         return self.driver.permits
 
-    def acquire_steps(self, timeout: float | None) -> Steps[Held | None]:
+    def acquire_steps(self, timeout: float | None) -> Steps[Acquired | None]:
         """One permit's node and its hold's report, or None once ``timeout`` passed; no node
         is left on timeout, error or cancellation."""
         deadline = Deadline(check_timeout(timeout))
         return (yield from self.report.wait_steps(self._acquire(deadline)))
 
-    def _acquire(self, deadline: Deadline) -> Steps[HeldNode | None]:
+    def _acquire(self, deadline: Deadline) -> Steps[LockNode | None]:
         yield CheckOpen(NOT_STARTED)
         while True:
             try:
@@ -138,7 +138,7 @@ class PermitSteps:
                     yield from self.engine.delete_steps(node.path)
             return node if held else None
 
-    def _wait(self, node: HeldNode, listed: list[str] | None, deadline: Deadline) -> Steps[bool]:
+    def _wait(self, node: LockNode, listed: list[str] | None, deadline: Deadline) -> Steps[bool]:
         requests = deadline.for_requests()
         ours = wire.node_name(node.path)
         wake = yield NewSignal()

@@ -1,27 +1,22 @@
 """Curator's ``Revoker``: ask the holder of a revocable lock to release it, as steps
-(:mod:`pycurator._protocol.steps`), and :func:`attempt_revoke`, which runs them blocking."""
+(:mod:`pycurator._protocol.steps`); :func:`pycurator.attempt_revoke` runs them blocking."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kazoo.exceptions import BadVersionError, NoNodeError
 
-from .._client.runners import run, transport_of
 from .._protocol import wire
 from .._protocol.deadline import Deadline
 from .._protocol.errors import NotALockNodeError
-from .._protocol.ops import NodeExists, SetData
 from .._protocol.paths import validate_path
+from .._protocol.requests import NodeExists, SetData
 from .._protocol.steps import Await, Send, Steps
-
-if TYPE_CHECKING:
-    from kazoo.client import KazooClient
 
 
 def revoke_steps(node_path: str, deadline: Deadline | None = None) -> Steps[None]:
-    """:func:`attempt_revoke`, as steps; ``deadline``: for each answer (none by default:
-    kazoo's own errors end a wait)."""
+    """Write Curator's revocation message to a lock node, as steps (see
+    :func:`pycurator.attempt_revoke`); ``deadline``: for each answer (none by default: kazoo's
+    own errors end a wait)."""
     validate_path(node_path)
     name = wire.node_name(node_path)
     if not wire.is_lock_node_name(name):
@@ -53,15 +48,4 @@ def revoke_steps(node_path: str, deadline: Deadline | None = None) -> Steps[None
                 ) from None
 
 
-def attempt_revoke(client: KazooClient, node_path: str) -> None:
-    """Write Curator's revocation message to a lock node; a node already gone is ignored.
-
-    Only a holder that made its lock revocable reacts, by running its listener. The node must
-    be named like a Curator lock or lease node (checked before any request) and be ephemeral,
-    else :class:`NotALockNodeError` is raised and nothing is written. The write is conditional
-    on the version read, so a node replaced in between is left alone.
-    """
-    run(transport_of(client), revoke_steps(node_path))
-
-
-__all__ = ["attempt_revoke", "revoke_steps"]
+__all__ = ["revoke_steps"]

@@ -10,14 +10,12 @@ from typing import TYPE_CHECKING, Any
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
-from .._client.concurrency import runs_inline
-from .._client.runners import RunnerTransport
 from .._protocol import wire
 from .._protocol.checks import ConnectionPolicy, check_data, check_policy, check_timeout
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.drivers import MUTEX_DRIVER, StandardDriver
-from .._protocol.ops import GetData, ListChildren
 from .._protocol.paths import validate_path
+from .._protocol.requests import GetData, ListChildren
 from .._protocol.steps import (
     CheckOpen,
     ForgetWatch,
@@ -28,10 +26,12 @@ from .._protocol.steps import (
     Unlisten,
     WaitSignal,
 )
+from .._protocol.transport import Transport, runs_inline
 from .._protocol.waits import delete_node_steps, read_sent_steps, watch_sent_steps
-from .hold import Held
-from .locks import HeldNode, LockEngine
-from .observe import Reporter
+from .hold import Acquired
+from .lock_engine import LockEngine
+from .lock_nodes import LockNode
+from .reports import Reporter
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -56,7 +56,7 @@ class SemaphoreSteps:
 
     def __init__(
         self,
-        transport: RunnerTransport,
+        transport: Transport,
         path: str,
         max_leases: int,
         node_data: bytes | None,
@@ -94,18 +94,18 @@ class SemaphoreSteps:
     @property
     def client(self) -> KazooClient:
         """The kazoo client of the semaphore (for its recipes' ``client`` property)."""
-        return self.transport.client
+        return self._lock.client
 
-    def acquire_steps(self, qty: int, timeout: float | None) -> Steps[list[Held] | None]:
+    def acquire_steps(self, qty: int, timeout: float | None) -> Steps[list[Acquired] | None]:
         """``qty`` lease nodes (each with its hold's report) under one deadline, or None on
         timeout; on timeout, error or cancellation every lease taken so far is returned first.
-        Each lease is one wait and one hold (see :mod:`pycurator._engine.observe`)."""
+        Each lease is one wait and one hold (see :mod:`pycurator._recipes.reports`)."""
         if isinstance(qty, bool) or not isinstance(qty, int):
             raise TypeError(f"qty must be an int, not {qty!r}")
         if qty < 1:
             raise ValueError(f"qty must be >= 1, not {qty}")
         deadline = Deadline(check_timeout(timeout))
-        leases: list[Held] = []
+        leases: list[Acquired] = []
         done = False
         try:
             while len(leases) < qty:
@@ -121,12 +121,12 @@ class SemaphoreSteps:
                     report.released("returned: the other leases were not taken")
                     yield from delete_node_steps(node.path)
 
-    def _acquire_one(self, deadline: Deadline) -> Steps[HeldNode | None]:
+    def _acquire_one(self, deadline: Deadline) -> Steps[LockNode | None]:
         while True:
             lock = yield from self._lock.acquire_steps(deadline.remaining())
             if lock is None:
                 return None
-            lease: HeldNode | None = None
+            lease: LockNode | None = None
             try:
                 lease = yield from self._lease_under_lock(deadline, lock)
             except _Retry:
@@ -145,7 +145,7 @@ class SemaphoreSteps:
                 continue
             return lease
 
-    def _lease_under_lock(self, deadline: Deadline, lock: HeldNode) -> Steps[HeldNode | None]:
+    def _lease_under_lock(self, deadline: Deadline, lock: LockNode) -> Steps[LockNode | None]:
         """Under the internal mutex (``lock``, our node of it): create our lease node and wait
         until at most ``max_leases`` lease nodes exist (a count, not an order), woken by the
         leases' child watch or a connection change; our node when held, None when the deadline

@@ -1,6 +1,6 @@
 """The lock engine's waiting: the lock loop (decide, watch the node the driver names, wait, decide
 again), the watcher that wakes it, and the watch for Curator's revocation message; as steps
-(:mod:`pycurator._protocol.steps`), over the nodes of :mod:`pycurator._engine.lock_nodes`.
+(:mod:`pycurator._protocol.steps`), over the nodes of :mod:`pycurator._recipes.lock_nodes`.
 """
 
 from __future__ import annotations
@@ -12,25 +12,24 @@ from typing import Any
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import EventType, WatchedEvent
 
-from .._client.concurrency import link_inline, runs_inline
 from .._protocol import wire
 from .._protocol.deadline import Deadline
 from .._protocol.drivers import Decision, Driver, NodeVanishedError, after_wake, asks_first
-from .._protocol.ops import GetData, ListChildren, NodeExists, Request
+from .._protocol.requests import GetData, ListChildren, NodeExists, Request
 from .._protocol.steps import (
     Await,
     CheckOpen,
     ForgetWatch,
-    GetSender,
+    GetTransport,
     Listen,
     NewSignal,
     Send,
-    Sender,
-    Signal,
     Steps,
     Unlisten,
     WaitSignal,
+    link_inline,
 )
+from .._protocol.transport import Signal, Transport, runs_inline
 from .._protocol.waits import resent_steps, watch_sent_steps
 from .lock_nodes import LockNodes
 
@@ -56,7 +55,7 @@ def wait_steps(
     ours = wire.node_name(node)
     if decision is not None and decision.holds and nodes.on_revoke is None:
         return True  # held on the listing that came with the create: nothing to set up
-    watcher = Watcher((yield NewSignal()), (yield GetSender()))
+    watcher = Watcher((yield NewSignal()), (yield GetTransport()))
     yield Listen(watcher.on_state)
     try:
         if nodes.on_revoke is not None:
@@ -126,12 +125,12 @@ def _watch_and_wait(
 
 
 def _watch_for_revocation(nodes: LockNodes, node: str, deadline: Deadline) -> Steps[None]:
-    sender: Sender = yield GetSender()
-    notices = sender.serial_queue()
+    transport: Transport = yield GetTransport()
+    notices = transport.serial_queue()
 
     def on_change(event: WatchedEvent) -> None:
         if event.type == EventType.CHANGED:
-            sender.send(GetData(node, watch=on_change)).rawlink(checked)
+            transport.send(GetData(node, watch=on_change)).rawlink(checked)
 
     def checked(result: Any) -> None:
         try:
@@ -155,12 +154,12 @@ class Watcher:
     the watcher sends as it reads the notification (a thread hand-off sooner; the same request,
     sent no earlier than the deletion was seen). Only events of the node watched now count."""
 
-    def __init__(self, wake: Signal, sender: Sender) -> None:
+    def __init__(self, wake: Signal, transport: Transport) -> None:
         self.wake = wake
         self.watched: str | None = None
         self.deleted = False
         self.state_changed = False
-        self._sender = sender
+        self._transport = transport
         self._ahead: Request | None = None
         self._answer: Any = None
 
@@ -186,7 +185,7 @@ class Watcher:
             ahead, self._ahead = self._ahead, None
             if ahead is not None:
                 with contextlib.suppress(Exception):  # then the loop sends it, and sees why
-                    self._answer = self._sender.send(ahead)
+                    self._answer = self._transport.send(ahead)
                 # wake the waiter once the answer is in, where that takes no extra hand-off
                 if self._answer is not None and link_inline(self._answer, self._answered):
                     return
