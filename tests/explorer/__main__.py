@@ -73,19 +73,22 @@ def _suite(protocols: list[str], count: bool, as_json: bool, budget: int | None)
     ran = caught = 0
     first = ""
     broke: list[str] = []
+    by_invariant: collections.Counter[str] = collections.Counter()
     for outcome in itertools.islice(suite_outcomes(protocols), budget):
         ran += 1
         if outcome.violations:
             caught += 1
+            lines = [line.split(" ", 1)[1] for line in outcome.violations]
+            by_invariant.update({line.split(":", 1)[0] for line in lines})
             if not first:
-                first = str(outcome.schedule)
-                broke = [line.split(" ", 1)[1] for line in outcome.violations]
+                first, broke = str(outcome.schedule), lines
             if not count:
                 break
     report = {
         "package": pycurator.__file__,
         "ran": ran,
         "caught": caught,
+        "by_invariant": dict(by_invariant),
         "first": first,
         "broke": broke,
         "seconds": round(time.monotonic() - started, 1),
@@ -112,7 +115,9 @@ def _planted(count: bool, jobs: int) -> int:
                 print(f"MISSED ({defect.invariant}): {defect.name}: none of {found.ran} schedules")
                 continue
             how = f"{found.caught} of {found.ran} schedules" if count else f"schedule {found.ran}"
-            named = "" if found.named else f" (not by {defect.invariant})"
+            if count:
+                how += f" ({found.by_invariant.get(defect.invariant, 0)} by {defect.invariant})"
+            named = "" if found.named else f" (first by another: {found.broke[0].split(':')[0]})"
             print(f"caught ({defect.invariant}){named}: {defect.name}: {how}, {found.seconds} s")
             print(f"    {found.first}")
             print(f"    {found.broke[0][:300]}")

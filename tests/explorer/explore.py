@@ -264,8 +264,8 @@ def randomly(
 
 #: The suite's schedules (``tests/test_explorer.py``, and each planted defect's run): the
 #: systematic pass's fault schedules per protocol and layout, and the random schedules' seeds.
-SUITE_PER_LAYOUT = 40
-SUITE_RANDOM = 1000
+SUITE_PER_LAYOUT = 200
+SUITE_RANDOM = 2000
 
 
 def suite_outcomes(protocols: list[str]) -> Iterator[Outcome]:

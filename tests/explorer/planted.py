@@ -53,7 +53,7 @@ DEFECTS = (
     Defect(
         "no delete on timeout (a node left in a live session)",
         "clean-end",
-        "_engine/locks.py",
+        "_recipes/lock_engine.py",
         "                if not held:\n                    yield from self.delete_steps(node.path)",
         "                if False:\n                    yield from self.delete_steps(node.path)",
         ("mutex", "read-write", "zk-write-lock", "menagerie-lock"),
@@ -61,7 +61,7 @@ DEFECTS = (
     Defect(
         "the hold monitor never hears its node deleted",
         "told-in-time",
-        "_engine/hold_monitor.py",
+        "_recipes/hold_monitor.py",
         "        if event.type == EventType.DELETED:\n"
         "            self._move(HoldState.LOST, NODE_DELETED)",
         "        if False:\n            self._move(HoldState.LOST, NODE_DELETED)",
@@ -70,7 +70,7 @@ DEFECTS = (
     Defect(
         "the standard policy never tells a holder on SUSPENDED",
         "told-suspended",
-        "_engine/hold_monitor.py",
+        "_recipes/hold_monitor.py",
         '            if self.policy == "standard":\n'
         '                self._move(HoldState.SUSPENDED, "connection suspended")',
         "            if False:\n"
@@ -88,7 +88,7 @@ DEFECTS = (
     Defect(
         "a reconnect in the same session is read as not ours",
         "no-false-alarm",
-        "_engine/hold_monitor.py",
+        "_recipes/hold_monitor.py",
         "current != self._session_id:",
         "current == self._session_id:",
         ("mutex", "latch", "semaphore"),
@@ -121,7 +121,7 @@ DEFECTS = (
     Defect(
         "on_lost callbacks never run",
         "callbacks",
-        "_engine/hold.py",
+        "_recipes/hold.py",
         "        if lost and self._spawn is not None:",
         "        if False:",
         ("mutex", "semaphore", "menagerie-lock"),
@@ -129,7 +129,7 @@ DEFECTS = (
     Defect(
         "a latch's listeners never hear not_leader()",
         "callbacks",
-        "_cores/leader.py",
+        "_cores/latch.py",
         "        for listener in list(self.listeners):\n"
         "            outlets.post(listener.not_leader)",
         "        for listener in ():\n            outlets.post(listener.not_leader)",
@@ -138,7 +138,7 @@ DEFECTS = (
     Defect(
         "an acquire waits for its predecessor past its deadline",
         "bounded",
-        "_engine/lock_wait.py",
+        "_recipes/lock_wait.py",
         "        woken = yield WaitSignal(watcher.wake, deadline.remaining())",
         "        woken = yield WaitSignal(watcher.wake, None)",
         ("mutex", "read-write", "zk-write-lock", "menagerie-lock", "zklocker"),
@@ -158,7 +158,7 @@ def planted_copy(defect: Defect, into: Path) -> Path:
     )
     (into / "tests").symlink_to(ROOT / "tests", target_is_directory=True)
     target = into / "pycurator" / defect.path
-    text = target.read_text(encoding="utf-8")
+    text = target.read_text(encoding="utf-8") if target.is_file() else ""
     found = text.count(defect.old)
     if found != 1:
         raise Stale(
@@ -171,18 +171,20 @@ def planted_copy(defect: Defect, into: Path) -> Path:
 
 @dataclasses.dataclass
 class Caught:
-    """What the schedules made of one defect: ``caught`` of ``ran``, the first that did (its
-    replay line and what it broke), and whether the invariant it names was among those."""
+    """What the schedules made of one defect: ``caught`` of ``ran`` broke an invariant, how many
+    broke each one, and the first that did (its replay line and what it broke)."""
 
     defect: Defect
     ran: int
     caught: int
+    by_invariant: dict[str, int] = dataclasses.field(default_factory=dict)
     first: str = ""
     broke: list[str] = dataclasses.field(default_factory=list)
     seconds: float = 0.0
 
     @property
     def named(self) -> bool:
+        """Whether the invariant the defect names was among those the first catch broke."""
         return any(line.startswith(self.defect.invariant) for line in self.broke)
 
 
@@ -214,6 +216,7 @@ def explore_planted(defect: Defect, count: bool, budget: int | None = None) -> C
         defect,
         report["ran"],
         report["caught"],
+        report["by_invariant"],
         report["first"],
         report["broke"],
         report["seconds"],

@@ -365,13 +365,13 @@ def lock_program(
             yield from p.timed("release", DELETE_WAIT, Call(lock.release))
 
 
-def lease_program(p: Participant, semaphore: Any, key: str) -> Program:
+def lease_program(p: Participant, semaphore: Any, key: str, extra: float) -> Program:
     """A semaphore's user: ``acquire(timeout)`` a lease, hold it while told held, close it."""
     c = p.contender
     try:
         lease = yield from p.timed(
             "acquire",
-            acquire_bound(c.timeout, SEMAPHORE_EXTRA),
+            acquire_bound(c.timeout, extra),
             Call(semaphore.acquire, (c.timeout,)),
         )
     except (*ENDINGS, NoNodeError) as exc:
@@ -596,6 +596,7 @@ _register(
             p.client, "/semaphores/two", 2, connection_policy=p.contender.policy
         ),
         capacity=2,
+        extra=SEMAPHORE_EXTRA,
     ),
     Protocol(
         "semaphore-mutex",
@@ -739,7 +740,7 @@ def _run(p: Participant, protocol: Protocol, shared: _Shared) -> Program:
     if protocol.family == "latch":
         yield from latch_program(p, recipe, protocol.key, listens=protocol.policies)
     elif protocol.family == "lease":
-        yield from lease_program(p, recipe, protocol.key)
+        yield from lease_program(p, recipe, protocol.key, protocol.extra)
     else:
         reentrant = p.contender.reentrant and protocol.reentrant
         node_of = lambda: protocol.node(recipe)  # noqa: E731
