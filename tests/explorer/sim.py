@@ -271,6 +271,10 @@ class Hub:
         self.units.clear()
         self._ready.clear()
         self._calls.clear()
+        # what the library keeps of the hub (in its locks and events) must not reach the world
+        # and its clients: the library's registries are weak, keyed by those clients
+        self.on_boundary = self.after_turn = None
+        self.failed = []
 
 
 # -- what kazoo's handler makes, on the hub ----------------------------------------------------
