@@ -5,10 +5,11 @@ joining an election, leading while told they lead, closing.
 
 A participant's *program* is written once for both front ends, as a generator of
 :class:`Call`, :class:`Wait` and :class:`Sleep`: the threaded driver makes each call (it blocks
-its unit), the asyncio driver awaits what a call returns (:func:`drive`). What the program is
-told becomes the world's :class:`~tests.explorer.world.Claim`, which the invariants read.
+its unit), the asyncio driver awaits what a call returns (:meth:`Participant.start`). What the
+program is told becomes the world's :class:`~tests.explorer.world.Claim`, which the invariants
+read.
 
-Adding a recipe (see ``docs/reliability.md``, "Adding a recipe to the explorer"): write what its
+Adding a recipe (see ``docs/reliability.md``, "The fault explorer"): write what its
 user does as a program (or reuse a family's: :func:`lock_program`, :func:`lease_program`,
 :func:`latch_program`, :func:`selector_program`), make its claims say what the user believes and
 which node it stands on, register a :class:`Protocol` in :data:`PROTOCOLS`, and, for a promise
@@ -66,7 +67,8 @@ class Contender:
     ``a``: asyncio), connection policy, acquire timeout (None: as long as it takes; for an
     election, how long it takes part), how long it holds, whether it takes its lock twice
     (re-entrant), and whether it shares the recipe object of the contender before it on the
-    same client and front end (two threads, or two tasks, on one lock object)."""
+    same client and front end (two threads, or two tasks, on one semaphore; a lock object is
+    not shared, see :func:`_program`)."""
 
     client: int
     front: str = "t"
