@@ -38,6 +38,7 @@ import pycurator.aio.zklocker
 import pycurator.aio.zkrecipes
 import pycurator.contrib.opentelemetry
 import pycurator.contrib.prometheus
+import pycurator.discovery
 import pycurator.menagerie
 import pycurator.testing
 import pycurator.zklocker
@@ -53,6 +54,7 @@ WINDOW = f"{WIDE},900"
 API_PAGES = {
     "/api/pycurator/": [pycurator],
     "/api/aio/": [pycurator.aio],
+    "/api/discovery/": [pycurator.discovery],
     "/api/systems/": [
         pycurator.zkrecipes,
         pycurator.menagerie,

@@ -16,6 +16,12 @@ from pycurator import (
     NotALockNodeError,
     PyCuratorError,
 )
+from pycurator.discovery import (
+    InstanceFormatError,
+    InvalidServiceInstance,
+    InvalidUriSpec,
+    PayloadTypeError,
+)
 
 ERRORS = [
     ConnectTimeout("zk1:2181,zk2:2181/app", 15.0),
@@ -24,6 +30,11 @@ ERRORS = [
     LockNotOwnedError("/locks/a"),
     LockNotOwnedError("/locks/a", "not yours"),
     NotALockNodeError("/locks/a/x", "not ephemeral"),
+    InvalidServiceInstance("id", "a/b", "contains '/'"),
+    InvalidUriSpec("{a", "Final variable not closed - expected }"),
+    InstanceFormatError("invalid JSON", "/services/svc/id-1"),
+    InstanceFormatError("no content"),
+    PayloadTypeError("Plain", "decorate it"),
 ]
 
 

@@ -138,3 +138,56 @@ else:
             super().__init__(message)
             self.message = message
             self.exceptions = tuple(exceptions)
+
+
+class InvalidServiceInstance(_Picklable, ValueError):
+    """Raised when a service instance is given a field Curator would not register: a name or
+    id that is empty, holds ``/`` or is no ZooKeeper node name, a port outside 0-65535, a time
+    outside Java's ``long``."""
+
+    _fields = ("field", "value", "reason")
+
+    def __init__(self, field: str, value: object, reason: str) -> None:
+        super().__init__(f"Invalid service instance: {field} {value!r}: {reason}")
+        self.field = field
+        self.value = value
+        self.reason = reason
+
+
+class InvalidUriSpec(_Picklable, ValueError):
+    """Raised for a URI template Curator's ``UriSpec`` rejects (a brace not closed, or not
+    opened), with Curator's words."""
+
+    _fields = ("template", "reason")
+
+    def __init__(self, template: str, reason: str) -> None:
+        super().__init__(f"Invalid URI spec {template!r}: {reason}")
+        self.template = template
+        self.reason = reason
+
+
+class InstanceFormatError(_Picklable, ValueError):
+    """Raised when bytes are not a service instance Jackson would read (not JSON, not an
+    object, a field Jackson cannot convert, a payload not of the serializer's type); ``path``
+    names the node they came from, when known."""
+
+    _fields = ("reason", "path")
+
+    def __init__(self, reason: str, path: str | None = None) -> None:
+        where = "" if path is None else f" at {path}"
+        super().__init__(f"Not a service instance{where}: {reason}")
+        self.reason = reason
+        self.path = path
+
+
+class PayloadTypeError(_Picklable, TypeError):
+    """Raised for a payload, or a serializer's payload type, that has no Java class name to
+    write for Jackson's ``@class`` (an object that is neither a JSON value nor a class made a
+    Java payload with ``java_payload``)."""
+
+    _fields = ("type_name", "reason")
+
+    def __init__(self, type_name: str, reason: str) -> None:
+        super().__init__(f"Payload type {type_name} has no Java class name: {reason}")
+        self.type_name = type_name
+        self.reason = reason

@@ -1,9 +1,9 @@
 """Real ZooKeeper for tests: a local server, four-letter words, session expiry on demand, and
 Java Curator through JPype (imported only when used), with an adapter per Curator recipe that
-has the interface of pycurator's own, and peers of the other Java lock systems (ZooKeeper's
-recipes, menagerie, ZkLocker) behind one small interface. ``JavaWriteLock`` here is Curator's
-read/write lock's write side; ZooKeeper's ``WriteLock`` peer is ``JavaZkRecipesWriteLock``
-(``pycurator.testing._zkrecipes.JavaWriteLock``).
+has the interface of pycurator's own, a Java service discovery peer, and peers of the other
+Java lock systems (ZooKeeper's recipes, menagerie, ZkLocker) behind one small interface.
+``JavaWriteLock`` here is Curator's read/write lock's write side; ZooKeeper's ``WriteLock`` peer
+is ``JavaZkRecipesWriteLock`` (``pycurator.testing._zkrecipes.JavaWriteLock``).
 
 The pytest fixtures live in :mod:`pycurator.testing.pytest_plugin`, loaded automatically when the
 package is installed.
@@ -14,6 +14,7 @@ from __future__ import annotations
 from ._curator import (
     CURATOR,
     SEED_SYSTEMS_ENV,
+    add_classpath,
     classpath_curator_version,
     curator_at_least,
     curator_classpath,
@@ -27,6 +28,17 @@ from ._curator import (
     session_of,
     start_jvm,
     systems_classpath,
+)
+from ._discovery import (
+    CURATOR_DISCOVERY,
+    JavaServiceCache,
+    JavaServiceDiscovery,
+    discovery_class,
+    from_java_instance,
+    from_java_payload,
+    java_serializer,
+    to_java_instance,
+    to_java_payload,
 )
 from ._ensemble import ZooKeeperEnsemble
 from ._expire import expire_kazoo_session, expire_session
@@ -79,6 +91,7 @@ from ._zkrecipes import JavaWriteLock as JavaZkRecipesWriteLock
 
 __all__ = [
     "CURATOR",
+    "CURATOR_DISCOVERY",
     "CURATOR_LEADER",
     "CURATOR_LOCKS",
     "SEED_SYSTEMS_ENV",
@@ -100,6 +113,8 @@ __all__ = [
     "JavaSelector",
     "JavaSemaphore",
     "JavaSemaphoreMutex",
+    "JavaServiceCache",
+    "JavaServiceDiscovery",
     "JavaSystems",
     "JavaWriteLock",
     "JavaZkLocker",
@@ -109,6 +124,7 @@ __all__ = [
     "ZooKeeperEnsemble",
     "ZooKeeperServer",
     "ZooKeeperServerError",
+    "add_classpath",
     "assert_no_ephemerals",
     "children",
     "classpath_curator_version",
@@ -116,6 +132,7 @@ __all__ = [
     "curator_classpath",
     "curator_client",
     "curator_version",
+    "discovery_class",
     "emit",
     "ephemerals_by_session",
     "eventually",
@@ -124,9 +141,12 @@ __all__ = [
     "four_letter_word",
     "free_port",
     "free_ports",
+    "from_java_instance",
+    "from_java_payload",
     "java_acquire",
     "java_nano_time",
     "java_revocation_listener",
+    "java_serializer",
     "jclass",
     "leader_class",
     "lock_class",
@@ -139,4 +159,6 @@ __all__ = [
     "split_hosts",
     "start_jvm",
     "systems_classpath",
+    "to_java_instance",
+    "to_java_payload",
 ]

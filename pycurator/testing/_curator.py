@@ -19,10 +19,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-#: Debian's Curator jars (their manifests name ZooKeeper, Guava and SLF4J) and a quiet binding.
+#: Debian's Curator jars (their manifests name ZooKeeper, Guava, SLF4J and, for service
+#: discovery, Jackson) and a quiet binding.
 DEFAULT_CLASSPATH = (
     "/usr/share/java/curator-recipes.jar:/usr/share/java/curator-test.jar"
-    ":/usr/share/java/slf4j-nop.jar"
+    ":/usr/share/java/curator-x-discovery.jar:/usr/share/java/slf4j-nop.jar"
 )
 CLASSPATH_ENV = "PYCURATOR_CURATOR_CLASSPATH"
 #: Curator's Java package and Maven group: the one place the kit spells it.
@@ -43,6 +44,8 @@ DEBIAN_JARS = (
     "/usr/share/java/guava.jar",
 )
 _start_lock = threading.Lock()
+#: What :func:`add_classpath` added, for the end of the JVM's classpath.
+_added: list[str] = []
 #: Curator clients made by :func:`new_curator`, closed (if still open) by :func:`shutdown`.
 _clients: list[Any] = []
 _clients_lock = threading.Lock()
@@ -88,10 +91,31 @@ def systems_classpath() -> list[str]:
     return jars
 
 
+def add_classpath(*entries: str | os.PathLike[str]) -> None:
+    """Put jars or class folders (a test's own compiled Java classes, a Spring Cloud jar...)
+    at the end of the classpath the JVM starts with: call it before the first Java call of the
+    process (a conftest's ``pytest_configure``). Once the JVM runs it cannot take more:
+    ``RuntimeError`` naming the entries then, unless they are already on its classpath."""
+    paths = [os.fspath(Path(entry).resolve()) for entry in entries]
+    with _start_lock:
+        if _jvm_running():
+            import jpype
+
+            running = str(jpype.java.lang.System.getProperty("java.class.path")).split(":")
+            missing = [path for path in paths if path not in running]
+            if missing:
+                raise RuntimeError(
+                    f"the JVM already runs: {', '.join(missing)} cannot join its classpath; "
+                    "call add_classpath() before the first Java call"
+                )
+            return
+        _added.extend(path for path in paths if path not in _added)
+
+
 def start_jvm() -> None:
     """Start this process's JVM with Curator on its classpath, followed by the jars of the
-    other Java lock systems that exist (:func:`systems_classpath`); a no-op
-    once it runs.
+    other Java lock systems that exist (:func:`systems_classpath`) and what
+    :func:`add_classpath` added; a no-op once it runs.
 
     Raises ``ImportError`` saying how to install JPype when it is missing, and ``RuntimeError``
     naming the classpath when Curator's classes cannot be loaded.
@@ -108,7 +132,7 @@ def start_jvm() -> None:
             return
         classpath = curator_classpath()
         entries = classpath.split(":")
-        entries += [jar for jar in systems_classpath() if jar not in entries]
+        entries += [jar for jar in [*systems_classpath(), *_added] if jar not in entries]
         jpype.startJVM(
             "-Xmx512m",
             "-Xshare:auto",
