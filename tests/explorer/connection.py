@@ -44,8 +44,9 @@ from kazoo.protocol.serialization import Auth, ReplyHeader
 from kazoo.protocol.states import KeeperState, WatchedEvent
 
 from . import jute
+from .handler import SimHandler
 from .server import LATENCY, Server
-from .sim import Call, Hub, SimHandler, Unit
+from .sim import Call, Hub, Unit
 
 #: Seconds before a connection lost with an answer, or refused, is tried again.
 RETRY_AFTER = 0.2

@@ -21,7 +21,8 @@ import random
 import time
 from collections.abc import Iterator
 
-from .protocols import PROTOCOLS, Contender, populate
+from .participants import Contender
+from .protocols import PROTOCOLS, populate
 from .sim import Stalled
 from .world import SESSION_TIMEOUT, World, running
 

@@ -51,9 +51,10 @@ import pycurator
 from pycurator import LockEvent, LockEventKind
 from pycurator._protocol import clock
 
+from .aioloop import SimLoop
 from .connection import Link, sim_client
 from .server import Server
-from .sim import Hub, SimLoop, Unit
+from .sim import Hub, Unit
 
 #: Seconds within which a connected client must have been told what it could hear: a watch
 #: event (a watch is set 50 ms into a hold), an answer, the check after a reconnect.
