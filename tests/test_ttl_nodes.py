@@ -96,13 +96,13 @@ def test_a_sequential_ttl_node_is_named_with_its_sequence_and_lives_while_it_has
 ) -> None:
     client.ensure_path(zk_path)
     mode = CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL
-    made, _ = create(client, CreateNode(f"{zk_path}/n-", None, mode=mode, ttl=0.3))
+    made, _ = create(client, CreateNode(f"{zk_path}/n-", None, mode=mode, ttl=0.5))
+    client.create(f"{made}/child")  # at once: a TTL node childless for its TTL is reaped
     assert made.startswith(f"{zk_path}/n-") and made[-10:].isdigit()
     creation = created_modes(server_log, made)[made]
     # (the log tells a TTL node from others, not a sequence: its name does)
-    assert (creation.mode, creation.ttl) == ("PERSISTENT_WITH_TTL", 0.3)
-    client.create(f"{made}/child")
-    time.sleep(1.0)  # three TTLs: kept by its child
+    assert (creation.mode, creation.ttl) == ("PERSISTENT_WITH_TTL", 0.5)
+    time.sleep(1.5)  # three TTLs: kept by its child
     assert client.exists(made) is not None
     client.delete(f"{made}/child")
     eventually(lambda: client.exists(made) is None, what="reaped once childless")

@@ -7,18 +7,17 @@ the keeper on kazoo's callbacks (no thread of its own) and waits on handler even
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
 
 from kazoo.client import KazooClient
 
 from .._client.callback_runner import CallbackRun
 from .._client.transport import transport_of
+from .._cores.constructors import PersistentNodeConstructor, PersistentTtlNodeConstructor
 from .._cores.faces import PersistentNodeFace, PersistentTtlNodeFace
-from .._cores.persistent_node import CLOSE_WAIT, PersistentNodeCore, ttl_node_core
+from .._cores.persistent_node import CLOSE_WAIT, PersistentNodeCore
 from .._protocol.checks import check_timeout
-from .._protocol.requests import CreateMode
+from .._protocol.transport import Transport
 from .runner import Changes, wait_until
 
 
@@ -60,7 +59,7 @@ class KeptNodeShell:
         return run is not None and run.done.is_set()
 
 
-class PersistentNode(PersistentNodeFace):
+class PersistentNode(PersistentNodeConstructor, PersistentNodeFace):
     """A node that stays in ZooKeeper while started, as Curator's ``PersistentNode``, and as
     Java and Python peers see it: made in the background at ``path`` in ``mode`` with
     ``data`` (missing parents made as containers), its name ``_c_<uuid>-<name>`` with
@@ -74,22 +73,12 @@ class PersistentNode(PersistentNodeFace):
     anything is sent.
     """
 
-    def __init__(
-        self,
-        client: KazooClient,
-        path: str,
-        mode: CreateMode,
-        data: bytes = b"",
-        use_protection: bool = False,
-        *,
-        ttl: float | None = None,
-        acl: Sequence[Any] | None = None,
-    ) -> None:
-        core = PersistentNodeCore(
-            transport_of(client), path, mode, data, use_protection, acl=acl, ttl=ttl
-        )
-        self._shell = KeptNodeShell(core)
-        self._core = core
+    _shell_class = KeptNodeShell
+    _shell: KeptNodeShell
+    _core: PersistentNodeCore
+
+    def _transport_of(self, client: KazooClient) -> Transport:
+        return transport_of(client)
 
     def start(self) -> None:
         """Start keeping the node: it is made in the background.
@@ -139,7 +128,7 @@ class PersistentNode(PersistentNodeFace):
         return self._core.describe("PersistentNode")
 
 
-class PersistentTtlNode(PersistentTtlNodeFace):
+class PersistentTtlNode(PersistentTtlNodeConstructor, PersistentTtlNodeFace):
     """A node kept alive by touching its child, as Curator's ``PersistentTtlNode``, on Java's
     layout: ``path`` made PERSISTENT_WITH_TTL with ``data`` (as Curator 5.9 makes it; a
     CONTAINER found there, as 5.4 made it, is adopted), and its child ``touch``
@@ -154,10 +143,12 @@ class PersistentTtlNode(PersistentTtlNodeFace):
     not a number of seconds from a millisecond to ZooKeeper's most, data that is not bytes).
     """
 
-    def __init__(self, client: KazooClient, path: str, ttl: float, data: bytes = b"") -> None:
-        core = ttl_node_core(transport_of(client), path, ttl, data)
-        self._shell = KeptNodeShell(core)
-        self._core = core
+    _shell_class = KeptNodeShell
+    _shell: KeptNodeShell
+    _core: PersistentNodeCore
+
+    def _transport_of(self, client: KazooClient) -> Transport:
+        return transport_of(client)
 
     def start(self) -> None:
         """Start keeping the node and touching its child, in the background.

@@ -5,15 +5,14 @@ thread and no executor."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any
 
 from kazoo.client import KazooClient
 
+from .._cores.constructors import PersistentNodeConstructor, PersistentTtlNodeConstructor
 from .._cores.faces import PersistentNodeFace, PersistentTtlNodeFace
-from .._cores.persistent_node import CLOSE_WAIT, PersistentNodeCore, ttl_node_core
+from .._cores.persistent_node import CLOSE_WAIT, PersistentNodeCore
 from .._protocol.checks import check_timeout
-from .._protocol.requests import CreateMode
+from .._protocol.transport import Transport
 from ._runner import LoopEvent, log_failure, run_async, transport_of, wait_until
 
 
@@ -60,7 +59,7 @@ class KeptNodeShell:
         )
 
 
-class PersistentNode(PersistentNodeFace):
+class PersistentNode(PersistentNodeConstructor, PersistentNodeFace):
     """The asyncio form of :class:`pycurator.PersistentNode`: the same node, made, watched, made
     again and deleted as Curator's ``PersistentNode``; ``await node.wait_for_initial_create()``.
 
@@ -68,22 +67,12 @@ class PersistentNode(PersistentNodeFace):
     started, the task is cancelled and the node deleted, as by :meth:`close`.
     """
 
-    def __init__(
-        self,
-        client: KazooClient,
-        path: str,
-        mode: CreateMode,
-        data: bytes = b"",
-        use_protection: bool = False,
-        *,
-        ttl: float | None = None,
-        acl: Sequence[Any] | None = None,
-    ) -> None:
-        core = PersistentNodeCore(
-            transport_of(client), path, mode, data, use_protection, acl=acl, ttl=ttl
-        )
-        self._shell = KeptNodeShell(core)
-        self._core = core
+    _shell_class = KeptNodeShell
+    _shell: KeptNodeShell
+    _core: PersistentNodeCore
+
+    def _transport_of(self, client: KazooClient) -> Transport:
+        return transport_of(client)
 
     async def start(self) -> None:
         """Start keeping the node (in the background, on the running loop).
@@ -121,15 +110,17 @@ class PersistentNode(PersistentNodeFace):
         return self._core.describe("aio.PersistentNode")
 
 
-class PersistentTtlNode(PersistentTtlNodeFace):
+class PersistentTtlNode(PersistentTtlNodeConstructor, PersistentTtlNodeFace):
     """The asyncio form of :class:`pycurator.PersistentTtlNode`: the same node and ``touch``
     child, as Curator's ``PersistentTtlNode`` keeps them, touched by a task on the loop that
     started it."""
 
-    def __init__(self, client: KazooClient, path: str, ttl: float, data: bytes = b"") -> None:
-        core = ttl_node_core(transport_of(client), path, ttl, data)
-        self._shell = KeptNodeShell(core)
-        self._core = core
+    _shell_class = KeptNodeShell
+    _shell: KeptNodeShell
+    _core: PersistentNodeCore
+
+    def _transport_of(self, client: KazooClient) -> Transport:
+        return transport_of(client)
 
     async def start(self) -> None:
         """Start keeping the node and touching its child, on the running loop.
