@@ -13,11 +13,9 @@ after every turn (:func:`check_now`) and once all have ended (:func:`check_end`)
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
-
-from pycurator._client import kazoo_internals
-from pycurator._protocol import wire
 
 from .connection import Link
 
@@ -29,6 +27,8 @@ if TYPE_CHECKING:
 KEPT_WITHIN = 1.0
 #: The invariants of this module (see the module doc), among the world's.
 INVARIANTS = ("one-node", "kept")
+#: Curator's protected prefix of a node's name: ``_c_``, a UUID, ``-``.
+PROTECTED = re.compile(r"_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-")
 
 
 @dataclasses.dataclass(eq=False)
@@ -63,9 +63,9 @@ def check_now(world: World) -> None:
     for kept in world.kept:
         path = kept.path()
         if path is not None and kept.prefix is None:
-            name = wire.node_name(path)
-            if wire.protected_id(name) is not None:
-                kept.prefix = name[: wire.PROTECTED_PREFIX_WITH_UUID_LENGTH]
+            protected = PROTECTED.match(path.rsplit("/", 1)[1])
+            if protected is not None:
+                kept.prefix = protected.group(0)
         mine = _mine(world, kept)
         if len(mine) > 1:
             world.fail(f"one-node: {kept.who} has {len(mine)} nodes at once: {mine}")
@@ -78,7 +78,7 @@ def _check_kept(world: World, kept: Kept, path: str | None) -> None:
         kept.started_at is None
         or kept.closing_at is not None
         or link.stopped_at is not None
-        or kazoo_internals.is_stopped(link.client)
+        or link.client._stopped.is_set()  # kazoo's: stopped, its loop not ended yet
         or link.connected_since is None
     ):
         return
