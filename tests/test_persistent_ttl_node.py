@@ -116,18 +116,20 @@ def test_the_node_deleted_is_made_again_and_touched_again(
 def test_the_asyncio_form_keeps_the_same_pair(
     client: KazooClient, observer: KazooClient, path: str
 ) -> None:
-    async def scenario() -> None:
+    def written() -> bool:
+        return observer.exists(f"{path}/touch") is not None and observer.get(path)[0] == b"b"
+
+    async def scenario() -> bool:
         async with aio.PersistentTtlNode(client, path, TTL, b"a") as node:
             assert await node.wait_for_initial_create(SOON)
             node.set_data(b"b")
-            for _ in range(100):
-                if observer.exists(f"{path}/touch") is not None:
-                    break
+            for _ in range(200):
+                if written():
+                    return True
                 await asyncio.sleep(0.05)
+        return False
 
-    run_loop(scenario())
-    assert observer.get(path)[0] == b"b"
-    assert observer.exists(f"{path}/touch") is not None
+    assert run_loop(scenario()), "the data written and the touch made while started"
 
 
 @pytest.mark.parametrize(
