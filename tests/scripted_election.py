@@ -99,7 +99,8 @@ class Server(ScriptedServer):
 class ScriptedMonitor:
     """The leader's monitor (:class:`~pycurator._recipes.hold_monitor.HoldMonitor`'s contract) on
     the scripted server: the hold is lost when the session ends, and when the connection is
-    suspended under the ``standard`` policy; :meth:`close` ends it."""
+    suspended under the ``standard`` policy, for good (it is never HELD again, ``once`` or not:
+    :attr:`once` says what the election asked for); :meth:`close` ends it."""
 
     def __init__(
         self,
@@ -109,8 +110,11 @@ class ScriptedMonitor:
         on_change: Callable[[HoldState, str], None],
         session_id: int,
         report: HoldReport,
+        *,
+        once: bool = False,
     ) -> None:
         self.server = server
+        self.once = once
         self.node = node
         self.policy = policy
         self.report = report
@@ -174,10 +178,10 @@ class Scene:
         )
         monkeypatch.setattr(election, "HoldMonitor", self._monitor)
 
-    def _monitor(self, client: KazooTransport, *args: Any) -> ScriptedMonitor:
+    def _monitor(self, client: KazooTransport, *args: Any, **kwargs: Any) -> ScriptedMonitor:
         """Made where the election makes its HoldMonitor, with the same arguments."""
         assert self.server is not None
-        return ScriptedMonitor(self.server, *args)
+        return ScriptedMonitor(self.server, *args, **kwargs)
 
     def serve(self, *script: Entry | Call) -> Server:
         """The server that plays ``script``."""

@@ -7,8 +7,12 @@ list the children, and lead when our node is first and the client's current sess
 (CURATOR-644/645/724) or a loss lists the children again; our node found gone (or another
 session's) is deleted and replaced. Leadership follows the leader's node as a lock hold does
 (:class:`~pycurator._recipes.hold_monitor.HoldMonitor`): it ends when the node is deleted, the
-session ends, or (``standard`` policy) the connection is suspended. Each turn in the queue is
-reported as a wait, and each term of leadership as a hold (:mod:`pycurator._recipes.reports`).
+session ends, or (``standard`` policy) the connection is suspended, and a term that ended never
+comes back (the next begins once the children are listed again, as Curator's latch sets
+leadership false on SUSPENDED and checks again on RECONNECTED). A leader's steps never wait
+where the end of its term cannot reach them: the steps depose it at once, on their runner. Each
+turn in the queue is reported as a wait, and each term of leadership as a hold
+(:mod:`pycurator._recipes.reports`).
 
 A lost connection is ridden through. An error no retry fixes
 (:data:`~pycurator._protocol.errors.UNFIXABLE`: ``NoAuthError``...) ends the steps: it is logged
@@ -41,8 +45,9 @@ from .._protocol.checks import ConnectionPolicy
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.errors import UNFIXABLE
 from .._protocol.events import LockEventKind
-from .._protocol.requests import GetData
+from .._protocol.requests import GetData, ListChildren
 from .._protocol.steps import (
+    AwaitAll,
     CheckOpen,
     Claims,
     ForgetWatch,
@@ -51,6 +56,7 @@ from .._protocol.steps import (
     Listen,
     NewSignal,
     OweDelete,
+    Send,
     SessionId,
     Steps,
     Unlisten,
@@ -143,6 +149,7 @@ class Election:
         self._stop: str | None = None  # why the steps should end
         self._stop_on_loss = False  # _stop came from a loss heard: the client says which one
         self._wake: Signal | None = None
+        self._cut: Signal | None = None  # what a leader's listing waits on: any news sets it
         self._via: Transport | None = None  # the runner's, for a clean-up made without steps
         self._watched: str | None = None  # the predecessor we watch
         self._watch_spent = False  # its watch has fired (kazoo has dropped it)
@@ -167,12 +174,12 @@ class Election:
         self._stopped_by_owner = True
         if not wake:
             return
-        signal = self._wake
-        if signal is not None:
-            if here:
-                set_here(signal)
-            else:
-                signal.set()
+        for signal in (self._wake, self._cut):
+            if signal is not None:
+                if here:
+                    set_here(signal)
+                else:
+                    signal.set()
 
     def steps(self) -> Steps[str]:
         """Take part until stopped, or until the client is stopped, an error no retry fixes
@@ -279,7 +286,11 @@ class Election:
             self.node = node
             if self._stop is not None:
                 return  # stopped while the create was on its way: the clean-up deletes it
-        if children is None:
+        if children is None and self.leading is not None:
+            children = yield from self._leader_children_steps(wake, deadline)
+            if children is None:
+                return  # news came first: the steps look again (a loss deposes us at once)
+        elif children is None:
             children = yield from engine.children_steps(deadline)  # none: the path is gone
         ordered = engine.driver.sort(children)
         ours = wire.node_name(node.path)
@@ -309,13 +320,44 @@ class Election:
                 raise
             wake.set()  # gone before we could watch it: list again
 
+    def _leader_children_steps(self, wake: Signal, deadline: Deadline) -> Steps[list[str] | None]:
+        """A leader's listing (after a reconnect, as Curator's latch lists again), cut short by
+        any news (``wake`` set since the steps last looked): None then. A leader never waits
+        where the loss of its leadership cannot reach it, as a request sent again through a
+        suspension would: the loss is told at once, not once the connection is back. Otherwise
+        as the engine's listing (none: the path is gone)."""
+        cut = self._cut = yield NewSignal()
+        try:
+            if wake.is_set():  # news came before the cut could hear it (set after the wake)
+                return None
+            answer = yield Send(ListChildren(self.engine.base_path))
+            (answered,) = yield AwaitAll((answer,), cut, deadline.remaining())
+        finally:
+            self._cut = None
+        if answered is None:
+            if cut.is_set():
+                return None
+            raise DeadlineExpired()
+        children, error = answered
+        if isinstance(error, NoNodeError):
+            return []
+        if error is not None:
+            raise error
+        return list(children)
+
     def _elect(self, node: LockNode) -> None:
         started, self._waiting_since = self._waiting_since, None
         report = self._reporter.acquired(
             clock.monotonic() if started is None else started, node.path
         )
         monitor = HoldMonitor(
-            self.transport, node.path, self.policy, self._hold_changed, node.session_id, report
+            self.transport,
+            node.path,
+            self.policy,
+            self._hold_changed,
+            node.session_id,
+            report,
+            once=True,  # a term ends at its first loss: the next begins once the steps list again
         )
         if not monitor.held:  # the connection went meanwhile: its state change wakes us
             monitor.close(monitor.reason)
@@ -414,9 +456,10 @@ class Election:
             set_here(wake)
 
     def _wake_up(self) -> None:
-        wake = self._wake
-        if wake is not None:
-            wake.set()
+        # the wake first: a listing about to wait looks at it before its cut can be heard
+        for signal in (self._wake, self._cut):
+            if signal is not None:
+                signal.set()
         if self._on_news is not None:
             self._on_news()
 
