@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -33,9 +34,11 @@ __all__ = [
     "RequestCounter",
     "Worker",
     "children",
+    "cut",
     "delete_when_empty",
     "eventually",
     "restart_behind",
+    "session_of",
 ]
 
 
@@ -47,6 +50,21 @@ def restart_behind(proxy: FaultProxy, server: ZooKeeperServer) -> None:
         server.restart()
     finally:
         proxy.heal()
+
+
+def cut(proxy: FaultProxy) -> float:
+    """Cut the clients behind ``proxy`` off: their connections drop and no new one gets
+    through (until :meth:`~pycurator.testing.FaultProxy.heal`). When."""
+    proxy.blackhole()
+    proxy.drop_connections()
+    return time.monotonic()
+
+
+def session_of(client: KazooClient) -> int:
+    """The id of ``client``'s session (it has one)."""
+    client_id = client.client_id
+    assert client_id is not None
+    return int(client_id[0])
 
 
 def delete_when_empty(client: KazooClient, path: str, timeout: float = SOON) -> None:
