@@ -1,4 +1,4 @@
-"""Apache Curator's ZooKeeper lock recipes for Python, wire-compatible with Java Curator."""
+"""Apache Curator's ZooKeeper recipes for Python, wire-compatible with Java Curator."""
 
 from __future__ import annotations
 
@@ -13,12 +13,15 @@ from ._protocol.errors import (
     LockTimeout,
     NotALockNodeError,
     PyCuratorError,
+    ServerFeatureError,
 )
 from ._protocol.events import LockEvent, LockEventKind, LockListener
+from ._protocol.modes import CreateMode
 from ._recipes.hold_monitor import ConnectionPolicy
 from ._threads.latch import CloseMode, LeaderLatch, LeaderLatchListener, Participant
 from ._threads.multilock import InterProcessMultiLock
 from ._threads.mutex import InterProcessMutex
+from ._threads.persistent_node import PersistentNode, PersistentTtlNode
 from ._threads.revocation import attempt_revoke
 from ._threads.rwlock import InterProcessReadWriteLock
 from ._threads.selector import LeaderSelector, Leadership
@@ -31,6 +34,7 @@ __all__ = [
     "CloseMode",
     "ConnectTimeout",
     "ConnectionPolicy",
+    "CreateMode",
     "InterProcessMultiLock",
     "InterProcessMutex",
     "InterProcessReadWriteLock",
@@ -50,7 +54,10 @@ __all__ = [
     "LockTimeout",
     "NotALockNodeError",
     "Participant",
+    "PersistentNode",
+    "PersistentTtlNode",
     "PyCuratorError",
+    "ServerFeatureError",
     "TLSOptions",
     "add_lock_listener",
     "attempt_revoke",

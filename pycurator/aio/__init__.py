@@ -11,10 +11,12 @@ releases the lock; ``CancelledError`` always propagates.
 from __future__ import annotations
 
 from .._cores.latch import CloseMode
+from .._protocol.modes import CreateMode
 from .._recipes.participants import Participant
 from ._latch import LeaderLatch
 from ._multilock import InterProcessMultiLock
 from ._mutex import InterProcessMutex
+from ._persistent_node import PersistentNode, PersistentTtlNode
 from ._runner import commit
 from ._rwlock import InterProcessReadWriteLock, ReadLock, WriteLock
 from ._selector import LeaderSelector, Leadership
@@ -22,6 +24,7 @@ from ._semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lea
 
 __all__ = [
     "CloseMode",
+    "CreateMode",
     "InterProcessMultiLock",
     "InterProcessMutex",
     "InterProcessReadWriteLock",
@@ -32,6 +35,8 @@ __all__ = [
     "Leadership",
     "Lease",
     "Participant",
+    "PersistentNode",
+    "PersistentTtlNode",
     "ReadLock",
     "WriteLock",
     "commit",
