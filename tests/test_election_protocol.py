@@ -10,20 +10,16 @@ test_selector.py, test_selector_queue.py, test_unfixable_errors.py and the inter
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoAuthError, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
 from pycurator._client.callback_runner import Cancelled
-from pycurator._client.lock_listeners import add_lock_listener, remove_lock_listener
-from pycurator._client.transport import KazooTransport, transport_of
-from pycurator._protocol import wire
 from pycurator._protocol.checks import ConnectionPolicy
-from pycurator._protocol.events import LockEvent, LockEventKind
+from pycurator._protocol.events import LockEventKind
 from pycurator._protocol.requests import DeleteNode, GetData
 from pycurator._protocol.steps import Steps, WaitSignal
 from pycurator._protocol.transport import CLIENT_STOPPED, SESSION_EXPIRED
@@ -33,13 +29,13 @@ from pycurator._recipes.participants import Participant, participants_steps
 from .scripted import Entry, Fire, Forgets, Land, Owes, Reply, State, Stop, Timeout, stat
 from .scripted_election import (
     AHEAD,
-    BASE,
     ID,
-    IDS,
     NEW_SESSION,
     OTHER,
     RELIST,
     SESSION,
+    TERM_LOST,
+    TURN,
     Call,
     Scene,
     create,
@@ -48,44 +44,9 @@ from .scripted_election import (
     name,
     path,
     prefix,
+    rejoined,
     watch,
 )
-
-
-@pytest.fixture(autouse=True)
-def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    ids = iter(IDS)
-    monkeypatch.setattr(wire, "new_protected_id", lambda: next(ids))
-    yield
-
-
-@pytest.fixture
-def client() -> KazooTransport:
-    """The transport of a client that is never started: the script is its server."""
-    return transport_of(KazooClient(hosts="127.0.0.1:1"))
-
-
-@pytest.fixture
-def scene(client: KazooTransport, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Scene]:
-    def make(policy: ConnectionPolicy = "standard", *, selector: bool = False) -> Scene:
-        return Scene(client, monkeypatch, policy, selector=selector)
-
-    return make
-
-
-@pytest.fixture
-def events() -> Iterator[list[LockEventKind]]:
-    """The kinds of the events reported on the election's path, in order."""
-    kinds: list[LockEventKind] = []
-
-    def listener(event: LockEvent) -> None:
-        if event.path == BASE:
-            kinds.append(event.kind)
-
-    add_lock_listener(listener)
-    yield kinds
-    remove_lock_listener(listener)
-
 
 # -- leading ---------------------------------------------------------------------------------
 
@@ -199,11 +160,6 @@ def test_a_foreign_child_that_sorts_ahead_is_watched_as_a_predecessor(
 # -- the connection --------------------------------------------------------------------------
 
 
-#: A turn in the queue that leads, and its term's end.
-TURN = [LockEventKind.WAITING, LockEventKind.ACQUIRED]
-TERM_LOST = [LockEventKind.LOST, LockEventKind.RELEASED]
-
-
 @pytest.mark.parametrize(
     ("policy", "heard", "reported"),
     [
@@ -306,21 +262,6 @@ def test_an_expiry_mid_wait_queues_again_with_a_new_node(scene: Callable[..., Sc
     assert latch.heard == [("elected", held(5, 1, NEW_SESSION)), ("deposed", "latch closed")]
 
 
-def rejoined(latch: Scene) -> list[Entry | Call]:
-    """The end of a script whose session ended with our node 3 while we led: the reconnect in a
-    new session, where node 3, still listed, is not ours (CURATOR-696): it is deleted and
-    replaced by node 5, which leads until the owner's stop."""
-    return [
-        State(KazooState.CONNECTED, session=NEW_SESSION),
-        Reply(RELIST, [name(3)]),
-        Owes(path(name(3))),
-        Reply(create(1), made(5, 1, NEW_SESSION)),
-        Reply(RELIST, [name(5, prefix(1))]),
-        latch.stop(),
-        Reply(DeleteNode(path(name(5, prefix(1))))),
-    ]
-
-
 def test_a_leader_whose_session_expired_does_not_lead_on_its_old_node(
     scene: Callable[..., Scene],
 ) -> None:
@@ -365,69 +306,6 @@ def test_a_session_policy_leader_is_deposed_once_its_session_timeout_passes_whil
         ("elected", held(5, 1, NEW_SESSION)),
         ("deposed", "latch closed"),
     ]
-
-
-# A leader's steps never wait where its loss cannot reach them: a listing of a leader is cut
-# short by any news (and a request of its is never sent again through a suspension), so the
-# loss is told at once, not once the connection is back. The explorer found a leader whose
-# listing rode a suspension through, deposed only after the reconnect, or never (its hold
-# verified ours again before its steps looked): has_leadership() said False meanwhile, but
-# lost_event, not_leader() and on_lost never told it.
-
-
-def test_a_leader_listing_again_as_its_connection_drops_is_deposed_before_it_is_back(
-    scene: Callable[..., Scene], events: list[LockEventKind]
-) -> None:
-    latch = scene()
-    heard_while_away: list[list[tuple[str, object]]] = []
-    latch.play(
-        Reply(create(), made(3)),
-        # the connection drops and comes back as the listing that elects us is answered: the
-        # steps hear of it once they lead, and list again
-        Reply(
-            RELIST,
-            [name(3)],
-            then=(State(KazooState.SUSPENDED), State(KazooState.CONNECTED)),
-        ),
-        Reply(RELIST, error=ConnectionLoss(), then=(State(KazooState.SUSPENDED),)),
-        Call(lambda: heard_while_away.append(list(latch.heard))),
-        State(KazooState.CONNECTED),
-        Reply(RELIST, [name(3)]),  # the next term, on the same node
-        latch.stop(),
-        Reply(DeleteNode(path(name(3)))),
-    )
-    assert heard_while_away == [[("elected", held(3)), ("deposed", "connection suspended")]]
-    assert latch.heard[2:] == [("elected", held(3)), ("deposed", "latch closed")]
-    assert events == [*TURN, *TERM_LOST, *TURN, LockEventKind.RELEASED]
-    assert latch.server is not None
-    assert all(monitor.once for monitor in latch.server.monitors)  # a term never comes back
-
-
-def test_a_session_policy_leader_listing_after_a_reconnect_hears_its_session_end_at_once(
-    scene: Callable[..., Scene],
-) -> None:
-    latch = scene("session")
-    heard_while_away: list[list[tuple[str, object]]] = []
-    server = latch.serve(
-        Reply(create(), made(3)),
-        Reply(RELIST, [name(3)]),
-        State(KazooState.SUSPENDED),  # the session policy leads on
-        State(KazooState.CONNECTED),
-        Reply(RELIST, [name(3)], late=True),  # Curator's latch lists again: a slow answer
-        State(KazooState.SUSPENDED),
-        State(KazooState.LOST),  # the session timeout spent suspended: the session has ended
-        Call(lambda: heard_while_away.append(list(latch.heard))),
-        Land(),  # the listing lands late: nobody waits for it
-        *rejoined(latch),
-    )
-    server.run(latch.election.steps())
-    server.finish()
-    assert heard_while_away == [[("elected", held(3)), ("deposed", SESSION_EXPIRED)]]
-    assert latch.heard[2:] == [("elected", held(5, 1, NEW_SESSION)), ("deposed", "latch closed")]
-    # the leader's listing was waited for with the news, not awaited alone
-    listed = [i for i, entry in enumerate(server.log) if entry == ("send", RELIST)]
-    assert server.log[listed[1] + 1] == ("woken", None)
-    assert ("await", RELIST) not in server.log[listed[1] : listed[2]]
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,10 @@ list the children, and lead when our node is first and the client's current sess
 (CURATOR-644/645/724) or a loss lists the children again; our node found gone (or another
 session's) is deleted and replaced. Leadership follows the leader's node as a lock hold does
 (:class:`~pycurator._recipes.hold_monitor.HoldMonitor`): it ends when the node is deleted, the
-session ends, or (``standard`` policy) the connection is suspended, and a term that ended never
-comes back (the next begins once the children are listed again, as Curator's latch sets
-leadership false on SUSPENDED and checks again on RECONNECTED). A leader's steps never wait
-where the end of its term cannot reach them: the steps depose it at once, on their runner. Each
-turn in the queue is reported as a wait, and each term of leadership as a hold
-(:mod:`pycurator._recipes.reports`).
+session ends, or (``standard`` policy) the connection is suspended, never to come back (as
+Curator's latch, the next term begins once the children are listed again); the steps depose a
+leader at once, never waiting where its term's end cannot reach them. Each turn in the queue is
+reported as a wait, and each term of leadership as a hold (:mod:`pycurator._recipes.reports`).
 
 A lost connection is ridden through. An error no retry fixes
 (:data:`~pycurator._protocol.errors.UNFIXABLE`: ``NoAuthError``...) ends the steps: it is logged
@@ -45,9 +43,8 @@ from .._protocol.checks import ConnectionPolicy
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.errors import UNFIXABLE
 from .._protocol.events import LockEventKind
-from .._protocol.requests import GetData, ListChildren
+from .._protocol.requests import GetData
 from .._protocol.steps import (
-    AwaitAll,
     CheckOpen,
     Claims,
     ForgetWatch,
@@ -56,7 +53,6 @@ from .._protocol.steps import (
     Listen,
     NewSignal,
     OweDelete,
-    Send,
     SessionId,
     Steps,
     Unlisten,
@@ -321,43 +317,23 @@ class Election:
             wake.set()  # gone before we could watch it: list again
 
     def _leader_children_steps(self, wake: Signal, deadline: Deadline) -> Steps[list[str] | None]:
-        """A leader's listing (after a reconnect, as Curator's latch lists again), cut short by
-        any news (``wake`` set since the steps last looked): None then. A leader never waits
-        where the loss of its leadership cannot reach it, as a request sent again through a
-        suspension would: the loss is told at once, not once the connection is back. Otherwise
-        as the engine's listing (none: the path is gone)."""
+        """A leader's listing (Curator's latch lists again after a reconnect), cut short by any
+        news (None then): a leader never waits where its term's end cannot reach it."""
         cut = self._cut = yield NewSignal()
         try:
             if wake.is_set():  # news came before the cut could hear it (set after the wake)
                 return None
-            answer = yield Send(ListChildren(self.engine.base_path))
-            (answered,) = yield AwaitAll((answer,), cut, deadline.remaining())
+            return (yield from self.engine.children_cut_steps(cut, deadline))
         finally:
             self._cut = None
-        if answered is None:
-            if cut.is_set():
-                return None
-            raise DeadlineExpired()
-        children, error = answered
-        if isinstance(error, NoNodeError):
-            return []
-        if error is not None:
-            raise error
-        return list(children)
 
     def _elect(self, node: LockNode) -> None:
         started, self._waiting_since = self._waiting_since, None
-        report = self._reporter.acquired(
-            clock.monotonic() if started is None else started, node.path
-        )
+        began = clock.monotonic() if started is None else started
+        followed = (node.path, self.policy, self._hold_changed, node.session_id)
+        # once: a term ends at its first loss, the next begins once the steps list again
         monitor = HoldMonitor(
-            self.transport,
-            node.path,
-            self.policy,
-            self._hold_changed,
-            node.session_id,
-            report,
-            once=True,  # a term ends at its first loss: the next begins once the steps list again
+            self.transport, *followed, self._reporter.acquired(began, node.path), once=True
         )
         if not monitor.held:  # the connection went meanwhile: its state change wakes us
             monitor.close(monitor.reason)
@@ -456,8 +432,7 @@ class Election:
             set_here(wake)
 
     def _wake_up(self) -> None:
-        # the wake first: a listing about to wait looks at it before its cut can be heard
-        for signal in (self._wake, self._cut):
+        for signal in (self._wake, self._cut):  # a listing looks at the wake before its cut
             if signal is not None:
                 signal.set()
         if self._on_news is not None:
