@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kazoo.exceptions import ConnectionLoss
+from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
 from pycurator._protocol.events import LockEventKind
 from pycurator._protocol.requests import DeleteNode
 from pycurator._protocol.transport import SESSION_EXPIRED
 
-from .scripted import Land, Reply, State
+from .scripted import Land, Owes, Reply, State, Timeout
 from .scripted_election import (
     NEW_SESSION,
     RELIST,
@@ -33,6 +33,7 @@ from .scripted_election import (
     made,
     name,
     path,
+    prefix,
     rejoined,
 )
 
@@ -90,3 +91,30 @@ def test_a_session_policy_leader_listing_after_a_reconnect_hears_its_session_end
     listed = [i for i, entry in enumerate(server.log) if entry == ("send", RELIST)]
     assert server.log[listed[1] + 1] == ("woken", None)
     assert ("await", RELIST) not in server.log[listed[1] : listed[2]]
+
+
+def test_a_leader_listing_that_times_out_lists_again_and_a_path_found_gone_replaces_the_node(
+    scene: Callable[..., Scene],
+) -> None:
+    latch = scene("session")
+    latch.play(
+        Reply(create(), made(3)),
+        Reply(RELIST, [name(3)]),
+        State(KazooState.SUSPENDED),
+        State(KazooState.CONNECTED),
+        Reply(RELIST, [name(3)], late=True),
+        Timeout(),  # no answer within the step's wait: tried again a moment later
+        Timeout(),
+        Reply(RELIST, error=NoNodeError()),  # the path went, with our node: a new one
+        Owes(path(name(3))),
+        Reply(create(1), made(5, 1)),
+        Reply(RELIST, [name(5, prefix(1))]),
+        latch.stop(),
+        Reply(DeleteNode(path(name(5, prefix(1))))),
+    )
+    assert latch.heard == [
+        ("elected", held(3)),
+        ("deposed", "election node gone"),
+        ("elected", held(5, 1)),
+        ("deposed", "latch closed"),
+    ]
