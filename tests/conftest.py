@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
+from pycurator._protocol.events import LockEventKind
 from pycurator.testing import ZooKeeperServer
 
+from .scripted_election import Scene, reported, scene_maker
 from .support import SOON, java_with
 
 
@@ -28,3 +30,17 @@ def ttl_off(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServe
     """A server with TTL nodes off, as ZooKeeper starts by default (the kit's have them on)."""
     with ZooKeeperServer(java=java_with(tmp_path_factory.mktemp("java"), False)) as server:
         yield server
+
+
+@pytest.fixture
+def scene(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Scene]:
+    """Makes the scenes of the election's scripted tests (see
+    :func:`tests.scripted_election.scene_maker`)."""
+    return scene_maker(monkeypatch)
+
+
+@pytest.fixture
+def events() -> Iterator[list[LockEventKind]]:
+    """The kinds of the events reported on a scene's election path, in order."""
+    with reported() as kinds:
+        yield kinds

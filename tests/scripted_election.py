@@ -1,24 +1,29 @@
-"""A scene for the leader election's scripted tests (tests/test_election_protocol.py): one
-participant (:class:`~pycurator._recipes.election.Election`) on a scripted server
-(:mod:`tests.scripted`), what its owner hears, the owner's calls while it waits (:class:`Call`), and
-the leader's node followed by :class:`ScriptedMonitor` in the hold monitor's stead (the monitor has
-its own tests); and the names and requests the scripts are written in.
+"""A scene for the leader election's scripted tests (tests/test_election_protocol.py,
+test_election_leader_protocol.py): one participant
+(:class:`~pycurator._recipes.election.Election`) on a scripted server (:mod:`tests.scripted`), what
+its owner hears, the owner's calls while it waits (:class:`Call`), and the leader's node followed
+by :class:`ScriptedMonitor` in the hold monitor's stead (the monitor has its own tests); the names,
+requests and parts of scripts the scripts are written in; and what the modules' fixtures give.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
 import pytest
+from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
-from pycurator._client.transport import KazooTransport
+from pycurator._client.lock_listeners import add_lock_listener, remove_lock_listener
+from pycurator._client.transport import KazooTransport, transport_of
 from pycurator._protocol import wire
 from pycurator._protocol.checks import ConnectionPolicy
 from pycurator._protocol.drivers import LATCH_DRIVER
-from pycurator._protocol.requests import CreateMode, CreateNode, GetData, ListChildren
+from pycurator._protocol.events import LockEvent, LockEventKind
+from pycurator._protocol.requests import CreateMode, CreateNode, DeleteNode, GetData, ListChildren
 from pycurator._protocol.transport import CLIENT_STOPPED, SESSION_EXPIRED
 from pycurator._recipes import election
 from pycurator._recipes.election import Election
@@ -27,7 +32,7 @@ from pycurator._recipes.lock_engine import LockEngine
 from pycurator._recipes.lock_nodes import LockNode
 from pycurator._recipes.reports import HoldReport, Reporter
 
-from .scripted import WATCHED, Entry, ScriptedServer, stat
+from .scripted import WATCHED, Entry, Owes, Reply, ScriptedServer, State, stat
 
 BASE = "/leader/l"
 ID = b"me"
@@ -99,7 +104,8 @@ class Server(ScriptedServer):
 class ScriptedMonitor:
     """The leader's monitor (:class:`~pycurator._recipes.hold_monitor.HoldMonitor`'s contract) on
     the scripted server: the hold is lost when the session ends, and when the connection is
-    suspended under the ``standard`` policy; :meth:`close` ends it."""
+    suspended under the ``standard`` policy, for good (it is never HELD again, ``once`` or not:
+    :attr:`once` says what the election asked for); :meth:`close` ends it."""
 
     def __init__(
         self,
@@ -109,8 +115,11 @@ class ScriptedMonitor:
         on_change: Callable[[HoldState, str], None],
         session_id: int,
         report: HoldReport,
+        *,
+        once: bool = False,
     ) -> None:
         self.server = server
+        self.once = once
         self.node = node
         self.policy = policy
         self.report = report
@@ -174,10 +183,10 @@ class Scene:
         )
         monkeypatch.setattr(election, "HoldMonitor", self._monitor)
 
-    def _monitor(self, client: KazooTransport, *args: Any) -> ScriptedMonitor:
+    def _monitor(self, client: KazooTransport, *args: Any, **kwargs: Any) -> ScriptedMonitor:
         """Made where the election makes its HoldMonitor, with the same arguments."""
         assert self.server is not None
-        return ScriptedMonitor(self.server, *args)
+        return ScriptedMonitor(self.server, *args, **kwargs)
 
     def serve(self, *script: Entry | Call) -> Server:
         """The server that plays ``script``."""
@@ -202,6 +211,56 @@ class Scene:
         return self.server.sent
 
 
+#: A turn in the queue that leads, and its term's end, as reported.
+TURN = [LockEventKind.WAITING, LockEventKind.ACQUIRED]
+TERM_LOST = [LockEventKind.LOST, LockEventKind.RELEASED]
+
+
+def rejoined(latch: Scene) -> list[Entry | Call]:
+    """The end of a script whose session ended with our node 3 while we led: the reconnect in a
+    new session, where node 3, still listed, is not ours (CURATOR-696): it is deleted and
+    replaced by node 5, which leads until the owner's stop."""
+    return [
+        State(KazooState.CONNECTED, session=NEW_SESSION),
+        Reply(RELIST, [name(3)]),
+        Owes(path(name(3))),
+        Reply(create(1), made(5, 1, NEW_SESSION)),
+        Reply(RELIST, [name(5, prefix(1))]),
+        latch.stop(),
+        Reply(DeleteNode(path(name(5, prefix(1))))),
+    ]
+
+
+def scene_maker(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Scene]:
+    """What a test's ``scene`` fixture gives: ``scene(policy, selector=False)`` makes a
+    :class:`Scene` on the transport of a client that is never started (the script is its
+    server), whose creates draw :data:`IDS` in order."""
+    ids = iter(IDS)
+    monkeypatch.setattr(wire, "new_protected_id", lambda: next(ids))
+    client = transport_of(KazooClient(hosts="127.0.0.1:1"))
+
+    def make(policy: ConnectionPolicy = "standard", *, selector: bool = False) -> Scene:
+        return Scene(client, monkeypatch, policy, selector=selector)
+
+    return make
+
+
+@contextlib.contextmanager
+def reported() -> Iterator[list[LockEventKind]]:
+    """The kinds of the events reported on the election's path while inside, in order."""
+    kinds: list[LockEventKind] = []
+
+    def listener(event: LockEvent) -> None:
+        if event.path == BASE:
+            kinds.append(event.kind)
+
+    add_lock_listener(listener)
+    try:
+        yield kinds
+    finally:
+        remove_lock_listener(listener)
+
+
 __all__ = [
     "AHEAD",
     "BASE",
@@ -211,6 +270,8 @@ __all__ = [
     "OTHER",
     "RELIST",
     "SESSION",
+    "TERM_LOST",
+    "TURN",
     "Call",
     "Scene",
     "ScriptedMonitor",
@@ -221,5 +282,8 @@ __all__ = [
     "name",
     "path",
     "prefix",
+    "rejoined",
+    "reported",
+    "scene_maker",
     "watch",
 ]

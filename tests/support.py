@@ -6,6 +6,7 @@ import shutil
 import stat
 import subprocess
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -34,10 +35,12 @@ __all__ = [
     "RequestCounter",
     "Worker",
     "children",
+    "cut",
     "delete_when_empty",
     "eventually",
     "java_with",
     "restart_behind",
+    "session_of",
 ]
 
 
@@ -69,6 +72,21 @@ def restart_behind(proxy: FaultProxy, server: ZooKeeperServer) -> None:
         server.restart()
     finally:
         proxy.heal()
+
+
+def cut(proxy: FaultProxy) -> float:
+    """Cut the clients behind ``proxy`` off: their connections drop and no new one gets
+    through (until :meth:`~pycurator.testing.FaultProxy.heal`). When."""
+    proxy.blackhole()
+    proxy.drop_connections()
+    return time.monotonic()
+
+
+def session_of(client: KazooClient) -> int:
+    """The id of ``client``'s session (it has one)."""
+    client_id = client.client_id
+    assert client_id is not None
+    return int(client_id[0])
 
 
 def delete_when_empty(client: KazooClient, path: str, timeout: float = SOON) -> None:

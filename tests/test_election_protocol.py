@@ -10,20 +10,16 @@ test_selector.py, test_selector_queue.py, test_unfixable_errors.py and the inter
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoAuthError, NoNodeError
 from kazoo.protocol.states import EventType, KazooState
 
 from pycurator._client.callback_runner import Cancelled
-from pycurator._client.lock_listeners import add_lock_listener, remove_lock_listener
-from pycurator._client.transport import KazooTransport, transport_of
-from pycurator._protocol import wire
 from pycurator._protocol.checks import ConnectionPolicy
-from pycurator._protocol.events import LockEvent, LockEventKind
+from pycurator._protocol.events import LockEventKind
 from pycurator._protocol.requests import DeleteNode, GetData
 from pycurator._protocol.steps import Steps, WaitSignal
 from pycurator._protocol.transport import CLIENT_STOPPED, SESSION_EXPIRED
@@ -33,13 +29,13 @@ from pycurator._recipes.participants import Participant, participants_steps
 from .scripted import Entry, Fire, Forgets, Land, Owes, Reply, State, Stop, Timeout, stat
 from .scripted_election import (
     AHEAD,
-    BASE,
     ID,
-    IDS,
     NEW_SESSION,
     OTHER,
     RELIST,
     SESSION,
+    TERM_LOST,
+    TURN,
     Call,
     Scene,
     create,
@@ -48,44 +44,9 @@ from .scripted_election import (
     name,
     path,
     prefix,
+    rejoined,
     watch,
 )
-
-
-@pytest.fixture(autouse=True)
-def protected_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    ids = iter(IDS)
-    monkeypatch.setattr(wire, "new_protected_id", lambda: next(ids))
-    yield
-
-
-@pytest.fixture
-def client() -> KazooTransport:
-    """The transport of a client that is never started: the script is its server."""
-    return transport_of(KazooClient(hosts="127.0.0.1:1"))
-
-
-@pytest.fixture
-def scene(client: KazooTransport, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Scene]:
-    def make(policy: ConnectionPolicy = "standard", *, selector: bool = False) -> Scene:
-        return Scene(client, monkeypatch, policy, selector=selector)
-
-    return make
-
-
-@pytest.fixture
-def events() -> Iterator[list[LockEventKind]]:
-    """The kinds of the events reported on the election's path, in order."""
-    kinds: list[LockEventKind] = []
-
-    def listener(event: LockEvent) -> None:
-        if event.path == BASE:
-            kinds.append(event.kind)
-
-    add_lock_listener(listener)
-    yield kinds
-    remove_lock_listener(listener)
-
 
 # -- leading ---------------------------------------------------------------------------------
 
@@ -199,11 +160,6 @@ def test_a_foreign_child_that_sorts_ahead_is_watched_as_a_predecessor(
 # -- the connection --------------------------------------------------------------------------
 
 
-#: A turn in the queue that leads, and its term's end.
-TURN = [LockEventKind.WAITING, LockEventKind.ACQUIRED]
-TERM_LOST = [LockEventKind.LOST, LockEventKind.RELEASED]
-
-
 @pytest.mark.parametrize(
     ("policy", "heard", "reported"),
     [
@@ -315,13 +271,7 @@ def test_a_leader_whose_session_expired_does_not_lead_on_its_old_node(
         Reply(create(), made(3)),
         Reply(RELIST, [name(3)]),
         State(KazooState.LOST),
-        State(KazooState.CONNECTED, session=NEW_SESSION),
-        Reply(RELIST, [name(3)]),
-        Owes(path(name(3))),
-        Reply(create(1), made(5, 1, NEW_SESSION)),
-        Reply(RELIST, [name(5, prefix(1))]),
-        latch.stop(),
-        Reply(DeleteNode(path(name(5, prefix(1))))),
+        *rejoined(latch),
     )
     assert latch.heard == [
         ("elected", held(3)),
@@ -347,13 +297,7 @@ def test_a_session_policy_leader_is_deposed_once_its_session_timeout_passes_whil
         State(KazooState.LOST),
         Call(lambda: leading.append(latch.election.is_leading)),
         State(KazooState.LOST),
-        State(KazooState.CONNECTED, session=NEW_SESSION),
-        Reply(RELIST, [name(3)]),
-        Owes(path(name(3))),
-        Reply(create(1), made(5, 1, NEW_SESSION)),
-        Reply(RELIST, [name(5, prefix(1))]),
-        latch.stop(),
-        Reply(DeleteNode(path(name(5, prefix(1))))),
+        *rejoined(latch),
     )
     assert leading == [True, False]
     assert latch.heard == [

@@ -20,6 +20,7 @@ from .explorer.connection import sim_client
 from .explorer.explore import (
     FAULTS,
     LAYOUTS,
+    REGRESSIONS,
     SUITE_PER_LAYOUT,
     SUITE_RANDOM,
     Outcome,
@@ -156,21 +157,11 @@ def test_a_listener_that_comes_while_suspended_hears_the_session_end_at_its_time
     assert heard[0][0] == pytest.approx(listened + link.session_timeout, abs=0.01)
 
 
-#: Schedules that break an invariant in the library as it is: a latch (or ZooKeeper's
-#: election) whose steps ride a request through a suspension while it leads is never deposed
-#: when the hold comes back before they look: has_leadership() said False meanwhile, but
-#: lost_event, not_leader() and on_lost never told the suspension (docs/leader.md: "leadership
-#: ends at once (lost_event set)"). Both front ends.
-KNOWN = (
-    "latch seed=5040 contenders=0a:std:-:0.01:r faults=39:lose,82:lose,211:late,216:delete",
-    "latch seed=3267 contenders=0a:std:8:1 faults=106:drop,171:drop,185:lose,218:lose",
-    "zk-election seed=31138 contenders=0t:ses:3:0.2 faults=29:drop,89:expire,93:lose,157:drop",
-)
-
-
-@pytest.mark.xfail(strict=True, reason="a leader riding a step through a suspension")
-@pytest.mark.parametrize("line", KNOWN)
-def test_a_leader_whose_steps_ride_through_a_suspension_is_told_of_it(line: str) -> None:
+@pytest.mark.parametrize("line", REGRESSIONS)
+def test_schedules_that_once_broke_an_invariant_break_none(line: str) -> None:
+    """Among them, leaders whose steps rode a request through a suspension (see
+    :data:`~tests.explorer.explore.REGRESSIONS`): each is told of the suspension at once, and
+    its ``not_leader()`` and ``on_lost`` follow."""
     assert run(parse(line)).violations == []
 
 

@@ -90,6 +90,8 @@ class Holder:
         client: KazooTransport,
         script: Iterable[Entry] = (),
         policy: ConnectionPolicy = "standard",
+        *,
+        once: bool = False,
         **options: Any,
     ) -> None:
         self.server = HoldServer(script, **{"session": SESSION, **options})
@@ -97,7 +99,13 @@ class Holder:
         report = Reporter("mutex", "/locks/m").acquired(time.monotonic(), NODE)
         self.monitor = self.server.run(
             HoldMonitor.follow_steps(
-                client, NODE, policy, lambda *change: self.changes.append(change), SESSION, report
+                client,
+                NODE,
+                policy,
+                lambda *change: self.changes.append(change),
+                SESSION,
+                report,
+                once=once,
             )
         )
 
@@ -218,6 +226,50 @@ def test_a_standard_hold_is_lost_while_suspended_and_ours_again_once_checked(
     assert server.sent == [holder.exists(), holder.exists()]
     holder.monitor.close()
     server.finish()
+
+
+def test_a_hold_that_cannot_come_back_stays_lost_after_the_reconnect_and_asks_nothing(
+    client: KazooTransport,
+) -> None:
+    # a term of leadership: the suspension ended it, and the next term begins anew (the
+    # election lists again), so the node is not checked and the hold is not HELD again, even
+    # when the steps that depose it look only once the connection is back
+    holder = Holder(client, [Reply(EXISTS, OURS)], once=True)
+    server, monitor = holder.server, holder.monitor
+    assert holder.confirm()
+    server.change(KazooState.SUSPENDED)
+    server.change(KazooState.CONNECTED)
+    server.change(KazooState.SUSPENDED)
+    server.change(KazooState.CONNECTED)
+    assert holder.changes == [(HoldState.SUSPENDED, SUSPENDED)]  # told once, never regained
+    assert (monitor.state, monitor.held, monitor.reason) == (
+        HoldState.SUSPENDED,
+        False,
+        SUSPENDED,
+    )
+    assert server.sent == [holder.exists()]  # no check after either reconnect
+    assert not holder.confirm()
+    assert server.listeners == [monitor._on_connection]  # until its owner closes it
+    server.change(KazooState.LOST)
+    assert holder.changes == [(HoldState.SUSPENDED, SUSPENDED)]
+    assert monitor.reason == f"{SUSPENDED}, then {SESSION_EXPIRED}"
+    monitor.close()
+    assert server.listeners == []
+    server.finish()
+
+
+def test_a_hold_that_cannot_come_back_still_gets_its_watch_after_a_reconnect(
+    client: KazooTransport,
+) -> None:
+    # under the session policy a suspension loses nothing: a hold still held is watched again
+    holder = Holder(client, [Reply(EXISTS, OURS)], "session", once=True)
+    holder.server.change(KazooState.SUSPENDED)
+    holder.server.change(KazooState.CONNECTED)
+    assert holder.server.sent == [holder.exists()]
+    assert holder.server.watches[NODE] == [holder.monitor._on_node_event]
+    assert holder.monitor.held and holder.changes == []
+    holder.monitor.close()
+    holder.server.finish()
 
 
 @pytest.mark.parametrize(

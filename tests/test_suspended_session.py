@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
 from pycurator import (
@@ -32,7 +31,7 @@ from pycurator.menagerie import ReentrantZkLock
 from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer
 from pycurator.zklocker import ZkLocker
 
-from .support import SOON, STEADY_RECONNECT, eventually
+from .support import SOON, STEADY_RECONNECT, cut, eventually, session_of
 
 #: After each scenario, no lock node is left in the server's dump of ephemerals by session.
 pytestmark = pytest.mark.usefixtures("zk_no_orphans")
@@ -69,19 +68,6 @@ class Told:
                 self.all.set()
 
         return lost
-
-
-def cut(proxy: FaultProxy) -> float:
-    """Cut the client off: its connection drops and no new one gets through. When."""
-    proxy.blackhole()
-    proxy.drop_connections()
-    return time.monotonic()
-
-
-def _session(client: KazooClient) -> int:
-    client_id = client.client_id
-    assert client_id is not None
-    return int(client_id[0])
 
 
 def test_every_threaded_hold_is_told_once_the_session_timeout_passes_while_suspended(
@@ -123,7 +109,7 @@ def test_every_threaded_hold_is_told_once_the_session_timeout_passes_while_suspe
     assert leading.wait(SOON)
     standard_lost = threading.Event()
     standard.on_lost(lambda *_: standard_lost.set())
-    old = _session(client)
+    old = session_of(client)
     start = cut(front)
     assert standard_lost.wait(SOON)  # the standard policy counts the suspension itself
     assert told.all.wait(TIMEOUT + LATE), f"told: {told.at}"
@@ -134,7 +120,7 @@ def test_every_threaded_hold_is_told_once_the_session_timeout_passes_while_suspe
     assert not latch.has_leadership()
     front.heal()
     # a new session: the old one is given up, and its nodes go with it on the server
-    eventually(lambda: client.connected and _session(client) != old, what="a new session")
+    eventually(lambda: client.connected and session_of(client) != old, what="a new session")
     eventually(latch.has_leadership, what="the latch leads again in its new session")
     assert not mutex.is_held()
     mutex.release()
@@ -195,13 +181,13 @@ def test_a_hold_kept_through_a_short_suspension_is_not_told(
     )
     mutex = InterProcessMutex(client, f"{zk_path}/mutex", connection_policy="session")
     assert mutex.acquire(SOON)
-    old = _session(client)
+    old = session_of(client)
     cut(front)
     time.sleep(TIMEOUT / 4)  # a suspension well within the session timeout
     front.heal()
     eventually(lambda: client.connected, what="reconnected")
     time.sleep(TIMEOUT + 0.5)  # the count from the suspension would have run out by now
-    assert _session(client) == old
+    assert session_of(client) == old
     assert mutex.is_held() and not mutex.lost_event.is_set()
     mutex.release()
 
@@ -230,7 +216,7 @@ def test_a_session_given_up_is_not_resumed_when_its_server_comes_back_with_it(
         mutex = InterProcessMutex(client, "/locks/given-up", connection_policy="session")
         assert mutex.acquire(SOON)
         node = mutex.lock_path
-        old = _session(client)
+        old = session_of(client)
         proxy.blackhole()
         own_server.stop()  # the server keeps the session in its log, and restores it
         assert mutex.lost_event.wait(TIMEOUT + LATE)
@@ -241,7 +227,7 @@ def test_a_session_given_up_is_not_resumed_when_its_server_comes_back_with_it(
         proxy.heal()
         eventually(lambda: client.connected, what="reconnected")
         # kazoo ended the session given up instead of resuming it: a new one, after a LOST
-        assert _session(client) != old
+        assert session_of(client) != old
         assert KazooState.LOST in states
         observer = zk_client_factory(hosts=own_server.hosts)
         # the old session ends on the server once nobody resumes it, and its node with it

@@ -294,9 +294,9 @@ class Participant:
         )
         monkeypatch.setattr(election, "HoldMonitor", self._monitor)
 
-    def _monitor(self, client: KazooTransport, *args: Any) -> ScriptedMonitor:
+    def _monitor(self, client: KazooTransport, *args: Any, **kwargs: Any) -> ScriptedMonitor:
         assert self.server is not None
-        return ScriptedMonitor(self.server, *args)
+        return ScriptedMonitor(self.server, *args, **kwargs)
 
     def play(self, *script: Any, claimed: dict[str, object] | None = None) -> Server:
         self.server = server = Server(script, session=SESSION)

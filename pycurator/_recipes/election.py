@@ -7,7 +7,9 @@ list the children, and lead when our node is first and the client's current sess
 (CURATOR-644/645/724) or a loss lists the children again; our node found gone (or another
 session's) is deleted and replaced. Leadership follows the leader's node as a lock hold does
 (:class:`~pycurator._recipes.hold_monitor.HoldMonitor`): it ends when the node is deleted, the
-session ends, or (``standard`` policy) the connection is suspended. Each turn in the queue is
+session ends, or (``standard`` policy) the connection is suspended, never to come back (as
+Curator's latch, the next term begins once the children are listed again); the steps depose a
+leader at once, never waiting where its term's end cannot reach them. Each turn in the queue is
 reported as a wait, and each term of leadership as a hold (:mod:`pycurator._recipes.reports`).
 
 A lost connection is ridden through. An error no retry fixes
@@ -143,6 +145,7 @@ class Election:
         self._stop: str | None = None  # why the steps should end
         self._stop_on_loss = False  # _stop came from a loss heard: the client says which one
         self._wake: Signal | None = None
+        self._cut: Signal | None = None  # what a leader's listing waits on: any news sets it
         self._via: Transport | None = None  # the runner's, for a clean-up made without steps
         self._watched: str | None = None  # the predecessor we watch
         self._watch_spent = False  # its watch has fired (kazoo has dropped it)
@@ -167,12 +170,12 @@ class Election:
         self._stopped_by_owner = True
         if not wake:
             return
-        signal = self._wake
-        if signal is not None:
-            if here:
-                set_here(signal)
-            else:
-                signal.set()
+        for signal in (self._wake, self._cut):
+            if signal is not None:
+                if here:
+                    set_here(signal)
+                else:
+                    signal.set()
 
     def steps(self) -> Steps[str]:
         """Take part until stopped, or until the client is stopped, an error no retry fixes
@@ -279,7 +282,11 @@ class Election:
             self.node = node
             if self._stop is not None:
                 return  # stopped while the create was on its way: the clean-up deletes it
-        if children is None:
+        if children is None and self.leading is not None:
+            children = yield from self._leader_children_steps(wake, deadline)
+            if children is None:
+                return  # news came first: the steps look again (a loss deposes us at once)
+        elif children is None:
             children = yield from engine.children_steps(deadline)  # none: the path is gone
         ordered = engine.driver.sort(children)
         ours = wire.node_name(node.path)
@@ -309,13 +316,24 @@ class Election:
                 raise
             wake.set()  # gone before we could watch it: list again
 
+    def _leader_children_steps(self, wake: Signal, deadline: Deadline) -> Steps[list[str] | None]:
+        """A leader's listing (Curator's latch lists again after a reconnect), cut short by any
+        news (None then): a leader never waits where its term's end cannot reach it."""
+        cut = self._cut = yield NewSignal()
+        try:
+            if wake.is_set():  # news came before the cut could hear it (set after the wake)
+                return None
+            return (yield from self.engine.children_cut_steps(cut, deadline))
+        finally:
+            self._cut = None
+
     def _elect(self, node: LockNode) -> None:
         started, self._waiting_since = self._waiting_since, None
-        report = self._reporter.acquired(
-            clock.monotonic() if started is None else started, node.path
-        )
+        began = clock.monotonic() if started is None else started
+        followed = (node.path, self.policy, self._hold_changed, node.session_id)
+        # once: a term ends at its first loss, the next begins once the steps list again
         monitor = HoldMonitor(
-            self.transport, node.path, self.policy, self._hold_changed, node.session_id, report
+            self.transport, *followed, self._reporter.acquired(began, node.path), once=True
         )
         if not monitor.held:  # the connection went meanwhile: its state change wakes us
             monitor.close(monitor.reason)
@@ -414,9 +432,9 @@ class Election:
             set_here(wake)
 
     def _wake_up(self) -> None:
-        wake = self._wake
-        if wake is not None:
-            wake.set()
+        for signal in (self._wake, self._cut):  # a listing looks at the wake before its cut
+            if signal is not None:
+                signal.set()
         if self._on_news is not None:
             self._on_news()
 

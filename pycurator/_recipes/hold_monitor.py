@@ -7,7 +7,9 @@ Curator's ``ConnectionStateErrorPolicy`` decides what counts as lost:
   still exists and belongs to this session.
 - ``session``: only the session's end (LOST) or the node's deletion count.
 
-A node deleted by anyone, or the session's expiry, is final.
+A node deleted by anyone, or the session's expiry, is final; so is every loss of a hold that
+cannot come back (``once``: a term of leadership, which ends at the suspension, as Curator's
+latch and selector end it, and is never resumed: a latch begins a new one).
 
 Connection states reach the monitor at once (a connection listener). The watch that reports the
 node's deletion by someone else costs a request and an event, which would make a short hold half
@@ -67,9 +69,11 @@ class HoldMonitor:
 
     ``on_change(state, reason)`` runs (on a kazoo worker or event thread; keep it short) each time
     the state moves between HELD and not held. ``session_id`` is the session that made the node,
-    so a session that ended before the monitor started is seen too. The monitor listens to the
-    connection at once and watches the node from :data:`WATCH_DELAY` into the hold, or from the
-    first :meth:`confirm_steps`; :meth:`close` removes the listener, and the watch is spent when the
+    so a session that ended before the monitor started is seen too. With ``once``, the first
+    loss is final: a suspension that ends does not make the hold HELD again (a term of
+    leadership, which ends at the suspension). The monitor listens to the connection at once
+    and watches the node from :data:`WATCH_DELAY` into the hold, or from the first
+    :meth:`confirm_steps`; :meth:`close` removes the listener, and the watch is spent when the
     node is deleted. ``report`` is told of each move and of the end (see
     :mod:`pycurator._recipes.reports`).
     """
@@ -77,6 +81,7 @@ class HoldMonitor:
     __slots__ = (
         "_lock",
         "_on_change",
+        "_once",
         "_removals",
         "_session_id",
         "_via",
@@ -99,8 +104,10 @@ class HoldMonitor:
         on_change: Callable[[HoldState, str], None],
         session_id: int,
         report: HoldReport,
+        *,
+        once: bool = False,
     ) -> None:
-        self._setup(transport, node, policy, on_change, session_id, report)
+        self._setup(transport, node, policy, on_change, session_id, report, once)
         self._start(transport)
 
     @classmethod
@@ -112,11 +119,13 @@ class HoldMonitor:
         on_change: Callable[[HoldState, str], None],
         session_id: int,
         report: HoldReport,
+        *,
+        once: bool = False,
     ) -> Steps[HoldMonitor]:
         """The monitor, made by steps (the constructor runs the same on ``transport``): it
         follows the node once they end. ``transport`` gives only its handler's lock here."""
         monitor = cls.__new__(cls)
-        monitor._setup(transport, node, policy, on_change, session_id, report)
+        monitor._setup(transport, node, policy, on_change, session_id, report, once)
         monitor._start((yield GetTransport()))
         return monitor
 
@@ -128,6 +137,7 @@ class HoldMonitor:
         on_change: Callable[[HoldState, str], None],
         session_id: int,
         report: HoldReport,
+        once: bool,
     ) -> None:
         self.transport = transport
         self.node = node
@@ -139,6 +149,7 @@ class HoldMonitor:
         self._lock = transport.lock_object()
         self._watching = False  # a watch is set on the node (kazoo drops it with the connection)
         self._session_id = session_id
+        self._once = once
 
     def _start(self, via: Transport) -> None:
         """Listen through ``via`` (the runner's transport, kept for the callbacks), take in
@@ -211,6 +222,8 @@ class HoldMonitor:
         with self._lock:
             if self.state in (HoldState.RELEASED, HoldState.LOST) or self.state is state:
                 return
+            if self._once and state is HoldState.HELD:
+                return  # a hold that cannot come back: its first loss ended it
             was_held = self.state is HoldState.HELD
             # one loss, one story: on_change heard the suspension, check() tells what followed
             suspended = self.state is HoldState.SUSPENDED and state is HoldState.LOST
@@ -278,6 +291,8 @@ class HoldMonitor:
             if self.policy == "standard":
                 self._move(HoldState.SUSPENDED, "connection suspended")
         elif self.state is HoldState.SUSPENDED or not self._watching:
+            if self._once and self.state is not HoldState.HELD:
+                return  # a hold that cannot come back is not checked again
             # not from kazoo's connection thread, which must not send (it alone empties the
             # pipe that wakes it): one worker sends the requests of every hold in turn
             self._via.post_request(self._after_reconnect)

@@ -25,8 +25,17 @@ from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.drivers import CURATOR_NAMING, Decision, Driver, Naming
 from .._protocol.parents import parents_steps
 from .._protocol.requests import CreateMode, CreateNode, ListChildren, NodeExists
-from .._protocol.steps import Await, Claims, GetTransport, OweDelete, Send, SessionId, Steps
-from .._protocol.transport import Transport
+from .._protocol.steps import (
+    Await,
+    AwaitAll,
+    Claims,
+    GetTransport,
+    OweDelete,
+    Send,
+    SessionId,
+    Steps,
+)
+from .._protocol.transport import Signal, Transport
 from .._protocol.waits import (
     RETRYABLE,
     connected_steps,
@@ -272,6 +281,22 @@ class LockNodes:
         except NoNodeError:
             return []
         return children
+
+    def children_cut_steps(self, cut: Signal, deadline: Deadline) -> Steps[list[str] | None]:
+        """:meth:`children_steps`, waited for with ``cut``: None once ``cut`` is set first (the
+        answer, when it comes, is not read); the connection's loss raised, not ridden through."""
+        answer = yield Send(ListChildren(self.base_path))
+        (answered,) = yield AwaitAll((answer,), cut, deadline.remaining())
+        if answered is None:
+            if cut.is_set():
+                return None
+            raise DeadlineExpired()
+        children, error = answered
+        if isinstance(error, NoNodeError):
+            return []
+        if error is not None:
+            raise error
+        return list(children)
 
     def delete_steps(self, node: str) -> Steps[None]:
         """:meth:`release`, as steps: also how an acquire that gave up deletes its node. Under

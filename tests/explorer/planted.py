@@ -136,6 +136,14 @@ DEFECTS = (
         ("latch",),
     ),
     Defect(
+        "a leader's listing rides a suspension through (deposed once the connection is back)",
+        "callbacks",
+        "_recipes/election.py",
+        "        if children is None and self.leading is not None:",
+        "        if children is None and self.leading is not None and False:",
+        ("latch", "zk-election"),
+    ),
+    Defect(
         "an acquire waits for its predecessor past its deadline",
         "bounded",
         "_recipes/lock_wait.py",
