@@ -7,15 +7,27 @@ from ._client.lock_listeners import add_lock_listener, remove_lock_listener
 from ._connect import TLSOptions, connect, reconnecting_retry
 from ._protocol.errors import (
     ConnectTimeout,
+    CorruptedDataError,
+    IllegalTrySetVersionError,
     LockLostError,
     LockNotOwnedError,
     LockReleaseError,
     LockTimeout,
     NotALockNodeError,
     PyCuratorError,
+    UnknownOutcomeError,
 )
 from ._protocol.events import LockEvent, LockEventKind, LockListener
 from ._recipes.hold_monitor import ConnectionPolicy
+from ._threads.atomic import (
+    AtomicStats,
+    AtomicValue,
+    DistributedAtomicInteger,
+    DistributedAtomicLong,
+    DistributedAtomicValue,
+    PromotedToLock,
+)
+from ._threads.barriers import DistributedBarrier, DistributedDoubleBarrier
 from ._threads.latch import CloseMode, LeaderLatch, LeaderLatchListener, Participant
 from ._threads.multilock import InterProcessMultiLock
 from ._threads.mutex import InterProcessMutex
@@ -23,14 +35,24 @@ from ._threads.revocation import attempt_revoke
 from ._threads.rwlock import InterProcessReadWriteLock
 from ._threads.selector import LeaderSelector, Leadership
 from ._threads.semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease
+from ._threads.shared import SharedCount, SharedValue, VersionedValue
 
 #: The release, read by the packaging metadata too (its one source).
 __version__ = "0.1.0"
 
 __all__ = [
+    "AtomicStats",
+    "AtomicValue",
     "CloseMode",
     "ConnectTimeout",
     "ConnectionPolicy",
+    "CorruptedDataError",
+    "DistributedAtomicInteger",
+    "DistributedAtomicLong",
+    "DistributedAtomicValue",
+    "DistributedBarrier",
+    "DistributedDoubleBarrier",
+    "IllegalTrySetVersionError",
     "InterProcessMultiLock",
     "InterProcessMutex",
     "InterProcessReadWriteLock",
@@ -50,8 +72,13 @@ __all__ = [
     "LockTimeout",
     "NotALockNodeError",
     "Participant",
+    "PromotedToLock",
     "PyCuratorError",
+    "SharedCount",
+    "SharedValue",
     "TLSOptions",
+    "UnknownOutcomeError",
+    "VersionedValue",
     "add_lock_listener",
     "attempt_revoke",
     "connect",

@@ -51,6 +51,8 @@ ONLY_THERE = {
 NOT_RECIPES = {
     "ConnectTimeout",
     "ConnectionPolicy",
+    "CorruptedDataError",
+    "IllegalTrySetVersionError",
     "LeaderLatchListener",
     "LockEvent",
     "LockEventKind",
@@ -62,6 +64,7 @@ NOT_RECIPES = {
     "NotALockNodeError",
     "PyCuratorError",
     "TLSOptions",
+    "UnknownOutcomeError",
     "add_lock_listener",
     "attempt_revoke",
     "connect",

@@ -11,7 +11,11 @@ releases the lock; ``CancelledError`` always propagates.
 from __future__ import annotations
 
 from .._cores.latch import CloseMode
+from .._recipes.atomic import AtomicStats, AtomicValue, PromotedToLock
 from .._recipes.participants import Participant
+from .._recipes.shared_value import VersionedValue
+from ._atomic import DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicValue
+from ._barriers import DistributedBarrier, DistributedDoubleBarrier
 from ._latch import LeaderLatch
 from ._multilock import InterProcessMultiLock
 from ._mutex import InterProcessMutex
@@ -19,9 +23,17 @@ from ._runner import commit
 from ._rwlock import InterProcessReadWriteLock, ReadLock, WriteLock
 from ._selector import LeaderSelector, Leadership
 from ._semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease
+from ._shared import SharedCount, SharedValue
 
 __all__ = [
+    "AtomicStats",
+    "AtomicValue",
     "CloseMode",
+    "DistributedAtomicInteger",
+    "DistributedAtomicLong",
+    "DistributedAtomicValue",
+    "DistributedBarrier",
+    "DistributedDoubleBarrier",
     "InterProcessMultiLock",
     "InterProcessMutex",
     "InterProcessReadWriteLock",
@@ -32,7 +44,11 @@ __all__ = [
     "Leadership",
     "Lease",
     "Participant",
+    "PromotedToLock",
     "ReadLock",
+    "SharedCount",
+    "SharedValue",
+    "VersionedValue",
     "WriteLock",
     "commit",
 ]
