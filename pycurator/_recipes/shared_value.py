@@ -24,7 +24,7 @@ from .._protocol.deadline import Deadline
 from .._protocol.errors import IllegalTrySetVersionError, UnknownOutcomeError
 from .._protocol.paths import validate_path
 from .._protocol.requests import GetData, NodeExists
-from .._protocol.steps import ForgetWatch, Listen, Steps, Unlisten
+from .._protocol.steps import ForgetWatch, GetTransport, Listen, Steps, Unlisten
 from .._protocol.transport import Transport, runs_inline
 from .._protocol.waits import read_sent_steps
 from .versioned import (
@@ -72,6 +72,7 @@ class SharedValueSteps:
         self.on_change: Callable[[VersionedValue[bytes]], None] = _ignore
         self.on_state: Callable[[str], None] = _ignore
         self.active = False
+        self._runner: Transport = transport  # what the background reads run on
         self._told = UNREAD  # the zxid of the last value told
         self._guard = transport.lock_object()
 
@@ -84,6 +85,7 @@ class SharedValueSteps:
         """Curator's ``start``: listen to the connection, make the node with the seed if it is
         missing, read it with a watch."""
         self.active = True
+        self._runner = yield GetTransport()
         yield Listen(self._on_connection)
         try:
             yield from create_with_parents_steps(
@@ -151,10 +153,10 @@ class SharedValueSteps:
 
     def _read_later(self) -> None:
         """Read again in the background (off kazoo's connection thread), telling news."""
-        self.transport.post_request(self._read_in_background)
+        self._runner.post_request(self._read_in_background)
 
     def _read_in_background(self) -> None:
-        self.transport.start(self._background_read_steps())
+        self._runner.start(self._background_read_steps())
 
     def _background_read_steps(self) -> Steps[None]:
         try:
