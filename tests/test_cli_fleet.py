@@ -7,6 +7,7 @@ Java peers is in ``interop/systems/test_cli_fleet_java.py``."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -147,6 +148,30 @@ def test_inspect_escapes_node_data_and_json_keeps_it_exact(
     assert row["data"] == HOSTILE.decode()
 
 
+def test_json_gives_data_that_is_not_utf8_exactly_in_base64(
+    zk_server: ZooKeeperTarget, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    raw = b"\xff\x00host\xc3"
+    first = InterProcessMutex(zk_client_factory(), f"{zk_path}/raw", node_data=raw)
+    second = InterProcessMutex(zk_client_factory(), f"{zk_path}/text", node_data="hôte".encode())
+    assert first.acquire(SOON) and second.acquire(SOON)
+    try:
+        one = run_cli("inspect", "--json", "--hosts", zk_server.hosts, f"{zk_path}/raw")
+        tree = run_cli("inspect", "--tree", "--json", "--hosts", zk_server.hosts, zk_path)
+    finally:
+        first.release()
+        second.release()
+    assert one.returncode == tree.returncode == 0, one.stderr + tree.stderr
+    (row,) = json.loads(one.stdout)["participants"]
+    assert (row["data_encoding"], base64.b64decode(row["data"])) == ("base64", raw)
+    raw_row, text_row = json.loads(tree.stdout)
+    assert raw_row["holders"][0]["data"] == row["data"]
+    assert (text_row["holders"][0]["data"], text_row["holders"][0]["data_encoding"]) == (
+        "hôte",
+        "utf-8",
+    )
+
+
 def test_inspect_shows_writelocks_data_escaped(
     zk_server: ZooKeeperTarget, zk_client_factory: ClientFactory, zk_path: str
 ) -> None:
@@ -190,6 +215,23 @@ def test_the_progress_line_escapes_the_holders_data(
     finally:
         holder.release()
     assert "held by \\x1b[31mRED\\x1b[0m\\x07" in line and "\x1b" not in line
+
+
+def test_the_progress_line_shortens_long_data_without_cutting_an_escape(
+    zk_server: ZooKeeperTarget, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    from pycurator._threads.inspection import inspect_lock
+
+    client = zk_client_factory()
+    holder = InterProcessMutex(client, zk_path, node_data=b"x" * 37 + HOSTILE)
+    assert holder.acquire(SOON)
+    try:
+        line = describe(inspect_lock(client, zk_path), 0, 0)
+        table = run_cli("inspect", "--hosts", zk_server.hosts, zk_path)
+    finally:
+        holder.release()
+    assert f"held by {'x' * 37}… since" in line, line
+    assert f" {'x' * 23}… " in table.stdout, table.stdout
 
 
 def test_the_progress_line_names_what_blocks_the_queue(zk: KazooClient, zk_path: str) -> None:
@@ -361,7 +403,7 @@ def test_a_lost_lock_is_told_once_with_one_prefix(
     _, stderr = process.communicate(timeout=3 * SOON)
     assert process.returncode == 76, stderr
     assert "pycurator: pycurator:" not in stderr
-    lost = [line for line in stderr.splitlines() if "lost" in line]
+    lost = [line for line in stderr.splitlines() if "lost" in line.replace(zk_path, "")]
     told = f"pycurator: lock lost (lock node deleted): {node}; terminating "
     if verbose:
         assert len(lost) == 2 and lost[1].startswith(told), stderr

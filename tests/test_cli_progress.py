@@ -14,7 +14,7 @@ from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex
 from pycurator.cli import EXIT_TIMEOUT, EXIT_UNAVAILABLE
-from pycurator.testing import free_port
+from pycurator.testing import ZooKeeperServer, free_port
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .cli_support import cli_env, python_command, run_cli
@@ -143,3 +143,25 @@ def test_lock_not_on_a_terminal_prints_no_progress(
     assert result.returncode == EXIT_TIMEOUT
     assert "timed out" in one_error_line(result.stderr)
     assert "\x1b" not in result.stderr
+
+
+def test_lock_on_a_terminal_exits_on_time_when_the_server_goes_while_it_waits() -> None:
+    """The progress line's last redraw may be waiting for the server, gone: the exit does not
+    wait for it."""
+    with ZooKeeperServer() as server:
+        holder_client = KazooClient(hosts=server.hosts)
+        holder_client.start(SOON)
+        try:
+            assert InterProcessMutex(holder_client, "/locks/x").acquire(SOON)
+            terminal = OnTerminal("lock", "--hosts", server.hosts, "--timeout", "4", "/locks/x",
+                                  "--", "true")  # fmt: skip
+            terminal.wait_for("1 ahead, held by")
+            server.kill()
+            killed = time.monotonic()
+            status, text = terminal.finish()
+            assert time.monotonic() - killed < 4 + 10
+        finally:
+            holder_client.stop()
+            holder_client.close()
+    assert status == EXIT_TIMEOUT, text
+    assert "timed out after 4s waiting for the lock /locks/x: the connection to ZooKeeper" in text

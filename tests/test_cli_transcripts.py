@@ -35,6 +35,8 @@ NOT_RUN = {
     "(tests/test_connect_errors.py checks the message)",
     "pycurator server --port 0": "a port and a pid of its own, and a Ctrl-C "
     "(tests/test_cli_server.py runs it)",
+    "pycurator server": "the machine's port 2181, with a ZooKeeper on it "
+    "(tests/test_cli_server.py runs it on a port of its own)",
 }
 
 Setup = Callable[[KazooClient], contextlib.AbstractContextManager[None]]

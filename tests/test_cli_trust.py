@@ -4,6 +4,7 @@ calls only Curator's ephemeral nodes holders or waiters."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -167,6 +168,10 @@ def test_inspect_of_a_semaphores_inner_node_points_at_the_semaphore(
         assert view["layout"] == "not-a-lock"
         assert view["participants"] == []
         assert f"semaphore at {zk_path}: inspect {zk_path}" in view["note"]
+        table = run_cli("inspect", "--hosts", zk_server.hosts, f"{zk_path}/{part}").stdout
+        assert table.startswith(f"{zk_path}/{part}: not a lock (this is the {part} node of ")
+        assert re.search(r"\); [12] child\(ren\): _c_", table), table
+        assert "not lock nodes" not in table, table
     finally:
         lease.close()
         second = waiter.outcome(SOON)

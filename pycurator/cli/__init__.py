@@ -1,8 +1,10 @@
 """The ``pycurator`` command: ``lock``, ``elect``, ``inspect``, ``revoke``, ``server`` and
 ``demo``.
 
-Errors are one line on stderr and a non-zero exit status (see the ``EXIT_*`` constants). The
-subcommands live in ``_run`` (lock, elect), ``_inspect`` (inspect, revoke), ``_server`` (server)
+Errors are one line on stderr and a non-zero exit status (see the ``EXIT_*`` constants); a
+standard output whose reader has gone ends the command quietly. The arguments are parsed in
+``_parser``; the subcommands live in ``_lock`` and ``_elect`` (over ``_run``, what the two
+share), ``_inspect`` (inspect, revoke; ``_watch`` follows a lock live), ``_server`` (server)
 and here (demo). What they print of the tree goes through ``_text``.
 """
 
@@ -14,7 +16,7 @@ import shlex
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn, TextIO
+from typing import TextIO
 
 from kazoo.exceptions import (
     ConnectionLoss,
@@ -25,50 +27,39 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 
-from .. import __version__
-from .._connect import DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT
 from ._common import (
-    CONNECT_SECONDS,
-    COUNT,
     DEFAULT_HOSTS,
     EXIT_CANNOT_RUN,
     EXIT_ERROR,
     EXIT_LOCK_LOST,
     EXIT_NO_JAVA,
     EXIT_NOT_FOUND,
+    EXIT_OUTPUT_CLOSED,
     EXIT_REFUSED,
     EXIT_REVOKED,
     EXIT_TIMEOUT,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     HOSTS_ENV,
-    POSITIVE_SECONDS,
-    SECONDS,
-    SESSION_SECONDS,
-    SESSION_TIMEOUT,
     CliError,
-    connect_string,
     given_hosts,
-    number,
+    say,
+    silence,
 )
-from ._inspect import cmd_inspect, cmd_revoke, view_as_json, view_as_table
-from ._run import (
+from ._elect import (
     ELECT_ENV_HOSTS,
     ELECT_ENV_ID,
     ELECT_ENV_NODE,
     ELECT_ENV_PATH,
     ELECT_ENV_TOKEN,
-    ELECTION_SYSTEMS,
-    ENV_HOSTS,
-    ENV_NODE,
-    ENV_PATH,
-    ENV_TOKEN,
-    SYSTEMS,
     cmd_elect,
-    cmd_lock,
 )
-from ._server import DEFAULT_PORT, cmd_server
+from ._inspect import cmd_inspect, cmd_revoke
+from ._lock import ENV_HOSTS, ENV_NODE, ENV_PATH, ENV_TOKEN, cmd_lock
+from ._parser import RUN_USAGE, build_parser
+from ._server import cmd_server
 from ._text import shown
+from ._views import view_as_json, view_as_table
 
 __all__ = [
     "DEFAULT_HOSTS",
@@ -86,6 +77,7 @@ __all__ = [
     "EXIT_LOCK_LOST",
     "EXIT_NOT_FOUND",
     "EXIT_NO_JAVA",
+    "EXIT_OUTPUT_CLOSED",
     "EXIT_REFUSED",
     "EXIT_REVOKED",
     "EXIT_TIMEOUT",
@@ -133,302 +125,27 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     return 0 if verdict.ok else EXIT_ERROR
 
 
-# -- parsing ---------------------------------------------------------------------------------
-
-#: How the commands that run a command are called: their usage, and what a command line that
-#: forgot the ``--`` before the command is pointed to.
-RUN_USAGE = {
-    "lock": "pycurator lock [OPTIONS] PATH -- CMD [ARGS...]",
-    "elect": "pycurator elect [OPTIONS] PATH --id ID -- CMD [ARGS...]",
-}
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {shown(message, backslash=False)}\n")
-
-
-def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
-    """The options every command takes, before its name or after it. Only the top-level parser
-    has defaults: a command's parser sets an option only where it is given (after the command's
-    name, it wins over the same option before it)."""
-
-    def default(value: object) -> object:
-        return value if top else argparse.SUPPRESS
-
-    parser.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        default=default(False),
-        help="log what kazoo and the recipes do",
-    )
-    parser.add_argument(
-        "--hosts",
-        type=connect_string,
-        default=default(None),
-        metavar="HOSTS",
-        help=(
-            "ZooKeeper connect string, host:port,...[/chroot] (default: "
-            f"${HOSTS_ENV} if set, an empty one refused; else {DEFAULT_HOSTS})"
-        ),
-    )
-    parser.add_argument(
-        "--connect-timeout",
-        type=CONNECT_SECONDS,
-        default=default(DEFAULT_CONNECT_TIMEOUT),
-        metavar="S",
-        help=f"seconds to wait for a connection (default: {DEFAULT_CONNECT_TIMEOUT:g})",
-    )
-    parser.add_argument(
-        "--session-timeout",
-        type=SESSION_SECONDS,
-        default=default(SESSION_TIMEOUT),
-        metavar="S",
-        help=(
-            f"ZooKeeper session timeout in seconds (default: {SESSION_TIMEOUT:g}, where "
-            f"pycurator.connect() asks for {DEFAULT_SESSION_TIMEOUT:g}: lock and elect stop "
-            "their command once the connection is lost anyway, and a shorter session frees a "
-            "crashed holder's lock sooner)"
-        ),
-    )
-
-
-def _force_option(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help=(
-            f"{what} even where PATH holds another recipe's or system's nodes (refused without "
-            "it: the two would not exclude each other)"
-        ),
-    )
-
-
-def _quiet_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="no progress line while waiting (there is none unless stderr is a terminal)",
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``pycurator`` command."""
-    parser = _Parser(
-        prog="pycurator",
-        description="Curator's ZooKeeper locks from the command line, shared with Java Curator.",
-    )
-    parser.add_argument("--version", action="version", version=f"pycurator {__version__}")
-    _global_options(parser, top=True)
-    commands = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
-
-    lock = commands.add_parser(
-        "lock",
-        usage=RUN_USAGE["lock"],
-        help="run a command while holding a lock",
-        description=(
-            "Run CMD while holding the lock on PATH (Java Curator's InterProcessMutex on the "
-            f"same PATH is excluded). CMD sees ${ENV_PATH}, ${ENV_NODE}, ${ENV_TOKEN} (fencing "
-            f"token) and ${ENV_HOSTS}. Exit status: CMD's; {EXIT_TIMEOUT} on timeout; "
-            f"{EXIT_LOCK_LOST} if the lock was lost while CMD ran (CMD gets SIGTERM, then "
-            f"SIGKILL after --grace); {EXIT_REVOKED} if revoked (with --revocable); "
-            f"{EXIT_UNAVAILABLE} if ZooKeeper cannot be reached; {EXIT_REFUSED} if PATH holds "
-            "another recipe's or system's nodes (see --force)."
-        ),
-    )
-    lock.add_argument("path", metavar="PATH", help="the lock path, e.g. /locks/billing")
-    kind = lock.add_mutually_exclusive_group()
-    kind.add_argument("--read", action="store_true", help="take the read side of a RW lock")
-    kind.add_argument("--write", action="store_true", help="take the write side of a RW lock")
-    kind.add_argument(
-        "--semaphore",
-        type=number(int, 1, inclusive=True),
-        metavar="N",
-        help="take one lease of a semaphore of N leases",
-    )
-    lock.add_argument(
-        "--timeout",
-        type=SECONDS,
-        metavar="S",
-        help=(
-            "give up after S seconds, the first connection included; 0: one try, once "
-            "connected within --connect-timeout (default: wait)"
-        ),
-    )
-    lock.add_argument(
-        "--grace",
-        type=SECONDS,
-        default=10.0,
-        metavar="S",
-        help="seconds between SIGTERM and SIGKILL when the lock is lost (default: 10)",
-    )
-    lock.add_argument("--data", metavar="TEXT", help="node data (default: this host's address)")
-    lock.add_argument(
-        "--system",
-        choices=SYSTEMS,
-        default="curator",
-        help=(
-            "whose lock to take on PATH: Curator's (default), ZooKeeper's own WriteLock "
-            "(zookeeper), menagerie's ReentrantZkLock, read/write lock (--read, --write) or "
-            "ZkSemaphore (--semaphore), or ZkLocker's (zklocker, PATH its parent, --key)"
-        ),
-    )
-    lock.add_argument("--key", metavar="KEY", help="ZkLocker's key (with --system zklocker)")
-    _force_option(lock, "lock")
-    lock.add_argument(
-        "--revocable",
-        action="store_true",
-        help="stop CMD and release when another client revokes the lock",
-    )
-    _quiet_option(lock)
-    lock.add_argument("--poll-interval", type=POSITIVE_SECONDS, default=0.1, help=argparse.SUPPRESS)
-    _global_options(lock, top=False)
-
-    elect = commands.add_parser(
-        "elect",
-        usage=RUN_USAGE["elect"],
-        help="run a command while this process leads an election",
-        description=(
-            "Join the leader election on PATH (Curator's LeaderLatch, shared with Java's on the "
-            "same PATH; or ZooKeeper's LeaderElectionSupport with --system zookeeper) and run "
-            "CMD once this process leads. CMD sees "
-            f"${ELECT_ENV_PATH}, ${ELECT_ENV_ID}, ${ELECT_ENV_NODE}, ${ELECT_ENV_TOKEN} "
-            f"(fencing token) and ${ELECT_ENV_HOSTS}. Exit status: CMD's; {EXIT_TIMEOUT} on "
-            f"timeout; {EXIT_LOCK_LOST} if leadership was lost while CMD ran (CMD gets SIGTERM, "
-            f"then SIGKILL after --grace); {EXIT_UNAVAILABLE} if ZooKeeper cannot be reached; "
-            f"{EXIT_REFUSED} if PATH holds another recipe's nodes (see --force)."
-        ),
-    )
-    elect.add_argument("path", metavar="PATH", help="the election path, e.g. /election/billing")
-    elect.add_argument(
-        "--id", required=True, metavar="ID", help="this participant's id, written to its node"
-    )
-    elect.add_argument(
-        "--system",
-        choices=ELECTION_SYSTEMS,
-        default="curator",
-        help=(
-            "whose election to join on PATH: Curator's LeaderLatch (default) or ZooKeeper's own "
-            "LeaderElectionSupport (zookeeper; ID is the host name its offer holds)"
-        ),
-    )
-    _force_option(elect, "join")
-    elect.add_argument(
-        "--timeout",
-        type=POSITIVE_SECONDS,
-        metavar="S",
-        help="give up after S seconds, the first connection included (default: wait)",
-    )
-    elect.add_argument(
-        "--grace",
-        type=SECONDS,
-        default=10.0,
-        metavar="S",
-        help="seconds between SIGTERM and SIGKILL when leadership is lost (default: 10)",
-    )
-    _quiet_option(elect)
-    elect.add_argument(
-        "--poll-interval", type=POSITIVE_SECONDS, default=0.1, help=argparse.SUPPRESS
-    )
-    _global_options(elect, top=False)
-
-    inspect = commands.add_parser(
-        "inspect",
-        help="show the holders and waiters of a lock path, or an election's participants",
-        description=(
-            "Show the holders and waiters of the Curator lock, read/write lock or semaphore at "
-            "PATH, or the participants of a leader latch or selector (the leader first), "
-            "Java's and Python's alike; also the locks and elections of ZooKeeper's own "
-            "recipes (WriteLock, LeaderElectionSupport), menagerie and ZkLocker."
-        ),
-    )
-    inspect.add_argument("path", metavar="PATH")
-    inspect.add_argument(
-        "--permits",
-        type=int,
-        metavar="N",
-        help="a menagerie semaphore's permits (ZooKeeper does not keep them): the first N hold",
-    )
-    inspect.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    inspect.add_argument(
-        "--tree",
-        action="store_true",
-        help="list every lock at or below PATH with its holder and queue length",
-    )
-    inspect.add_argument(
-        "--watch",
-        action="store_true",
-        help=(
-            "follow the lock live: holders, waiters and hand-offs as they happen, until "
-            "interrupted (with --json: one document per change)"
-        ),
-    )
-    inspect.add_argument("--interval", type=POSITIVE_SECONDS, default=1.0, help=argparse.SUPPRESS)
-    _global_options(inspect, top=False)
-
-    revoke = commands.add_parser(
-        "revoke",
-        help="ask the holder of a lock node to release it",
-        description="Write Curator's __REVOKE__ message to NODE_PATH (see inspect for nodes).",
-    )
-    revoke.add_argument("node", metavar="NODE_PATH")
-    _global_options(revoke, top=False)
-
-    server = commands.add_parser(
-        "server",
-        help="run a ZooKeeper to try things on, until Ctrl-C",
-        description=(
-            "Start ZooKeeper from its installed jars (Debian's zookeeper package, or "
-            "$PYCURATOR_ZK_CLASSPATH) on 127.0.0.1, print its connect string on stdout once it "
-            "serves, and run until Ctrl-C, SIGTERM or SIGHUP; then stop it and delete its data. "
-            "One node, no fsync: for trying things, not for production. Exit status 0 once "
-            f"stopped, {EXIT_UNAVAILABLE} if it cannot start (the port in use, no java, no jars)."
-        ),
-    )
-    server.add_argument(
-        "--port",
-        type=number(int, 0, inclusive=True, maximum=65535),
-        default=DEFAULT_PORT,
-        metavar="N",
-        help=(
-            f"the client port (default: {DEFAULT_PORT}, where the other commands look without "
-            "--hosts; 0: any free port)"
-        ),
-    )
-
-    demo = commands.add_parser(
-        "demo",
-        help="Python and Java Curator threads contend for one lock",
-        description=(
-            "Python threads (pycurator) and Java threads (Curator, through JPype) take one lock "
-            "in turn and increment a counter node inside it. Without --hosts (or "
-            f"${HOSTS_ENV}) an embedded ZooKeeper is started. Exit status 1 if exclusion failed, "
-            f"{EXIT_NO_JAVA} if Java threads were asked for and JPype is missing."
-        ),
-    )
-    demo.add_argument("--python-threads", type=COUNT, default=3, metavar="N")
-    demo.add_argument("--java-threads", type=COUNT, default=3, metavar="N")
-    demo.add_argument("--rounds", type=COUNT, default=4, metavar="N", help="holds per thread")
-    demo.add_argument(
-        "--hold-ms",
-        type=number(float, 0, inclusive=True),
-        default=10.0,
-        metavar="MS",
-        help="time inside the lock",
-    )
-    demo.add_argument(
-        "--unlocked",
-        action="store_true",
-        help="skip the lock, to show the lost updates it prevents (exits 1)",
-    )
-    _global_options(demo, top=False)
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``pycurator`` console script and of ``python -m pycurator``."""
+    """Entry point of the ``pycurator`` console script and of ``python -m pycurator``.
+
+    A reader of the standard output that has gone (``pycurator inspect --watch PATH | head
+    -1``) ends the command quietly, with :data:`EXIT_OUTPUT_CLOSED`, as ``cat`` or ``git``
+    end; what it held is released and its session closed on the way out, as for any end."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # a reader that has gone shows here, not in the exit's flush
+    except BrokenPipeError:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BrokenPipeError:
+                silence(stream)
+        return EXIT_OUTPUT_CLOSED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     command: list[str] = []
@@ -486,12 +203,15 @@ class _LogFormat(logging.Formatter):
 
 
 def _log_to_stderr(verbose: bool) -> None:
-    """Log records on stderr: with ``-v`` what kazoo and the recipes do (INFO); without, only
-    errors: ``lock`` and ``elect`` report a loss themselves, once, naming the node."""
+    """Log records on stderr: with ``-v`` what kazoo does (INFO) and every wait and hold of the
+    recipes (DEBUG: waiting, acquired, released, however short); without, only errors: ``lock``
+    and ``elect`` report a loss themselves, once, naming the node."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_LogFormat())
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
-    if not verbose:
+    if verbose:
+        logging.getLogger("pycurator").setLevel(logging.DEBUG)
+    else:
         logging.getLogger("kazoo").setLevel(logging.CRITICAL)
         logging.getLogger("pycurator").setLevel(logging.ERROR)
 
@@ -505,5 +225,5 @@ def _separated(args: argparse.Namespace, argv: list[str], unknown: list[str]) ->
 
 
 def _fail(message: str, status: int) -> int:
-    sys.stderr.write(f"pycurator: error: {shown(message, backslash=False)}\n")
+    say(sys.stderr, f"pycurator: error: {shown(message, backslash=False)}\n")
     return status

@@ -1,4 +1,5 @@
-"""What every subcommand shares: exit statuses, errors, connecting, paths and number options."""
+"""What every subcommand shares: exit statuses, errors, signals, output whose reader has gone,
+connecting, paths and number options."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import contextlib
 import logging
 import math
 import os
+import select
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TextIO
 
 from kazoo.client import KazooClient
 
@@ -41,6 +43,9 @@ EXIT_NO_JAVA = 78
 EXIT_CANNOT_RUN = 126
 #: ``lock``, ``elect``: the command was not found.
 EXIT_NOT_FOUND = 127
+#: The reader of the standard output went away (``pycurator inspect --watch PATH | head -1``):
+#: what a shell reports for ``cat`` or ``git`` ended by SIGPIPE.
+EXIT_OUTPUT_CLOSED = 128 + signal.SIGPIPE
 
 #: The ensemble when no ``--hosts`` is given; set but empty (or malformed), a usage error.
 HOSTS_ENV = "PYCURATOR_ZK_HOSTS"
@@ -105,7 +110,7 @@ class Interrupter:
 
         threading.Thread(target=wake, name="pycurator-signals", daemon=True).start()
         try:
-            with signals(_noted, WAIT_SIGNALS):
+            with signals(noted, WAIT_SIGNALS):
                 previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
                 try:
                     yield
@@ -115,8 +120,50 @@ class Interrupter:
             os.close(write_fd)  # the thread reads the end of the pipe, and ends
 
 
-def _noted(signum: int, frame: Any) -> None:
+def noted(signum: int, frame: Any) -> None:
     """The Python side of a signal within :meth:`Interrupter.ending`: nothing (the pipe tells)."""
+
+
+# -- output whose reader has gone ------------------------------------------------------------
+
+
+def silence(stream: TextIO) -> None:
+    """Point ``stream``'s file descriptor at the null device: its reader has gone, and what it
+    still holds or is given (down to the interpreter's flush at exit) goes nowhere, silently."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
+def say(stream: TextIO, text: str) -> None:
+    """Write ``text`` on ``stream`` at once; a stream whose reader has gone (a closed pipe) takes
+    it and what follows silently: a message lost is no reason to stop a command that runs."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        silence(stream)
+
+
+def output_gone(stream: TextIO) -> bool:
+    """Whether the reader of ``stream`` has gone: a pipe whose other end is closed (``| head
+    -1`` that has its line), or a terminal hung up. A file, or a stream without a descriptor,
+    never is. Tells at once, without writing."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    if not hasattr(select, "poll"):
+        return False
+    poller = select.poll()
+    poller.register(fd, 0)  # errors and hang-ups are told whatever is asked for
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
 
 
 def connect_string(text: str) -> str:

@@ -15,6 +15,10 @@ from ._text import shown, shown_data
 #: Seconds between two redraws (each after one read of the lock path).
 REFRESH = 1.0
 _CLEAR = "\r\x1b[K"
+#: Longest :meth:`Progress.stop` waits for a redraw under way.
+STOP_WAIT = 1.0
+#: The most characters of the holder's data the line shows.
+DATA_WIDTH = 40
 
 
 def describe(view: LockView, session: int, now_ms: int) -> str:
@@ -27,9 +31,7 @@ def describe(view: LockView, session: int, now_ms: int) -> str:
         if view.blockers:
             return f"{shown(view.path)}: {ahead}, blocked by {shown(view.blockers[0])}"
         return f"{shown(view.path)}: {ahead}"
-    data = shown_data(holder.entry.data) or "(no data)"
-    if len(data) > 40:
-        data = data[:39] + "…"
+    data = shown_data(holder.entry.data, DATA_WIDTH) or "(no data)"
     since = max(0, now_ms - holder.entry.created_ms) // 1000
     verb = "led" if view.layout in ("latch", "zookeeper-election") else "held"
     return f"{shown(view.path)}: {ahead}, {verb} by {data} since {since} s"
@@ -74,10 +76,11 @@ class Progress:
         self._client = client
 
     def stop(self) -> None:
-        """Stop redrawing and erase the line."""
+        """Stop redrawing and erase the line. A redraw waiting for the server (gone) is not
+        waited for: that thread draws nothing once stopped, and ends with the client."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(STOP_WAIT)
             self._thread = None
         if self._drawn:
             self._stream.write(_CLEAR)

@@ -20,15 +20,43 @@ from ._common import EXIT_ERROR, EXIT_UNAVAILABLE, CliError, signals
 DEFAULT_PORT = 2181
 #: The signals that stop the server: Ctrl-C, ``kill``'s default, a closed terminal.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: Longest the refusal of a port in use waits for what listens there to answer ``srvr``.
+PROBE_WAIT = 2.0
 
 
 def _port_in_use(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:``port``. The probe binds as ZooKeeper does,
+    with ``SO_REUSEADDR``: the connections closed there lately (a stopped server's, its own
+    readiness checks'), which linger in TIME-WAIT for a minute, keep neither from binding."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
             return True
     return False
+
+
+def _in_use(port: int) -> str:
+    """The refusal of a ``port`` something listens on: a ZooKeeper (it answers ``srvr``, or
+    says that word is not allowed), to be used as it is, or another program."""
+    from ..testing import four_letter_word
+
+    try:
+        answer = four_letter_word("127.0.0.1", port, "srvr", PROBE_WAIT)
+    except OSError:
+        answer = ""
+    hosts = f"127.0.0.1:{port}"
+    if answer.startswith("Zookeeper version:") or "not in the whitelist" in answer:
+        return (
+            f"port {port} is in use on 127.0.0.1: a ZooKeeper serves it already (use it: "
+            f"--hosts {hosts}, or export PYCURATOR_ZK_HOSTS={hosts}); give --port 0 to start "
+            "another on a free port"
+        )
+    return (
+        f"port {port} is in use on 127.0.0.1 by a program that is no ZooKeeper: give --port 0 "
+        "for a free one"
+    )
 
 
 def cmd_server(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -37,11 +65,7 @@ def cmd_server(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ..testing import ZooKeeperServer, ZooKeeperServerError
 
     if args.port != 0 and _port_in_use(args.port):
-        raise CliError(
-            f"port {args.port} is in use on 127.0.0.1 (a ZooKeeper already running?): "
-            "give --port 0 for a free one",
-            EXIT_UNAVAILABLE,
-        )
+        raise CliError(_in_use(args.port), EXIT_UNAVAILABLE)
     stop = threading.Event()
     received: list[int] = []
 

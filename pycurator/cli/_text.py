@@ -34,9 +34,10 @@ def shown(text: str, backslash: bool = True) -> str:
     return "".join(out)
 
 
-def shown_data(data: bytes) -> str:
+def shown_data(data: bytes, width: int | None = None) -> str:
     """Node data as text to print: UTF-8 where it is, ``\\xNN`` for each byte where it is not,
-    and what :func:`shown` escapes, escaped."""
+    and what :func:`shown` escapes, escaped. With ``width``, at most that many characters: a
+    longer text ends with ``…`` after the last whole character or escape that fits."""
     text = data.decode("utf-8", "surrogateescape")
     out = []
     for char in text:
@@ -45,7 +46,15 @@ def shown_data(data: bytes) -> str:
             out.append(f"\\x{code - 0xDC00:02x}")
         else:
             out.append(shown(char))
-    return "".join(out)
+    if width is None or sum(map(len, out)) <= width:
+        return "".join(out)
+    kept, used = [], 0
+    for piece in out:  # an escape is cut whole, never in half
+        if used + len(piece) > width - 1:
+            break
+        kept.append(piece)
+        used += len(piece)
+    return "".join(kept) + "…"
 
 
 __all__ = ["shown", "shown_data"]

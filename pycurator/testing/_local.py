@@ -11,7 +11,16 @@ from pathlib import Path
 #: Debian's server jar (its manifest names its dependencies) and a quiet logging binding.
 DEFAULT_CLASSPATH = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar"
 CLASSPATH_ENV = "PYCURATOR_ZK_CLASSPATH"
-JAVA_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
+#: The JVM's options: small and quick to start, and no performance data file
+#: (``/tmp/hsperfdata_USER/PID``, for ``jps`` and ``jstat``), which a server ended by SIGKILL
+#: would leave behind.
+JAVA_OPTIONS = (
+    "-Xmx256m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-Xshare:auto",
+    "-XX:-UsePerfData",
+)
 STANDALONE_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
