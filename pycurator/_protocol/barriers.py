@@ -9,10 +9,21 @@ go; every other deletes its node and waits for the lowest.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from . import wire
+
+#: A member's name: Java's ``UUID.randomUUID().toString()``.
+MEMBER_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def is_barrier(children: Sequence[str]) -> bool:
+    """Whether ``children`` are a double barrier's: members named by a UUID, and ``ready``."""
+    return bool(children) and all(
+        name == wire.BARRIER_READY or MEMBER_NAME.fullmatch(name) for name in children
+    )
 
 
 def new_member_name() -> str:
@@ -70,8 +81,10 @@ def leave_step(names: list[str], ours: str, ours_there: bool) -> LeaveStep:
 
 
 __all__ = [
+    "MEMBER_NAME",
     "LeaveStep",
     "check_member_qty",
+    "is_barrier",
     "leave_step",
     "may_pass",
     "members",

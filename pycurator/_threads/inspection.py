@@ -1,5 +1,6 @@
-"""Who holds and who waits on a lock path, read from the tree, blocking (its steps:
-:func:`pycurator._recipes.inspection.inspect_lock_steps`)."""
+"""Who holds and who waits on a lock path, and what a counter or a double barrier holds, read
+from the tree, blocking (their steps: :func:`pycurator._recipes.inspection.inspect_lock_steps`,
+:func:`pycurator._recipes.inspection_counters.counter_or_barrier_steps`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from kazoo.client import KazooClient
 
 from .._client.transport import transport_of
 from .._recipes.inspection import LockView, inspect_lock_steps
+from .._recipes.inspection_counters import BarrierView, CounterView, counter_or_barrier_steps
 from .runner import run
 
 
@@ -18,4 +20,10 @@ def inspect_lock(
     return run(transport_of(client), inspect_lock_steps(path, permits, layout))
 
 
-__all__ = ["inspect_lock"]
+def inspect_counter(client: KazooClient, path: str) -> CounterView | BarrierView | None:
+    """The counter or double barrier at ``path``, or None for anything else (see
+    :func:`~pycurator._recipes.inspection_counters.counter_or_barrier_steps`), blocking."""
+    return run(transport_of(client), counter_or_barrier_steps(path))
+
+
+__all__ = ["inspect_counter", "inspect_lock"]
