@@ -17,10 +17,19 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kazoo.exceptions import ConnectionClosedError
-from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
+from kazoo.protocol.states import EventType, KazooState, KeeperState, WatchedEvent, ZnodeStat
 
 from pycurator._protocol.deadline import DeadlineExpired
-from pycurator._protocol.requests import GetData, ListChildren, NodeExists, Request
+from pycurator._protocol.requests import (
+    AddWatch,
+    AddWatchMode,
+    GetData,
+    ListChildren,
+    NodeExists,
+    RemoveWatches,
+    Request,
+    WatcherType,
+)
 from pycurator._protocol.steps import (
     Await,
     AwaitAll,
@@ -108,7 +117,8 @@ class Forgets:
 
 @dataclass(frozen=True)
 class Fire:
-    """While the protocol waits: the watches on ``path`` fire with ``type``."""
+    """While the protocol waits: the watches on ``path`` fire with ``type`` (the one-shot watches
+    of the path, and the watches that stay which cover it)."""
 
     path: str
     type: str = EventType.DELETED
@@ -214,7 +224,10 @@ class ScriptedServer:
     :attr:`sent` lists every request the protocol sent; :attr:`log` each send, await and wait,
     in order (``("send", request)``, ``("await", request)``, ``("woken", None)`` or
     ``("timed out", None)``); :attr:`listeners` the connection listeners still registered;
-    :attr:`watches` the watches still set, by path.
+    :attr:`watches` the one-shot watches still set, by path; :attr:`staying` the watches that
+    stay (an answered :class:`~pycurator._protocol.requests.AddWatch`), by path and mode, told
+    as the transport tells them: events they cover, and the connection's states as NONE events
+    (a LOST state ends them).
     """
 
     def __init__(
@@ -228,6 +241,7 @@ class ScriptedServer:
         self.log: list[tuple[str, Request | None]] = []
         self.listeners: list[Callable[[str], object]] = []
         self.watches: defaultdict[str, list[Callable[[WatchedEvent], None]]] = defaultdict(list)
+        self.staying: dict[tuple[str, AddWatchMode], list[Callable[[WatchedEvent], None]]] = {}
         #: the client's claims on its lock nodes (:class:`~pycurator._protocol.steps.Claims`)
         self.claimed: dict[str, object] = {}
         #: how many times the client had the server drop a watch (see :class:`Reply`)
@@ -281,9 +295,21 @@ class ScriptedServer:
     def fire(self, path: str, type: str = EventType.DELETED) -> None:
         """The watches on ``path`` fire with ``type`` (as :class:`Fire`, but at any time)."""
         watches = self.watches.pop(path, [])
-        self._check(bool(watches), f"no watch on {path} to fire")
-        for watch in watches:
+        staying = self._covering(path, type)
+        self._check(bool(watches or staying), f"no watch on {path} to fire")
+        for watch in [*watches, *staying]:
             watch(WatchedEvent(type, KazooState.CONNECTED, path))
+
+    def _covering(self, path: str, type: str) -> list[Callable[[WatchedEvent], None]]:
+        """The watches that stay that hear an event of ``type`` on ``path``."""
+        covering = list(self.staying.get((path, AddWatchMode.PERSISTENT), ()))
+        at = path
+        while type != EventType.CHILD:
+            covering.extend(self.staying.get((at, AddWatchMode.PERSISTENT_RECURSIVE), ()))
+            if at == "/":
+                break
+            at = at.rsplit("/", 1)[0] or "/"
+        return list(dict.fromkeys(covering))
 
     def change(self, state: str, session: int | None = None) -> None:
         """The connection goes to ``state`` (as :class:`State`, but at any time)."""
@@ -353,6 +379,15 @@ class ScriptedServer:
     def _tell(self, state: str) -> None:
         for listener in list(self.listeners):
             listener(state)
+        keeper = {
+            KazooState.CONNECTED: KeeperState.CONNECTED,
+            KazooState.SUSPENDED: KeeperState.CONNECTING,
+        }.get(state, KeeperState.CLOSED if self.stopped else KeeperState.EXPIRED_SESSION)
+        staying = list(dict.fromkeys(w for ws in self.staying.values() for w in ws))
+        if state == KazooState.LOST:
+            self.staying.clear()
+        for watch in staying:
+            watch(WatchedEvent(EventType.NONE, keeper, None))
 
     # -- the transport ---------------------------------------------------------------------------
 
@@ -374,6 +409,12 @@ class ScriptedServer:
             and not entry.late
         ):
             self.watches[request.path].append(request.watch)
+        if isinstance(request, AddWatch) and entry.error is None and not entry.late:
+            added = self.staying.setdefault((request.path, request.mode), [])
+            if request.watch not in added:
+                added.append(request.watch)
+        if isinstance(request, RemoveWatches) and entry.error is None:
+            self._remove_staying(request)
         if entry.disconnects:
             self.is_connected = False
         if entry.late:
@@ -385,6 +426,28 @@ class ScriptedServer:
         if entry.drops_a_watch:
             self.removals += 1
         return answer
+
+    def _remove_staying(self, request: RemoveWatches) -> None:
+        """A watch that stays removed (the whole path's, for a removal of ANY)."""
+        kind = request.watcher_type
+        if kind is WatcherType.ANY:
+            for mode in AddWatchMode:
+                self.staying.pop((request.path, mode), None)
+            return
+        if kind not in (WatcherType.PERSISTENT, WatcherType.PERSISTENT_RECURSIVE):
+            return
+        mode = (
+            AddWatchMode.PERSISTENT
+            if kind is WatcherType.PERSISTENT
+            else AddWatchMode.PERSISTENT_RECURSIVE
+        )
+        watches = self.staying.get((request.path, mode), [])
+        if request.watch is None:
+            watches.clear()
+        elif request.watch in watches:
+            watches.remove(request.watch)
+        if not watches:
+            self.staying.pop((request.path, mode), None)
 
     def listen(self, listener: Callable[[str], object]) -> None:
         self.listeners.append(listener)

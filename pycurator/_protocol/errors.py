@@ -13,6 +13,8 @@
      │                                           effect cannot be known
      ├── IllegalTrySetVersionError (also ValueError)
      │                                           a versioned set at version -1 (CURATOR-688)
+     ├── ServerFeatureError (also kazoo's UnimplementedError)
+     │                                           the server lacks what a request needs
      └── LockReleaseError (an ExceptionGroup on Python 3.11+)
                                                  release() of several locks: every failure
 
@@ -143,6 +145,21 @@ else:
             super().__init__(message)
             self.message = message
             self.exceptions = tuple(exceptions)
+
+
+class ServerFeatureError(_Picklable, kazoo_errors.UnimplementedError):  # type: ignore[misc]
+    """The answer to a request the ZooKeeper server does not offer: ``feature`` (persistent
+    watches, TTL nodes) is missing there, and ``needs`` says what has it. Also kazoo's
+    ``UnimplementedError``, the server's own answer, so that it counts among
+    :data:`UNFIXABLE`."""
+
+    _fields = ("feature", "path", "needs")
+
+    def __init__(self, feature: str, path: str, needs: str) -> None:
+        super().__init__(f"the ZooKeeper server has no {feature} ({needs}): {path}")
+        self.feature = feature
+        self.path = path
+        self.needs = needs
 
 
 class InvalidServiceInstance(_Picklable, ValueError):
