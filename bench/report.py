@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import counters
 from .scale import tables as scale_tables
 
 BEGIN = "<!-- bench-report: begin (python -m bench.report --write) -->"
@@ -337,6 +338,7 @@ RECIPES = {
     "multilock": "InterProcessMultiLock of 2 mutexes",
     "latch": "LeaderLatch (start, await leadership, close)",
     "leader": "LeaderSelector, auto-requeue (an operation: a term)",
+    **counters.TITLES,
 }
 
 
@@ -399,6 +401,30 @@ def _standalone(results: dict[str, Any]) -> list[str]:
         " Python in its process; pycurator with no JVM in its.",
         "",
         *_contention_table(section, STANDALONE, "the Java program's"),
+    ]
+
+
+def _counters(results: dict[str, Any]) -> list[str]:
+    """The counters section: increments per second, and ``connect()``'s client against its
+    targets."""
+    section = results["counters"]
+    rows = []
+    for recipe, modes in section["table"].items():
+        for mode, sides in modes.items():
+            ours, target = sides.get("pycurator-connect"), section["targets"].get(mode)
+            if ours is not None and target is not None:
+                met = MET if ours["ratio_to_curator"] >= target else NOT_MET
+                name = f"{RECIPES.get(recipe, recipe)}, {MODES.get(mode, mode)}"
+                rows.append([name, f">= {target:g}", _ms(ours["ratio_to_curator"]), met])
+    return [
+        "### Contended increments, each side a program of its own",
+        "",
+        f"Java Curator {section.get('curator', '?')} on Java {section.get('java', '?')}; an"
+        " operation is an increment that succeeded (one that did not is counted as a timeout).",
+        "",
+        *_contention_table(section, STANDALONE, "the Java program's"),
+        "",
+        *_table(["`connect()`'s client", "target / the Java program's", "measured", ""], rows),
     ]
 
 
@@ -522,6 +548,7 @@ SECTIONS = {
     "contended": _contended,
     "standalone": _standalone,
     "leaks": _leaks,
+    "counters": _counters,
     "soak": _soak,
 }
 
@@ -562,6 +589,10 @@ def publish(page: str, results: dict[str, Any]) -> str:
 
     if loop_run(results) and LOOP_BEGIN in page and LOOP_END in page:
         return replace_region(page, loop_region(results), LOOP_BEGIN, LOOP_END)
+    if set(results) & set(SECTIONS) == {"counters"}:
+        if counters.BEGIN in page and counters.END in page:
+            page = replace_region(page, report(results), counters.BEGIN, counters.END)
+        return page
     begin, end = markers(results)
     if set(results) & set(SECTIONS) and begin in page and end in page:
         page = replace_region(page, report(results), begin, end)

@@ -29,7 +29,7 @@ from pycurator._threads.runner import run
 from pycurator.testing import FaultProxy
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
-from .support import SOON, ClientFactory, eventually
+from .support import SOON, ClientFactory, children, eventually
 
 FAST = KazooRetry(max_tries=-1, delay=0.001, backoff=1, max_jitter=0.5)
 
@@ -177,28 +177,84 @@ def test_an_atomic_integer_is_four_bytes_and_an_atomic_value_raw_bytes(
     assert zk.get(f"{zk_path}/raw")[0] == b"\x00\xff"
 
 
-@pytest.mark.parametrize("promoted", [False, True], ids=["optimistic", "promoted"])
-def test_increments_from_clients_of_their_own_add_up(
-    zk: KazooClient, zk_client_factory: ClientFactory, zk_path: str, promoted: bool
+def test_increments_through_one_client_are_combined_each_told_its_own_value(
+    zk: KazooClient, zk_client_factory: ClientFactory, zk_path: str, proxy: FaultProxy
 ) -> None:
+    """Increments that come while a write is under way go in the next write as their sum (the
+    client is 50 ms away, so they do); each is told its own value, as if made one after the
+    other: every value from 0 to 19 was some increment's, once."""
     path = f"{zk_path}/counter"
-    lock = PromotedToLock(f"{zk_path}/lock", SOON, FAST) if promoted else None
-    retry = KazooRetry(max_tries=2, delay=0.0) if promoted else FAST
+    proxy.latency = 0.05
+    client = zk_client_factory(hosts=proxy.hosts)
     results: list[AtomicValue[int]] = []
 
-    def increments(client: KazooClient) -> None:
-        counter = DistributedAtomicLong(client, path, retry, lock)
-        results.extend(counter.increment() for _ in range(15))
+    def increments() -> None:
+        counter = DistributedAtomicLong(client, path, KazooRetry(max_tries=1))
+        results.extend(counter.increment() for _ in range(4))
 
-    threads = [threading.Thread(target=increments, args=(zk_client_factory(),)) for _ in range(4)]
+    threads = [threading.Thread(target=increments) for _ in range(5)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(SOON)
-    assert len(results) == 60 and all(result.succeeded for result in results)
+    assert all(result.succeeded for result in results)
+    assert sorted(result.pre_value for result in results) == list(range(20))
+    assert all(result.post_value == result.pre_value + 1 for result in results)
+    data, stat = zk.get(path)
+    assert data == long_bytes(20) and stat.version < 19  # fewer writes than increments
+
+
+def test_clients_of_one_process_take_turns_rather_than_fail(
+    zk: KazooClient, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    """One try each, and no increment fails: clients of one process on one counter write in
+    turn, never at one version together."""
+    path = f"{zk_path}/counter"
+    results: list[AtomicValue[int]] = []
+
+    def increments(client: KazooClient) -> None:
+        counter = DistributedAtomicLong(client, path, KazooRetry(max_tries=1))
+        results.extend(counter.increment() for _ in range(10))
+
+    clients = [zk_client_factory() for _ in range(3)]
+    threads = [threading.Thread(target=increments, args=(c,)) for c in clients * 2]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(SOON)
+    assert [result.succeeded for result in results] == [True] * 60
+    assert sorted(result.pre_value for result in results) == list(range(60))
     assert zk.get(path)[0] == long_bytes(60)
-    if promoted:
-        assert zk.get_children(f"{zk_path}/lock") == []
+
+
+def test_when_the_optimistic_tries_fail_the_promoted_lock_is_taken(
+    zk: KazooClient, zk_client_factory: ClientFactory, zk_path: str, proxy: FaultProxy
+) -> None:
+    """Another writer rewrites the counter (its own bytes, a new version each time) until the
+    lock is taken: the optimistic try of a client 50 ms away fails, the increment is made under
+    the lock, which is released."""
+    path, lock = f"{zk_path}/counter", f"{zk_path}/lock"
+    zk.create(path, long_bytes(41), makepath=True)
+    proxy.latency = 0.05
+    promoted = PromotedToLock(lock, SOON, KazooRetry(max_tries=5, delay=0.01))
+    far = zk_client_factory(hosts=proxy.hosts)
+    counter = DistributedAtomicLong(far, path, KazooRetry(max_tries=1), promoted)
+    done = threading.Event()
+
+    def rewrite() -> None:
+        while not done.is_set() and not children(zk, lock):
+            zk.set(path, zk.get(path)[0])
+
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    try:
+        result = counter.increment()
+    finally:
+        done.set()
+        writer.join(SOON)
+    assert (result.succeeded, result.pre_value, result.post_value) == (True, 41, 42)
+    assert result.stats.optimistic_tries == 1 and result.stats.promoted_lock_tries >= 1
+    assert zk.get(path)[0] == long_bytes(42) and children(zk, lock) == []
 
 
 class Increment:

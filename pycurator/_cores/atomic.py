@@ -13,6 +13,7 @@ from .._protocol.counters import NumberType
 from .._protocol.steps import Steps
 from .._protocol.transport import Transport
 from .._recipes.atomic import AtomicSteps, AtomicValue, PromotedToLock
+from .._recipes.combining import combiner_of
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -60,14 +61,11 @@ class NumberCore:
     def add_steps(
         self, delta: object, what: str = "delta", sign: int = 1
     ) -> Steps[AtomicValue[int]]:
-        """Add ``sign * delta`` (checked to fit the type), wrapping as Java's arithmetic."""
-        number, path = self.number, self.steps.path
-        amount = sign * number.check(delta, what)
-
-        def make(previous: bytes | None) -> bytes:
-            return number.encode(number.wrap(number.decode_atomic(previous, path) + amount))
-
-        return self._run(self.steps.update_steps(make))
+        """Add ``sign * delta`` (checked to fit the type), wrapping as Java's arithmetic, with
+        the additions made meanwhile through the same client (see
+        :mod:`pycurator._recipes.combining`)."""
+        amount = sign * self.number.check(delta, what)
+        return combiner_of(self.steps, self.number).add_steps(amount)
 
     def try_set_steps(self, new: object) -> Steps[AtomicValue[int]]:
         data = self.number.encode(self.number.check(new, "new"))

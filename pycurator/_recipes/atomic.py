@@ -141,11 +141,11 @@ class AtomicSteps:
         self.retry_policy = retry_policy
         self.promoted_to_lock = promoted_to_lock
         self._lock = None
-        self._promoted_tries = ONE_TRY
+        self.promoted_tries = ONE_TRY
         if promoted_to_lock is not None:
             self._lock = mutex_engine(transport, promoted_to_lock.lock_path, None, None)
             if promoted_to_lock.retry_policy is not None:
-                self._promoted_tries = tries_of(promoted_to_lock.retry_policy)
+                self.promoted_tries = tries_of(promoted_to_lock.retry_policy)
 
     def _patience(self) -> float:
         return self.transport.session_timeout()
@@ -171,7 +171,7 @@ class AtomicSteps:
             if lock is not None:
                 try:
                     fate = yield from self._tries_steps(
-                        make, run, self._promoted_tries, promoted=True
+                        make, run, self.promoted_tries, promoted=True
                     )
                 finally:
                     yield from delete_node_steps(lock.path)

@@ -40,9 +40,15 @@ Written = tuple[Fate | None, Any]
 
 def read_node_steps(path: str, deadline: Deadline) -> Steps[Read]:
     """The node at ``path``: its bytes and version, ``(None, None)`` when it does not exist; a
-    read that rides through a reconnect (ConnectionLoss once ``deadline`` passes)."""
+    read that rides through a reconnect (ConnectionLoss once ``deadline`` passes). Sent at once
+    (the usual case, answered with no more ado), and only after a lost answer with what riding
+    through a reconnect takes."""
+    request = GetData(path)
     try:
-        data, stat = yield from read_sent_steps(GetData(path), deadline)
+        try:
+            data, stat = yield Await((yield Send(request)), deadline)
+        except (*RETRYABLE, DeadlineExpired):
+            data, stat = yield from read_sent_steps(request, deadline)
     except NoNodeError:
         return None, None
     return bytes(data or b""), stat.version
