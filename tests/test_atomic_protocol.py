@@ -329,3 +329,41 @@ def test_a_lost_write_that_took_is_not_tried_again_under_the_lock(client: KazooT
     ]
     result = played(script, counter(client, promoted=promoted).add_steps(1))
     assert result.unknown and result.stats.promoted_lock_tries == 0
+
+
+# -- from a value known: the next write of a run of increments -----------------------------------
+
+
+def test_a_write_from_a_known_value_needs_no_read(client: KazooTransport) -> None:
+    """Combined increments given on from one write to the next write from what the last one
+    left (see pycurator._recipes.combining): one request, and a try."""
+    steps = counter(client).steps
+    server = ScriptedServer([write(6, 4)], session=SESSION)
+    value, written = server.run(
+        steps.update_from_steps(lambda _: LONG.encode(6), (LONG.encode(5), 4))
+    )
+    server.finish()
+    assert (value.succeeded, value.pre_value, value.stats.optimistic_tries) == (
+        True,
+        LONG.encode(5),
+        1,
+    )
+    assert written == (LONG.encode(6), 5)
+
+
+def test_a_known_value_the_node_moved_on_from_costs_no_try(client: KazooTransport) -> None:
+    steps = counter(client, tries=1).steps
+    script: list[Entry] = [write(6, 4, error=BadVersionError()), read(9, 7), write(10, 7)]
+    server = ScriptedServer(script, session=SESSION)
+    value, written = server.run(
+        steps.update_from_steps(
+            lambda data: LONG.encode(LONG.decode_atomic(data, PATH) + 1), (LONG.encode(5), 4)
+        )
+    )
+    server.finish()
+    assert (value.succeeded, value.pre_value, value.stats.optimistic_tries) == (
+        True,
+        LONG.encode(9),
+        1,
+    )
+    assert written == (LONG.encode(10), 8)

@@ -29,6 +29,7 @@ from .._protocol.transport import Transport
 from .._protocol.waits import delete_node_steps
 from .lock_engine import mutex_engine
 from .versioned import (
+    Read,
     conditional_write_steps,
     read_node_steps,
     settled,
@@ -105,11 +106,20 @@ class AtomicValue(Generic[V]):
 class _Run:
     """An operation under way: what it read and wrote, and its tries."""
 
-    __slots__ = ("optimistic", "optimistic_time", "post", "pre", "promoted", "promoted_time")
+    __slots__ = (
+        "optimistic",
+        "optimistic_time",
+        "post",
+        "pre",
+        "promoted",
+        "promoted_time",
+        "written",
+    )
 
     def __init__(self) -> None:
         self.pre: bytes | None = None
         self.post: bytes | None = None
+        self.written: Read | None = None
         self.optimistic = self.promoted = 0
         self.optimistic_time = self.promoted_time = 0.0
 
@@ -161,9 +171,24 @@ class AtomicSteps:
         """Write ``make(bytes read)`` at the version read, tried as the retry policy allows,
         then under the promoted lock (if any) as its policy allows; ``make`` may raise (bytes
         it cannot read), which ends the operation."""
+        value, _ = yield from self.update_from_steps(make, None)
+        return value
+
+    def update_from_steps(
+        self, make: Callable[[bytes | None], bytes], known: Read | None
+    ) -> Steps[tuple[AtomicValue[bytes | None], Read | None]]:
+        """:meth:`update_steps`, from ``known``: the node's bytes and version as a write of
+        ours just left them; the first write is made at that version with no read first, and
+        refused (the node moved on since), it counts for nothing: the tries begin as usual.
+        Also what the node holds once written (None unless it was)."""
         run = _Run()
         began = time.monotonic()
-        fate = yield from self._tries_steps(make, run, self.tries, promoted=False)
+        fate = None
+        if known is not None and known[1] is not None:
+            fate = yield from self._write_from_steps(make, run, known)
+            run.optimistic += fate is not None  # a try, unless refused
+        if fate is None:
+            fate = yield from self._tries_steps(make, run, self.tries, promoted=False)
         run.optimistic_time = time.monotonic() - began
         if fate is None and self._lock is not None and self.promoted_to_lock is not None:
             began = time.monotonic()
@@ -176,7 +201,7 @@ class AtomicSteps:
                 finally:
                     yield from delete_node_steps(lock.path)
             run.promoted_time = time.monotonic() - began
-        return run.value(fate)
+        return run.value(fate), run.written if fate is Fate.APPLIED else None
 
     def _tries_steps(
         self, make: Callable[[bytes | None], bytes], run: _Run, tries: Tries, promoted: bool
@@ -188,7 +213,8 @@ class AtomicSteps:
                 run.promoted += 1
             else:
                 run.optimistic += 1
-            fate = yield from self._try_once_steps(make, run)
+            data, version = yield from read_node_steps(self.path, Deadline(self._patience()))
+            fate = yield from self._write_from_steps(make, run, (data, version))
             if fate is not None:
                 return fate
             retry += 1
@@ -198,16 +224,19 @@ class AtomicSteps:
             if sleep > 0:
                 yield WaitSignal((yield NewSignal()), sleep)
 
-    def _try_once_steps(
-        self, make: Callable[[bytes | None], bytes], run: _Run
+    def _write_from_steps(
+        self, make: Callable[[bytes | None], bytes], run: _Run, read: Read
     ) -> Steps[Fate | None]:
-        """Curator's ``tryOnce``: read, make, write at the version read (or create)."""
-        data, version = yield from read_node_steps(self.path, Deadline(self._patience()))
+        """Curator's ``tryOnce`` from what was read: make, write at the version read (or
+        create); its fate (None: refused)."""
+        data, version = read
         run.pre = data
         run.post = new = make(data)
-        fate, _ = yield from conditional_write_steps(
+        fate, stat = yield from conditional_write_steps(
             self.path, new, version, None, self._patience()
         )
+        if fate is Fate.APPLIED:
+            run.written = (new, stat.version)
         return fate
 
     def _write_steps(self, new: bytes, version: int | None) -> Steps[Fate | None]:

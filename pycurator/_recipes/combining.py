@@ -30,6 +30,7 @@ from .._protocol.counters import NumberType
 from .._protocol.steps import GetTransport, NewSignal, Steps, WaitSignal
 from .._protocol.transport import Signal, set_here
 from .atomic import AtomicSteps, AtomicValue
+from .versioned import Read
 
 
 class _Addition:
@@ -62,6 +63,11 @@ class Turns:
         self._guard = guard
         self._taken = False
         self._next: deque[Signal] = deque()
+        #: What the node holds as the last write of the turns just left it: the next turn,
+        #: given on at once, writes from it with no read first (see
+        #: :meth:`~pycurator._recipes.atomic.AtomicSteps.update_from_steps`); None once the
+        #: turn is left free, or a write was not known to take.
+        self.last: Read | None = None
 
     def take_steps(self) -> Steps[None]:
         """Wait for the turn (given on, never left free between two who want it)."""
@@ -73,11 +79,20 @@ class Turns:
             self._next.append(signal)
         yield WaitSignal(signal, None)
 
+    def keep(self, more: bool) -> bool:
+        """After a write: keep the turn for ``more`` to write when nobody else waits for it
+        (True), else give it (False)."""
+        with self._guard:
+            if more and not self._next:
+                return True
+        self.give()
+        return False
+
     def give(self) -> None:
         """Give the turn to the next who asked (resumed on this thread), or leave it free."""
         with self._guard:
             if not self._next:
-                self._taken = False
+                self._taken, self.last = False, None
                 return
             signal = self._next.popleft()
         set_here(signal)
@@ -115,30 +130,40 @@ class Combiner:
         return addition.outcome()
 
     def _writes_steps(self) -> Steps[None]:
-        """Write what is waiting, again and again, until nothing is."""
+        """Write what is waiting, again and again, until nothing is; the turn kept from one
+        write to the next while no other combiner waits for it."""
+        held = False
         while True:
             with self._guard:
-                if not self._waiting:
+                done = not self._waiting
+                if done:
                     self._writing = False
-                    return
-            yield from self.turns.take_steps()
+            if done:
+                if held:
+                    self.turns.give()
+                return
+            if not held:
+                yield from self.turns.take_steps()
+                held = True
             with self._guard:
                 taken, self._waiting = self._waiting, []  # those come meanwhile too
+            if not taken:  # all gave up meanwhile
+                continue
             try:
-                try:
-                    yield from self._write_steps(taken)
-                finally:
-                    self.turns.give()
+                yield from self._write_steps(taken)
             except Exception as exc:
+                self.turns.last = None
                 for addition in taken:
                     addition.told(None, exc.with_traceback(None))
             except BaseException as exc:  # the run itself ends: nobody may wait on it
+                self.turns.give()
                 with self._guard:
                     taken += self._waiting
                     self._waiting, self._writing = [], False
                 for addition in taken:
                     addition.told(None, exc)
                 raise
+            held = self.turns.keep(bool(self._waiting))
 
     def _write_steps(self, taken: list[_Addition]) -> Steps[None]:
         number, path = self.number, self.steps.path
@@ -147,7 +172,9 @@ class Combiner:
         def make(previous: bytes | None) -> bytes:
             return number.encode(number.wrap(number.decode_atomic(previous, path) + total))
 
-        raw = yield from self.steps.update_steps(make)
+        turns = self.turns
+        known, turns.last = turns.last, None
+        raw, turns.last = yield from self.steps.update_from_steps(make, known)
         value = number.decode_atomic(raw.pre_value, path)
         for addition in taken:
             if raw.succeeded or raw.unknown:
