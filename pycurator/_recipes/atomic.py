@@ -12,13 +12,13 @@ their bytes (:mod:`pycurator._cores.atomic`).
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from kazoo.retry import KazooRetry
 
+from .._protocol import clock
 from .._protocol.checks import check_timeout
 from .._protocol.counters import ONE_TRY, Fate, Tries
 from .._protocol.deadline import Deadline
@@ -182,16 +182,16 @@ class AtomicSteps:
         refused (the node moved on since), it counts for nothing: the tries begin as usual.
         Also what the node holds once written (None unless it was)."""
         run = _Run()
-        began = time.monotonic()
+        began = clock.monotonic()
         fate = None
         if known is not None and known[1] is not None:
             fate = yield from self._write_from_steps(make, run, known)
             run.optimistic += fate is not None  # a try, unless refused
         if fate is None:
             fate = yield from self._tries_steps(make, run, self.tries, promoted=False)
-        run.optimistic_time = time.monotonic() - began
+        run.optimistic_time = clock.monotonic() - began
         if fate is None and self._lock is not None and self.promoted_to_lock is not None:
-            began = time.monotonic()
+            began = clock.monotonic()
             lock = yield from self._lock.acquire_steps(self.promoted_to_lock.timeout)
             if lock is not None:
                 try:
@@ -200,13 +200,13 @@ class AtomicSteps:
                     )
                 finally:
                     yield from delete_node_steps(lock.path)
-            run.promoted_time = time.monotonic() - began
+            run.promoted_time = clock.monotonic() - began
         return run.value(fate), run.written if fate is Fate.APPLIED else None
 
     def _tries_steps(
         self, make: Callable[[bytes | None], bytes], run: _Run, tries: Tries, promoted: bool
     ) -> Steps[Fate | None]:
-        began = time.monotonic()
+        began = clock.monotonic()
         retry = 0
         while True:
             if promoted:
@@ -218,7 +218,7 @@ class AtomicSteps:
             if fate is not None:
                 return fate
             retry += 1
-            sleep = tries.sleep_before(retry, time.monotonic() - began, random.uniform(-1, 1))
+            sleep = tries.sleep_before(retry, clock.monotonic() - began, random.uniform(-1, 1))
             if sleep is None:
                 return None
             if sleep > 0:
