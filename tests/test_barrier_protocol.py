@@ -168,7 +168,7 @@ def test_a_member_whose_node_went_with_its_session_enters_again(client: KazooTra
     assert entered
 
 
-def test_a_member_not_lowest_watches_the_lowest_then_deletes_its_node(
+def test_a_member_not_lowest_deletes_its_node_and_waits_until_every_member_left(
     client: KazooTransport,
 ) -> None:
     script: list[Entry] = [
@@ -177,7 +177,11 @@ def test_a_member_not_lowest_watches_the_lowest_then_deletes_its_node(
         Reply(DeleteNode(at(OURS))),
         Fire(at(LOW), EventType.DELETED),
         Reply(ListChildren(PATH), [HIGH, wire.BARRIER_READY]),
+        Reply(NodeExists(at(HIGH), WATCHED), stat(4)),  # the last one in: wait for it
+        Fire(at(HIGH), EventType.DELETED),
+        Reply(ListChildren(PATH), [wire.BARRIER_READY]),
         Forgets(at(LOW)),
+        Forgets(at(HIGH)),
         Reply(DeleteNode(READY)),
     ]
     server, left = played(script, DoubleBarrierSteps(client, PATH, 3).leave_steps(None))

@@ -124,3 +124,26 @@ def test_an_enter_or_a_leave_out_of_turn_is_refused(zk: KazooClient, zk_path: st
         member.enter(0)
     assert member.leave(SOON) is True
     assert zk.get_children(f"{zk_path}/double") == []
+
+
+def test_a_leave_waits_until_every_member_has_left_whatever_wakes_it(
+    zk: KazooClient, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    """A member above the lowest deletes its node and waits for the lowest: a change to the
+    lowest's data wakes it, and it waits on (Curator's returns, the lowest still in)."""
+    path = f"{zk_path}/double"
+    low, high = sorted(
+        (DistributedDoubleBarrier(zk_client_factory(), path, 2) for _ in range(2)),
+        key=lambda member: member.our_path,
+    )
+    assert in_threads([lambda: low.enter(SOON), lambda: high.enter(SOON)]) == [True, True]
+    left: list[bool] = []
+    leaving = threading.Thread(target=lambda: left.append(high.leave(SOON)))
+    leaving.start()
+    eventually(lambda: zk.exists(high.our_path) is None, what="the high member's node deleted")
+    zk.set(low.our_path, b"a change, not a leave")
+    leaving.join(0.3)
+    assert left == []
+    assert low.leave(SOON) is True
+    leaving.join(SOON)
+    assert left == [True] and children(zk, path) == []

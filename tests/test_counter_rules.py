@@ -145,7 +145,9 @@ def test_a_leaving_member_follows_curators_order() -> None:
     # any other deletes its node and waits for the lowest, then is done when one is left
     assert leave_step([low, ours, high], ours, True) == LeaveStep(False, True, low)
     assert leave_step([low, high], ours, False) == LeaveStep(done=False, watch=low)
-    assert leave_step([low], ours, False) == LeaveStep(done=True)
+    # done only once every member has left (Curator's returns with the lowest still in)
+    assert leave_step([low], ours, False) == LeaveStep(done=False, watch=low)
+    assert leave_step([], ours, False) == LeaveStep(done=True)
     # a node of ours gone meanwhile (its session expired) counts as deleted
     assert leave_step([low, high], ours, True) == LeaveStep(done=False, watch=low)
 

@@ -65,16 +65,17 @@ class LeaveStep:
 
 
 def leave_step(names: list[str], ours: str, ours_there: bool) -> LeaveStep:
-    """Curator's ``internalLeave``, one round: ``names`` are the members now (see
+    """One round of a leave, in Curator's order: ``names`` are the members now (see
     :func:`members`), ``ours`` our member's name, ``ours_there`` whether our node should still
-    exist (not deleted by an earlier round). A node of ours gone meanwhile (its session
-    expired) counts as deleted: we have left, and wait for the others as Curator's members that
-    deleted theirs do."""
+    exist (not deleted by an earlier round). The lowest member waits for the highest to go and
+    leaves last; every other deletes its node and waits for the lowest. Done only once no
+    member is left: Curator's member above the lowest returns as soon as one is left, the
+    lowest still in. A node of ours gone meanwhile (its session expired) counts as deleted."""
     if not names:
         return LeaveStep(done=True)
     ours_there = ours_there and ours in names
-    if len(names) == 1:
-        return LeaveStep(done=True, delete_ours=ours_there)
+    if ours_there and names == [ours]:
+        return LeaveStep(done=True, delete_ours=True)
     if ours_there and names[0] == ours:
         return LeaveStep(done=False, watch=names[-1])
     return LeaveStep(done=False, delete_ours=ours_there, watch=names[0])

@@ -198,7 +198,8 @@ class DoubleBarrierSteps:
 
     def leave_steps(self, timeout: float | None) -> Steps[bool]:
         """Leave: True once every member has left (the lowest waits for the others to go, each
-        other deletes its node and waits for the lowest; ``ready`` deleted at the end), False
+        other deletes its node and waits for the lowest to go too; ``ready`` deleted at the
+        end), False
         after ``timeout`` seconds, whatever the connection does, our node deleted all the same
         (and ``ready`` too, when no member is left)."""
         deadline = Deadline(check_timeout(timeout))
