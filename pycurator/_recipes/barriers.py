@@ -21,7 +21,7 @@ from .._protocol.barriers import check_member_qty, leave_step, may_pass, members
 from .._protocol.checks import check_timeout
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.paths import validate_path
-from .._protocol.requests import CreateMode, DeleteNode, ListChildren, NodeExists
+from .._protocol.requests import CreateMode, CreateNode, DeleteNode, ListChildren, NodeExists
 from .._protocol.steps import (
     CheckOpen,
     ForgetWatch,
@@ -133,9 +133,14 @@ class DoubleBarrierSteps:
         self.ready_path = wire.join_path(path, wire.BARRIER_READY)
 
     def _create_steps(self, path: str, mode: CreateMode, deadline: Deadline) -> Steps[None]:
-        # there already: ours, made by a create whose answer was lost; or ready, made by another
-        with contextlib.suppress(NodeExistsError):
+        try:
             yield from resent_create_steps(path, self.transport.node_data(), None, deadline, mode)
+        except NodeExistsError:
+            pass  # ours, made by a create whose answer was lost; or ready, made by another
+        except NoNodeError:
+            if not deadline.expired():
+                raise
+            raise DeadlineExpired() from None  # its parent reaped again and again until then
 
     def _children_steps(self, deadline: Deadline) -> Steps[list[str]]:
         try:
@@ -168,7 +173,8 @@ class DoubleBarrierSteps:
                     made = False  # our session ended, and our node with it: made again
                     continue
                 if may_pass(children, self.member_qty):
-                    yield from self._create_steps(self.ready_path, CreateMode.PERSISTENT, requests)
+                    if not (yield from self._ready_made_steps(requests)):
+                        continue  # the barrier's node went, and ours with it: made again
                     passed = True
                     return True
                 if not (yield from waiting.wait_steps(deadline)):
@@ -181,11 +187,25 @@ class DoubleBarrierSteps:
         finally:
             yield from waiting.end_steps()
             if made and not passed:
-                if timed_out:
-                    passed = yield from self._ready_steps()
-                if not passed:
-                    yield from delete_node_steps(self.our_path)
+                try:
+                    if timed_out:
+                        passed = yield from self._ready_steps()
+                finally:  # interrupted as it looked at ready: ours is deleted all the same
+                    if not passed:
+                        yield from delete_node_steps(self.our_path)
         return passed
+
+    def _ready_made_steps(self, deadline: Deadline) -> Steps[bool]:
+        """Make ``ready`` (PERSISTENT, Curator's default data; made already by another: fine),
+        as Curator's member that counted enough does; False when the barrier's node is gone."""
+        request = CreateNode(self.ready_path, self.transport.node_data(), None)
+        try:
+            yield from resent_steps(request, deadline)
+        except NodeExistsError:
+            pass
+        except NoNodeError:
+            return False
+        return True
 
     def _ready_steps(self) -> Steps[bool]:
         """Whether ``ready`` is there (False when the server does not say so in time): an

@@ -69,15 +69,23 @@ class Turns:
         #: turn is left free, or a write was not known to take.
         self.last: Read | None = None
 
-    def take_steps(self) -> Steps[None]:
-        """Wait for the turn (given on, never left free between two who want it)."""
+    def take_steps(self, patience: float) -> Steps[bool]:
+        """Wait for the turn (given on, never left free between two who want it): True once
+        had; False after ``patience`` seconds without it (its holder stuck: write all the
+        same, as a client of another process would)."""
         signal = yield NewSignal()
         with self._guard:
             if not self._taken:
                 self._taken = True
-                return
+                return True
             self._next.append(signal)
-        yield WaitSignal(signal, None)
+        if (yield WaitSignal(signal, patience)):
+            return True
+        with self._guard:
+            if signal in self._next:
+                self._next.remove(signal)
+                return False
+        return True  # given as the wait ended
 
     def keep(self, more: bool) -> bool:
         """After a write: keep the turn for ``more`` to write when nobody else waits for it
@@ -143,29 +151,30 @@ class Combiner:
                     self.turns.give()
                 return
             if not held:
-                yield from self.turns.take_steps()
-                held = True
+                held = yield from self.turns.take_steps(self.steps.transport.session_timeout())
             with self._guard:
                 taken, self._waiting = self._waiting, []  # those come meanwhile too
             if not taken:  # all gave up meanwhile
                 continue
             try:
-                yield from self._write_steps(taken)
+                yield from self._write_steps(taken, held)
             except Exception as exc:
-                self.turns.last = None
+                if held:
+                    self.turns.last = None
                 for addition in taken:
                     addition.told(None, exc.with_traceback(None))
             except BaseException as exc:  # the run itself ends: nobody may wait on it
-                self.turns.give()
+                if held:
+                    self.turns.give()
                 with self._guard:
                     taken += self._waiting
                     self._waiting, self._writing = [], False
                 for addition in taken:
                     addition.told(None, exc)
                 raise
-            held = self.turns.keep(bool(self._waiting))
+            held = held and self.turns.keep(bool(self._waiting))
 
-    def _write_steps(self, taken: list[_Addition]) -> Steps[None]:
+    def _write_steps(self, taken: list[_Addition], held: bool) -> Steps[None]:
         number, path = self.number, self.steps.path
         total = number.wrap(sum(addition.delta for addition in taken))
 
@@ -173,8 +182,12 @@ class Combiner:
             return number.encode(number.wrap(number.decode_atomic(previous, path) + total))
 
         turns = self.turns
-        known, turns.last = turns.last, None
-        raw, turns.last = yield from self.steps.update_from_steps(make, known)
+        known = None
+        if held:  # what the turns' last write left is the turn's holder's alone
+            known, turns.last = turns.last, None
+        raw, written = yield from self.steps.update_from_steps(make, known)
+        if held:
+            turns.last = written
         value = number.decode_atomic(raw.pre_value, path)
         for addition in taken:
             if raw.succeeded or raw.unknown:

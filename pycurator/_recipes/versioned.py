@@ -15,6 +15,7 @@ said so, never tried again.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -72,7 +73,8 @@ def create_with_parents_steps(
         except NoNodeError:
             if deadline.expired():
                 raise
-            yield from parents_steps(path, acl, deadline)
+            with contextlib.suppress(NoNodeError):  # a level reaped as the next was made
+                yield from parents_steps(path, acl, deadline)
 
 
 def conditional_write_steps(
@@ -116,6 +118,8 @@ def conditional_write_steps(
         except (*RETRYABLE, DeadlineExpired, ConnectionClosedError):
             if not in_doubt:
                 in_doubt, deadline = True, Deadline(patience)
+            elif deadline.expired():
+                return Fate.UNKNOWN, None  # no answer that settles it in time
             try:
                 yield from connected_steps(deadline)
             except (DeadlineExpired, ConnectionClosedError):

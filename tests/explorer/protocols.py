@@ -19,6 +19,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from kazoo.retry import KazooRetry
+
 from pycurator import menagerie, zklocker, zkrecipes
 from pycurator.aio import menagerie as aio_menagerie
 from pycurator.aio import zklocker as aio_zklocker
@@ -26,6 +28,7 @@ from pycurator.aio import zkrecipes as aio_zkrecipes
 
 from .participants import DELETE_WAIT, SEMAPHORE_EXTRA, Contender, Participant, Program
 from .programs import latch_program, lease_program, lock_program, selector_program
+from .tallied import barrier_program, counter_program
 from .world import World
 
 #: What makes a contender's recipe object: ``make(participant)``.
@@ -35,7 +38,8 @@ Make = Callable[[Participant], Any]
 @dataclasses.dataclass(frozen=True)
 class Protocol:
     """One recipe under exploration: its ``family`` of program (``lock``, ``lease``,
-    ``latch``, ``selector``), the ``key`` its claims contend for and how many may hold it,
+    ``latch``, ``selector``, ``counter``, ``barrier``), the ``key`` its claims contend for (or
+    its tally counts) and how many may hold it,
     what makes a contender's recipe object (``make``), what kind of hold each contender's is
     (``kind``: ``excl``, ``read``, ``write``), and whether it takes a connection policy."""
 
@@ -185,6 +189,28 @@ _register(
         lambda p: None,  # made by its program, around its lead
     ),
     Protocol(
+        "atomic-long",
+        "counter",
+        "/counters/long",
+        # a policy per client: clients of one process that share one take turns, so these
+        # contend on the server as clients of processes of their own would
+        lambda p: p.module.DistributedAtomicLong(
+            p.client,
+            "/counters/long",
+            KazooRetry(max_tries=3 + p.contender.client, delay=0.01, backoff=1),
+        ),
+        policies=False,
+    ),
+    Protocol(
+        "double-barrier",
+        "barrier",
+        "/barriers/double",
+        lambda p: p.module.DistributedDoubleBarrier(
+            p.client, "/barriers/double", len(p.world.participants)
+        ),
+        policies=False,
+    ),
+    Protocol(
         "zk-election",
         "latch",
         "/zk/election",
@@ -253,6 +279,10 @@ def _run(p: Participant, protocol: Protocol, shared: _Shared) -> Program:
         _follow(p.world, protocol, recipe, shared.sharers)
     if protocol.family == "latch":
         yield from latch_program(p, recipe, protocol.key, listens=protocol.policies)
+    elif protocol.family == "counter":
+        yield from counter_program(p, recipe, protocol.key)
+    elif protocol.family == "barrier":
+        yield from barrier_program(p, recipe, protocol.key)
     elif protocol.family == "lease":
         yield from lease_program(p, recipe, protocol.key, protocol.extra)
     else:

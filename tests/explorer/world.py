@@ -34,7 +34,10 @@ it):
 - ``bounded``: every call returns within the bound the docs state (``acquire(timeout=t)``,
   ``release()``, ``is_held()``, ``close()``);
 - ``clean-end``: every participant ends, without an error it was not told to expect; no node is
-  left in a live session, no earlier session lives on; nothing is logged at ERROR.
+  left in a live session, no earlier session lives on; nothing is logged at ERROR;
+- ``counted`` and ``barrier``: a counter ends at its start plus the increments told they
+  succeeded, and nobody passes a double barrier before enough are in (the tallies of
+  :mod:`tests.explorer.tallied`).
 """
 
 from __future__ import annotations
@@ -82,6 +85,8 @@ INVARIANTS = (
     "callbacks",
     "bounded",
     "clean-end",
+    "counted",
+    "barrier",
 )
 
 _SEQUENCE = re.compile(r"(\d{10})$")
@@ -183,6 +188,9 @@ class World:
         self.told: dict[str, list[tuple[LockEventKind, str, float]]] = {}
         self._loop: SimLoop | None = None
         self._loop_unit: Unit | None = None
+        #: what recipes without claims tell their users, against the truth: each has
+        #: ``check_now(world)`` (after every turn) and ``check_end(world)``
+        self.tallies: list[Any] = []
         self.hub.after_turn = self.check_now
 
     @property
@@ -372,6 +380,8 @@ class World:
             self._check_exclusion(key, holders)
         if self._owed:
             self._check_callbacks()
+        for tally in self.tallies:
+            tally.check_now(self)
 
     def _check_callbacks(self) -> None:
         """Each loss a claim's user was told of (while it claimed) is followed by each of its
@@ -450,6 +460,8 @@ class World:
     # -- invariants at the end -------------------------------------------------------------------
 
     def check_end(self) -> None:
+        for tally in self.tallies:
+            tally.check_end(self)
         for wait in self.waits:
             if wait.ended is None:
                 self.fail(
