@@ -1,4 +1,4 @@
-"""Apache Curator's ZooKeeper lock recipes for Python, wire-compatible with Java Curator."""
+"""Apache Curator's ZooKeeper recipes for Python, wire-compatible with Java Curator."""
 
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ from ._protocol.errors import (
     LockTimeout,
     NotALockNodeError,
     PyCuratorError,
+    ServerFeatureError,
     UnknownOutcomeError,
 )
 from ._protocol.events import LockEvent, LockEventKind, LockListener
+from ._protocol.modes import CreateMode
 from ._recipes.hold_monitor import ConnectionPolicy
 from ._threads.atomic import (
     AtomicStats,
@@ -31,6 +33,7 @@ from ._threads.barriers import DistributedBarrier, DistributedDoubleBarrier
 from ._threads.latch import CloseMode, LeaderLatch, LeaderLatchListener, Participant
 from ._threads.multilock import InterProcessMultiLock
 from ._threads.mutex import InterProcessMutex
+from ._threads.persistent_node import PersistentNode, PersistentTtlNode
 from ._threads.revocation import attempt_revoke
 from ._threads.rwlock import InterProcessReadWriteLock
 from ._threads.selector import LeaderSelector, Leadership
@@ -47,6 +50,7 @@ __all__ = [
     "ConnectTimeout",
     "ConnectionPolicy",
     "CorruptedDataError",
+    "CreateMode",
     "DistributedAtomicInteger",
     "DistributedAtomicLong",
     "DistributedAtomicValue",
@@ -72,8 +76,11 @@ __all__ = [
     "LockTimeout",
     "NotALockNodeError",
     "Participant",
+    "PersistentNode",
+    "PersistentTtlNode",
     "PromotedToLock",
     "PyCuratorError",
+    "ServerFeatureError",
     "SharedCount",
     "SharedValue",
     "TLSOptions",

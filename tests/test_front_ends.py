@@ -63,6 +63,7 @@ NOT_RECIPES = {
     "LockTimeout",
     "NotALockNodeError",
     "PyCuratorError",
+    "ServerFeatureError",
     "TLSOptions",
     "UnknownOutcomeError",
     "add_lock_listener",
@@ -82,9 +83,6 @@ VOCABULARY = {"asyncio": {"task": "thread", "tasks": "threads"}}
 #: The shells' functions that may loop, try or iterate, each because it is how its front end
 #: waits or runs what the cores give it; anything else in a shell is behaviour, for a core.
 WAITING = {
-    "pycurator/_threads/latch.py": {
-        "LatchShell.wait": "waits for the latch's outcome, a handler event per change",
-    },
     "pycurator/_threads/lock.py": {
         "LockContext.hold": "releases at the end of a with block",
     },
@@ -94,9 +92,6 @@ WAITING = {
     "pycurator/_threads/semaphore.py": {
         "InterProcessSemaphoreV2.acquire_many": "wraps each lease the steps give",
         "InterProcessSemaphoreV2.return_all": "closes each lease, blocking",
-    },
-    "pycurator/aio/_latch.py": {
-        "LatchShell.wait": "awaits the latch's outcome, an asyncio event per change",
     },
     "pycurator/aio/_lock.py": {
         "calling_task": "asks asyncio for the task making the call, if any",

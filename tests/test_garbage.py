@@ -1,12 +1,12 @@
 """What a recipe's life leaves to the garbage collector: nothing.
 
-A hold, a lease, a latch or a selector's term that ends is freed by reference counting, as soon
-as its owner lets go: none of its objects is left in a reference cycle that only a collection
-frees. At thousands of operations a second such cycles (the owner and its callbacks, a
-cancelled task's traceback, an error answer's, a deadline's timer kept until its time) made
-the collector run a hundred times a second and cost a fifth of the client's CPU. Also the
-timers: a cancelled one lets go of what it would have called at once, and a heap of timers
-cancelled long before their time is rebuilt without them.
+A hold, a lease, a latch, a selector's term or a kept node that ends is freed by reference
+counting, as soon as its owner lets go: none of its objects is left in a reference cycle that
+only a collection frees. At thousands of operations a second such cycles (the owner and its
+callbacks, a cancelled task's traceback, an error answer's, a deadline's timer kept until its
+time) made the collector run a hundred times a second and cost a fifth of the client's CPU.
+Also the timers: a cancelled one lets go of what it would have called at once, and a heap of
+timers cancelled long before their time is rebuilt without them.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.retry import KazooRetry
 
 from pycurator import (
+    CreateMode,
     DistributedAtomicLong,
     DistributedBarrier,
     DistributedDoubleBarrier,
@@ -37,6 +38,7 @@ from pycurator import (
     InterProcessSemaphoreV2,
     LeaderLatch,
     LeaderSelector,
+    PersistentNode,
     PromotedToLock,
     SharedCount,
     aio,
@@ -204,6 +206,27 @@ def _aio_latch(client: KazooClient, path: str) -> Callable[[], None]:
     return lambda: asyncio.run(cycle())
 
 
+def _persistent_node(client: KazooClient, path: str) -> Callable[[], None]:
+    def operation() -> None:  # made, written, deleted on close
+        node = PersistentNode(client, f"{path}/node", CreateMode.EPHEMERAL, b"a", True)
+        node.start()
+        assert node.wait_for_initial_create(SOON)
+        node.set_data(b"b")
+        node.close()
+
+    return operation
+
+
+def _aio_persistent_node(client: KazooClient, path: str) -> Callable[[], None]:
+    async def cycle() -> None:
+        node = aio.PersistentNode(client, f"{path}/node", CreateMode.EPHEMERAL_SEQUENTIAL, b"a")
+        await node.start()
+        assert await node.wait_for_initial_create(SOON)
+        await node.close()
+
+    return lambda: asyncio.run(cycle())
+
+
 RECIPES: dict[str, Callable[[KazooClient, str], Callable[[], None]]] = {
     "mutex": lambda client, path: _acquire_release(InterProcessMutex(client, path)),
     "rwlock": _rwlock,
@@ -221,6 +244,8 @@ RECIPES: dict[str, Callable[[KazooClient, str], Callable[[], None]]] = {
     "barriers": _double_barrier,
     "aio-mutex": _aio_mutex,
     "aio-latch": _aio_latch,
+    "persistent-node": _persistent_node,
+    "aio-persistent-node": _aio_persistent_node,
 }
 
 

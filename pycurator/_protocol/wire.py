@@ -34,6 +34,10 @@ LATCH_NAME = "latch-"
 REVOKE_MESSAGE = b"__REVOKE__"
 #: ``DistributedDoubleBarrier.READY_NODE``: made under the barrier once enough members entered.
 BARRIER_READY = "ready"
+#: ``PersistentTtlNode.DEFAULT_CHILD_NODE_NAME``: the child touched to keep a TTL node alive.
+TTL_TOUCH_NAME = "touch"
+#: ``PersistentTtlNode.DEFAULT_TOUCH_SCHEDULE_FACTOR``: the child is touched every ttl / 2.
+TTL_TOUCH_FACTOR = 2
 
 
 def new_protected_id() -> str:

@@ -11,6 +11,7 @@ releases the lock; ``CancelledError`` always propagates.
 from __future__ import annotations
 
 from .._cores.latch import CloseMode
+from .._protocol.modes import CreateMode
 from .._recipes.atomic import AtomicStats, AtomicValue, PromotedToLock
 from .._recipes.participants import Participant
 from .._recipes.shared_value import VersionedValue
@@ -19,6 +20,7 @@ from ._barriers import DistributedBarrier, DistributedDoubleBarrier
 from ._latch import LeaderLatch
 from ._multilock import InterProcessMultiLock
 from ._mutex import InterProcessMutex
+from ._persistent_node import PersistentNode, PersistentTtlNode
 from ._runner import commit
 from ._rwlock import InterProcessReadWriteLock, ReadLock, WriteLock
 from ._selector import LeaderSelector, Leadership
@@ -29,6 +31,7 @@ __all__ = [
     "AtomicStats",
     "AtomicValue",
     "CloseMode",
+    "CreateMode",
     "DistributedAtomicInteger",
     "DistributedAtomicLong",
     "DistributedAtomicValue",
@@ -44,6 +47,8 @@ __all__ = [
     "Leadership",
     "Lease",
     "Participant",
+    "PersistentNode",
+    "PersistentTtlNode",
     "PromotedToLock",
     "ReadLock",
     "SharedCount",

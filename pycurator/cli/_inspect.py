@@ -15,12 +15,19 @@ from kazoo.exceptions import KazooException, NoNodeError
 from .._protocol import wire
 from .._protocol.errors import NotALockNodeError
 from .._recipes.inspection import NOT_A_LOCK, LockView
-from .._threads.inspection import inspect_counter, inspect_lock
+from .._threads.inspection import inspect_counter, inspect_lock, inspect_ttl_node
 from .._threads.revocation import attempt_revoke
 from ._common import EXIT_REFUSED, EXIT_USAGE, CliError, checked_path, connected
 from ._counters import shown_counter_or_barrier
 from ._text import shown
-from ._views import tree_as_table, tree_row, view_as_json, view_as_table
+from ._views import (
+    tree_as_table,
+    tree_row,
+    ttl_as_json,
+    ttl_as_line,
+    view_as_json,
+    view_as_table,
+)
 from ._watch import follow
 
 # -- --tree ----------------------------------------------------------------------------------
@@ -73,13 +80,19 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
         special = inspect_counter(client, path)
         if special is None:
             view = inspect_lock(client, path, args.permits)
+            expiry = inspect_ttl_node(client, path) if view.layout == NOT_A_LOCK else None
     if special is not None:
         out.write(shown_counter_or_barrier(special, args.json, now_ms))
         return 0
     if args.json:
-        out.write(json.dumps(view_as_json(view, now_ms), indent=2) + "\n")
+        shown_view = view_as_json(view, now_ms)
+        if expiry is not None:
+            shown_view["ttl_node"] = ttl_as_json(expiry, now_ms)
+        out.write(json.dumps(shown_view, indent=2) + "\n")
     else:
         out.write(view_as_table(view, now_ms))
+        if expiry is not None:
+            out.write(ttl_as_line(expiry, now_ms))
     return 0
 
 

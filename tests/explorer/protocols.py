@@ -21,13 +21,19 @@ from typing import Any
 
 from kazoo.retry import KazooRetry
 
-from pycurator import menagerie, zklocker, zkrecipes
+from pycurator import CreateMode, menagerie, zklocker, zkrecipes
 from pycurator.aio import menagerie as aio_menagerie
 from pycurator.aio import zklocker as aio_zklocker
 from pycurator.aio import zkrecipes as aio_zkrecipes
 
 from .participants import DELETE_WAIT, SEMAPHORE_EXTRA, Contender, Participant, Program
-from .programs import latch_program, lease_program, lock_program, selector_program
+from .programs import (
+    latch_program,
+    lease_program,
+    lock_program,
+    node_program,
+    selector_program,
+)
 from .tallied import barrier_program, counter_program
 from .world import World
 
@@ -38,8 +44,8 @@ Make = Callable[[Participant], Any]
 @dataclasses.dataclass(frozen=True)
 class Protocol:
     """One recipe under exploration: its ``family`` of program (``lock``, ``lease``,
-    ``latch``, ``selector``, ``counter``, ``barrier``), the ``key`` its claims contend for (or
-    its tally counts) and how many may hold it,
+    ``latch``, ``selector``, ``node``, ``counter``, ``barrier``), the ``key`` its claims contend
+    for (or its tally counts) and how many may hold it,
     what makes a contender's recipe object (``make``), what kind of hold each contender's is
     (``kind``: ``excl``, ``read``, ``write``), and whether it takes a connection policy."""
 
@@ -189,6 +195,24 @@ _register(
         lambda p: None,  # made by its program, around its lead
     ),
     Protocol(
+        "kept-node",
+        "node",
+        "/nodes/kept",
+        lambda p: p.module.PersistentNode(
+            p.client, "/nodes/kept/node", CreateMode.EPHEMERAL, p.name.encode(), True
+        ),
+        policies=False,
+    ),
+    Protocol(
+        "kept-sequential-node",
+        "node",
+        "/nodes/sequential",
+        lambda p: p.module.PersistentNode(
+            p.client, "/nodes/sequential/n-", CreateMode.EPHEMERAL_SEQUENTIAL, b"", True
+        ),
+        policies=False,
+    ),
+    Protocol(
         "atomic-long",
         "counter",
         "/counters/long",
@@ -279,6 +303,8 @@ def _run(p: Participant, protocol: Protocol, shared: _Shared) -> Program:
         _follow(p.world, protocol, recipe, shared.sharers)
     if protocol.family == "latch":
         yield from latch_program(p, recipe, protocol.key, listens=protocol.policies)
+    elif protocol.family == "node":
+        yield from node_program(p, recipe, protocol.key)
     elif protocol.family == "counter":
         yield from counter_program(p, recipe, protocol.key)
     elif protocol.family == "barrier":

@@ -35,6 +35,7 @@ it):
   ``release()``, ``is_held()``, ``close()``);
 - ``clean-end``: every participant ends, without an error it was not told to expect; no node is
   left in a live session, no earlier session lives on; nothing is logged at ERROR;
+- ``one-node`` and ``kept``, on kept nodes (``PersistentNode``): see :mod:`tests.explorer.kept`;
 - ``counted`` and ``barrier``: a counter ends at its start plus the increments told they
   succeeded, and nobody passes a double barrier before enough are in (the tallies of
   :mod:`tests.explorer.tallied`).
@@ -54,6 +55,7 @@ import pycurator
 from pycurator import LockEvent, LockEventKind
 from pycurator._protocol import clock
 
+from . import kept as kept_nodes
 from .aioloop import SimLoop
 from .connection import Link, sim_client
 from .server import Server
@@ -85,6 +87,7 @@ INVARIANTS = (
     "callbacks",
     "bounded",
     "clean-end",
+    *kept_nodes.INVARIANTS,
     "counted",
     "barrier",
 )
@@ -175,6 +178,8 @@ class World:
         self.server = Server(self.hub)
         self.links = [sim_client(self.hub, self.server, i, SESSION_TIMEOUT) for i in range(clients)]
         self.claims: list[Claim] = []
+        #: the kept nodes (``PersistentNode``) of the participants
+        self.kept: list[kept_nodes.Kept] = []
         #: how many may hold each key at once (one, by default)
         self.capacity: dict[str, int] = {}
         self.waits: list[Wait] = []
@@ -380,6 +385,8 @@ class World:
             self._check_exclusion(key, holders)
         if self._owed:
             self._check_callbacks()
+        if self.kept:
+            kept_nodes.check_now(self)
         for tally in self.tallies:
             tally.check_now(self)
 
@@ -479,6 +486,7 @@ class World:
                 self.fail(f"clean-end: {participant.name} failed: {participant.error!r}")
         for unit in self.hub.failed:
             self.fail(f"clean-end: {unit.name} failed: {unit.error!r}")
+        kept_nodes.check_end(self)
         for link in self.links:
             if link.stopped_at is not None or not link.client._session_id:
                 continue
