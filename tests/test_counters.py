@@ -114,6 +114,21 @@ def test_a_change_made_while_away_is_told_once_after_the_reconnect(
         assert told.counts == [2] and away.get_count() == 2
 
 
+def test_a_count_whose_node_is_deleted_hears_it_made_again(zk: KazooClient, zk_path: str) -> None:
+    """Curator's SharedCount hears nothing more once its node is deleted (its read after the
+    deletion finds no node and leaves no watch); ours watches for the node to be made again."""
+    path = f"{zk_path}/count"
+    told = Told()
+    with SharedCount(zk, path, 1) as count:
+        count.add_listener(told)
+        zk.delete(path)
+        zk.create(path, (9).to_bytes(4, "big"))
+        assert told.wait_for([9]) == [9]
+        zk.set(path, (11).to_bytes(4, "big"))
+        assert told.wait_for([9, 11]) == [9, 11]
+        assert count.get_count() == 11
+
+
 def test_a_short_count_names_the_node_and_its_bytes(zk: KazooClient, zk_path: str) -> None:
     """kazoo's ``Counter(support_curator=True)`` makes its node empty: Java's ``SharedCount``
     throws ``BufferUnderflowException`` on it, ours says what it is."""
