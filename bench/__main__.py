@@ -21,6 +21,10 @@ Sections (``--sections``, all by default):
   targets table, to the page's loop region;
 - ``leaks``: watches left on the server by an acquire that timed out;
 - ``aio``: the asyncio API's uncontended cycle and hand-off against the threaded API and Curator;
+- ``counters``: contended increments of one ``DistributedAtomicLong``, optimistic and promoted
+  to a lock, with one shared client and a client per thread, against Curator in a Java program
+  (it takes the ``--contended-*`` options); when it runs alone its JSON goes to
+  ``docs/counters-bench.json`` and its tables to the page's counters region;
 - ``soak`` (only when named): mixed recipes for ``--seconds``, sampling RSS, threads, kazoo's
   registries and the server's watches; when it runs alone its JSON goes to ``docs/soak.json``
   and its table to the page's soak region.
@@ -54,6 +58,7 @@ from pycurator.testing import ZooKeeperServer, four_letter_word, split_hosts
 from . import (
     aio,
     contended,
+    counters,
     cycle,
     drain,
     handoff,
@@ -79,6 +84,7 @@ SECTIONS = (
     "standalone",
     "leaks",
     "aio",
+    "counters",
     "soak",
     "scale",
 )
@@ -228,6 +234,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         "leaks": lambda: leaks.run(hosts),
         "aio": lambda: aio.run(hosts, args.cycles, args.warmup, args.handoffs),
+        "counters": lambda: counters.run(
+            hosts,
+            args.contended_s,
+            args.contended_threads,
+            args.contended_rounds,
+            args.contended_warmup,
+        ),
         "soak": lambda: soak.run(hosts, args.seconds, args.soak_interval),
         "scale": lambda: scale.run(
             args.scale_n, args.scale_waiters, args.scale_cases, args.scale_down_s
@@ -235,6 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     soak_alone = args.sections == ["soak"]
     scale_alone = args.sections == ["scale"]
+    counters_alone = args.sections == ["counters"]
     # the standalone section alone (or with the cycle and the hand-off) measures connect()'s
     # client on both loops: its own JSON, and its own region of the page (bench.loop_report)
     loop_alone = "standalone" in args.sections and set(args.sections) <= {
@@ -243,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if args.json is None:
         name = "soak.json" if soak_alone else "loop-bench.json" if loop_alone else "benchmarks.json"
-        args.json = ROOT / "docs" / name
+        args.json = ROOT / "docs" / ("counters-bench.json" if counters_alone else name)
     try:
         host = machine(hosts)
         results: dict[str, object] = {
@@ -259,7 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")
         print(f"\nresults written to {args.json}")
-        if not args.no_chart and not soak_alone and not scale_alone and not loop_alone:
+        alone = soak_alone or scale_alone or loop_alone or counters_alone
+        if not args.no_chart and not alone:
             from .chart import draw
 
             draw(results, args.chart)

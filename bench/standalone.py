@@ -155,7 +155,7 @@ def run(
                         else:
                             command = worker_command(side, arguments)
                         (result,) = run_workers([command], seconds)
-                        _check(side, result, versions)
+                        check(side, result, versions)
                         samples.setdefault((recipe, mode, side), []).append(
                             total([result], seconds)
                         )
@@ -170,7 +170,7 @@ def run(
     }
 
 
-def _check(side: str, result: dict[str, Any], versions: dict[str, str]) -> None:
+def check(side: str, result: dict[str, Any], versions: dict[str, str]) -> None:
     """Keep the Java program's versions; a Python side must have run without a JVM."""
     if side == JAVA:
         versions["curator"] = str(result.get("curator", "unknown"))

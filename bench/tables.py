@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from . import counters
+
 NAMES = {
     "pycurator": "pycurator",
     "pycurator-fast": "pycurator, fast handler",
@@ -318,6 +320,7 @@ RECIPES = {
     "multilock": "InterProcessMultiLock of 2 mutexes",
     "latch": "LeaderLatch (start, await leadership, close)",
     "leader": "LeaderSelector, auto-requeue (an operation: a term)",
+    **counters.TITLES,
 }
 
 
@@ -494,6 +497,30 @@ def _leaks(results: dict[str, Any]) -> list[str]:
     return ["### Watches left by a timed-out acquire", "", *_table(header, rows)]
 
 
+def _counters(results: dict[str, Any]) -> list[str]:
+    """The counters section: increments per second, and ``connect()``'s client against its
+    targets."""
+    section = results["counters"]
+    rows = []
+    for recipe, modes in section["table"].items():
+        for mode, sides in modes.items():
+            ours, target = sides.get("pycurator-connect"), section["targets"].get(mode)
+            if ours is not None and target is not None:
+                met = MET if ours["ratio_to_curator"] >= target else NOT_MET
+                name = f"{RECIPES.get(recipe, recipe)}, {MODES.get(mode, mode)}"
+                rows.append([name, f">= {target:g}", _ms(ours["ratio_to_curator"]), met])
+    return [
+        "### Contended increments, each side a program of its own",
+        "",
+        f"Java Curator {section.get('curator', '?')} on Java {section.get('java', '?')}; an"
+        " operation is an increment that succeeded (one that did not is counted as a timeout).",
+        "",
+        *_contention_table(section, STANDALONE, "the Java program's"),
+        "",
+        *_table(["`connect()`'s client", "target / the Java program's", "measured", ""], rows),
+    ]
+
+
 SECTIONS = {
     "cycle": _cycle,
     "drain": _drain,
@@ -503,5 +530,6 @@ SECTIONS = {
     "contended": _contended,
     "standalone": _standalone,
     "leaks": _leaks,
+    "counters": _counters,
     "soak": _soak,
 }

@@ -7,6 +7,8 @@ from ._client.lock_listeners import add_lock_listener, remove_lock_listener
 from ._connect import TLSOptions, connect, reconnecting_retry
 from ._protocol.errors import (
     ConnectTimeout,
+    CorruptedDataError,
+    IllegalTrySetVersionError,
     LockLostError,
     LockNotOwnedError,
     LockReleaseError,
@@ -14,10 +16,20 @@ from ._protocol.errors import (
     NotALockNodeError,
     PyCuratorError,
     ServerFeatureError,
+    UnknownOutcomeError,
 )
 from ._protocol.events import LockEvent, LockEventKind, LockListener
 from ._protocol.modes import CreateMode
 from ._recipes.hold_monitor import ConnectionPolicy
+from ._threads.atomic import (
+    AtomicStats,
+    AtomicValue,
+    DistributedAtomicInteger,
+    DistributedAtomicLong,
+    DistributedAtomicValue,
+    PromotedToLock,
+)
+from ._threads.barriers import DistributedBarrier, DistributedDoubleBarrier
 from ._threads.latch import CloseMode, LeaderLatch, LeaderLatchListener, Participant
 from ._threads.multilock import InterProcessMultiLock
 from ._threads.mutex import InterProcessMutex
@@ -26,15 +38,25 @@ from ._threads.revocation import attempt_revoke
 from ._threads.rwlock import InterProcessReadWriteLock
 from ._threads.selector import LeaderSelector, Leadership
 from ._threads.semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease
+from ._threads.shared import SharedCount, SharedValue, VersionedValue
 
 #: The release, read by the packaging metadata too (its one source).
 __version__ = "0.1.0"
 
 __all__ = [
+    "AtomicStats",
+    "AtomicValue",
     "CloseMode",
     "ConnectTimeout",
     "ConnectionPolicy",
+    "CorruptedDataError",
     "CreateMode",
+    "DistributedAtomicInteger",
+    "DistributedAtomicLong",
+    "DistributedAtomicValue",
+    "DistributedBarrier",
+    "DistributedDoubleBarrier",
+    "IllegalTrySetVersionError",
     "InterProcessMultiLock",
     "InterProcessMutex",
     "InterProcessReadWriteLock",
@@ -56,9 +78,14 @@ __all__ = [
     "Participant",
     "PersistentNode",
     "PersistentTtlNode",
+    "PromotedToLock",
     "PyCuratorError",
     "ServerFeatureError",
+    "SharedCount",
+    "SharedValue",
     "TLSOptions",
+    "UnknownOutcomeError",
+    "VersionedValue",
     "add_lock_listener",
     "attempt_revoke",
     "connect",

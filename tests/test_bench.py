@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench import loop_report, report, standalone, tables
+from bench import counters, loop_report, report, standalone, tables
 from bench.__main__ import DEFAULT_SECTIONS, SECTIONS, main
 from bench.chart import main as chart_main
 from bench.contender import KINDS
@@ -90,6 +90,36 @@ def test_the_published_loop_table_is_that_of_the_published_loop_json() -> None:
     loop = json.loads((docs / "loop-bench.json").read_text())
     assert loop_report.loop_run(loop)
     assert report.publish(page, loop) == page
+
+
+def test_the_published_counters_tables_are_those_of_the_published_counters_json() -> None:
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    page = (docs / "benchmarks.md").read_text()
+    assert counters.BEGIN in page and counters.END in page
+    published = json.loads((docs / "counters-bench.json").read_text())
+    assert set(published) & set(tables.SECTIONS) == {"counters"}
+    assert report.publish(page, published) == page
+
+
+def test_a_counters_run_alone_goes_to_its_own_region_and_its_targets_say_met() -> None:
+    row = {"ops_per_s": 10.0, "ops_per_s_rounds": [10.0], "cpu_ms_per_op": 1.0, "timeouts": 0}
+    sides = {
+        "curator-java": {**row, "ratio_to_curator": 1.0},
+        "pycurator-connect": {**row, "ratio_to_curator": 1.5},
+    }
+    results = {
+        "counters": {
+            "threads": 5,
+            "seconds": 1.0,
+            "targets": counters.TARGETS,
+            "table": {recipe: {"shared": sides} for recipe in counters.RECIPES},
+        }
+    }
+    page = f"{report.BEGIN}\nmain\n{report.END}\n{counters.BEGIN}\n{counters.END}\n"
+    written = report.publish(page, results)
+    assert "main" in written
+    region = written.split(counters.BEGIN)[1]
+    assert "### Contended increments" in region and region.count("| met |") == 2
 
 
 def test_a_soak_alone_goes_to_its_own_json_and_region(
@@ -218,6 +248,23 @@ def test_standalone_programs_cover_each_recipe_mode_and_side_against_the_java_pr
     standalone_part = page.split("### Contended throughput, each side a program of its own")[1]
     for title in tables.RECIPES.values():  # every recipe named, in the targets too
         assert f"| {title}" in standalone_part and f"| {title}, a client per thread |" in page
+
+
+@BENCH_RUN
+def test_the_counters_section_covers_each_way_mode_and_side_against_the_java_program(
+    results: Any,
+) -> None:
+    section = results["counters"]
+    assert section["curator"].startswith("5.") and section["targets"] == counters.TARGETS
+    assert list(section["table"]) == list(counters.RECIPES)
+    for modes in section["table"].values():
+        assert set(modes) == {"shared", "per-thread"}
+        for sides in modes.values():
+            assert set(sides) == set(counters.SIDES)
+            assert sides["curator-java"]["ratio_to_curator"] == 1.0
+            for row in sides.values():
+                assert row["ops_per_s"] > 0 and len(row["ops_per_s_rounds"]) == 1
+    assert "### Contended increments, each side a program of its own" in report.report(results)
 
 
 def test_the_targets_table_says_which_figures_meet_their_targets() -> None:

@@ -73,11 +73,20 @@ def dubbo_providers(client: KazooClient) -> Iterator[None]:
     yield
 
 
+@contextlib.contextmanager
+def counter_at_42(client: KazooClient) -> Iterator[None]:
+    client.create("/counters/hits", b"", makepath=True)
+    for value in (1, 41, 42):  # version 3
+        client.set("/counters/hits", value.to_bytes(8, "big"))
+    yield
+
+
 #: What the tree holds when each transcript's command runs (the others need nothing).
 SETUPS: dict[str, Setup] = {
     "pycurator lock --system menagerie /locks/billing -- ./nightly-billing.sh": writelock_held,
     "pycurator lock --system zookeeper --timeout 2 /dubbo/lock -- ./job.sh": dubbo_providers,
     "pycurator revoke /locks/billing": mutex_held,
+    "pycurator inspect /counters/hits": counter_at_42,
 }
 
 

@@ -51,6 +51,8 @@ ONLY_THERE = {
 NOT_RECIPES = {
     "ConnectTimeout",
     "ConnectionPolicy",
+    "CorruptedDataError",
+    "IllegalTrySetVersionError",
     "LeaderLatchListener",
     "LockEvent",
     "LockEventKind",
@@ -63,6 +65,7 @@ NOT_RECIPES = {
     "PyCuratorError",
     "ServerFeatureError",
     "TLSOptions",
+    "UnknownOutcomeError",
     "add_lock_listener",
     "attempt_revoke",
     "connect",

@@ -24,9 +24,13 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import SequentialThreadingHandler
+from kazoo.retry import KazooRetry
 
 from pycurator import (
     CreateMode,
+    DistributedAtomicLong,
+    DistributedBarrier,
+    DistributedDoubleBarrier,
     InterProcessMultiLock,
     InterProcessMutex,
     InterProcessReadWriteLock,
@@ -35,6 +39,8 @@ from pycurator import (
     LeaderLatch,
     LeaderSelector,
     PersistentNode,
+    PromotedToLock,
+    SharedCount,
     aio,
 )
 from pycurator._client import background
@@ -142,6 +148,44 @@ def _timed_out(client: KazooClient, path: str) -> Callable[[], None]:
     return operation
 
 
+def _atomic_long(client: KazooClient, path: str) -> Callable[[], None]:
+    counter = DistributedAtomicLong(
+        client, f"{path}/counter", KazooRetry(max_tries=3), PromotedToLock(f"{path}/lock", SOON)
+    )
+
+    def operation() -> None:  # a read and a versioned write, the stats and the value
+        assert counter.increment().succeeded
+
+    return operation
+
+
+def _shared_count(client: KazooClient, path: str) -> Callable[[], None]:
+    told = threading.Semaphore(0)
+    count = SharedCount(client, f"{path}/count", 0)
+    count.add_listener(lambda _shared, _count: told.release())
+    count.start()
+
+    def operation() -> None:  # a write, its watch, the read again and the listener told
+        count.set_count(count.get_count() + 1)
+        assert told.acquire(timeout=SOON)
+
+    return operation
+
+
+def _double_barrier(client: KazooClient, path: str) -> Callable[[], None]:
+    member = DistributedDoubleBarrier(client, f"{path}/double", 1)
+    barrier = DistributedBarrier(client, f"{path}/gate")
+
+    def operation() -> None:
+        assert member.enter(SOON) and member.leave(SOON)
+        barrier.set_barrier()
+        assert not barrier.wait_on_barrier(0.01)
+        barrier.remove_barrier()
+        assert barrier.wait_on_barrier(SOON)
+
+    return operation
+
+
 def _aio_mutex(client: KazooClient, path: str) -> Callable[[], None]:
     lock = aio.InterProcessMutex(client, path)
 
@@ -195,6 +239,9 @@ RECIPES: dict[str, Callable[[KazooClient, str], Callable[[], None]]] = {
     ),
     "latch": _latch,
     "timed-out-acquire": _timed_out,
+    "atomic-long": _atomic_long,
+    "shared-count": _shared_count,
+    "barriers": _double_barrier,
     "aio-mutex": _aio_mutex,
     "aio-latch": _aio_latch,
     "persistent-node": _persistent_node,
@@ -207,6 +254,8 @@ NODE_PATHS = {
     "semaphore": ("locks", "leases"),
     "semaphore-mutex": ("locks", "leases"),
     "multilock": ("a", "b"),
+    "atomic-long": ("lock",),
+    "barriers": ("double",),
 }
 
 

@@ -9,8 +9,14 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.retry import KazooRetry
 
 from pycurator import (
+    DistributedAtomicInteger,
+    DistributedAtomicLong,
+    DistributedAtomicValue,
+    DistributedBarrier,
+    DistributedDoubleBarrier,
     InterProcessMultiLock,
     InterProcessMutex,
     InterProcessReadWriteLock,
@@ -20,6 +26,9 @@ from pycurator import (
     LeaderSelector,
     Leadership,
     Lease,
+    PromotedToLock,
+    SharedCount,
+    SharedValue,
     aio,
     menagerie,
     zkrecipes,
@@ -47,6 +56,7 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
     threaded_rw = InterProcessReadWriteLock(client, "/rw")
     asyncio_rw = aio.InterProcessReadWriteLock(client, "/rw")
     threaded_mrw = menagerie.ReentrantZkReadWriteLock(client, "/mrw")
+    retry, promoted = KazooRetry(max_tries=3), PromotedToLock("/lock")
     asyncio_mrw = aio_menagerie.ReentrantZkReadWriteLock(client, "/mrw")
     return {
         "mutex": (InterProcessMutex(client, "/m"), aio.InterProcessMutex(client, "/m")),
@@ -95,6 +105,25 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
             menagerie.ZkSemaphore(client, "/ms", 2),
             aio_menagerie.ZkSemaphore(client, "/ms", 2),
         ),
+        "shared value": (SharedValue(client, "/sv", b""), aio.SharedValue(client, "/sv", b"")),
+        "shared count": (SharedCount(client, "/sc", 0), aio.SharedCount(client, "/sc", 0)),
+        "atomic long": (
+            DistributedAtomicLong(client, "/al", retry, promoted),
+            aio.DistributedAtomicLong(client, "/al", retry, promoted),
+        ),
+        "atomic integer": (
+            DistributedAtomicInteger(client, "/ai", retry),
+            aio.DistributedAtomicInteger(client, "/ai", retry),
+        ),
+        "atomic value": (
+            DistributedAtomicValue(client, "/av", retry),
+            aio.DistributedAtomicValue(client, "/av", retry),
+        ),
+        "barrier": (DistributedBarrier(client, "/b"), aio.DistributedBarrier(client, "/b")),
+        "double barrier": (
+            DistributedDoubleBarrier(client, "/db", 2),
+            aio.DistributedDoubleBarrier(client, "/db", 2),
+        ),
     }
 
 
@@ -128,6 +157,13 @@ KINDS = [
     "menagerie read lock",
     "menagerie write lock",
     "menagerie semaphore",
+    "shared value",
+    "shared count",
+    "atomic long",
+    "atomic integer",
+    "atomic value",
+    "barrier",
+    "double barrier",
 ]
 
 

@@ -8,6 +8,8 @@
  *           | multilock (two mutexes under PATH, both taken and released each time)
  *           | latch (a LeaderLatch a time: started, awaited, closed)
  *           | leader (a LeaderSelector, auto-requeued, whose takeLeadership counts and returns)
+ *           | atomic (a DistributedAtomicLong's increment, optimistic)
+ *           | atomic-promoted (the same, promoted to the InterProcessMutex at PATH-lock)
  *   MODE    shared (one client for the threads) | per-thread (a client each)
  * It connects, makes a lock object (or a selector) per thread, prints "ready", waits for a line
  * on stdin, runs the threads for WARMUP seconds unmeasured (the JIT compiles Curator meanwhile)
@@ -31,8 +33,11 @@ import java.util.Random;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.curator.RetryPolicy;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.atomic.PromotedToLock;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
@@ -43,6 +48,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.RetryNTimes;
 
 public final class Contender {
     /** Same as bench/contended.py: the read share and the semaphore's leases. */
@@ -55,6 +61,14 @@ public final class Contender {
     private static final String LEADER = "leader";
     /** An acquire that takes longer than this counts as a timeout (bench/common.py's SOON). */
     private static final long ACQUIRE_WAIT_MS = 60_000;
+    /**
+     * An atomic increment's tries (bench/counters.py's TRIES, SLEEP_S, PROMOTED_TRIES):
+     * optimistic, 101 tries 1 ms apart; promoted, one optimistic try then 11 under the lock.
+     */
+    private static final int ATOMIC_RETRIES = 100;
+
+    private static final int ATOMIC_SLEEP_MS = 1;
+    private static final int PROMOTED_RETRIES = 10;
 
     /** One operation: true when done, false when it timed out. */
     private interface Operation {
@@ -180,6 +194,21 @@ public final class Contender {
                     }
                     return true;
                 };
+            }
+            case "atomic": {
+                RetryPolicy tries = new RetryNTimes(ATOMIC_RETRIES, ATOMIC_SLEEP_MS);
+                DistributedAtomicLong counter = new DistributedAtomicLong(client, path, tries);
+                return counts -> counter.increment().succeeded();
+            }
+            case "atomic-promoted": {
+                PromotedToLock promoted = PromotedToLock.builder()
+                        .lockPath(path + "-lock")
+                        .timeout(ACQUIRE_WAIT_MS, TimeUnit.MILLISECONDS)
+                        .retryPolicy(new RetryNTimes(PROMOTED_RETRIES, ATOMIC_SLEEP_MS))
+                        .build();
+                DistributedAtomicLong counter =
+                        new DistributedAtomicLong(client, path, new RetryNTimes(0, 0), promoted);
+                return counts -> counter.increment().succeeded();
             }
             default:
                 throw new IllegalArgumentException("unknown recipe: " + recipe);

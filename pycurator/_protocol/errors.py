@@ -8,6 +8,11 @@
      ├── LockTimeout (also TimeoutError)         a context manager's timeout ran out
      ├── LockLostError                           a held lock is no longer ours
      ├── NotALockNodeError (also ValueError)     attempt_revoke() of a node no lock made
+     ├── CorruptedDataError (also ValueError)    a counter's node holds bytes Java cannot read
+     ├── UnknownOutcomeError                     a write's answer was lost: whether it took
+     │                                           effect cannot be known
+     ├── IllegalTrySetVersionError (also ValueError)
+     │                                           a versioned set at version -1 (CURATOR-688)
      ├── ServerFeatureError (also kazoo's UnimplementedError)
      │                                           the server lacks what a request needs
      └── LockReleaseError (an ExceptionGroup on Python 3.11+)
@@ -208,3 +213,54 @@ class PayloadTypeError(_Picklable, TypeError):
         super().__init__(f"Payload type {type_name} has no Java class name: {reason}")
         self.type_name = type_name
         self.reason = reason
+
+
+def _java_bytes(data: bytes) -> str:
+    """Bytes as Curator's corruption message lists them: ``[0x0, 0x7f]``."""
+    return "[" + ", ".join(f"0x{byte:x}" for byte in data) + "]"
+
+
+class CorruptedDataError(_Picklable, ValueError):
+    """Raised when a counter's node holds bytes its Java type cannot be read from (fewer than
+    a Java ``int``'s 4 or ``long``'s 8: Curator's ``SharedCount`` throws
+    ``BufferUnderflowException``, its atomic values "Corrupted data"); ``path`` names the node
+    and ``data`` holds its bytes."""
+
+    _fields = ("path", "data", "reason")
+
+    def __init__(self, path: str, data: bytes, reason: str) -> None:
+        super().__init__(f'Corrupted data for node "{path}": {_java_bytes(data)}: {reason}')
+        self.path = path
+        self.data = data
+        self.reason = reason
+
+
+class UnknownOutcomeError(_Picklable):
+    """Raised by a write that returns a bool (``try_set_count``, ``initialize``...) when its
+    answer was lost and the node, read again, cannot tell whether it took effect (it holds what
+    we wrote, which another client may have written too). The write is never sent again."""
+
+    _fields = ("path", "operation")
+
+    def __init__(self, path: str, operation: str) -> None:
+        super().__init__(
+            f"Unknown outcome of {operation} at {path}: the answer was lost, and the node cannot"
+            " tell whether the write took effect"
+        )
+        self.path = path
+        self.operation = operation
+
+
+class IllegalTrySetVersionError(_Picklable, ValueError):
+    """Raised by ``try_set_value`` / ``try_set_count`` given a value read at version -1 (the
+    node's version overflowed), which ZooKeeper takes as "any version": Curator 5.7+'s
+    ``IllegalTrySetVersionException`` (CURATOR-688, ZOOKEEPER-4743). Nothing was written."""
+
+    _fields = ("path",)
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            "overflowed Stat.version -1 is not suitable for trySet(a.k.a. compare-and-set"
+            f" ZooKeeper::setData): {path}"
+        )
+        self.path = path

@@ -246,13 +246,18 @@ def link_all(answers: Sequence[Pending], wake: Signal) -> Callable[[], None]:
     starts where an earlier one stopped (a stale start, from a race, only costs a longer
     scan; a signal set twice is set once), so all the callbacks make one pass in all."""
     first_unready = [0]
+    # the answers, let go by the undo: kazoo keeps a ready answer's callbacks (its unlink does
+    # nothing then), and a callback that kept the answers would make a cycle only a collection
+    # frees, with every read that waits this way
+    linked: list[Sequence[Pending]] = [answers]
 
     def answered(_: Any) -> None:
+        pending = linked[0]
         index = first_unready[0]
-        while index < len(answers) and answers[index].ready():
+        while index < len(pending) and pending[index].ready():
             index += 1
         first_unready[0] = index
-        if index == len(answers):
+        if pending and index == len(pending):
             wake.set()
 
     for answer in answers:
@@ -261,6 +266,7 @@ def link_all(answers: Sequence[Pending], wake: Signal) -> Callable[[], None]:
     def unlink() -> None:
         for answer in answers:
             answer.unlink(answered)
+        linked[0] = ()
 
     return unlink
 

@@ -32,6 +32,8 @@ LEASE_NAME = "lease-"
 LATCH_NAME = "latch-"
 #: ``LockInternals.REVOKE_MESSAGE``: written to a holder's node to ask it to release.
 REVOKE_MESSAGE = b"__REVOKE__"
+#: ``DistributedDoubleBarrier.READY_NODE``: made under the barrier once enough members entered.
+BARRIER_READY = "ready"
 #: ``PersistentTtlNode.DEFAULT_CHILD_NODE_NAME``: the child touched to keep a TTL node alive.
 TTL_TOUCH_NAME = "touch"
 #: ``PersistentTtlNode.DEFAULT_TOUCH_SCHEDULE_FACTOR``: the child is touched every ttl / 2.
@@ -82,6 +84,11 @@ def sort_key(name: str, *tokens: str) -> str:
         if index >= 0:
             name = name[index + len(token) :]
     return name
+
+
+def java_string_key(text: str) -> bytes:
+    """A key that orders strings as Java's ``String.compareTo`` does (by UTF-16 code unit)."""
+    return text.encode("utf-16-be", "surrogatepass")
 
 
 def sort_children(children: Iterable[str], *tokens: str) -> list[str]:

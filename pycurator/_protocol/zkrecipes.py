@@ -32,11 +32,6 @@ WRITE_LOCK_NAMING = Naming(
 ELECTION_NAMING = Naming(head=wire.ZK_ELECTION_HEAD, protected=False, parents="persistent")
 
 
-def _java_string_key(text: str) -> bytes:
-    """A key that orders strings as Java's ``String.compareTo`` does (by UTF-16 code unit)."""
-    return text.encode("utf-16-be", "surrogatepass")
-
-
 def split_znode_name(name: str) -> tuple[str, int | None]:
     """``ZNodeName``'s prefix and sequence of a child name: split at the last ``-``, which,
     when the character before it is also ``-``, is the sign of a negative sequence (a parent's
@@ -58,8 +53,8 @@ def znode_name_key(name: str) -> tuple[int, int, bytes]:
     here every child is kept."""
     prefix, sequence = split_znode_name(name)
     if sequence is None:
-        return 1, 0, _java_string_key(prefix)
-    return 0, sequence, _java_string_key(prefix)
+        return 1, 0, wire.java_string_key(prefix)
+    return 0, sequence, wire.java_string_key(prefix)
 
 
 def _first_or_predecessor(children: Sequence[str], ours: str) -> Decision:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from kazoo.exceptions import NoAuthError, NoNodeError
 
 from .._protocol import wire
+from .._protocol.barriers import is_barrier
 from .._protocol.deadline import Deadline
 from .._protocol.drivers import (
     LATCH_DRIVER,
@@ -385,6 +386,9 @@ def inspect_lock_steps(
     if note:
         return LockView(path, True, NOT_A_LOCK, (), tuple(e.name for e in entries), note)
     names = [e.name for e in entries]
+    if layout is None and is_barrier(names):
+        note = "a double barrier's members: no lock (pycurator inspect PATH shows them)"
+        return LockView(path, True, NOT_A_LOCK, (), tuple(names), note)
     if layout == "semaphore" or (layout is None and layout_of(names) == "semaphore"):
         locks_parent = wire.SEMAPHORE_LOCK_PARENT
         leases_parent = wire.SEMAPHORE_LEASE_PARENT

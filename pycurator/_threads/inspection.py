@@ -1,6 +1,7 @@
-"""Who holds and who waits on a lock path, and when a node a ``PersistentTtlNode`` keeps
-expires, read from the tree, blocking (their steps:
+"""Who holds and who waits on a lock path, what a counter or a double barrier holds, and when a
+node a ``PersistentTtlNode`` keeps expires, read from the tree, blocking (their steps:
 :func:`pycurator._recipes.inspection.inspect_lock_steps`,
+:func:`pycurator._recipes.inspection_counters.counter_or_barrier_steps`,
 :func:`pycurator._recipes.ttl_inspection.ttl_node_steps`)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from .._client.transport import transport_of
 from .._protocol.deadline import Deadline
 from .._protocol.ttl import TtlExpiry
 from .._recipes.inspection import LockView, inspect_lock_steps
+from .._recipes.inspection_counters import BarrierView, CounterView, counter_or_barrier_steps
 from .._recipes.ttl_inspection import ttl_node_steps
 from .runner import run
 
@@ -23,6 +25,12 @@ def inspect_lock(
     return run(transport_of(client), inspect_lock_steps(path, permits, layout))
 
 
+def inspect_counter(client: KazooClient, path: str) -> CounterView | BarrierView | None:
+    """The counter or double barrier at ``path``, or None for anything else (see
+    :func:`~pycurator._recipes.inspection_counters.counter_or_barrier_steps`), blocking."""
+    return run(transport_of(client), counter_or_barrier_steps(path))
+
+
 def inspect_ttl_node(client: KazooClient, path: str) -> TtlExpiry | None:
     """When the node at ``path`` expires, as its ``touch`` child tells (None for a node no
     ``PersistentTtlNode`` keeps; see :func:`~pycurator._recipes.ttl_inspection.ttl_node_steps`),
@@ -32,4 +40,4 @@ def inspect_ttl_node(client: KazooClient, path: str) -> TtlExpiry | None:
     return run(transport, ttl_node_steps(path, Deadline(transport.session_timeout())))
 
 
-__all__ = ["inspect_lock", "inspect_ttl_node"]
+__all__ = ["inspect_counter", "inspect_lock", "inspect_ttl_node"]

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from .._cores.latch import CloseMode
 from .._protocol.modes import CreateMode
+from .._recipes.atomic import AtomicStats, AtomicValue, PromotedToLock
 from .._recipes.participants import Participant
+from .._recipes.shared_value import VersionedValue
+from ._atomic import DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicValue
+from ._barriers import DistributedBarrier, DistributedDoubleBarrier
 from ._latch import LeaderLatch
 from ._multilock import InterProcessMultiLock
 from ._mutex import InterProcessMutex
@@ -21,10 +25,18 @@ from ._runner import commit
 from ._rwlock import InterProcessReadWriteLock, ReadLock, WriteLock
 from ._selector import LeaderSelector, Leadership
 from ._semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease
+from ._shared import SharedCount, SharedValue
 
 __all__ = [
+    "AtomicStats",
+    "AtomicValue",
     "CloseMode",
     "CreateMode",
+    "DistributedAtomicInteger",
+    "DistributedAtomicLong",
+    "DistributedAtomicValue",
+    "DistributedBarrier",
+    "DistributedDoubleBarrier",
     "InterProcessMultiLock",
     "InterProcessMutex",
     "InterProcessReadWriteLock",
@@ -37,7 +49,11 @@ __all__ = [
     "Participant",
     "PersistentNode",
     "PersistentTtlNode",
+    "PromotedToLock",
     "ReadLock",
+    "SharedCount",
+    "SharedValue",
+    "VersionedValue",
     "WriteLock",
     "commit",
 ]

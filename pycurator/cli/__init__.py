@@ -1,11 +1,12 @@
-"""The ``pycurator`` command: ``lock``, ``elect``, ``inspect``, ``revoke``, ``server`` and
-``demo``.
+"""The ``pycurator`` command: ``lock``, ``elect``, ``inspect``, ``count``, ``revoke``,
+``server`` and ``demo``.
 
 Errors are one line on stderr and a non-zero exit status (see the ``EXIT_*`` constants); a
 standard output whose reader has gone ends the command quietly. The arguments are parsed in
 ``_parser``; the subcommands live in ``_lock`` and ``_elect`` (over ``_run``, what the two
-share), ``_inspect`` (inspect, revoke; ``_watch`` follows a lock live), ``_server`` (server)
-and here (demo). What they print of the tree goes through ``_text``.
+share), ``_inspect`` (inspect, revoke; ``_watch`` follows a lock live), ``_counters``
+(count, and how inspect shows counters and barriers), ``_server`` (server) and here
+(demo). What they print of the tree goes through ``_text``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from ._common import (
     say,
     silence,
 )
+from ._counters import cmd_count
 from ._elect import (
     ELECT_ENV_HOSTS,
     ELECT_ENV_ID,
@@ -86,6 +88,7 @@ __all__ = [
     "HOSTS_ENV",
     "CliError",
     "build_parser",
+    "cmd_count",
     "cmd_demo",
     "cmd_elect",
     "cmd_inspect",
@@ -167,6 +170,7 @@ def _main(argv: Sequence[str] | None) -> int:
         "lock": lambda a: cmd_lock(a, sys.stderr),
         "elect": lambda a: cmd_elect(a, sys.stderr),
         "inspect": lambda a: cmd_inspect(a, sys.stdout),
+        "count": lambda a: cmd_count(a, sys.stdout),
         "revoke": lambda a: cmd_revoke(a, sys.stdout),
         "demo": lambda a: cmd_demo(a, sys.stdout),
         "server": lambda a: cmd_server(a, sys.stdout, sys.stderr),

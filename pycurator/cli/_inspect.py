@@ -1,5 +1,5 @@
-"""``pycurator inspect`` (one lock, a tree of locks, or one lock followed live) and
-``pycurator revoke``."""
+"""``pycurator inspect`` (one lock, a tree of locks, or one lock followed live; a counter or
+a double barrier, through :mod:`pycurator.cli._counters`) and ``pycurator revoke``."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from kazoo.exceptions import KazooException, NoNodeError
 from .._protocol import wire
 from .._protocol.errors import NotALockNodeError
 from .._recipes.inspection import NOT_A_LOCK, LockView
-from .._threads.inspection import inspect_lock, inspect_ttl_node
+from .._threads.inspection import inspect_counter, inspect_lock, inspect_ttl_node
 from .._threads.revocation import attempt_revoke
 from ._common import EXIT_REFUSED, EXIT_USAGE, CliError, checked_path, connected
+from ._counters import shown_counter_or_barrier
 from ._text import shown
 from ._views import (
     tree_as_table,
@@ -76,8 +77,13 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
             else:
                 out.write(tree_as_table(views, now_ms))
             return 0
-        view = inspect_lock(client, path, args.permits)
-        expiry = inspect_ttl_node(client, path) if view.layout == NOT_A_LOCK else None
+        special = inspect_counter(client, path)
+        if special is None:
+            view = inspect_lock(client, path, args.permits)
+            expiry = inspect_ttl_node(client, path) if view.layout == NOT_A_LOCK else None
+    if special is not None:
+        out.write(shown_counter_or_barrier(special, args.json, now_ms))
+        return 0
     if args.json:
         shown_view = view_as_json(view, now_ms)
         if expiry is not None:

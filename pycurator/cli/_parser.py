@@ -28,6 +28,7 @@ from ._common import (
     number,
     say,
 )
+from ._counters import java_long
 from ._elect import (
     ELECT_ENV_HOSTS,
     ELECT_ENV_ID,
@@ -259,7 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
             "Show the holders and waiters of the Curator lock, read/write lock or semaphore at "
             "PATH, or the participants of a leader latch or selector (the leader first), "
             "Java's and Python's alike; also the locks and elections of ZooKeeper's own "
-            "recipes (WriteLock, LeaderElectionSupport), menagerie and ZkLocker."
+            "recipes (WriteLock, LeaderElectionSupport), menagerie and ZkLocker; a counter's "
+            "value as each Curator recipe reads it, and a double barrier's members."
         ),
     )
     inspect.add_argument("path", metavar="PATH")
@@ -285,6 +287,39 @@ def build_parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("--interval", type=POSITIVE_SECONDS, default=1.0, help=argparse.SUPPRESS)
     _global_options(inspect, top=False)
+
+    count = commands.add_parser(
+        "count",
+        help="read a SharedCount or an atomic number, or add to it",
+        description=(
+            "Print the counter at PATH as Java reads it: a Java int (SharedCount, "
+            "DistributedAtomicInteger: 4 bytes) or long (DistributedAtomicLong: 8 bytes), by its "
+            "size unless --int or --long says. With --add N, add N atomically (a versioned "
+            "write, as the atomic recipes make it: never applied twice) and print the new value; "
+            "a missing node is made, its type given by --int or --long. Exit status "
+            f"{EXIT_TIMEOUT} if others changed it at every try within --timeout; 1 if the answer "
+            "to the write was lost and whether it took cannot be known (it was not retried)."
+        ),
+    )
+    count.add_argument("path", metavar="PATH", help="the counter's node, e.g. /counters/hits")
+    count.add_argument(
+        "--add",
+        type=java_long,
+        metavar="N",
+        help="add N (negative to subtract), wrapping as Java's arithmetic",
+    )
+    width = count.add_mutually_exclusive_group()
+    width.add_argument("--int", action="store_true", help="a Java int (4 bytes)")
+    width.add_argument("--long", action="store_true", help="a Java long (8 bytes)")
+    count.add_argument(
+        "--timeout",
+        type=POSITIVE_SECONDS,
+        default=10.0,
+        metavar="S",
+        help="with --add: give up trying after S seconds (default: 10)",
+    )
+    count.add_argument("--json", action="store_true", help="print JSON: path, type and value")
+    _global_options(count, top=False)
 
     revoke = commands.add_parser(
         "revoke",

@@ -108,7 +108,7 @@ def view_as_json(view: LockView, now_ms: int) -> dict[str, Any]:
     }
 
 
-def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
+def aligned(rows: Sequence[tuple[str, ...]]) -> list[str]:
     """Rows as aligned columns; the last column is not padded."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     lines = []
@@ -170,7 +170,7 @@ def view_as_table(view: LockView, now_ms: int) -> str:
                     shown(p.entry.name),
                 )
             )
-        lines += _table(rows)
+        lines += aligned(rows)
     return "\n".join(lines) + "\n"
 
 
@@ -208,7 +208,7 @@ def tree_as_table(views: list[LockView], now_ms: int) -> str:
                 shown(view.path),
             )
         )
-    return "\n".join(_table(rows)) + "\n"
+    return "\n".join(aligned(rows)) + "\n"
 
 
 def ttl_as_json(expiry: TtlExpiry, now_ms: int) -> dict[str, Any]:

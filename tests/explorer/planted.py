@@ -144,6 +144,25 @@ DEFECTS = (
         ("latch", "zk-election"),
     ),
     Defect(
+        "a write whose answer was lost is tried again on the new value, as Curator's loop does",
+        "counted",
+        "_recipes/versioned.py",
+        "            if not in_doubt:\n                return None, None",
+        "            if True:\n                return None, None",
+        ("atomic-long",),
+    ),
+    Defect(
+        "a member passes a double barrier on any wake-up (Curator's GH-1290)",
+        "barrier",
+        "_recipes/barriers.py",
+        "                if not (yield from waiting.wait_steps(deadline)):\n"
+        "                    timed_out = True\n                    break\n",
+        "                if not (yield from waiting.wait_steps(deadline)):\n"
+        "                    timed_out = True\n                    break\n"
+        "                passed = True\n                return True\n",
+        ("double-barrier",),
+    ),
+    Defect(
         "an acquire waits for its predecessor past its deadline",
         "bounded",
         "_recipes/lock_wait.py",

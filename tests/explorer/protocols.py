@@ -19,6 +19,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from kazoo.retry import KazooRetry
+
 from pycurator import CreateMode, menagerie, zklocker, zkrecipes
 from pycurator.aio import menagerie as aio_menagerie
 from pycurator.aio import zklocker as aio_zklocker
@@ -32,6 +34,7 @@ from .programs import (
     node_program,
     selector_program,
 )
+from .tallied import barrier_program, counter_program
 from .world import World
 
 #: What makes a contender's recipe object: ``make(participant)``.
@@ -41,7 +44,8 @@ Make = Callable[[Participant], Any]
 @dataclasses.dataclass(frozen=True)
 class Protocol:
     """One recipe under exploration: its ``family`` of program (``lock``, ``lease``,
-    ``latch``, ``selector``, ``node``), the ``key`` its claims contend for and how many may hold it,
+    ``latch``, ``selector``, ``node``, ``counter``, ``barrier``), the ``key`` its claims contend
+    for (or its tally counts) and how many may hold it,
     what makes a contender's recipe object (``make``), what kind of hold each contender's is
     (``kind``: ``excl``, ``read``, ``write``), and whether it takes a connection policy."""
 
@@ -209,6 +213,28 @@ _register(
         policies=False,
     ),
     Protocol(
+        "atomic-long",
+        "counter",
+        "/counters/long",
+        # a policy per client: clients of one process that share one take turns, so these
+        # contend on the server as clients of processes of their own would
+        lambda p: p.module.DistributedAtomicLong(
+            p.client,
+            "/counters/long",
+            KazooRetry(max_tries=3 + p.contender.client, delay=0.01, backoff=1),
+        ),
+        policies=False,
+    ),
+    Protocol(
+        "double-barrier",
+        "barrier",
+        "/barriers/double",
+        lambda p: p.module.DistributedDoubleBarrier(
+            p.client, "/barriers/double", len(p.world.participants)
+        ),
+        policies=False,
+    ),
+    Protocol(
         "zk-election",
         "latch",
         "/zk/election",
@@ -279,6 +305,10 @@ def _run(p: Participant, protocol: Protocol, shared: _Shared) -> Program:
         yield from latch_program(p, recipe, protocol.key, listens=protocol.policies)
     elif protocol.family == "node":
         yield from node_program(p, recipe, protocol.key)
+    elif protocol.family == "counter":
+        yield from counter_program(p, recipe, protocol.key)
+    elif protocol.family == "barrier":
+        yield from barrier_program(p, recipe, protocol.key)
     elif protocol.family == "lease":
         yield from lease_program(p, recipe, protocol.key, protocol.extra)
     else:

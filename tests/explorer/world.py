@@ -35,7 +35,10 @@ it):
   ``release()``, ``is_held()``, ``close()``);
 - ``clean-end``: every participant ends, without an error it was not told to expect; no node is
   left in a live session, no earlier session lives on; nothing is logged at ERROR;
-- ``one-node`` and ``kept``, on kept nodes (``PersistentNode``): see :mod:`tests.explorer.kept`.
+- ``one-node`` and ``kept``, on kept nodes (``PersistentNode``): see :mod:`tests.explorer.kept`;
+- ``counted`` and ``barrier``: a counter ends at its start plus the increments told they
+  succeeded, and nobody passes a double barrier before enough are in (the tallies of
+  :mod:`tests.explorer.tallied`).
 """
 
 from __future__ import annotations
@@ -85,6 +88,8 @@ INVARIANTS = (
     "bounded",
     "clean-end",
     *kept_nodes.INVARIANTS,
+    "counted",
+    "barrier",
 )
 
 _SEQUENCE = re.compile(r"(\d{10})$")
@@ -188,6 +193,9 @@ class World:
         self.told: dict[str, list[tuple[LockEventKind, str, float]]] = {}
         self._loop: SimLoop | None = None
         self._loop_unit: Unit | None = None
+        #: what recipes without claims tell their users, against the truth: each has
+        #: ``check_now(world)`` (after every turn) and ``check_end(world)``
+        self.tallies: list[Any] = []
         self.hub.after_turn = self.check_now
 
     @property
@@ -379,6 +387,8 @@ class World:
             self._check_callbacks()
         if self.kept:
             kept_nodes.check_now(self)
+        for tally in self.tallies:
+            tally.check_now(self)
 
     def _check_callbacks(self) -> None:
         """Each loss a claim's user was told of (while it claimed) is followed by each of its
@@ -457,6 +467,8 @@ class World:
     # -- invariants at the end -------------------------------------------------------------------
 
     def check_end(self) -> None:
+        for tally in self.tallies:
+            tally.check_end(self)
         for wait in self.waits:
             if wait.ended is None:
                 self.fail(
