@@ -5,7 +5,15 @@ from __future__ import annotations
 from . import aio as aio  # the asyncio forms of the recipes
 from ._client.lock_listeners import add_lock_listener, remove_lock_listener
 from ._connect import TLSOptions, connect, reconnecting_retry
+from ._cores.cache_listeners import (
+    CuratorCacheListener,
+    CuratorCacheListenerBuilder,
+    PathChildrenCacheEvent,
+    TreeCacheEvent,
+)
+from ._protocol.cache import CacheEvent, CacheEventType, CacheOption, ChildData
 from ._protocol.errors import (
+    CompressedDataError,
     ConnectTimeout,
     LockLostError,
     LockNotOwnedError,
@@ -16,6 +24,7 @@ from ._protocol.errors import (
 )
 from ._protocol.events import LockEvent, LockEventKind, LockListener
 from ._recipes.hold_monitor import ConnectionPolicy
+from ._threads.cache import CuratorCache
 from ._threads.latch import CloseMode, LeaderLatch, LeaderLatchListener, Participant
 from ._threads.multilock import InterProcessMultiLock
 from ._threads.mutex import InterProcessMutex
@@ -28,9 +37,17 @@ from ._threads.semaphore import InterProcessSemaphoreMutex, InterProcessSemaphor
 __version__ = "0.1.0"
 
 __all__ = [
+    "CacheEvent",
+    "CacheEventType",
+    "CacheOption",
+    "ChildData",
     "CloseMode",
+    "CompressedDataError",
     "ConnectTimeout",
     "ConnectionPolicy",
+    "CuratorCache",
+    "CuratorCacheListener",
+    "CuratorCacheListenerBuilder",
     "InterProcessMultiLock",
     "InterProcessMutex",
     "InterProcessReadWriteLock",
@@ -50,8 +67,10 @@ __all__ = [
     "LockTimeout",
     "NotALockNodeError",
     "Participant",
+    "PathChildrenCacheEvent",
     "PyCuratorError",
     "TLSOptions",
+    "TreeCacheEvent",
     "add_lock_listener",
     "attempt_revoke",
     "connect",

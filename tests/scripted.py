@@ -20,7 +20,14 @@ from kazoo.exceptions import ConnectionClosedError
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
 from pycurator._protocol.deadline import DeadlineExpired
-from pycurator._protocol.requests import GetData, ListChildren, NodeExists, Request
+from pycurator._protocol.requests import (
+    AddWatch,
+    AddWatchMode,
+    GetData,
+    ListChildren,
+    NodeExists,
+    Request,
+)
 from pycurator._protocol.steps import (
     Await,
     AwaitAll,
@@ -115,6 +122,15 @@ class Fire:
 
 
 @dataclass(frozen=True)
+class Tell:
+    """While the protocol waits: the watch that stays and covers ``path`` (on it, or
+    recursive above it) hears ``type`` there."""
+
+    path: str
+    type: str = EventType.CHANGED
+
+
+@dataclass(frozen=True)
 class Stop:
     """While the protocol waits: the client is stopped."""
 
@@ -129,7 +145,7 @@ class Land:
     """While the protocol waits: the late answers held back so far land, in order."""
 
 
-Entry = Reply | Owes | Forgets | Fire | State | Stop | Timeout | Land
+Entry = Reply | Owes | Forgets | Fire | Tell | State | Stop | Timeout | Land
 
 
 # -- the server ----------------------------------------------------------------------------------
@@ -228,6 +244,8 @@ class ScriptedServer:
         self.log: list[tuple[str, Request | None]] = []
         self.listeners: list[Callable[[str], object]] = []
         self.watches: defaultdict[str, list[Callable[[WatchedEvent], None]]] = defaultdict(list)
+        #: the watches that stay (``addWatch``), by path, with their mode
+        self.staying: dict[str, tuple[Callable[[WatchedEvent], None], AddWatchMode]] = {}
         #: the client's claims on its lock nodes (:class:`~pycurator._protocol.steps.Claims`)
         self.claimed: dict[str, object] = {}
         #: how many times the client had the server drop a watch (see :class:`Reply`)
@@ -285,6 +303,18 @@ class ScriptedServer:
         for watch in watches:
             watch(WatchedEvent(type, KazooState.CONNECTED, path))
 
+    def tell(self, path: str, type: str = EventType.CHANGED) -> None:
+        """The watch that stays and covers ``path`` hears ``type`` there (as :class:`Tell`)."""
+        told = False
+        for at, (watch, mode) in list(self.staying.items()):
+            prefix = "/" if at == "/" else at + "/"
+            if at == path or (
+                mode is AddWatchMode.PERSISTENT_RECURSIVE and path.startswith(prefix)
+            ):
+                watch(WatchedEvent(type, KazooState.CONNECTED, path))
+                told = True
+        self._check(told, f"no watch that stays covers {path}")
+
     def change(self, state: str, session: int | None = None) -> None:
         """The connection goes to ``state`` (as :class:`State`, but at any time)."""
         self.is_connected = state == KazooState.CONNECTED
@@ -339,6 +369,8 @@ class ScriptedServer:
                 return False
             if isinstance(entry, Fire):
                 self.fire(entry.path, entry.type)
+            elif isinstance(entry, Tell):
+                self.tell(entry.path, entry.type)
             elif isinstance(entry, State):
                 self.change(entry.state, entry.session)
             elif isinstance(entry, Stop):
@@ -374,6 +406,8 @@ class ScriptedServer:
             and not entry.late
         ):
             self.watches[request.path].append(request.watch)
+        if isinstance(request, AddWatch) and entry.error is None and not entry.late:
+            self.staying[request.path] = (request.watch, request.mode)
         if entry.disconnects:
             self.is_connected = False
         if entry.late:
@@ -501,6 +535,7 @@ __all__ = [
     "ScriptedServer",
     "State",
     "Stop",
+    "Tell",
     "Timeout",
     "matches",
     "stat",

@@ -11,6 +11,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import (
+    CuratorCache,
     InterProcessMultiLock,
     InterProcessMutex,
     InterProcessReadWriteLock,
@@ -67,6 +68,7 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
             aio.InterProcessMultiLock(client, ["/a", "/b"]),
         ),
         "latch": (LeaderLatch(client, "/l"), aio.LeaderLatch(client, "/l")),
+        "cache": (CuratorCache(client, "/c"), aio.CuratorCache(client, "/c")),
         "selector": (
             LeaderSelector(client, "/sel", print),
             aio.LeaderSelector(client, "/sel", print),  # type: ignore[arg-type]
@@ -118,6 +120,7 @@ KINDS = [
     "lease",
     "multi-lock",
     "latch",
+    "cache",
     "selector",
     "leadership",
     "zookeeper write lock",

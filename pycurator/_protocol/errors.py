@@ -8,6 +8,7 @@
      ├── LockTimeout (also TimeoutError)         a context manager's timeout ran out
      ├── LockLostError                           a held lock is no longer ours
      ├── NotALockNodeError (also ValueError)     attempt_revoke() of a node no lock made
+     ├── CompressedDataError (also ValueError)   a cached node's data that does not unzip
      └── LockReleaseError (an ExceptionGroup on Python 3.11+)
                                                  release() of several locks: every failure
 
@@ -115,6 +116,18 @@ class NotALockNodeError(_Picklable, ValueError):
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"Not a lock node: {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class CompressedDataError(_Picklable, ValueError):
+    """Told to a cache's error handler for a node whose data does not unzip where the cache
+    reads gzip (``COMPRESSED_DATA``): the node is not held (or keeps what was held)."""
+
+    _fields = ("path", "reason")
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"Compressed data that does not unzip: {path}: {reason}")
         self.path = path
         self.reason = reason
 

@@ -14,8 +14,10 @@ A request is a record made for each request sent and never changed once made: sl
 type and fields, and hashable, with a plain ``__init__`` (a frozen dataclass's sets each field
 through ``object.__setattr__``, several times the cost, on every request).
 
-A new request (a watch that stays, ZooKeeper's ``addWatch``) is a record here, added to
-:data:`Request`, and its sending on the transport (see :mod:`pycurator._protocol.transport`).
+A new request is a record here, added to :data:`Request`, and its sending on the transport (see
+:mod:`pycurator._protocol.transport`): so came the two kazoo lacks, a watch that stays
+(:class:`AddWatch`, removed with :class:`RemoveWatches`) and a node with a time to live
+(:class:`CreateNode` in a TTL mode).
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ Watch = Callable[[WatchedEvent], None]
 
 
 class CreateMode(enum.IntEnum):
-    """ZooKeeper's ``CreateMode``, valued as its create request's flags. A TTL mode is sent as
-    ZooKeeper's ``createTTL`` with the node's time to live, which the transport does not send
-    yet: it refuses one, naming it."""
+    """ZooKeeper's ``CreateMode``, its seven modes valued as its create request's flags. A
+    CONTAINER node is sent as ZooKeeper's ``createContainer``, and a TTL mode as its
+    ``createTTL``, with the node's time to live."""
 
     PERSISTENT = 0
     EPHEMERAL = 1
@@ -48,6 +50,53 @@ class CreateMode(enum.IntEnum):
     def is_ttl(self) -> bool:
         """Whether the node has a time to live."""
         return self >= CreateMode.PERSISTENT_WITH_TTL
+
+    @property
+    def is_ephemeral(self) -> bool:
+        """Whether the node ends with the session that made it."""
+        return self in (CreateMode.EPHEMERAL, CreateMode.EPHEMERAL_SEQUENTIAL)
+
+    @property
+    def is_sequential(self) -> bool:
+        """Whether the server appends a sequence number to the node's name."""
+        return self in _SEQUENTIAL
+
+    @property
+    def unsequenced(self) -> CreateMode:
+        """The mode that makes the same kind of node under a name given whole: this mode less
+        its sequence number (itself when it has none)."""
+        return _UNSEQUENCED.get(self, self)
+
+
+_SEQUENTIAL = frozenset(
+    {
+        CreateMode.PERSISTENT_SEQUENTIAL,
+        CreateMode.EPHEMERAL_SEQUENTIAL,
+        CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL,
+    }
+)
+_UNSEQUENCED = {
+    CreateMode.PERSISTENT_SEQUENTIAL: CreateMode.PERSISTENT,
+    CreateMode.EPHEMERAL_SEQUENTIAL: CreateMode.EPHEMERAL,
+    CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL: CreateMode.PERSISTENT_WITH_TTL,
+}
+
+
+class AddWatchMode(enum.IntEnum):
+    """ZooKeeper's ``AddWatchMode``, valued as an ``addWatch`` request sends it."""
+
+    #: the node's own events: its creation, deletion, data and children changes
+    PERSISTENT = 0
+    #: the creation, deletion and data changes of the node and of every node below it (no
+    #: children changes: a child's creation or deletion is told as its own)
+    PERSISTENT_RECURSIVE = 1
+
+    @property
+    def watcher_type(self) -> WatcherType:
+        """The :class:`WatcherType` that removes a watch of this mode."""
+        if self is AddWatchMode.PERSISTENT:
+            return WatcherType.PERSISTENT
+        return WatcherType.PERSISTENT_RECURSIVE
 
 
 class WatcherType(enum.IntEnum):
@@ -64,13 +113,17 @@ class WatcherType(enum.IntEnum):
 class CreateNode:
     """``create`` of ``path`` with ``data`` (None: no data, as Java's ``null``) in ``mode``;
     ``acl`` None (or empty) is the client's default ACL, or open to all when it has none.
+    ``ttl``: a TTL mode's time to live, in seconds (sent in whole milliseconds, at least one);
+    ValueError, before anything is sent, for a TTL mode without one or another mode with one.
     Answer: ``(path as the server names it, ZnodeStat)``; NoNodeError when a parent is missing
-    (no parent is made)."""
+    (no parent is made); :class:`~pycurator._protocol.errors.ServerFeatureError` for a TTL
+    mode on a server that has TTL nodes off."""
 
     path: str
     data: bytes | None
     acl: Sequence[Any] | None = None
     mode: CreateMode = CreateMode.PERSISTENT
+    ttl: float | None = None
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -159,13 +212,42 @@ class Transaction:
 
 
 @dataclass(slots=True, unsafe_hash=True)
+class AddWatch:
+    """``addWatch`` of ``path`` in ``mode``: a watch that stays. ``watch`` is called with each
+    event the mode covers, as it comes and in order, until it is removed (:class:`RemoveWatches`
+    with it) or the session ends; beside kazoo's one-shot watchers of the same path, which hear
+    the same events. A dropped connection keeps it: it is set again ahead of every other request
+    once the client reconnects within the session. ``watch`` is also told of the connection,
+    as events of type NONE (path None): CONNECTING when the connection drops (the changes made
+    until it is back are never told), CONNECTED once the watch is set again (a change from then
+    on is told), and, last, the session's end (EXPIRED_SESSION, AUTH_FAILED, or CLOSED when
+    the client is stopped), which ends the watch.
+
+    Answer: None, once the watch is set; :class:`~pycurator._protocol.errors.ServerFeatureError`
+    on a server without persistent watches (ZooKeeper before 3.6)."""
+
+    path: str
+    watch: Watch
+    mode: AddWatchMode = AddWatchMode.PERSISTENT_RECURSIVE
+
+
+@dataclass(slots=True, unsafe_hash=True)
 class RemoveWatches:
     """``removeWatches`` of this session's watches of ``watcher_type`` on ``path``; the answer
     is None. NoWatcherError when the session holds none (a kazoo below 2.11 cannot read that
-    answer: the transport does not send it there, and answers None)."""
+    answer: the transport does not send it there, and answers None).
+
+    A watch that stays (``PERSISTENT`` or ``PERSISTENT_RECURSIVE``, see :class:`AddWatch`) is
+    removed by the client first: ``watch`` (or, None, every watch of the client on ``path`` in
+    that mode) is told nothing more from now on, and NoWatcherError is the answer when it was
+    not there. The server is asked to drop its watch once no watch of the client stays on
+    ``path`` in that mode, whatever its release (one before 3.9 cannot drop a watch that stays
+    apart from kazoo's one-shot watches of the same path: there it lasts until they fire); the
+    answer comes at once, as the server's never changes what the client tells."""
 
     path: str
     watcher_type: WatcherType = WatcherType.DATA
+    watch: Watch | None = None
 
 
 Request = (
@@ -177,11 +259,14 @@ Request = (
     | SetData
     | DeleteNode
     | Transaction
+    | AddWatch
     | RemoveWatches
 )
 
 
 __all__ = [
+    "AddWatch",
+    "AddWatchMode",
     "CheckVersion",
     "CreateMode",
     "CreateNode",

@@ -10,8 +10,16 @@ releases the lock; ``CancelledError`` always propagates.
 
 from __future__ import annotations
 
+from .._cores.cache_listeners import (
+    CuratorCacheListener,
+    CuratorCacheListenerBuilder,
+    PathChildrenCacheEvent,
+    TreeCacheEvent,
+)
 from .._cores.latch import CloseMode
+from .._protocol.cache import CacheEvent, CacheEventType, CacheOption, ChildData
 from .._recipes.participants import Participant
+from ._cache import CuratorCache
 from ._latch import LeaderLatch
 from ._multilock import InterProcessMultiLock
 from ._mutex import InterProcessMutex
@@ -21,7 +29,14 @@ from ._selector import LeaderSelector, Leadership
 from ._semaphore import InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease
 
 __all__ = [
+    "CacheEvent",
+    "CacheEventType",
+    "CacheOption",
+    "ChildData",
     "CloseMode",
+    "CuratorCache",
+    "CuratorCacheListener",
+    "CuratorCacheListenerBuilder",
     "InterProcessMultiLock",
     "InterProcessMutex",
     "InterProcessReadWriteLock",
@@ -32,7 +47,9 @@ __all__ = [
     "Leadership",
     "Lease",
     "Participant",
+    "PathChildrenCacheEvent",
     "ReadLock",
+    "TreeCacheEvent",
     "WriteLock",
     "commit",
 ]
