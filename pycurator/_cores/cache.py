@@ -230,11 +230,10 @@ class CacheCore:
         post = self._post
         if post is not None:
             post(self._deliver_initialized)
-        changed = self._changed
-        if changed is not None:
-            changed()
 
     def _deliver_initialized(self) -> Any:
+        """Tell every listener ``initialized()``, then wake the waiters (on the front end's
+        worker, after the first load's events); an awaitable the listeners returned."""
         awaiting: list[Any] = []
         for listener in list(self.listeners):
             try:
@@ -244,6 +243,9 @@ class CacheCore:
                 continue
             if result is not None:
                 awaiting.append(result)
+        changed = self._changed
+        if changed is not None:
+            changed()
         return all_awaited(awaiting)
 
     def _error(self, error: Exception) -> None:

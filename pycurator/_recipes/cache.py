@@ -41,7 +41,7 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
-from .._protocol.cache import CacheEvent, CacheTree, decompress, deletions_first
+from .._protocol.cache import CacheEvent, CacheTree, ChildData, decompress, deletions_first
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.errors import CompressedDataError
 from .._protocol.requests import (
@@ -274,9 +274,8 @@ class Mirror:
                 if error is None:
                     assert value is not None
                     before = tree.nodes.get(path)
-                    events += self._apply(path, value)
-                    after = tree.nodes.get(path)
-                    if after is not None and self._must_list(before, after, rebuild):
+                    after = self._apply(path, value, events)
+                    if self._must_list(before, after, rebuild):
                         next_lists.append(path)
                 elif isinstance(error, NoNodeError):
                     events += tree.gone(path)
@@ -309,9 +308,10 @@ class Mirror:
         if root_missing:
             yield from self._watch_root()
 
-    def _apply(self, path: str, answer: tuple[bytes | None, Any]) -> list[CacheEvent]:
-        """A node read: the events it makes (none for data that does not unzip: told as an
-        error, the node left as held)."""
+    def _apply(self, path: str, answer: tuple[bytes | None, Any], events: list[CacheEvent]) -> Any:
+        """A node read: its events added to ``events``; the node as read (data that does not
+        unzip is told as an error, and the node left as held: its children are followed all
+        the same)."""
         data, stat = answer
         if self._compressed:
             try:
@@ -319,10 +319,11 @@ class Mirror:
             except CompressedDataError as exc:
                 log.error("%s", exc)
                 self._on_error(exc)
-                return []
-        return self.tree.read(path, stat, data)
+                return ChildData(path, stat, None)
+        events += self.tree.read(path, stat, data)
+        return self.tree.nodes[path]
 
-    def _must_list(self, before: Any, after: Any, rebuild: bool) -> bool:
+    def _must_list(self, before: ChildData | None, after: ChildData, rebuild: bool) -> bool:
         """Whether the children of a node just read are listed: those it may hold that the
         tree does not; with one-shot watches, every new node's (and on a rebuild every node's),
         to set its child watch."""
