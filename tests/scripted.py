@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kazoo.exceptions import ConnectionClosedError
-from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
+from kazoo.protocol.states import EventType, KazooState, KeeperState, WatchedEvent, ZnodeStat
 
 from pycurator._protocol.deadline import DeadlineExpired
 from pycurator._protocol.requests import (
@@ -26,7 +26,9 @@ from pycurator._protocol.requests import (
     GetData,
     ListChildren,
     NodeExists,
+    RemoveWatches,
     Request,
+    WatcherType,
 )
 from pycurator._protocol.steps import (
     Await,
@@ -115,19 +117,11 @@ class Forgets:
 
 @dataclass(frozen=True)
 class Fire:
-    """While the protocol waits: the watches on ``path`` fire with ``type``."""
+    """While the protocol waits: the watches on ``path`` fire with ``type`` (the one-shot watches
+    of the path, and the watches that stay which cover it)."""
 
     path: str
     type: str = EventType.DELETED
-
-
-@dataclass(frozen=True)
-class Tell:
-    """While the protocol waits: the watch that stays and covers ``path`` (on it, or
-    recursive above it) hears ``type`` there."""
-
-    path: str
-    type: str = EventType.CHANGED
 
 
 @dataclass(frozen=True)
@@ -145,7 +139,7 @@ class Land:
     """While the protocol waits: the late answers held back so far land, in order."""
 
 
-Entry = Reply | Owes | Forgets | Fire | Tell | State | Stop | Timeout | Land
+Entry = Reply | Owes | Forgets | Fire | State | Stop | Timeout | Land
 
 
 # -- the server ----------------------------------------------------------------------------------
@@ -230,7 +224,10 @@ class ScriptedServer:
     :attr:`sent` lists every request the protocol sent; :attr:`log` each send, await and wait,
     in order (``("send", request)``, ``("await", request)``, ``("woken", None)`` or
     ``("timed out", None)``); :attr:`listeners` the connection listeners still registered;
-    :attr:`watches` the watches still set, by path.
+    :attr:`watches` the one-shot watches still set, by path; :attr:`staying` the watches that
+    stay (an answered :class:`~pycurator._protocol.requests.AddWatch`), by path and mode, told
+    as the transport tells them: events they cover, and the connection's states as NONE events
+    (a LOST state ends them).
     """
 
     def __init__(
@@ -244,8 +241,7 @@ class ScriptedServer:
         self.log: list[tuple[str, Request | None]] = []
         self.listeners: list[Callable[[str], object]] = []
         self.watches: defaultdict[str, list[Callable[[WatchedEvent], None]]] = defaultdict(list)
-        #: the watches that stay (``addWatch``), by path, with their mode
-        self.staying: dict[str, tuple[Callable[[WatchedEvent], None], AddWatchMode]] = {}
+        self.staying: dict[tuple[str, AddWatchMode], list[Callable[[WatchedEvent], None]]] = {}
         #: the client's claims on its lock nodes (:class:`~pycurator._protocol.steps.Claims`)
         self.claimed: dict[str, object] = {}
         #: how many times the client had the server drop a watch (see :class:`Reply`)
@@ -299,21 +295,21 @@ class ScriptedServer:
     def fire(self, path: str, type: str = EventType.DELETED) -> None:
         """The watches on ``path`` fire with ``type`` (as :class:`Fire`, but at any time)."""
         watches = self.watches.pop(path, [])
-        self._check(bool(watches), f"no watch on {path} to fire")
-        for watch in watches:
+        staying = self._covering(path, type)
+        self._check(bool(watches or staying), f"no watch on {path} to fire")
+        for watch in [*watches, *staying]:
             watch(WatchedEvent(type, KazooState.CONNECTED, path))
 
-    def tell(self, path: str, type: str = EventType.CHANGED) -> None:
-        """The watch that stays and covers ``path`` hears ``type`` there (as :class:`Tell`)."""
-        told = False
-        for at, (watch, mode) in list(self.staying.items()):
-            prefix = "/" if at == "/" else at + "/"
-            if at == path or (
-                mode is AddWatchMode.PERSISTENT_RECURSIVE and path.startswith(prefix)
-            ):
-                watch(WatchedEvent(type, KazooState.CONNECTED, path))
-                told = True
-        self._check(told, f"no watch that stays covers {path}")
+    def _covering(self, path: str, type: str) -> list[Callable[[WatchedEvent], None]]:
+        """The watches that stay that hear an event of ``type`` on ``path``."""
+        covering = list(self.staying.get((path, AddWatchMode.PERSISTENT), ()))
+        at = path
+        while type != EventType.CHILD:
+            covering.extend(self.staying.get((at, AddWatchMode.PERSISTENT_RECURSIVE), ()))
+            if at == "/":
+                break
+            at = at.rsplit("/", 1)[0] or "/"
+        return list(dict.fromkeys(covering))
 
     def change(self, state: str, session: int | None = None) -> None:
         """The connection goes to ``state`` (as :class:`State`, but at any time)."""
@@ -369,8 +365,6 @@ class ScriptedServer:
                 return False
             if isinstance(entry, Fire):
                 self.fire(entry.path, entry.type)
-            elif isinstance(entry, Tell):
-                self.tell(entry.path, entry.type)
             elif isinstance(entry, State):
                 self.change(entry.state, entry.session)
             elif isinstance(entry, Stop):
@@ -385,6 +379,15 @@ class ScriptedServer:
     def _tell(self, state: str) -> None:
         for listener in list(self.listeners):
             listener(state)
+        keeper = {
+            KazooState.CONNECTED: KeeperState.CONNECTED,
+            KazooState.SUSPENDED: KeeperState.CONNECTING,
+        }.get(state, KeeperState.CLOSED if self.stopped else KeeperState.EXPIRED_SESSION)
+        staying = list(dict.fromkeys(w for ws in self.staying.values() for w in ws))
+        if state == KazooState.LOST:
+            self.staying.clear()
+        for watch in staying:
+            watch(WatchedEvent(EventType.NONE, keeper, None))
 
     # -- the transport ---------------------------------------------------------------------------
 
@@ -407,7 +410,11 @@ class ScriptedServer:
         ):
             self.watches[request.path].append(request.watch)
         if isinstance(request, AddWatch) and entry.error is None and not entry.late:
-            self.staying[request.path] = (request.watch, request.mode)
+            added = self.staying.setdefault((request.path, request.mode), [])
+            if request.watch not in added:
+                added.append(request.watch)
+        if isinstance(request, RemoveWatches) and entry.error is None:
+            self._remove_staying(request)
         if entry.disconnects:
             self.is_connected = False
         if entry.late:
@@ -419,6 +426,28 @@ class ScriptedServer:
         if entry.drops_a_watch:
             self.removals += 1
         return answer
+
+    def _remove_staying(self, request: RemoveWatches) -> None:
+        """A watch that stays removed (the whole path's, for a removal of ANY)."""
+        kind = request.watcher_type
+        if kind is WatcherType.ANY:
+            for mode in AddWatchMode:
+                self.staying.pop((request.path, mode), None)
+            return
+        if kind not in (WatcherType.PERSISTENT, WatcherType.PERSISTENT_RECURSIVE):
+            return
+        mode = (
+            AddWatchMode.PERSISTENT
+            if kind is WatcherType.PERSISTENT
+            else AddWatchMode.PERSISTENT_RECURSIVE
+        )
+        watches = self.staying.get((request.path, mode), [])
+        if request.watch is None:
+            watches.clear()
+        elif request.watch in watches:
+            watches.remove(request.watch)
+        if not watches:
+            self.staying.pop((request.path, mode), None)
 
     def listen(self, listener: Callable[[str], object]) -> None:
         self.listeners.append(listener)
@@ -535,7 +564,6 @@ __all__ = [
     "ScriptedServer",
     "State",
     "Stop",
-    "Tell",
     "Timeout",
     "matches",
     "stat",

@@ -25,7 +25,7 @@ from pycurator._protocol.requests import (
 )
 from pycurator._recipes.cache import Mirror
 
-from .scripted import WATCHED, Entry, Fire, Reply, ScriptedServer, State, Stop, Tell
+from .scripted import WATCHED, Entry, Fire, Reply, ScriptedServer, State, Stop
 
 ROOT = "/cache"
 SESSION, NEW_SESSION = 1, 2
@@ -125,15 +125,15 @@ def test_each_event_reads_its_node_again_and_tells_what_the_answer_says() -> Non
     told, mirror = play(
         [
             *LOAD,
-            Tell(f"{ROOT}/a", EventType.CHANGED),
+            Fire(f"{ROOT}/a", EventType.CHANGED),
             read(f"{ROOT}/a", b"1", node(11, version=1)),
-            Tell(f"{ROOT}/a", EventType.CHANGED),
+            Fire(f"{ROOT}/a", EventType.CHANGED),
             read(f"{ROOT}/a", b"1", node(11, version=1)),
-            Tell(f"{ROOT}/b/c", EventType.DELETED),
+            Fire(f"{ROOT}/b/c", EventType.DELETED),
             gone(f"{ROOT}/b/c"),
-            Tell(f"{ROOT}/b", EventType.DELETED),
+            Fire(f"{ROOT}/b", EventType.DELETED),
             gone(f"{ROOT}/b"),
-            Tell(f"{ROOT}/d", EventType.CREATED),
+            Fire(f"{ROOT}/d", EventType.CREATED),
             read(f"{ROOT}/d", b"d", node(20)),
             Stop(),
         ]
@@ -154,11 +154,11 @@ def test_an_event_whose_read_finds_the_node_made_again_tells_it_once() -> None:
     told, _ = play(
         [
             *LOAD,
-            Tell(f"{ROOT}/a", EventType.CHANGED),
+            Fire(f"{ROOT}/a", EventType.CHANGED),
             read(f"{ROOT}/a", b"new", node(30)),
-            Tell(f"{ROOT}/a", EventType.DELETED),
+            Fire(f"{ROOT}/a", EventType.DELETED),
             read(f"{ROOT}/a", b"new", node(30)),
-            Tell(f"{ROOT}/a", EventType.CREATED),
+            Fire(f"{ROOT}/a", EventType.CREATED),
             read(f"{ROOT}/a", b"new", node(30)),
             Stop(),
         ]
@@ -313,7 +313,7 @@ def test_a_single_node_cache_watches_the_node_alone_and_lists_nothing() -> None:
         [
             watch(AddWatchMode.PERSISTENT),
             read(ROOT, b"r", node(10, children=3, cversion=3)),
-            Tell(ROOT, EventType.CHANGED),
+            Fire(ROOT, EventType.CHANGED),
             read(ROOT, b"s", node(10, version=1, children=3, cversion=3)),
             Stop(),
         ],

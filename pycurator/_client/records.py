@@ -10,7 +10,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kazoo.protocol.serialization import GetChildren, read_string, write_buffer, write_string
+from kazoo.protocol.serialization import (
+    Exists,
+    GetChildren,
+    GetData,
+    read_string,
+    write_buffer,
+    write_string,
+)
 from kazoo.protocol.states import ZnodeStat
 
 from .._protocol.requests import CreateMode, WatcherType
@@ -19,8 +26,13 @@ from .._protocol.requests import CreateMode, WatcherType
 OP_CREATE_CONTAINER = 19
 #: ``ZooDefs.OpCode.removeWatches``.
 OP_REMOVE_WATCHES = 18
+#: ``ZooDefs.OpCode.createTTL``.
+OP_CREATE_TTL = 21
+#: ``ZooDefs.OpCode.addWatch``.
+OP_ADD_WATCH = 106
 
 _int = struct.Struct("!i")
+_long = struct.Struct("!q")
 _stat = struct.Struct("!qqqqiiiqiiq")
 
 
@@ -37,19 +49,73 @@ class CreateContainer:
     type: ClassVar[int] = OP_CREATE_CONTAINER
 
     def serialize(self) -> bytearray:
-        b = bytearray()
-        b.extend(write_string(self.path))
-        b.extend(write_buffer(self.data))
-        b.extend(_int.pack(len(self.acl)))
-        for acl in self.acl:
-            b.extend(_int.pack(acl.perms) + write_string(acl.id.scheme) + write_string(acl.id.id))
-        b.extend(_int.pack(self.flags))
-        return b
+        return _create_body(self.path, self.data, self.acl, self.flags)
 
     @classmethod
     def deserialize(cls, data: bytes, offset: int) -> tuple[str, ZnodeStat]:
-        path, offset = read_string(data, offset)
-        return path, ZnodeStat._make(_stat.unpack_from(data, offset))
+        return _created(data, offset)
+
+
+def _create_body(path: str, data: bytes | None, acl: Sequence[Any], flags: int) -> bytearray:
+    """A create request's path, data, ACL and flags, as jute writes them."""
+    b = bytearray()
+    b.extend(write_string(path))
+    b.extend(write_buffer(data))
+    b.extend(_int.pack(len(acl)))
+    for entry in acl:
+        b.extend(_int.pack(entry.perms) + write_string(entry.id.scheme) + write_string(entry.id.id))
+    b.extend(_int.pack(flags))
+    return b
+
+
+def _created(data: bytes, offset: int) -> tuple[str, ZnodeStat]:
+    """A ``Create2Response``: the path as the server named it, and the node's stat."""
+    path, offset = read_string(data, offset)
+    return path, ZnodeStat._make(_stat.unpack_from(data, offset))
+
+
+@dataclass(frozen=True)
+class CreateTTL:
+    """``createTTL``: a node in a TTL mode (``flags``), which the server deletes once it has
+    no children and was not changed for ``ttl_ms`` milliseconds. The reply is a
+    ``Create2Response``, as a container's."""
+
+    path: str
+    data: bytes | None
+    acl: Sequence[Any]
+    flags: int
+    ttl_ms: int
+
+    type: ClassVar[int] = OP_CREATE_TTL
+
+    def serialize(self) -> bytearray:
+        body = _create_body(self.path, self.data, self.acl, self.flags)
+        body.extend(_long.pack(self.ttl_ms))
+        return body
+
+    @classmethod
+    def deserialize(cls, data: bytes, offset: int) -> tuple[str, ZnodeStat]:
+        return _created(data, offset)
+
+
+@dataclass(frozen=True)
+class AddWatch:
+    """``addWatch``: a watch that stays on ``path`` in ``mode`` (an ``AddWatchMode``).
+    ``on_set()`` runs on the connection thread as the server's answer (an ``ErrorResponse``
+    of 0) is read, before any event the watch brings: the watch's callbacks are registered
+    there, as kazoo registers a one-shot watcher once its request is answered."""
+
+    path: str
+    mode: int
+    on_set: Callable[[], None]
+
+    type: ClassVar[int] = OP_ADD_WATCH
+
+    def serialize(self) -> bytearray:
+        return bytearray(write_string(self.path) + _int.pack(self.mode))
+
+    def deserialize(self, data: bytes, offset: int) -> None:
+        self.on_set()
 
 
 @dataclass(frozen=True)
@@ -90,10 +156,48 @@ class RemoveWatches:
         return None
 
 
+class _KeptHere:
+    """A one-shot watch request whose watch the client keeps alone: sent to the server without
+    its watch flag, its ``watcher`` still registered by kazoo as the answer is read. For a path
+    a watch that stays covers already: the server sends the path's events anyway, and one
+    before 3.9 would end the watch that stays with the one-shot's (ZOOKEEPER-4466)."""
+
+    __slots__ = ()
+    path: str
+
+    def serialize(self) -> bytearray:
+        return bytearray(write_string(self.path) + b"\0")
+
+
+class KeptData(_KeptHere, GetData):  # type: ignore[misc]
+    """``getData`` whose watch the client keeps alone (see :class:`_KeptHere`)."""
+
+    __slots__ = ()
+
+
+class KeptExists(_KeptHere, Exists):  # type: ignore[misc]
+    """``exists`` whose watch the client keeps alone (see :class:`_KeptHere`)."""
+
+    __slots__ = ()
+
+
+class KeptChildren(_KeptHere, GetChildren):  # type: ignore[misc]
+    """``getChildren`` whose watch the client keeps alone (see :class:`_KeptHere`)."""
+
+    __slots__ = ()
+
+
 __all__ = [
+    "OP_ADD_WATCH",
     "OP_CREATE_CONTAINER",
+    "OP_CREATE_TTL",
     "OP_REMOVE_WATCHES",
+    "AddWatch",
     "CreateContainer",
+    "CreateTTL",
+    "KeptChildren",
+    "KeptData",
+    "KeptExists",
     "ReducedChildren",
     "RemoveWatches",
 ]

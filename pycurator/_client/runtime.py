@@ -105,6 +105,8 @@ class Runtime:
         #: The client's transport, while a recipe holds it (weakly: it holds the client), see
         #: :func:`~pycurator._client.transport.transport_of`.
         self.transport: Callable[[], Any] | None = None
+        #: The client's watches that stay, once it has had one (``persistent_watches``).
+        self.watches_that_stay: Any = None
         self._lock = client.handler.lock_object()  # held for bookkeeping only
         self._look: Timer | None = None  # a look for a stop, pending while the state is LOST
         self._told_stop = False  # the listeners have heard of the current stop

@@ -7,6 +7,7 @@ the transport does not send yet has its function added here."""
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -32,9 +33,9 @@ from kazoo.protocol.serialization import (
     Transaction as Multi,
 )
 from kazoo.protocol.states import WatchedEvent
-from kazoo.security import OPEN_ACL_UNSAFE
 
 from .._protocol.requests import (
+    AddWatch,
     CheckVersion,
     CreateMode,
     CreateNode,
@@ -50,49 +51,59 @@ from .._protocol.requests import (
     WatcherType,
 )
 from . import kazoo_internals
-from .records import CreateContainer, ReducedChildren
+from .persistent_watches import (
+    held_on,
+    keeps_one_shot,
+    released_one_shot,
+    send_add_watch,
+    send_remove,
+    watches_of,
+)
+from .queueing import CAN_REMOVE_WATCHES, acl_of, explained, is_plain, prefixed, sent
+from .records import (
+    CreateContainer,
+    CreateTTL,
+    KeptChildren,
+    KeptData,
+    KeptExists,
+    ReducedChildren,
+)
 from .records import RemoveWatches as RemoveRecord
 from .runtime import runtime_of
 
-
-def prefixed(client: KazooClient, path: str) -> str:
-    chroot: str = client.chroot or ""
-    return chroot + path if path != "/" or not chroot else chroot
-
-
-def is_plain(path: str) -> bool:
-    """Whether ``path`` is one kazoo's path normalization leaves as it is (absolute, no empty
-    segment, no trailing ``/``, no segment starting with ``.``): :func:`prefixed` is then the
-    server's path, as kazoo's ``*_async`` calls make it."""
-    return (
-        path[:1] == "/"
-        and "//" not in path
-        and "/." not in path
-        and (path[-1] != "/" or path == "/")
-    )
+#: The longest time to live ZooKeeper takes, in milliseconds (``EphemeralType.TTL.maxValue()``:
+#: 40 bits, about 34 years).
+MAX_TTL_MS = (1 << 40) - 1
+#: What a server needs for TTL nodes.
+TTL_NEEDS = "ZooKeeper 3.5.3 or later, started with zookeeper.extendedTypesEnabled=true"
 
 
-def sent(client: KazooClient, record: Any) -> Any:
-    """Queue a kazoo request ``record`` (its path the server's) as kazoo's ``*_async`` calls
-    do; its async result."""
-    result = client.handler.async_result()
-    kazoo_internals.call(client, record, result)
-    return result
-
-
-def _acl(client: KazooClient, acl: Any) -> list[Any]:
-    """``acl``, or the client's default ACL when it has none, or open to all, as kazoo's
-    ``create`` picks it."""
-    return list(acl or client.default_acl or OPEN_ACL_UNSAFE)
-
-
-def _refused(mode: CreateMode) -> ValueError:
-    return ValueError(
-        f"CreateMode.{mode.name} is sent as ZooKeeper's createTTL, which pycurator does not send"
-    )
+def ttl_ms(request: CreateNode) -> int | None:
+    """The time to live ``request`` sends, in whole milliseconds (None for a mode without one);
+    ValueError, naming it, for a TTL mode without a ttl or with one out of ZooKeeper's range,
+    and for another mode with one."""
+    mode, ttl = request.mode, request.ttl
+    if not mode.is_ttl:
+        if ttl is not None:
+            raise ValueError(f"a ttl is for the TTL modes, not CreateMode.{mode.name}: {ttl!r}")
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        raise TypeError(f"CreateMode.{mode.name} needs a ttl in seconds, not {ttl!r}")
+    millis = round(ttl * 1000) if math.isfinite(ttl) else 0  # NaN, infinity: refused below
+    if not 1 <= millis <= MAX_TTL_MS:
+        raise ValueError(
+            f"ttl must be at least a millisecond and at most {MAX_TTL_MS} ms (in seconds): "
+            f"not {ttl!r}"
+        )
+    return int(millis)
 
 
 # -- the sending of each request, by its type ---------------------------------------------------
+
+
+#: The last mode a plain ``create`` makes (ephemeral sequential); a container and the TTL modes
+#: are sent otherwise.
+_LAST_PLAIN_MODE = int(CreateMode.EPHEMERAL_SEQUENTIAL)
 
 
 def _send_create(client: KazooClient, request: CreateNode) -> Any:
@@ -101,21 +112,31 @@ def _send_create(client: KazooClient, request: CreateNode) -> Any:
     completion worker first (a thread hand-off per create). The server's path, chroot included
     (``client.unchroot`` gives the client's)."""
     mode = request.mode
-    if mode > CreateMode.EPHEMERAL_SEQUENTIAL:
-        if mode is not CreateMode.CONTAINER:
-            raise _refused(mode)
-        record: Any = CreateContainer(
-            prefixed(client, request.path), request.data or b"", _acl(client, request.acl)
+    if mode > _LAST_PLAIN_MODE:
+        millis = ttl_ms(request)
+        if millis is not None:
+            record: Any = CreateTTL(
+                prefixed(client, request.path),
+                request.data,
+                acl_of(client, request.acl),
+                mode,
+                millis,
+            )
+            return explained(client, sent(client, record), "TTL nodes", request.path, TTL_NEEDS)
+        record = CreateContainer(
+            prefixed(client, request.path), request.data or b"", acl_of(client, request.acl)
         )
     else:
+        if request.ttl is not None:
+            ttl_ms(request)  # raises, naming it
         record = Create2(
-            prefixed(client, request.path), request.data, _acl(client, request.acl), mode
+            prefixed(client, request.path), request.data, acl_of(client, request.acl), mode
         )
     return sent(client, record)
 
 
 def _send_parent(client: KazooClient, request: CreateParent) -> Any:
-    acl = _acl(client, request.acl)
+    acl = acl_of(client, request.acl)
     if request.mode is CreateMode.CONTAINER:
         return sent(client, CreateContainer(request.server_path, b"", acl))
     if request.mode is not CreateMode.PERSISTENT:
@@ -133,14 +154,33 @@ def _send_list(client: KazooClient, request: ListChildren) -> Any:
         assert request.watch is None, "a reduced listing sets no watch"
         return sent(client, ReducedChildren(prefixed(client, request.path), request.reduce))
     if is_plain(request.path):
-        return sent(client, GetChildren(prefixed(client, request.path), request.watch))
+        return _watched(client, request.path, request.watch, GetChildren, KeptChildren, True)
     return client.get_children_async(request.path, watch=request.watch)
 
 
 def _send_get(client: KazooClient, request: GetData) -> Any:
     if is_plain(request.path):
-        return sent(client, ReadData(prefixed(client, request.path), request.watch))
+        return _watched(client, request.path, request.watch, ReadData, KeptData, False)
     return client.get_async(request.path, watch=request.watch)
+
+
+def _watched(
+    client: KazooClient,
+    path: str,
+    watch: Any,
+    record: Callable[[str, Any], Any],
+    kept: Callable[[str, Any], Any],
+    children: bool,
+) -> Any:
+    """A read of ``path`` that may set a one-shot watch: the watch kept by the client alone
+    where a watch that stays covers it (see :mod:`pycurator._client.persistent_watches`)."""
+    server_path = prefixed(client, path)
+    answered = None if watch is None else keeps_one_shot(client, server_path, children)
+    if answered is None:
+        return sent(client, record(server_path, watch))
+    answer = sent(client, kept(server_path, watch))
+    answer.rawlink(answered)
+    return answer
 
 
 def _send_delete(client: KazooClient, request: DeleteNode) -> Any:
@@ -151,7 +191,7 @@ def _send_delete(client: KazooClient, request: DeleteNode) -> Any:
 
 def _send_exists(client: KazooClient, request: NodeExists) -> Any:
     if is_plain(request.path):
-        return sent(client, Exists(prefixed(client, request.path), request.watch))
+        return _watched(client, request.path, request.watch, Exists, KeptExists, False)
     return client.exists_async(request.path, watch=request.watch)
 
 
@@ -168,7 +208,7 @@ def _operation(client: KazooClient, operation: Operation) -> Any:
         assert isinstance(operation, CreateNode)
         if operation.mode > CreateMode.EPHEMERAL_SEQUENTIAL:
             raise ValueError(f"a transaction creates no {operation.mode.name} node")
-        return Create(path, operation.data, _acl(client, operation.acl), operation.mode)
+        return Create(path, operation.data, acl_of(client, operation.acl), operation.mode)
     if kind is DeleteNode:
         assert isinstance(operation, DeleteNode)
         return Delete(path, operation.version)
@@ -185,20 +225,25 @@ def _send_transaction(client: KazooClient, request: Transaction) -> Any:
     return sent(client, Multi([_operation(client, part) for part in request.operations]))
 
 
-#: Whether this kazoo can read the server's answer to a removeWatches for a watch that is gone
-#: (``NoWatcherError``, kazoo 2.11.0 on): an older kazoo (below the package's floor, installed
-#: anyway) ends its connection loop on it, so there the request is not sent.
-CAN_REMOVE_WATCHES = kazoo_internals.reads_error(kazoo_internals.NO_WATCHER)
-
-
 def _send_remove_watches(client: KazooClient, request: RemoveWatches) -> Any:
+    kind = request.watcher_type
+    if kind in (WatcherType.PERSISTENT, WatcherType.PERSISTENT_RECURSIVE):
+        return send_remove(client, request)
+    if request.watch is not None:
+        raise ValueError(
+            "a watch is named only to remove a watch that stays (PERSISTENT or "
+            f"PERSISTENT_RECURSIVE), not one of {kind.name}: kazoo's watches fire once"
+        )
     if not CAN_REMOVE_WATCHES:
         result = client.handler.async_result()
         result.set(
             None
         )  # never sent: the server keeps the watch until it fires or the session ends
         return result
-    return sent(client, RemoveRecord(prefixed(client, request.path), request.watcher_type))
+    server_path = prefixed(client, request.path)
+    if kind is WatcherType.ANY:
+        watches_of(client).forget_path(server_path)
+    return sent(client, RemoveRecord(server_path, kind))
 
 
 #: How each request is sent on a kazoo client, by its type: a new request's sending goes here.
@@ -211,6 +256,7 @@ SENDERS: dict[type[Any], Callable[[KazooClient, Any], Any]] = {
     SetData: _send_set,
     CreateParent: _send_parent,
     Transaction: _send_transaction,
+    AddWatch: send_add_watch,
     RemoveWatches: _send_remove_watches,
 }
 
@@ -262,6 +308,11 @@ def forget_watch(
     server_path = prefixed(client, path)
     if kazoo_internals.discard_watcher(client, server_path, watcher, children=children):
         return
+    if held_on(client, server_path):
+        # a server before 3.9 would drop the watch that stays on the path too; it sends the
+        # path's events anyway, so the one-shot watch costs nothing more there
+        released_one_shot(client, server_path)
+        return
     # a watch request of another of our watchers may be on its way: the one server watch it
     # sets goes too, and the count tells it to set it again (watch_sent_steps)
     runtime_of(client).watch_removals += 1
@@ -270,11 +321,15 @@ def forget_watch(
 
 __all__ = [
     "CAN_REMOVE_WATCHES",
+    "MAX_TTL_MS",
     "SENDERS",
+    "TTL_NEEDS",
+    "explained",
     "forget_watch",
     "is_plain",
     "prefixed",
     "remove_watches",
     "sent",
     "transaction_of",
+    "ttl_ms",
 ]

@@ -9,6 +9,8 @@
      ├── LockLostError                           a held lock is no longer ours
      ├── NotALockNodeError (also ValueError)     attempt_revoke() of a node no lock made
      ├── CompressedDataError (also ValueError)   a cached node's data that does not unzip
+     ├── ServerFeatureError (also kazoo's UnimplementedError)
+     │                                           the server lacks what a request needs
      └── LockReleaseError (an ExceptionGroup on Python 3.11+)
                                                  release() of several locks: every failure
 
@@ -151,6 +153,21 @@ else:
             super().__init__(message)
             self.message = message
             self.exceptions = tuple(exceptions)
+
+
+class ServerFeatureError(_Picklable, kazoo_errors.UnimplementedError):  # type: ignore[misc]
+    """The answer to a request the ZooKeeper server does not offer: ``feature`` (persistent
+    watches, TTL nodes) is missing there, and ``needs`` says what has it. Also kazoo's
+    ``UnimplementedError``, the server's own answer, so that it counts among
+    :data:`UNFIXABLE`."""
+
+    _fields = ("feature", "path", "needs")
+
+    def __init__(self, feature: str, path: str, needs: str) -> None:
+        super().__init__(f"the ZooKeeper server has no {feature} ({needs}): {path}")
+        self.feature = feature
+        self.path = path
+        self.needs = needs
 
 
 class InvalidServiceInstance(_Picklable, ValueError):

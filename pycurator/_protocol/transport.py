@@ -11,10 +11,11 @@ queues and timers. On a kazoo client it is :class:`pycurator._client.transport.K
 (one per client); in tests, a scripted server (``tests/scripted.py``) or the explorer's model
 of a client (``tests/explorer/model.py``).
 
-Sending a request the transport does not know yet (a watch that stays, a node with a time to
-live) takes two things: its record in :mod:`pycurator._protocol.requests`, what it asks for; and its
-sending, in :data:`pycurator._client.sending.SENDERS` (with its jute record, when kazoo has
-none, in :mod:`pycurator._client.records`). Nothing here changes.
+Sending a request the transport does not know yet takes two things: its record in
+:mod:`pycurator._protocol.requests`, what it asks for; and its sending, in
+:data:`pycurator._client.sending.SENDERS` (with its jute record, when kazoo has none, in
+:mod:`pycurator._client.records`). Nothing here changes: so came a watch that stays
+(``AddWatch``) and a node with a time to live.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 relies on, named.
 
 kazoo has no public way to tell a stopped client, to drop one watcher function, to send a
-request type it does not know, to tell which server errors it can read, to learn the session
+request type it does not know (first, or in turn), to hear the watch events it has no watcher
+for (a watch that stays), to tell which server errors it can read, to learn the session
 timeout the server granted, or to end a session on the client's side (Curator's injected
-expiry); pycurator needs all six. Each function names the attribute it touches and the kazoo
+expiry); pycurator needs all seven. Each function names the attribute it touches and the kazoo
 releases it was checked against (:mod:`.client`); ``tests/test_kazoo_private.py`` pins each and
 fails loudly if a kazoo release changes them. Which releases those are, and what pycurator does on
 another, is one rule in :mod:`.releases`.
@@ -49,8 +50,10 @@ from .client import (
     NO_WATCHER,
     WAKE_BYTE,
     call,
+    call_first,
     discard_watcher,
     follow_connects,
+    follow_watch_events,
     is_stopped,
     observe_calls,
     reads_error,
@@ -69,9 +72,11 @@ __all__ = [
     "WAKE_BYTE",
     "LeanConnection",
     "call",
+    "call_first",
     "checked",
     "discard_watcher",
     "follow_connects",
+    "follow_watch_events",
     "is_stopped",
     "loop_refusal",
     "observe_calls",

@@ -4,11 +4,13 @@ the attribute it touches and the kazoo releases it was checked against
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import EXCEPTIONS
+from kazoo.protocol.serialization import Watch
 from kazoo.protocol.states import KazooState
 
 #: What ``KazooClient._call`` writes on the wake-up pair's writing end per queued request.
@@ -163,6 +165,59 @@ def call(client: KazooClient, request: Any, result: Any) -> None:
     client._call(request, result)
 
 
+#: Marks the reader of watch events :func:`follow_watch_events` puts in the place of kazoo's.
+_READ_EVENTS = "_pycurator_reads_events"
+
+
+def follow_watch_events(client: KazooClient, on_event: Callable[[int, str], None]) -> None:
+    """Have ``client``'s connection call ``on_event(type, server path)`` for each watch event
+    it reads (the server's event type, its path chroot included), on the connection thread,
+    right after kazoo has handed the event to its own watchers of the path; again, the call
+    replaces the one given before. ``on_event`` must be short and never block.
+
+    ``client._connection._read_watch_event(buffer, offset)``: called by the connection thread
+    (kazoo's loop and pycurator's, :class:`LeanConnection`, alike) with each notification's
+    body, a ``Watch`` record (type, state, path) at ``offset``; it pops kazoo's watchers of the
+    path and dispatches them (kazoo 2.9.0 to 2.11.0). Replaced on this instance only, which the
+    client keeps across a stop and a start.
+    """
+    connection = client._connection
+    original = getattr(connection._read_watch_event, _READ_EVENTS, connection._read_watch_event)
+
+    def read(buffer: bytes, offset: int) -> None:
+        original(buffer, offset)
+        watch, _ = Watch.deserialize(buffer, offset)
+        on_event(watch.type, watch.path)
+
+    setattr(read, _READ_EVENTS, original)
+    connection._read_watch_event = read
+
+
+def call_first(client: KazooClient, request: Any, result: Any) -> None:
+    """Queue ``request`` (as :func:`call`'s) ahead of every request queued so far: the first to
+    be sent once the connection serves, as ZooKeeper's Java client sends its watches first on
+    a new connection. Only on the connection thread as it tells the client's listeners of a
+    CONNECTED state (nothing is being sent then); requests queued one after the other this
+    way go in the reverse order.
+
+    ``KazooClient._queue``: the deque of ``(request, async_object)`` the connection sends from
+    its left; kazoo's loop sends one for each byte written on the wake-up pair
+    (``client._connection._write_sock``), as ``KazooClient._call`` writes one per request;
+    pycurator's loop sends the whole queue as it begins to serve (kazoo 2.9.0 to 2.11.0).
+    """
+    client._queue.appendleft((request, result))
+    writer = client._connection._write_sock
+    try:
+        if isinstance(writer, socket.socket):  # kazoo's own pair: blocking, and this thread
+            writer.send(WAKE_BYTE, socket.MSG_DONTWAIT)  # is the one that empties it
+        else:
+            writer.send(WAKE_BYTE)  # pycurator's writers never wait
+    except BlockingIOError:  # full: written once the connection thread has read some
+        client.handler.spawn(writer.send, WAKE_BYTE)
+    except Exception:  # as kazoo's _call: the loop then ends, and the request fails with it
+        pass
+
+
 def observe_calls(client: KazooClient, observe: Callable[[Any], None]) -> Callable[[], None]:
     """Have ``observe(request)`` see every request ``client`` queues from now on (tests count
     round trips with it); returns the function that puts the client back as it was.
@@ -187,8 +242,10 @@ __all__ = [
     "NO_WATCHER",
     "WAKE_BYTE",
     "call",
+    "call_first",
     "discard_watcher",
     "follow_connects",
+    "follow_watch_events",
     "is_stopped",
     "observe_calls",
     "reads_error",
