@@ -351,6 +351,7 @@ def test_a_stream_of_events_sees_what_listeners_see(
     events: list[CacheEvent] = []
     with cache.events() as stream:
         cache.start()
+        assert cache.wait_initialized(SOON)
         zk.set(root, b"s")
         for event in stream:
             events.append(event)
