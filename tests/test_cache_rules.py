@@ -125,7 +125,7 @@ def test_options_are_members_or_names_and_anything_else_is_named() -> None:
     assert check_options(None) == frozenset() and check_options("COMPRESSED_DATA")
     with pytest.raises(ValueError, match="not an option of CuratorCache: 'SINGLE'"):
         check_options(["SINGLE"])
-    with pytest.raises(TypeError, match="options must be CuratorCache.Options, not 3"):
+    with pytest.raises(TypeError, match=r"options must be CuratorCache\.Options, not 3"):
         check_options([3])
 
 
