@@ -66,9 +66,7 @@ class Recorder:
     def event(self, kind: Any, old: Any, new: Any) -> None:
         self.threads.add(threading.current_thread().name)
         node = new if new is not None else old
-        self.events.append(
-            (kind.name, node.path, old and old.data, new and new.data)  # type: ignore[arg-type]
-        )
+        self.events.append((kind.name, node.path, old and old.data, new and new.data))
 
     def initialized(self) -> None:
         self.initialized_after = len(self.events)

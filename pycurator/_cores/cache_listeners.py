@@ -14,9 +14,15 @@ from __future__ import annotations
 import enum
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from .._protocol.cache import CHANGED, CREATED, DELETED, CacheEventType, ChildData
+
+
+class SupportsEvent(Protocol):
+    """A cache's listener: anything with ``event(type, old_data, data)``."""
+
+    def event(self, type: Any, old_data: Any, data: Any, /) -> Any: ...
 
 
 class CuratorCacheListener:
@@ -401,6 +407,7 @@ __all__ = [
     "CuratorCacheListenerBuilder",
     "PathChildrenCacheEvent",
     "PathChildrenCacheEventType",
+    "SupportsEvent",
     "TreeCacheEvent",
     "TreeCacheEventType",
     "all_awaited",

@@ -20,7 +20,7 @@ from kazoo.client import KazooClient
 from .._client.callback_runner import CallbackRun
 from .._client.transport import transport_of
 from .._cores.cache import CLOSE_WAIT, CacheCore
-from .._cores.cache_listeners import CuratorCacheListener
+from .._cores.cache_listeners import SupportsEvent
 from .._cores.faces import CacheFace
 from .._protocol.cache import CacheEvent
 from .._protocol.checks import check_timeout
@@ -142,13 +142,13 @@ class CuratorCache(CacheFace):
         self._settled.wait(timeout)
         return self._core.loaded and self._core.started
 
-    def add_listener(self, listener: CuratorCacheListener | Callable[..., Any]) -> None:
+    def add_listener(self, listener: SupportsEvent | Callable[..., Any]) -> None:
         """Tell ``listener`` (a :class:`CuratorCacheListener`, or any callable ``(type,
         old_data, data)``) of each event from now on, in order, on a worker of the client's
         handler. TypeError for anything else."""
         self._core.add_listener(listener)
 
-    def remove_listener(self, listener: CuratorCacheListener | Callable[..., Any]) -> None:
+    def remove_listener(self, listener: SupportsEvent | Callable[..., Any]) -> None:
         """Tell ``listener`` nothing more."""
         self._core.remove_listener(listener)
 
@@ -162,4 +162,4 @@ class CuratorCache(CacheFace):
         return self._core.describe("CuratorCache")
 
 
-__all__ = ["CacheEvents", "CuratorCache", "CuratorCacheListener"]
+__all__ = ["CacheEvents", "CuratorCache"]

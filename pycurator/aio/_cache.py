@@ -11,7 +11,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from .._cores.cache import CLOSE_WAIT, CacheCore
-from .._cores.cache_listeners import CuratorCacheListener
+from .._cores.cache_listeners import SupportsEvent
 from .._cores.faces import CacheFace
 from .._protocol.cache import CacheEvent
 from .._protocol.checks import check_timeout
@@ -110,13 +110,13 @@ class CuratorCache(CacheFace):
         await wait_event(self._settled, timeout)
         return self._core.loaded and self._core.started
 
-    def add_listener(self, listener: CuratorCacheListener | Callable[..., Any]) -> None:
+    def add_listener(self, listener: SupportsEvent | Callable[..., Any]) -> None:
         """Tell ``listener`` (a :class:`CuratorCacheListener`, or any callable ``(type,
         old_data, data)``) of each event from now on, in order, on the loop (an awaitable it
         returns runs as a task). TypeError for anything else."""
         self._core.add_listener(listener)
 
-    def remove_listener(self, listener: CuratorCacheListener | Callable[..., Any]) -> None:
+    def remove_listener(self, listener: SupportsEvent | Callable[..., Any]) -> None:
         """Tell ``listener`` nothing more."""
         self._core.remove_listener(listener)
 
