@@ -25,6 +25,7 @@ from kazoo.client import KazooClient
 from kazoo.handlers.threading import SequentialThreadingHandler
 
 from pycurator import (
+    CuratorCache,
     InterProcessMultiLock,
     InterProcessMutex,
     InterProcessReadWriteLock,
@@ -158,6 +159,38 @@ def _aio_latch(client: KazooClient, path: str) -> Callable[[], None]:
     return lambda: asyncio.run(cycle())
 
 
+def _cache(client: KazooClient, path: str) -> Callable[[], None]:
+    def operation() -> None:  # a cache's life: its load, a change told, its close
+        changed = threading.Event()
+        cache = CuratorCache(client, path)
+
+        def listener(kind: Any, old: Any, new: Any) -> None:
+            if kind.name == "NODE_CHANGED":
+                changed.set()
+
+        cache.add_listener(listener)
+        cache.start()
+        assert cache.wait_initialized(SOON)
+        client.set(path, b"x")
+        assert changed.wait(SOON)
+        cache.close()
+
+    return operation
+
+
+def _aio_cache(client: KazooClient, path: str) -> Callable[[], None]:
+    async def cycle() -> None:
+        async with aio.CuratorCache(client, path) as cache:
+            events = cache.events()
+            assert await cache.wait_initialized(SOON)
+            await asyncio.to_thread(client.set, path, b"x")
+            async for event in events:
+                if event.type.name == "NODE_CHANGED":
+                    break
+
+    return lambda: asyncio.run(cycle())
+
+
 RECIPES: dict[str, Callable[[KazooClient, str], Callable[[], None]]] = {
     "mutex": lambda client, path: _acquire_release(InterProcessMutex(client, path)),
     "rwlock": _rwlock,
@@ -172,6 +205,8 @@ RECIPES: dict[str, Callable[[KazooClient, str], Callable[[], None]]] = {
     "timed-out-acquire": _timed_out,
     "aio-mutex": _aio_mutex,
     "aio-latch": _aio_latch,
+    "cache": _cache,
+    "aio-cache": _aio_cache,
 }
 
 
@@ -224,6 +259,27 @@ def test_a_selector_s_terms_leave_no_cyclic_garbage(
         found = ours(collector_off())
     finally:
         assert selector.close(SOON)
+    assert per_operation(found) == {}
+
+
+def test_a_cache_s_events_leave_no_cyclic_garbage(
+    zk: KazooClient, zk_path: str, collector_off: Callable[[], list[object]]
+) -> None:
+    lasting_parents(zk, zk_path)
+    told = threading.Semaphore(0)
+    cache = CuratorCache(zk, zk_path)
+    cache.add_listener(lambda kind, old, new: told.release())
+    cache.start()
+    try:
+        assert cache.wait_initialized(SOON) and told.acquire(timeout=SOON)
+        collector_off()
+        for _ in range(OPERATIONS):  # a creation, a change and a deletion each
+            for write in (zk.create, lambda path: zk.set(path, b"x"), zk.delete):
+                write(f"{zk_path}/n")
+                assert told.acquire(timeout=SOON)
+        found = ours(collector_off())
+    finally:
+        cache.close()
     assert per_operation(found) == {}
 
 

@@ -66,7 +66,7 @@ from .._protocol.steps import (
     Unlisten,
     WaitSignal,
 )
-from .._protocol.transport import Signal, Transport, runs_inline
+from .._protocol.transport import Signal, Transport, ignore, runs_inline
 from .._protocol.waits import RETRYABLE, sent_steps
 
 log = logging.getLogger("pycurator")
@@ -143,7 +143,15 @@ class Mirror:
         except BaseException:  # cancelled (the cache closes), or a bug
             yield from self._unwatch_steps()
             raise
+        finally:
+            self._detach()
         yield Unlisten(self._on_state)  # the client is stopped: its watches are gone with it
+
+    def _detach(self) -> None:
+        """Once the steps have ended, tell the cache nothing more: its callbacks are dropped,
+        so that a cache that keeps its protocol is not in a cycle with it, which only the
+        garbage collector would free."""
+        self._tell = self._initialized = self._on_error = ignore
 
     def _follow(self, wake: Signal) -> Steps[None]:
         while True:
