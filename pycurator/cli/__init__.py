@@ -1,10 +1,11 @@
-"""The ``pycurator`` command: ``lock``, ``elect``, ``inspect``, ``revoke``, ``server`` and
-``demo``.
+"""The ``pycurator`` command: ``lock``, ``elect``, ``inspect``, ``watch``, ``revoke``, ``server``
+and ``demo``.
 
 Errors are one line on stderr and a non-zero exit status (see the ``EXIT_*`` constants); a
 standard output whose reader has gone ends the command quietly. The arguments are parsed in
 ``_parser``; the subcommands live in ``_lock`` and ``_elect`` (over ``_run``, what the two
-share), ``_inspect`` (inspect, revoke; ``_watch`` follows a lock live), ``_server`` (server)
+share), ``_inspect`` (inspect, revoke; ``_watch`` follows a lock live), ``_subtree`` (watch),
+``_server`` (server)
 and here (demo). What they print of the tree goes through ``_text``.
 """
 
@@ -58,6 +59,7 @@ from ._inspect import cmd_inspect, cmd_revoke
 from ._lock import ENV_HOSTS, ENV_NODE, ENV_PATH, ENV_TOKEN, cmd_lock
 from ._parser import RUN_USAGE, build_parser
 from ._server import cmd_server
+from ._subtree import cmd_watch
 from ._text import shown
 from ._views import view_as_json, view_as_table
 
@@ -92,6 +94,7 @@ __all__ = [
     "cmd_lock",
     "cmd_revoke",
     "cmd_server",
+    "cmd_watch",
     "main",
     "view_as_json",
     "view_as_table",
@@ -167,6 +170,7 @@ def _main(argv: Sequence[str] | None) -> int:
         "lock": lambda a: cmd_lock(a, sys.stderr),
         "elect": lambda a: cmd_elect(a, sys.stderr),
         "inspect": lambda a: cmd_inspect(a, sys.stdout),
+        "watch": lambda a: cmd_watch(a, sys.stdout),
         "revoke": lambda a: cmd_revoke(a, sys.stdout),
         "demo": lambda a: cmd_demo(a, sys.stdout),
         "server": lambda a: cmd_server(a, sys.stdout, sys.stderr),
