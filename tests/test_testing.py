@@ -30,6 +30,7 @@ from pycurator.testing import (
     paths_by_session,
     split_hosts,
 )
+from pycurator.testing._local import QUORUM_MAIN, java_command
 from pycurator.testing._server import PORT_FLOOR
 from pycurator.testing.pytest_plugin import ZooKeeperTarget, choose_backend, docker_available
 
@@ -225,6 +226,25 @@ def test_container_check_interval_reaches_the_server(zk_server: ZooKeeperTarget)
     if zk_server.local is None:
         pytest.skip("the interval is set only on a server this suite starts itself")
     assert "-Dznode.container.checkIntervalMs=100" in zk_server.local.command()
+
+
+def test_local_servers_and_ensembles_enable_ttl_nodes(zk_server: ZooKeeperTarget) -> None:
+    """``createTTL`` needs ``zookeeper.extendedTypesEnabled`` on the server (servers and
+    ensemble members share :func:`java_command`); with it, a server id above 254 is refused, so
+    an ensemble stops at 254 members. interop/test_java_nodes.py makes TTL nodes there."""
+    flag = "-Dzookeeper.extendedTypesEnabled=true"
+    if zk_server.local is not None:
+        assert flag in zk_server.local.command()
+    member = java_command(
+        java="java",
+        classpath="zookeeper.jar",
+        container_check_interval_ms=None,
+        main_class=QUORUM_MAIN,
+        config=Path("zoo1.cfg"),
+    )
+    assert flag in member
+    with pytest.raises(ValueError, match="1 to 254 members"):
+        ZooKeeperEnsemble(255)
 
 
 @pytest.mark.docker

@@ -76,6 +76,28 @@ from ._java import (
     lock_class,
     own_node,
 )
+from ._java_barriers import JavaDistributedBarrier, JavaDistributedDoubleBarrier
+from ._java_calls import PeerClosedError, java_local_address
+from ._java_counters import (
+    JavaAtomicStats,
+    JavaAtomicValue,
+    JavaDistributedAtomicInteger,
+    JavaDistributedAtomicLong,
+    JavaDistributedAtomicValue,
+    JavaPromotedToLock,
+    JavaSharedCount,
+    JavaSharedValue,
+    JavaVersionedValue,
+    java_retry_policy,
+)
+from ._java_nodes import (
+    CacheEvent,
+    JavaChildData,
+    JavaCuratorCache,
+    JavaGroupMember,
+    JavaPersistentNode,
+    JavaPersistentTtlNode,
+)
 from ._proxy import FaultProxy
 from ._server import ZooKeeperServer, ZooKeeperServerError, free_port, free_ports
 from ._systems import (
@@ -85,6 +107,7 @@ from ._systems import (
     JavaZkLocker,
     JavaZkSemaphore,
 )
+from ._txnlog import Creation, created_modes, creations
 from ._worker import Event, WorkerProcess, emit
 from ._zkrecipes import JavaLeaderElection
 from ._zkrecipes import JavaWriteLock as JavaZkRecipesWriteLock
@@ -97,15 +120,30 @@ __all__ = [
     "SEED_SYSTEMS_ENV",
     "SOON",
     "STEADY_RECONNECT",
+    "CacheEvent",
     "ClientFactory",
+    "Creation",
     "CuratorFactory",
     "Event",
     "FaultProxy",
+    "JavaAtomicStats",
+    "JavaAtomicValue",
+    "JavaChildData",
+    "JavaCuratorCache",
+    "JavaDistributedAtomicInteger",
+    "JavaDistributedAtomicLong",
+    "JavaDistributedAtomicValue",
+    "JavaDistributedBarrier",
+    "JavaDistributedDoubleBarrier",
+    "JavaGroupMember",
     "JavaLatch",
     "JavaLeaderElection",
     "JavaLease",
     "JavaMultiLock",
     "JavaMutex",
+    "JavaPersistentNode",
+    "JavaPersistentTtlNode",
+    "JavaPromotedToLock",
     "JavaReadLock",
     "JavaReadWriteLock",
     "JavaReentrantZkLock",
@@ -115,11 +153,15 @@ __all__ = [
     "JavaSemaphoreMutex",
     "JavaServiceCache",
     "JavaServiceDiscovery",
+    "JavaSharedCount",
+    "JavaSharedValue",
     "JavaSystems",
+    "JavaVersionedValue",
     "JavaWriteLock",
     "JavaZkLocker",
     "JavaZkRecipesWriteLock",
     "JavaZkSemaphore",
+    "PeerClosedError",
     "WorkerProcess",
     "ZooKeeperEnsemble",
     "ZooKeeperServer",
@@ -128,6 +170,8 @@ __all__ = [
     "assert_no_ephemerals",
     "children",
     "classpath_curator_version",
+    "created_modes",
+    "creations",
     "curator_at_least",
     "curator_classpath",
     "curator_client",
@@ -144,7 +188,9 @@ __all__ = [
     "from_java_instance",
     "from_java_payload",
     "java_acquire",
+    "java_local_address",
     "java_nano_time",
+    "java_retry_policy",
     "java_revocation_listener",
     "java_serializer",
     "jclass",

@@ -17,6 +17,9 @@ from ._local import QUORUM_MAIN, config_lines, end, java_command, launch, server
 from ._partition import Link, PeerLinks, between
 from ._server import ZooKeeperServerError, free_ports
 
+#: The most members an ensemble may have: its members' ids are 1 to ``size``, and with TTL
+#: nodes on (:data:`~pycurator.testing._local.TTL_NODES`) ZooKeeper refuses a server id above 254.
+MAX_MEMBERS = 254
 #: Ensembles not closed yet, for :func:`close_all_ensembles`.
 _OPEN: set[ZooKeeperEnsemble] = set()
 
@@ -57,8 +60,11 @@ class ZooKeeperEnsemble:
         partitions: bool = False,
         sync_limit: int = 5,
     ) -> None:
-        if size < 1:
-            raise ValueError(f"an ensemble needs at least one member, not {size}")
+        if not 1 <= size <= MAX_MEMBERS:
+            raise ValueError(
+                f"an ensemble has 1 to {MAX_MEMBERS} members (TTL nodes need server ids of at "
+                f"most {MAX_MEMBERS}), not {size}"
+            )
         if sync_limit < 1:
             raise ValueError(f"sync_limit is a number of ticks, at least 1, not {sync_limit}")
         self.size = size

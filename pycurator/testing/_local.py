@@ -23,6 +23,11 @@ JAVA_OPTIONS = (
 )
 STANDALONE_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+#: ZooKeeper's switch for its "extended" node types, TTL nodes (``createTTL``), off by default.
+#: With it on, a server's id must be at most 254 (ZooKeeper's ``EphemeralType``: an ephemeral
+#: owner whose high byte is 0xff names a TTL): a standalone server's is 1, an ensemble's members
+#: are numbered from 1.
+TTL_NODES = "-Dzookeeper.extendedTypesEnabled=true"
 
 
 def server_classpath(classpath: str | None = None) -> str:
@@ -55,8 +60,9 @@ def java_command(
     main_class: str,
     config: Path,
 ) -> list[str]:
-    """The java command line that runs ``main_class`` on ``config``."""
-    properties = ["-Dzookeeper.jmx.log4j.disable=true"]
+    """The java command line that runs ``main_class`` on ``config``, with TTL nodes enabled
+    (:data:`TTL_NODES`)."""
+    properties = ["-Dzookeeper.jmx.log4j.disable=true", TTL_NODES]
     if container_check_interval_ms is not None:
         properties.append(f"-Dznode.container.checkIntervalMs={container_check_interval_ms}")
     return [java, *JAVA_OPTIONS, *properties, "-cp", classpath, main_class, str(config)]

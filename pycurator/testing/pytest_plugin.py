@@ -25,6 +25,7 @@ from ._curator import CLASSPATH_ENV, classpath_curator_version, shutdown
 from ._ensemble import ZooKeeperEnsemble
 from ._fourletter import assert_no_ephemerals
 from ._helpers import ClientFactory, CuratorFactory
+from ._local import TTL_NODES
 from ._server import ZooKeeperServer
 from ._systems import JavaSystems
 
@@ -121,7 +122,7 @@ def zk_server() -> Iterator[ZooKeeperTarget]:
 
         container = DockerContainer("zookeeper:3.8").with_exposed_ports(2181)
         container.with_env("ZOO_4LW_COMMANDS_WHITELIST", "*")
-        container.with_env("JVMFLAGS", "-Dznode.container.checkIntervalMs=100")
+        container.with_env("JVMFLAGS", f"-Dznode.container.checkIntervalMs=100 {TTL_NODES}")
         with container:
             host = container.get_container_host_ip()
             port = container.get_exposed_port(2181)
@@ -235,8 +236,9 @@ def zk(zk_client_factory: ClientFactory) -> KazooClient:
 @pytest.fixture
 def curator_factory(zk_server: ZooKeeperTarget) -> Iterator[CuratorFactory]:
     """Makes started Java Curator clients on the test server (keyword arguments go to
-    :func:`~pycurator.testing.new_curator`); all are closed afterwards. Needs JPype: without
-    it the first call raises ``ImportError`` with the install command."""
+    :func:`~pycurator.testing.new_curator`); all are closed afterwards, each after the Java
+    recipe peers made on it (:class:`~pycurator.testing.JavaCuratorCache` and its kin). Needs
+    JPype: without it the first call raises ``ImportError`` with the install command."""
     from ._curator import new_curator
 
     clients: list[Any] = []
@@ -247,7 +249,10 @@ def curator_factory(zk_server: ZooKeeperTarget) -> Iterator[CuratorFactory]:
         return client
 
     yield make
+    from ._java_calls import close_recipe_peers_on
+
     for client in reversed(clients):
+        close_recipe_peers_on(client)  # their waits end, their listeners go quiet
         client.close()
 
 
