@@ -143,6 +143,30 @@ DEFECTS = (
         "        woken = yield WaitSignal(watcher.wake, None)",
         ("mutex", "read-write", "zk-write-lock", "menagerie-lock", "zklocker"),
     ),
+    Defect(
+        "a cache does not read the tree again after a reconnect",
+        "cache-converges",
+        "_recipes/cache.py",
+        "            self._stale = True  # nothing was told while away",
+        "            pass",
+        ("cache",),
+    ),
+    Defect(
+        "a cache compares versions alone (Curator's: a node made again at its version)",
+        "cache-converges",
+        "_protocol/cache.py",
+        "        if not old.same_node(node):",
+        "        if False:",
+        ("cache",),
+    ),
+    Defect(
+        "a cache tells a change at the version it told already",
+        "told-once",
+        "_protocol/cache.py",
+        "        if old.version != node.version:",
+        "        if True:",
+        ("cache",),
+    ),
 )
 
 

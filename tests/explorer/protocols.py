@@ -24,8 +24,15 @@ from pycurator.aio import menagerie as aio_menagerie
 from pycurator.aio import zklocker as aio_zklocker
 from pycurator.aio import zkrecipes as aio_zkrecipes
 
+from . import caches
 from .participants import DELETE_WAIT, SEMAPHORE_EXTRA, Contender, Participant, Program
-from .programs import latch_program, lease_program, lock_program, selector_program
+from .programs import (
+    cache_program,
+    latch_program,
+    lease_program,
+    lock_program,
+    selector_program,
+)
 from .world import World
 
 #: What makes a contender's recipe object: ``make(participant)``.
@@ -185,6 +192,13 @@ _register(
         lambda p: None,  # made by its program, around its lead
     ),
     Protocol(
+        "cache",
+        "cache",
+        caches.ROOT,
+        lambda p: p.module.CuratorCache(p.client, caches.ROOT),
+        policies=False,
+    ),
+    Protocol(
         "zk-election",
         "latch",
         "/zk/election",
@@ -212,6 +226,8 @@ def populate(world: World, protocol: Protocol, contenders: list[Contender]) -> N
         p.start(_program(p, protocol, made))
     if protocol.revocable:
         _revoke_now_and_then(world, protocol.key)
+    if protocol.family == "cache":
+        caches.write_now_and_then(world)
 
 
 class _Shared:
@@ -251,7 +267,9 @@ def _run(p: Participant, protocol: Protocol, shared: _Shared) -> Program:
     if recipe is None:
         recipe = shared.recipe = protocol.make(p)
         _follow(p.world, protocol, recipe, shared.sharers)
-    if protocol.family == "latch":
+    if protocol.family == "cache":
+        yield from cache_program(p, recipe, caches.follow(p.world, p.name, p.link, recipe))
+    elif protocol.family == "latch":
         yield from latch_program(p, recipe, protocol.key, listens=protocol.policies)
     elif protocol.family == "lease":
         yield from lease_program(p, recipe, protocol.key, protocol.extra)

@@ -34,7 +34,8 @@ it):
 - ``bounded``: every call returns within the bound the docs state (``acquire(timeout=t)``,
   ``release()``, ``is_held()``, ``close()``);
 - ``clean-end``: every participant ends, without an error it was not told to expect; no node is
-  left in a live session, no earlier session lives on; nothing is logged at ERROR.
+  left in a live session, no earlier session lives on; nothing is logged at ERROR;
+- ``cache-converges`` and ``told-once``: what a cache tells (:mod:`tests.explorer.caches`).
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ INVARIANTS = (
     "callbacks",
     "bounded",
     "clean-end",
+    "cache-converges",
+    "told-once",
 )
 
 _SEQUENCE = re.compile(r"(\d{10})$")
@@ -183,6 +186,8 @@ class World:
         self.told: dict[str, list[tuple[LockEventKind, str, float]]] = {}
         self._loop: SimLoop | None = None
         self._loop_unit: Unit | None = None
+        #: the checks of promises that hold once the schedule is quiet (a cache converged)
+        self.finals: list[Callable[[], None]] = []
         self.hub.after_turn = self.check_now
 
     @property
@@ -450,6 +455,8 @@ class World:
     # -- invariants at the end -------------------------------------------------------------------
 
     def check_end(self) -> None:
+        for final in self.finals:
+            final()
         for wait in self.waits:
             if wait.ended is None:
                 self.fail(
