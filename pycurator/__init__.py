@@ -1,4 +1,4 @@
-"""Apache Curator's ZooKeeper lock recipes for Python, wire-compatible with Java Curator."""
+"""Apache Curator's ZooKeeper recipes for Python, wire-compatible with Java Curator."""
 
 from __future__ import annotations
 
@@ -21,13 +21,16 @@ from ._protocol.errors import (
     LockTimeout,
     NotALockNodeError,
     PyCuratorError,
+    ServerFeatureError,
 )
 from ._protocol.events import LockEvent, LockEventKind, LockListener
+from ._protocol.modes import CreateMode
 from ._recipes.hold_monitor import ConnectionPolicy
 from ._threads.cache import CuratorCache
 from ._threads.latch import CloseMode, LeaderLatch, LeaderLatchListener, Participant
 from ._threads.multilock import InterProcessMultiLock
 from ._threads.mutex import InterProcessMutex
+from ._threads.persistent_node import PersistentNode, PersistentTtlNode
 from ._threads.revocation import attempt_revoke
 from ._threads.rwlock import InterProcessReadWriteLock
 from ._threads.selector import LeaderSelector, Leadership
@@ -45,6 +48,7 @@ __all__ = [
     "CompressedDataError",
     "ConnectTimeout",
     "ConnectionPolicy",
+    "CreateMode",
     "CuratorCache",
     "CuratorCacheListener",
     "CuratorCacheListenerBuilder",
@@ -68,7 +72,10 @@ __all__ = [
     "NotALockNodeError",
     "Participant",
     "PathChildrenCacheEvent",
+    "PersistentNode",
+    "PersistentTtlNode",
     "PyCuratorError",
+    "ServerFeatureError",
     "TLSOptions",
     "TreeCacheEvent",
     "add_lock_listener",

@@ -7,7 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from .support import SOON
+from pycurator.testing import ZooKeeperServer
+
+from .support import SOON, java_with
 
 
 @pytest.fixture
@@ -19,3 +21,10 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
         if process.poll() is None:
             process.kill()
         process.communicate(timeout=SOON)
+
+
+@pytest.fixture(scope="session")
+def ttl_off(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    """A server with TTL nodes off, as ZooKeeper starts by default (the kit's have them on)."""
+    with ZooKeeperServer(java=java_with(tmp_path_factory.mktemp("java"), False)) as server:
+        yield server

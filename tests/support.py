@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import stat
 import subprocess
 import threading
 from collections import Counter
@@ -35,8 +36,29 @@ __all__ = [
     "children",
     "delete_when_empty",
     "eventually",
+    "java_with",
     "restart_behind",
 ]
+
+
+#: ZooKeeper's switch for TTL nodes.
+TTL_SWITCH = "zookeeper.extendedTypesEnabled"
+
+
+def java_with(folder: Path, enabled: bool) -> str:
+    """A ``java`` in ``folder`` that runs ZooKeeper with TTL nodes ``enabled`` whatever the kit
+    asks (it turns them on): the switch is set again right before the classpath, where the last
+    setting wins."""
+    script = folder / f"java-ttl-{'on' if enabled else 'off'}"
+    value = "true" if enabled else "false"
+    script.write_text(
+        "#!/bin/sh\n"
+        'for arg; do shift; [ "$arg" = -cp ] && set -- "$@" '
+        f'"-D{TTL_SWITCH}={value}"; set -- "$@" "$arg"; done\n'
+        'exec java "$@"\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script)
 
 
 def restart_behind(proxy: FaultProxy, server: ZooKeeperServer) -> None:

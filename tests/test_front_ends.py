@@ -62,6 +62,7 @@ NOT_RECIPES = {
     "LockTimeout",
     "NotALockNodeError",
     "PyCuratorError",
+    "ServerFeatureError",
     "TLSOptions",
     "add_lock_listener",
     "attempt_revoke",
@@ -83,9 +84,6 @@ WAITING = {
     "pycurator/_threads/cache.py": {
         "CacheEvents.__next__": "waits for the next event, a handler event per wait",
     },
-    "pycurator/_threads/latch.py": {
-        "LatchShell.wait": "waits for the latch's outcome, a handler event per change",
-    },
     "pycurator/_threads/lock.py": {
         "LockContext.hold": "releases at the end of a with block",
     },
@@ -95,9 +93,6 @@ WAITING = {
     "pycurator/_threads/semaphore.py": {
         "InterProcessSemaphoreV2.acquire_many": "wraps each lease the steps give",
         "InterProcessSemaphoreV2.return_all": "closes each lease, blocking",
-    },
-    "pycurator/aio/_latch.py": {
-        "LatchShell.wait": "awaits the latch's outcome, an asyncio event per change",
     },
     "pycurator/aio/_lock.py": {
         "calling_task": "asks asyncio for the task making the call, if any",

@@ -1,12 +1,12 @@
 """What a recipe's life leaves to the garbage collector: nothing.
 
-A hold, a lease, a latch or a selector's term that ends is freed by reference counting, as soon
-as its owner lets go: none of its objects is left in a reference cycle that only a collection
-frees. At thousands of operations a second such cycles (the owner and its callbacks, a
-cancelled task's traceback, an error answer's, a deadline's timer kept until its time) made
-the collector run a hundred times a second and cost a fifth of the client's CPU. Also the
-timers: a cancelled one lets go of what it would have called at once, and a heap of timers
-cancelled long before their time is rebuilt without them.
+A hold, a lease, a latch, a selector's term or a kept node that ends is freed by reference
+counting, as soon as its owner lets go: none of its objects is left in a reference cycle that
+only a collection frees. At thousands of operations a second such cycles (the owner and its
+callbacks, a cancelled task's traceback, an error answer's, a deadline's timer kept until its
+time) made the collector run a hundred times a second and cost a fifth of the client's CPU.
+Also the timers: a cancelled one lets go of what it would have called at once, and a heap of
+timers cancelled long before their time is rebuilt without them.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from kazoo.client import KazooClient
 from kazoo.handlers.threading import SequentialThreadingHandler
 
 from pycurator import (
+    CreateMode,
     CuratorCache,
     InterProcessMultiLock,
     InterProcessMutex,
@@ -34,6 +35,7 @@ from pycurator import (
     InterProcessSemaphoreV2,
     LeaderLatch,
     LeaderSelector,
+    PersistentNode,
     aio,
 )
 from pycurator._client import background
@@ -180,6 +182,17 @@ def _cache(client: KazooClient, path: str) -> Callable[[], None]:
     return operation
 
 
+def _persistent_node(client: KazooClient, path: str) -> Callable[[], None]:
+    def operation() -> None:  # made, written, deleted on close
+        node = PersistentNode(client, f"{path}/node", CreateMode.EPHEMERAL, b"a", True)
+        node.start()
+        assert node.wait_for_initial_create(SOON)
+        node.set_data(b"b")
+        node.close()
+
+    return operation
+
+
 def _aio_cache(client: KazooClient, path: str) -> Callable[[], None]:
     async def cycle() -> None:
         async with aio.CuratorCache(client, path) as cache:
@@ -189,6 +202,16 @@ def _aio_cache(client: KazooClient, path: str) -> Callable[[], None]:
             async for event in events:
                 if event.type.name == "NODE_CHANGED":
                     break
+
+    return lambda: asyncio.run(cycle())
+
+
+def _aio_persistent_node(client: KazooClient, path: str) -> Callable[[], None]:
+    async def cycle() -> None:
+        node = aio.PersistentNode(client, f"{path}/node", CreateMode.EPHEMERAL_SEQUENTIAL, b"a")
+        await node.start()
+        assert await node.wait_for_initial_create(SOON)
+        await node.close()
 
     return lambda: asyncio.run(cycle())
 
@@ -209,6 +232,8 @@ RECIPES: dict[str, Callable[[KazooClient, str], Callable[[], None]]] = {
     "aio-latch": _aio_latch,
     "cache": _cache,
     "aio-cache": _aio_cache,
+    "persistent-node": _persistent_node,
+    "aio-persistent-node": _aio_persistent_node,
 }
 
 

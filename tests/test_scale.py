@@ -1,4 +1,5 @@
-"""A process holding 1,000 locks or leading 1,000 elections costs a constant number of threads,
+"""A process holding 1,000 locks, leading 1,000 elections or keeping 1,000 nodes costs a constant
+number of threads,
 through a server bounce too; every hold is still held (or reported lost) after it, and nothing
 is left behind on the server. (Memory and times per item are measured by ``./dev bench
 --sections scale``, not here.)"""
@@ -17,14 +18,16 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import (
+    CreateMode,
     InterProcessMutex,
     InterProcessReadWriteLock,
     InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2,
     LeaderLatch,
+    PersistentNode,
     aio,
 )
-from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer
+from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer, expire_kazoo_session
 from pycurator.testing._proxy import THREAD_NAME
 
 from .aio_support import run
@@ -163,6 +166,43 @@ def test_1000_latches_waiting_and_leading_cost_a_constant_number_of_threads(
             latch.close()
     assert peak[0] - before <= THREADS_ALLOWED, f"{peak[0] - before} threads added"
     assert all_empty(client, zk_path)
+
+
+def test_1000_kept_nodes_made_again_after_deletes_and_an_expiry_cost_a_constant_number_of_threads(
+    zk_client_factory: ClientFactory, zk: KazooClient, zk_path: str
+) -> None:
+    client = zk_client_factory()
+    before = threads()
+    with peak_threads() as peak:
+        nodes = [
+            PersistentNode(client, f"{zk_path}/e{n}", CreateMode.EPHEMERAL, b"%d" % n)
+            if n % 2
+            else PersistentNode(
+                client, f"{zk_path}/s-", CreateMode.EPHEMERAL_SEQUENTIAL, b"%d" % n, True
+            )
+            for n in range(N)
+        ]
+        for node in nodes:
+            node.start()
+        assert all(node.wait_for_initial_create(SOON) for node in nodes)
+        paths = {str(node.actual_path) for node in nodes}
+        assert len(paths) == N and all(node.actual_path for node in nodes)
+        for name in children(zk, zk_path)[: N // 2]:
+            zk.delete(f"{zk_path}/{name}")
+        eventually(lambda: len(children(zk, zk_path)) == N, what="every deleted node made again")
+        expire_kazoo_session(client)
+        eventually(
+            lambda: (
+                sorted(f"{zk_path}/{name}" for name in children(zk, zk_path)) == sorted(paths)
+                and all(zk.exists(path).ephemeralOwner == client.client_id[0] for path in paths)
+            ),
+            timeout=3 * SOON,
+            what="every node made again in the new session, under its name",
+        )
+        for node in nodes:
+            node.close()
+    assert peak[0] - before <= THREADS_ALLOWED, f"{peak[0] - before} threads added"
+    assert children(zk, zk_path) == []
 
 
 def all_empty(client: KazooClient, path: str) -> bool:

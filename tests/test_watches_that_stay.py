@@ -199,7 +199,7 @@ def test_a_one_shot_watch_of_the_same_path_hears_its_event_once_and_the_watch_st
     send(client, AddWatch(zk_path, stays, mode))
     send(client, one_shot(zk_path, once))
     change: Callable[[], Any] = (
-        (lambda: zk.create(f"{zk_path}/c{len(stays.told())}"))
+        (lambda: zk.create(f"{zk_path}/c-", sequence=True))
         if isinstance(one_shot(zk_path, None), ListChildren)
         else (lambda: zk.set(zk_path, b"x"))
     )

@@ -7,7 +7,6 @@ the transport does not send yet has its function added here."""
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +33,7 @@ from kazoo.protocol.serialization import (
 )
 from kazoo.protocol.states import WatchedEvent
 
+from .._protocol.checks import ttl_millis
 from .._protocol.requests import (
     AddWatch,
     CheckVersion,
@@ -71,31 +71,20 @@ from .records import (
 from .records import RemoveWatches as RemoveRecord
 from .runtime import runtime_of
 
-#: The longest time to live ZooKeeper takes, in milliseconds (``EphemeralType.TTL.maxValue()``:
-#: 40 bits, about 34 years).
-MAX_TTL_MS = (1 << 40) - 1
 #: What a server needs for TTL nodes.
 TTL_NEEDS = "ZooKeeper 3.5.3 or later, started with zookeeper.extendedTypesEnabled=true"
 
 
 def ttl_ms(request: CreateNode) -> int | None:
     """The time to live ``request`` sends, in whole milliseconds (None for a mode without one);
-    ValueError, naming it, for a TTL mode without a ttl or with one out of ZooKeeper's range,
-    and for another mode with one."""
+    ``TypeError`` or ``ValueError``, naming it, for a TTL mode without a ttl or with one out of
+    ZooKeeper's range, and for another mode with one."""
     mode, ttl = request.mode, request.ttl
     if not mode.is_ttl:
         if ttl is not None:
             raise ValueError(f"a ttl is for the TTL modes, not CreateMode.{mode.name}: {ttl!r}")
         return None
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
-        raise TypeError(f"CreateMode.{mode.name} needs a ttl in seconds, not {ttl!r}")
-    millis = round(ttl * 1000) if math.isfinite(ttl) else 0  # NaN, infinity: refused below
-    if not 1 <= millis <= MAX_TTL_MS:
-        raise ValueError(
-            f"ttl must be at least a millisecond and at most {MAX_TTL_MS} ms (in seconds): "
-            f"not {ttl!r}"
-        )
-    return int(millis)
+    return ttl_millis(ttl, f"the ttl of CreateMode.{mode.name}")
 
 
 # -- the sending of each request, by its type ---------------------------------------------------
@@ -321,7 +310,6 @@ def forget_watch(
 
 __all__ = [
     "CAN_REMOVE_WATCHES",
-    "MAX_TTL_MS",
     "SENDERS",
     "TTL_NEEDS",
     "explained",

@@ -1,4 +1,4 @@
-"""The public constructors of Curator's locks, written once for every front end: each recipe's
+"""The public constructors of Curator's recipes, written once for every front end: each recipe's
 arguments (their names, order and defaults, which the shape test holds equal across front ends)
 checked and made into its engines or its core, which the front end's shell then takes through a
 hook of its own, the one part that differs (how it waits on them).
@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._protocol.checks import ConnectionPolicy
+from .._protocol.modes import CreateMode
 from .._protocol.transport import Transport
 from .._recipes.lock_engine import LockEngine, mutex_engine, read_write_engines
 from .latch import CloseMode, LatchCore
+from .persistent_node import PersistentNodeCore, ttl_node_core
 from .semaphore import SemaphoreMutexCore
 
 if TYPE_CHECKING:
@@ -132,10 +134,57 @@ class LatchConstructor(Constructor):
         self.lost_event = self._shell.lost_event
 
 
+class KeptNodeShell(Protocol):
+    """What a front end's kept-node shells share (its ``KeptNodeShell``), as a node is made
+    with it."""
+
+    def __init__(self, core: PersistentNodeCore) -> None: ...
+
+
+class PersistentNodeConstructor(Constructor):
+    """``PersistentNode(client, path, mode, data, use_protection, *, ttl, acl)``: the kept
+    node's core (every argument checked first), run by the front end's ``KeptNodeShell``
+    (``_shell_class``)."""
+
+    _shell_class: type[KeptNodeShell]
+
+    def __init__(
+        self,
+        client: KazooClient,
+        path: str,
+        mode: CreateMode,
+        data: bytes = b"",
+        use_protection: bool = False,
+        *,
+        ttl: float | None = None,
+        acl: Sequence[Any] | None = None,
+    ) -> None:
+        transport = self._transport_of(client)
+        self._core = PersistentNodeCore(
+            transport, path, mode, data, use_protection, acl=acl, ttl=ttl
+        )
+        self._shell = self._shell_class(self._core)
+
+
+class PersistentTtlNodeConstructor(Constructor):
+    """``PersistentTtlNode(client, path, ttl, data)``: the core of a node kept by touching its
+    child (every argument checked first), run by the front end's ``KeptNodeShell``
+    (``_shell_class``)."""
+
+    _shell_class: type[KeptNodeShell]
+
+    def __init__(self, client: KazooClient, path: str, ttl: float, data: bytes = b"") -> None:
+        self._core = ttl_node_core(self._transport_of(client), path, ttl, data)
+        self._shell = self._shell_class(self._core)
+
+
 __all__ = [
     "Constructor",
+    "KeptNodeShell",
     "LatchConstructor",
     "MutexConstructor",
+    "PersistentNodeConstructor",
+    "PersistentTtlNodeConstructor",
     "ReadWriteConstructor",
     "SemaphoreMutexConstructor",
 ]

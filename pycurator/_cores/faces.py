@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from .._protocol.cache import CacheOption, ChildData
 from .._protocol.checks import ConnectionPolicy
+from .._protocol.modes import CreateMode
 from .._recipes.menagerie import PermitSteps
 from .._recipes.semaphore import SemaphoreSteps
 from .cache import CacheCore
 from .latch import LatchCore
 from .lock import LockCore
 from .multilock import members_path
+from .persistent_node import PersistentNodeCore
 from .selector import LeadershipCore, SelectorCore, TermHandle
 from .semaphore import LeaseCore, SemaphoreMutexCore
 
@@ -382,10 +384,60 @@ class CacheFace:
         return iter(self._core.nodes())
 
 
+class KeptNodeFace:
+    """A kept node over a :class:`~pycurator._cores.persistent_node.PersistentNodeCore`."""
+
+    _core: PersistentNodeCore
+
+    @property
+    def path(self) -> str:
+        """The node's path, as given."""
+        return self._core.path
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client this node uses."""
+        return self._core.client
+
+    @property
+    def actual_path(self) -> str | None:
+        """The node's path as made (a protected name, a sequence number) while started; None
+        before its first create and once closed (Curator's ``getActualPath()``)."""
+        return self._core.actual_path
+
+    def get_data(self) -> bytes:
+        """The data the node is kept with: the last given (Curator's ``getData()``)."""
+        return self._core.get_data()
+
+
+class PersistentNodeFace(KeptNodeFace):
+    """A ``PersistentNode`` over its core."""
+
+    @property
+    def mode(self) -> CreateMode:
+        """The node's :class:`CreateMode`, as given."""
+        return self._core.mode
+
+    @property
+    def use_protection(self) -> bool:
+        """Whether the node's name is protected (``_c_<uuid>-<name>``)."""
+        return self._core.use_protection
+
+
+class PersistentTtlNodeFace(KeptNodeFace):
+    """A ``PersistentTtlNode`` over its core."""
+
+    @property
+    def ttl(self) -> float:
+        """The node's time to live, in seconds, as given."""
+        return float(self._core.ttl or 0.0)
+
+
 __all__ = [
     "CacheFace",
     "ElectionFace",
     "Fenced",
+    "KeptNodeFace",
     "LatchFace",
     "LeadershipFace",
     "LeaseFace",
@@ -393,6 +445,8 @@ __all__ = [
     "MultiLockFace",
     "Pathed",
     "PermitsFace",
+    "PersistentNodeFace",
+    "PersistentTtlNodeFace",
     "ReadWriteFace",
     "SelectorFace",
     "SemaphoreFace",

@@ -1,4 +1,5 @@
-"""Checks of the arguments every recipe takes: timeout, node data, connection policy (the
+"""Checks of the arguments every recipe takes: timeout, node data, time to live, connection
+policy (the
 client's own check is the transport's, :func:`pycurator._client.transport.check_client`).
 
 Each raises ``TypeError`` or ``ValueError`` naming the argument, before any request is sent.
@@ -16,6 +17,10 @@ UNLIMITED_TIMEOUT = 1e9
 #: The longest session timeout ZooKeeper's protocol can carry, in whole seconds (it sends
 #: milliseconds as a 32-bit integer; a server grants at most its own maximum anyway).
 MAX_SESSION_TIMEOUT = 2_147_483.0
+
+#: The longest time to live ZooKeeper takes for a node, in milliseconds
+#: (``EphemeralType.TTL.maxValue()``: 40 bits, about 34 years).
+MAX_TTL_MS = (1 << 40) - 1
 
 ConnectionPolicy = Literal["standard", "session"]
 CONNECTION_POLICIES: tuple[ConnectionPolicy, ...] = ("standard", "session")
@@ -41,6 +46,20 @@ def check_data(data: bytes | None, name: str = "node_data") -> None:
         raise TypeError(f"{name} must be bytes, not {type(data).__name__}")
 
 
+def ttl_millis(ttl: object, name: str = "ttl") -> int:
+    """A time to live given in seconds, as ZooKeeper takes it: whole milliseconds, at least one
+    and at most :data:`MAX_TTL_MS`; ``TypeError`` or ``ValueError`` naming ``name`` otherwise."""
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {ttl!r}")
+    millis = round(ttl * 1000) if math.isfinite(ttl) else 0
+    if not 1 <= millis <= MAX_TTL_MS:
+        raise ValueError(
+            f"{name} must be at least a millisecond and at most {MAX_TTL_MS} ms (in seconds): "
+            f"not {ttl!r}"
+        )
+    return int(millis)
+
+
 def check_policy(policy: str) -> ConnectionPolicy:
     """Validate a connection policy name (see :mod:`pycurator._recipes.hold_monitor`)."""
     if policy == "standard":
@@ -53,9 +72,11 @@ def check_policy(policy: str) -> ConnectionPolicy:
 __all__ = [
     "CONNECTION_POLICIES",
     "MAX_SESSION_TIMEOUT",
+    "MAX_TTL_MS",
     "UNLIMITED_TIMEOUT",
     "ConnectionPolicy",
     "check_data",
     "check_policy",
     "check_timeout",
+    "ttl_millis",
 ]

@@ -222,9 +222,16 @@ EFFECTS: dict[type[Any], Callable[[Transport, Any], Any]] = {
     WatchRemovals: lambda t, step: t.watch_removals(),
     OweDelete: lambda t, step: t.owe_delete(step.path, step.sent),
     ForgetWatch: lambda t, step: t.forget_watch(step.path, step.watcher, step.children),
-    OnAnswer: lambda t, step: step.answer.rawlink(lambda a: step.callback(outcome(a))),
+    OnAnswer: lambda t, step: step.answer.rawlink(_told(step.callback)),
     GetTransport: lambda t, step: t,
 }
+
+
+def _told(callback: Callable[[Outcome], None]) -> Callable[[Any], None]:
+    """An :class:`OnAnswer`'s link: ``callback`` told the answer's outcome. It keeps the
+    callback, never the step, which keeps the answer: kazoo's answer keeps its links once
+    answered, and a link that kept the answer would make a cycle only a collection frees."""
+    return lambda answer: callback(outcome(answer))
 
 
 def perform(transport: Transport, step: Effect) -> Any:

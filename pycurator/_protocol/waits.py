@@ -26,7 +26,7 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import WatchedEvent
 
 from .deadline import Deadline, DeadlineExpired
-from .requests import DeleteNode, GetData, ListChildren, Request
+from .requests import DeleteNode, GetData, ListChildren, NodeExists, Request
 from .steps import (
     Await,
     AwaitAll,
@@ -110,14 +110,18 @@ def resent_steps(request: Request, deadline: Deadline, sent: Any = None) -> Step
             yield from connected_steps(deadline)
 
 
-def watch_sent_steps(request: GetData | ListChildren, deadline: Deadline) -> Steps[Any]:
-    """Set the watch of ``request`` (a :class:`~pycurator._protocol.requests.GetData` or
-    :class:`~pycurator._protocol.requests.ListChildren` with a watch): its answer within
-    ``deadline``, sent again after connection loss; NoNodeError if the path is gone. A watch set by
-    an answer that comes after we stopped waiting is dropped again."""
+def watch_sent_steps(
+    request: GetData | ListChildren | NodeExists, deadline: Deadline
+) -> Steps[Any]:
+    """Set the watch of ``request`` (a :class:`~pycurator._protocol.requests.GetData`,
+    :class:`~pycurator._protocol.requests.ListChildren` or
+    :class:`~pycurator._protocol.requests.NodeExists` with a watch): its answer within
+    ``deadline``, sent again after connection loss; NoNodeError if the path is gone (an
+    ``exists`` answers None instead, its watch set). A watch set by an answer that comes after
+    we stopped waiting is dropped again."""
     watch = request.watch
     assert watch is not None, "a request that sets a watch"
-    children = not isinstance(request, GetData)
+    children = isinstance(request, ListChildren)
     while True:
         removals = yield WatchRemovals()
         answer = yield Send(request)

@@ -32,6 +32,10 @@ LEASE_NAME = "lease-"
 LATCH_NAME = "latch-"
 #: ``LockInternals.REVOKE_MESSAGE``: written to a holder's node to ask it to release.
 REVOKE_MESSAGE = b"__REVOKE__"
+#: ``PersistentTtlNode.DEFAULT_CHILD_NODE_NAME``: the child touched to keep a TTL node alive.
+TTL_TOUCH_NAME = "touch"
+#: ``PersistentTtlNode.DEFAULT_TOUCH_SCHEDULE_FACTOR``: the child is touched every ttl / 2.
+TTL_TOUCH_FACTOR = 2
 
 
 def new_protected_id() -> str:

@@ -10,7 +10,6 @@ own) and waits on handler events.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -23,37 +22,9 @@ from .._cores.constructors import LatchConstructor
 from .._cores.faces import LatchFace
 from .._cores.latch import CLOSE_WAIT, CloseMode, LatchCore, LeaderLatchListener
 from .._protocol.checks import check_timeout
-from .._protocol.deadline import Deadline
 from .._protocol.transport import Transport
 from .._recipes.participants import Participant, leader_of
-from .runner import run
-
-
-class _Changes:
-    """Wakes threads waiting for a latch to change: a waiter takes the event of the next change
-    (:meth:`next_event`), made when first asked for, and each change sets it and drops it, so a
-    waiter wakes once per change and never spins, and a change nobody waits for makes and sets
-    no event (a latch changes four times in a short life)."""
-
-    def __init__(self, new_flag: Callable[[], Any]) -> None:
-        self._new_flag = new_flag  # each event is set once
-        self._swap = threading.Lock()  # held for the swap only, never across a switch
-        self._event: Any = None  # the event of the next change, once a waiter asked for it
-
-    def next_event(self) -> Any:
-        """The event the next change sets (set once: see
-        :func:`~pycurator._client.concurrency.flag_maker`)."""
-        with self._swap:
-            event = self._event
-            if event is None:
-                event = self._event = self._new_flag()
-        return event
-
-    def changed(self) -> None:
-        with self._swap:
-            event, self._event = self._event, None
-        if event is not None:
-            event.set()
+from .runner import Changes, run, wait_until
 
 
 class LatchShell:
@@ -67,7 +38,7 @@ class LatchShell:
         services = transport.services
         self.core = core
         self._notices = services.serial_queue()
-        self._changes = _Changes(services.new_flag)
+        self._changes = Changes(services.new_flag)
         self._task: CallbackRun | None = None
         #: Set when leadership ends, cleared when it begins (a handler event).
         self.lost_event = core.transport.event_object()
@@ -93,21 +64,7 @@ class LatchShell:
         timeout = check_timeout(timeout)
         core = self.core
         core.check_waitable()
-        deadline = Deadline(timeout)
-        while True:
-            outcome = core.outcome(self._ended())
-            if outcome is not None:
-                return outcome
-            # the next change's event, then a look again: a change in between is not missed,
-            # and a wait that ends with the outcome it waited for makes no event it never uses
-            change = self._changes.next_event()
-            outcome = core.outcome(self._ended())
-            if outcome is not None:
-                return outcome
-            remaining = deadline.remaining()
-            if remaining == 0:
-                return False
-            change.wait(remaining)
+        return wait_until(self._changes, lambda: core.outcome(self._ended()), timeout)
 
     def _ended(self) -> bool:
         """Whether the election's steps have ended."""

@@ -1,10 +1,13 @@
 """The blocking runner of the protocol's steps (:mod:`pycurator._protocol.steps`): :func:`run`
 performs them on a transport, blocking the calling thread (or greenlet) through the client's
 handler, so it serves kazoo's threading, gevent and eventlet handlers alike. It is how the
-threaded front end waits, as :mod:`pycurator.aio._runner` is how the asyncio one does."""
+threaded front end waits, as :mod:`pycurator.aio._runner` is how the asyncio one does; and
+:class:`Changes`, how its shells wait for a recipe running in the background to change."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .._protocol.deadline import Deadline, DeadlineExpired
@@ -25,6 +28,56 @@ def wait_result(handler: Any, result: Any, deadline: Deadline) -> Any:
         return result.get(timeout=deadline.remaining())
     except handler.timeout_exception:
         raise DeadlineExpired() from None
+
+
+class Changes:
+    """Wakes threads waiting for a recipe to change (a latch, a kept node): a waiter takes the
+    event of the next change (:meth:`next_event`), made when first asked for, and each change
+    sets it and drops it, so a waiter wakes once per change and never spins, and a change
+    nobody waits for makes and sets no event (a latch changes four times in a short life)."""
+
+    def __init__(self, new_flag: Callable[[], Any]) -> None:
+        self._new_flag = new_flag  # each event is set once
+        self._swap = threading.Lock()  # held for the swap only, never across a switch
+        self._event: Any = None  # the event of the next change, once a waiter asked for it
+
+    def next_event(self) -> Any:
+        """The event the next change sets (set once: see
+        :func:`~pycurator._client.concurrency.flag_maker`)."""
+        with self._swap:
+            event = self._event
+            if event is None:
+                event = self._event = self._new_flag()
+        return event
+
+    def changed(self) -> None:
+        """Wake whoever waits for the next change."""
+        with self._swap:
+            event, self._event = self._event, None
+        if event is not None:
+            event.set()
+
+
+def wait_until(changes: Changes, decide: Callable[[], T | None], timeout: float | None) -> T | bool:
+    """Wait until ``decide()`` gives an outcome (not None), looked at after each change
+    ``changes`` tells: that outcome, or False once ``timeout`` seconds (None: no limit) have
+    passed. How a shell waits for a recipe running in the background (a latch's leadership, a
+    kept node's first create)."""
+    deadline = Deadline(timeout)
+    while True:
+        outcome = decide()
+        if outcome is not None:
+            return outcome
+        # the next change's event, then a look again: a change in between is not missed, and
+        # a wait that ends with the outcome it waited for makes no event it never uses
+        change = changes.next_event()
+        outcome = decide()
+        if outcome is not None:
+            return outcome
+        remaining = deadline.remaining()
+        if remaining == 0:
+            return False
+        change.wait(remaining)
 
 
 def run(transport: Transport, steps: Steps[T]) -> T:
@@ -59,4 +112,4 @@ def run(transport: Transport, steps: Steps[T]) -> T:
             error = exc
 
 
-__all__ = ["run", "wait_result"]
+__all__ = ["Changes", "run", "wait_result", "wait_until"]

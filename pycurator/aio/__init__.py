@@ -18,11 +18,13 @@ from .._cores.cache_listeners import (
 )
 from .._cores.latch import CloseMode
 from .._protocol.cache import CacheEvent, CacheEventType, CacheOption, ChildData
+from .._protocol.modes import CreateMode
 from .._recipes.participants import Participant
 from ._cache import CuratorCache
 from ._latch import LeaderLatch
 from ._multilock import InterProcessMultiLock
 from ._mutex import InterProcessMutex
+from ._persistent_node import PersistentNode, PersistentTtlNode
 from ._runner import commit
 from ._rwlock import InterProcessReadWriteLock, ReadLock, WriteLock
 from ._selector import LeaderSelector, Leadership
@@ -34,6 +36,7 @@ __all__ = [
     "CacheOption",
     "ChildData",
     "CloseMode",
+    "CreateMode",
     "CuratorCache",
     "CuratorCacheListener",
     "CuratorCacheListenerBuilder",
@@ -48,6 +51,8 @@ __all__ = [
     "Lease",
     "Participant",
     "PathChildrenCacheEvent",
+    "PersistentNode",
+    "PersistentTtlNode",
     "ReadLock",
     "TreeCacheEvent",
     "WriteLock",

@@ -13,7 +13,6 @@ from .._cores.constructors import LatchConstructor
 from .._cores.faces import LatchFace
 from .._cores.latch import CLOSE_WAIT, CloseMode, LatchCore
 from .._protocol.checks import check_timeout
-from .._protocol.deadline import Deadline
 from .._protocol.transport import Transport
 from .._recipes.participants import Participant, leader_of
 from ._runner import (
@@ -22,7 +21,7 @@ from ._runner import (
     loop_spawner,
     run_async,
     transport_of,
-    wait_event,
+    wait_until,
 )
 
 
@@ -67,16 +66,10 @@ class LatchShell:
         core.check_waitable()
         changed = self._changed
         assert changed is not None  # made by start()
-        deadline = Deadline(timeout)
-        while True:
-            changed.clear()
-            outcome = core.outcome(self._task is not None and self._task.done())
-            if outcome is not None:
-                return outcome
-            remaining = deadline.remaining()
-            if remaining == 0:
-                return False
-            await wait_event(changed, remaining)
+        task = self._task
+        return await wait_until(
+            changed, lambda: core.outcome(task is not None and task.done()), timeout
+        )
 
 
 class LeaderLatch(LatchConstructor, LatchFace):

@@ -223,6 +223,25 @@ async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:
     return event.is_set()
 
 
+async def wait_until(
+    changed: asyncio.Event, decide: Callable[[], T | None], timeout: float | None
+) -> T | bool:
+    """Wait until ``decide()`` gives an outcome (not None), looked at each time ``changed`` is
+    set: that outcome, or False once ``timeout`` seconds (None: no limit) have passed. How a
+    shell waits for a recipe running in the background (a latch's leadership, a kept node's
+    first create)."""
+    deadline = Deadline(timeout)
+    while True:
+        changed.clear()
+        outcome = decide()
+        if outcome is not None:
+            return outcome
+        remaining = deadline.remaining()
+        if remaining == 0:
+            return False
+        await wait_event(changed, remaining)
+
+
 def log_failure(task: asyncio.Task[Any]) -> None:
     """A done callback: log the error a background task of pycurator's ended with."""
     if not task.cancelled() and task.exception() is not None:
@@ -248,4 +267,5 @@ __all__ = [
     "run_async",
     "transport_of",
     "wait_event",
+    "wait_until",
 ]

@@ -15,11 +15,18 @@ from kazoo.exceptions import KazooException, NoNodeError
 from .._protocol import wire
 from .._protocol.errors import NotALockNodeError
 from .._recipes.inspection import NOT_A_LOCK, LockView
-from .._threads.inspection import inspect_lock
+from .._threads.inspection import inspect_lock, inspect_ttl_node
 from .._threads.revocation import attempt_revoke
 from ._common import EXIT_REFUSED, EXIT_USAGE, CliError, checked_path, connected
 from ._text import shown
-from ._views import tree_as_table, tree_row, view_as_json, view_as_table
+from ._views import (
+    tree_as_table,
+    tree_row,
+    ttl_as_json,
+    ttl_as_line,
+    view_as_json,
+    view_as_table,
+)
 from ._watch import follow
 
 # -- --tree ----------------------------------------------------------------------------------
@@ -70,10 +77,16 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
                 out.write(tree_as_table(views, now_ms))
             return 0
         view = inspect_lock(client, path, args.permits)
+        expiry = inspect_ttl_node(client, path) if view.layout == NOT_A_LOCK else None
     if args.json:
-        out.write(json.dumps(view_as_json(view, now_ms), indent=2) + "\n")
+        shown_view = view_as_json(view, now_ms)
+        if expiry is not None:
+            shown_view["ttl_node"] = ttl_as_json(expiry, now_ms)
+        out.write(json.dumps(shown_view, indent=2) + "\n")
     else:
         out.write(view_as_table(view, now_ms))
+        if expiry is not None:
+            out.write(ttl_as_line(expiry, now_ms))
     return 0
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._protocol import wire
+from .._protocol.ttl import TtlExpiry
 from .._recipes.inspection import GROUP, NOT_A_LOCK, LockView, QueuedNode
 from .._recipes.inspection_systems import name_session
 from ._text import shown, shown_data
@@ -248,3 +249,31 @@ def tree_as_table(views: list[LockView], now_ms: int) -> str:
             )
         )
     return "\n".join(_table(rows)) + "\n"
+
+
+def ttl_as_json(expiry: TtlExpiry, now_ms: int) -> dict[str, Any]:
+    """What ``inspect --json`` tells of a node a ``PersistentTtlNode`` keeps (``ttl_node``)."""
+    expires = expiry.expires_ms
+    return {
+        "touches": expiry.touches,
+        "touched_seconds_ago": round(max(0, now_ms - expiry.touched_ms) / 1000, 3),
+        "ttl_seconds": None if expiry.ttl is None else round(expiry.ttl, 3),
+        "expires_in_seconds": None if expires is None else round((expires - now_ms) / 1000, 3),
+    }
+
+
+def ttl_as_line(expiry: TtlExpiry, now_ms: int) -> str:
+    """The line ``inspect`` prints of a node a ``PersistentTtlNode`` keeps: its last touch, its
+    TTL as the touching tells it (ZooKeeper shows none), and when it expires unless touched."""
+    ago = max(0, now_ms - expiry.touched_ms) / 1000
+    line = f"kept by a PersistentTtlNode: its touch child touched {ago:.1f}s ago"
+    expires = expiry.expires_ms
+    if expiry.ttl is None or expires is None:
+        return line + ", once: its TTL is told by the next touch\n"
+    line += (
+        f", {expiry.touches} times; TTL about {expiry.ttl:.1f}s (twice the time between touches)"
+    )
+    left = (expires - now_ms) / 1000
+    if left >= 0:
+        return line + f": expires in about {left:.1f}s unless touched again\n"
+    return line + f": expired about {-left:.1f}s ago, reaped at the server's next check\n"
