@@ -13,7 +13,7 @@ and waits its own way.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .._protocol.cache import CacheEvent, CacheOption, CacheTree, ChildData
@@ -258,4 +258,41 @@ class CacheCore:
         return f"{kind}({self.path!r}, state={self.state.value}, size={self.size()})"
 
 
-__all__ = ["CLOSE_WAIT", "CacheCore", "check_handler", "check_options"]
+class CacheFace:
+    """A cache over a :class:`~pycurator._cores.cache.CacheCore`: what it holds, read with no
+    request and no wait."""
+
+    _core: CacheCore
+
+    #: Curator's ``CuratorCache.Options``.
+    Options = CacheOption
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client."""
+        return self._core.client
+
+    @property
+    def path(self) -> str:
+        """The cached path, as given."""
+        return self._core.path
+
+    @property
+    def options(self) -> frozenset[CacheOption]:
+        """The options given."""
+        return self._core.options
+
+    def get(self, path: str) -> ChildData | None:
+        """The node at ``path`` as the cache holds it (path, stat, data), or None."""
+        return self._core.get(path)
+
+    def size(self) -> int:
+        """How many nodes the cache holds (its root included, when it exists)."""
+        return self._core.size()
+
+    def __iter__(self) -> Iterator[ChildData]:
+        """Every node the cache holds, as at the call, in no set order."""
+        return iter(self._core.nodes())
+
+
+__all__ = ["CLOSE_WAIT", "CacheCore", "CacheFace", "check_handler", "check_options"]

@@ -7,15 +7,12 @@ A face holds no state and no behaviour: its properties read the core a shell com
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from .._protocol.cache import CacheOption, ChildData
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.modes import CreateMode
 from .._recipes.menagerie import PermitSteps
 from .._recipes.semaphore import SemaphoreSteps
-from .cache import CacheCore
 from .latch import LatchCore
 from .lock import LockCore
 from .multilock import members_path
@@ -347,43 +344,6 @@ class ZkReadWriteFace(ReadWriteFace[R, W]):
         return self._write.path
 
 
-class CacheFace:
-    """A cache over a :class:`~pycurator._cores.cache.CacheCore`: what it holds, read with no
-    request and no wait."""
-
-    _core: CacheCore
-
-    #: Curator's ``CuratorCache.Options``.
-    Options = CacheOption
-
-    @property
-    def client(self) -> KazooClient:
-        """The kazoo client."""
-        return self._core.client
-
-    @property
-    def path(self) -> str:
-        """The cached path, as given."""
-        return self._core.path
-
-    @property
-    def options(self) -> frozenset[CacheOption]:
-        """The options given."""
-        return self._core.options
-
-    def get(self, path: str) -> ChildData | None:
-        """The node at ``path`` as the cache holds it (path, stat, data), or None."""
-        return self._core.get(path)
-
-    def size(self) -> int:
-        """How many nodes the cache holds (its root included, when it exists)."""
-        return self._core.size()
-
-    def __iter__(self) -> Iterator[ChildData]:
-        """Every node the cache holds, as at the call, in no set order."""
-        return iter(self._core.nodes())
-
-
 class KeptNodeFace:
     """A kept node over a :class:`~pycurator._cores.persistent_node.PersistentNodeCore`."""
 
@@ -434,7 +394,6 @@ class PersistentTtlNodeFace(KeptNodeFace):
 
 
 __all__ = [
-    "CacheFace",
     "ElectionFace",
     "Fenced",
     "KeptNodeFace",

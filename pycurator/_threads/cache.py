@@ -19,9 +19,8 @@ from kazoo.client import KazooClient
 
 from .._client.callback_runner import CallbackRun
 from .._client.transport import transport_of
-from .._cores.cache import CLOSE_WAIT, CacheCore
+from .._cores.cache import CLOSE_WAIT, CacheCore, CacheFace
 from .._cores.cache_listeners import SupportsEvent
-from .._cores.faces import CacheFace
 from .._protocol.cache import CacheEvent
 from .._protocol.checks import check_timeout
 

@@ -10,9 +10,8 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._cores.cache import CLOSE_WAIT, CacheCore
+from .._cores.cache import CLOSE_WAIT, CacheCore, CacheFace
 from .._cores.cache_listeners import SupportsEvent
-from .._cores.faces import CacheFace
 from .._protocol.cache import CacheEvent
 from .._protocol.checks import check_timeout
 from ._runner import LoopEvent, log_failure, loop_spawner, run_async, transport_of, wait_event
