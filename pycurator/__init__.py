@@ -27,6 +27,7 @@ from ._protocol.events import LockEvent, LockEventKind, LockListener
 from ._protocol.modes import CreateMode
 from ._recipes.hold_monitor import ConnectionPolicy
 from ._threads.cache import CuratorCache
+from ._threads.group import GroupMember
 from ._threads.latch import CloseMode, LeaderLatch, LeaderLatchListener, Participant
 from ._threads.multilock import InterProcessMultiLock
 from ._threads.mutex import InterProcessMutex
@@ -52,6 +53,7 @@ __all__ = [
     "CuratorCache",
     "CuratorCacheListener",
     "CuratorCacheListenerBuilder",
+    "GroupMember",
     "InterProcessMultiLock",
     "InterProcessMutex",
     "InterProcessReadWriteLock",

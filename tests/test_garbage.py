@@ -28,6 +28,7 @@ from kazoo.handlers.threading import SequentialThreadingHandler
 from pycurator import (
     CreateMode,
     CuratorCache,
+    GroupMember,
     InterProcessMultiLock,
     InterProcessMutex,
     InterProcessReadWriteLock,
@@ -216,6 +217,16 @@ def _aio_persistent_node(client: KazooClient, path: str) -> Callable[[], None]:
     return lambda: asyncio.run(cycle())
 
 
+def _group_member(client: KazooClient, path: str) -> Callable[[], None]:
+    def operation() -> None:  # joined, seen, left
+        member = GroupMember(client, path, "member", b"m")
+        member.start()
+        assert member.wait_for_initial_create(SOON)
+        member.close()
+
+    return operation
+
+
 RECIPES: dict[str, Callable[[KazooClient, str], Callable[[], None]]] = {
     "mutex": lambda client, path: _acquire_release(InterProcessMutex(client, path)),
     "rwlock": _rwlock,
@@ -231,6 +242,7 @@ RECIPES: dict[str, Callable[[KazooClient, str], Callable[[], None]]] = {
     "aio-mutex": _aio_mutex,
     "aio-latch": _aio_latch,
     "cache": _cache,
+    "group-member": _group_member,
     "aio-cache": _aio_cache,
     "persistent-node": _persistent_node,
     "aio-persistent-node": _aio_persistent_node,

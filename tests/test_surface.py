@@ -12,6 +12,7 @@ from kazoo.client import KazooClient
 
 from pycurator import (
     CuratorCache,
+    GroupMember,
     InterProcessMultiLock,
     InterProcessMutex,
     InterProcessReadWriteLock,
@@ -69,6 +70,7 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
         ),
         "latch": (LeaderLatch(client, "/l"), aio.LeaderLatch(client, "/l")),
         "cache": (CuratorCache(client, "/c"), aio.CuratorCache(client, "/c")),
+        "group member": (GroupMember(client, "/g", "m"), aio.GroupMember(client, "/g", "m")),
         "selector": (
             LeaderSelector(client, "/sel", print),
             aio.LeaderSelector(client, "/sel", print),  # type: ignore[arg-type]
@@ -121,6 +123,7 @@ KINDS = [
     "multi-lock",
     "latch",
     "cache",
+    "group member",
     "selector",
     "leadership",
     "zookeeper write lock",

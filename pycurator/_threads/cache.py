@@ -11,18 +11,19 @@ workers, and waits on handler events.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
 from kazoo.client import KazooClient
 
-from .._client.callback_runner import CallbackRun
 from .._client.transport import transport_of
 from .._cores.cache import CLOSE_WAIT, CacheCore, CacheFace
 from .._cores.cache_listeners import SupportsEvent
+from .._cores.constructors import CacheConstructor
 from .._protocol.cache import CacheEvent
 from .._protocol.checks import check_timeout
+from .._protocol.transport import Transport
 
 
 class CacheEvents:
@@ -68,7 +69,46 @@ class CacheEvents:
         self.close()
 
 
-class CuratorCache(CacheFace):
+class CacheShell:
+    """How the threaded caches (``CuratorCache``, a group member's) run a
+    :class:`~pycurator._cores.cache.CacheCore`: its protocol on kazoo's callbacks (no thread of
+    its own), its news in order on the handler's serial queue, its waits on handler events."""
+
+    def __init__(self, core: CacheCore) -> None:
+        self.core = core
+        transport = core.transport
+        self._notices = transport.serial_queue()
+        self._settled = transport.event_object()  # set once loaded or closed
+        self._task: Any = None
+
+    def start(self) -> None:
+        """Load the tree and follow it; RuntimeError when started before."""
+        mirror = self.core.begin(self._notices.post, self._settled.set)
+        self._task = self.core.transport.start(mirror.steps())
+
+    def close(self) -> None:
+        """Stop following the tree (waiting at most :data:`CLOSE_WAIT` for the steps)."""
+        if self.core.finish():
+            task = self._task
+            if task is not None:
+                task.cancel()
+                task.done.wait(CLOSE_WAIT)
+        self.core.closed()
+
+    def wait_initialized(self, timeout: float | None) -> bool:
+        """Wait for the first load to be told (see :meth:`CuratorCache.wait_initialized`)."""
+        timeout = check_timeout(timeout)
+        if self._task is None:
+            raise RuntimeError(f"the cache is not started: {self.core.path}")
+        self._settled.wait(timeout)
+        return self.core.loaded and self.core.started
+
+    def events(self) -> CacheEvents:
+        """A stream of the events told from now on."""
+        return CacheEvents(self.core, self.core.transport.event_object())
+
+
+class CuratorCache(CacheConstructor, CacheFace):
     """A local copy of ``path`` and the tree below it, shared with Java Curator's
     ``CuratorCache`` on the same path: the same nodes held, and the same events told.
 
@@ -87,38 +127,24 @@ class CuratorCache(CacheFace):
     the tree with one-shot watches and tells the same events.
     """
 
-    def __init__(
-        self,
-        client: KazooClient,
-        path: str,
-        options: Iterable[object] | None = None,
-        *,
-        exception_handler: Callable[[Exception], Any] | None = None,
-    ) -> None:
-        self._transport = transport = transport_of(client)
-        self._core = CacheCore(transport, path, options, exception_handler)
-        self._notices = transport.services.serial_queue()
-        self._settled = transport.event_object()  # set once loaded or closed
-        self._task: CallbackRun | None = None
+    _shell_class = CacheShell
+    _shell: CacheShell
+
+    def _transport_of(self, client: KazooClient) -> Transport:
+        return transport_of(client)
 
     def start(self) -> None:
         """Load the tree and follow it, in the background.
 
         Raises RuntimeError when started before (Curator: "Cannot be started more than once").
         """
-        mirror = self._core.begin(self._notices.post, self._settled.set)
-        self._task = self._transport.start(mirror.steps())
+        self._shell.start()
 
     def close(self) -> None:
         """Stop following the tree: the watch is removed, listeners hear nothing more, the
         streams of :meth:`events` end, and what the cache holds is cleared (unless
         ``DO_NOT_CLEAR_ON_CLOSE``). Closing twice, or an unstarted cache, does nothing more."""
-        if self._core.finish():
-            task = self._task
-            if task is not None:
-                task.cancel()
-                task.done.wait(CLOSE_WAIT)
-        self._core.closed()
+        self._shell.close()
 
     def __enter__(self) -> CuratorCache:
         self.start()
@@ -135,11 +161,7 @@ class CuratorCache(CacheFace):
     def wait_initialized(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for the first load to be told: True
         once it is, False on timeout or once closed. RuntimeError before :meth:`start`."""
-        timeout = check_timeout(timeout)
-        if self._task is None:
-            raise RuntimeError(f"the cache is not started: {self.path}")
-        self._settled.wait(timeout)
-        return self._core.loaded and self._core.started
+        return self._shell.wait_initialized(timeout)
 
     def add_listener(self, listener: SupportsEvent | Callable[..., Any]) -> None:
         """Tell ``listener`` (a :class:`CuratorCacheListener`, or any callable ``(type,
@@ -155,10 +177,10 @@ class CuratorCache(CacheFace):
         """The events told from now on, as :class:`~pycurator._protocol.cache.CacheEvent`
         (``type``, ``old_data``, ``data``, ``path``), for a ``for`` loop that ends once the
         cache closes (or the iterator's ``close()`` is called, from any thread)."""
-        return CacheEvents(self._core, self._transport.event_object())
+        return self._shell.events()
 
     def __repr__(self) -> str:
         return self._core.describe("CuratorCache")
 
 
-__all__ = ["CacheEvents", "CuratorCache"]
+__all__ = ["CacheEvents", "CacheShell", "CuratorCache"]

@@ -21,6 +21,7 @@ from .._protocol.cache import CacheEvent, CacheEventType, CacheOption, ChildData
 from .._protocol.modes import CreateMode
 from .._recipes.participants import Participant
 from ._cache import CuratorCache
+from ._group import GroupMember
 from ._latch import LeaderLatch
 from ._multilock import InterProcessMultiLock
 from ._mutex import InterProcessMutex
@@ -40,6 +41,7 @@ __all__ = [
     "CuratorCache",
     "CuratorCacheListener",
     "CuratorCacheListenerBuilder",
+    "GroupMember",
     "InterProcessMultiLock",
     "InterProcessMutex",
     "InterProcessReadWriteLock",

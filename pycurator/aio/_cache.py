@@ -5,15 +5,17 @@ listeners on the loop and to ``async for`` loops."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
 
 from .._cores.cache import CLOSE_WAIT, CacheCore, CacheFace
 from .._cores.cache_listeners import SupportsEvent
+from .._cores.constructors import CacheConstructor
 from .._protocol.cache import CacheEvent
 from .._protocol.checks import check_timeout
+from .._protocol.transport import Transport
 from ._runner import LoopEvent, log_failure, loop_spawner, run_async, transport_of, wait_event
 
 
@@ -52,7 +54,42 @@ class AsyncCacheEvents:
         await self.aclose()
 
 
-class CuratorCache(CacheFace):
+class CacheShell:
+    """How the asyncio caches (``CuratorCache``, a group member's) run a
+    :class:`~pycurator._cores.cache.CacheCore`: its protocol as a task on the loop that started
+    it, its news on that loop, its waits on an :class:`asyncio.Event`."""
+
+    def __init__(self, core: CacheCore) -> None:
+        self.core = core
+        self._settled = asyncio.Event()  # set once loaded or closed
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Load the tree and follow it on the running loop; RuntimeError when started before."""
+        loop = asyncio.get_running_loop()
+        mirror = self.core.begin(loop_spawner(), LoopEvent(loop, self._settled).set)
+        self._task = loop.create_task(run_async(self.core.transport, mirror.steps()))
+        self._task.add_done_callback(log_failure)
+
+    async def close(self) -> None:
+        """Stop following the tree (waiting at most :data:`CLOSE_WAIT` for the task)."""
+        if self.core.finish():
+            task = self._task
+            if task is not None:
+                task.cancel()
+                await asyncio.wait({task}, timeout=CLOSE_WAIT)
+        self.core.closed()
+
+    async def wait_initialized(self, timeout: float | None) -> bool:
+        """Wait for the first load to be told (see :meth:`CuratorCache.wait_initialized`)."""
+        timeout = check_timeout(timeout)
+        if self._task is None:
+            raise RuntimeError(f"the cache is not started: {self.core.path}")
+        await wait_event(self._settled, timeout)
+        return self.core.loaded and self.core.started
+
+
+class CuratorCache(CacheConstructor, CacheFace):
     """The asyncio form of :class:`pycurator.CuratorCache`: the same watch, reads and events
     as Curator's ``CuratorCache``; ``async for event in cache.events()`` besides listeners.
 
@@ -61,37 +98,23 @@ class CuratorCache(CacheFace):
     still started, its task is cancelled and its watch removed, as by :meth:`close`.
     """
 
-    def __init__(
-        self,
-        client: KazooClient,
-        path: str,
-        options: Iterable[object] | None = None,
-        *,
-        exception_handler: Callable[[Exception], Any] | None = None,
-    ) -> None:
-        self._core = CacheCore(transport_of(client), path, options, exception_handler)
-        self._settled = asyncio.Event()  # set once loaded or closed
-        self._task: asyncio.Task[None] | None = None
+    _shell_class = CacheShell
+    _shell: CacheShell
+
+    def _transport_of(self, client: KazooClient) -> Transport:
+        return transport_of(client)
 
     async def start(self) -> None:
         """Load the tree and follow it, in the background, on the running loop.
 
         Raises RuntimeError when started before (Curator: "Cannot be started more than once").
         """
-        loop = asyncio.get_running_loop()
-        mirror = self._core.begin(loop_spawner(), LoopEvent(loop, self._settled).set)
-        self._task = loop.create_task(run_async(self._core.transport, mirror.steps()))
-        self._task.add_done_callback(log_failure)
+        self._shell.start()
 
     async def close(self) -> None:
         """Stop following the tree (see the threaded cache's ``close()``); returns once
         done."""
-        if self._core.finish():
-            task = self._task
-            if task is not None:
-                task.cancel()
-                await asyncio.wait({task}, timeout=CLOSE_WAIT)
-        self._core.closed()
+        await self._shell.close()
 
     async def __aenter__(self) -> CuratorCache:
         await self.start()
@@ -103,11 +126,7 @@ class CuratorCache(CacheFace):
     async def wait_initialized(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for the first load to be told: True
         once it is, False on timeout or once closed. RuntimeError before :meth:`start`."""
-        timeout = check_timeout(timeout)
-        if self._task is None:
-            raise RuntimeError(f"the cache is not started: {self.path}")
-        await wait_event(self._settled, timeout)
-        return self._core.loaded and self._core.started
+        return await self._shell.wait_initialized(timeout)
 
     def add_listener(self, listener: SupportsEvent | Callable[..., Any]) -> None:
         """Tell ``listener`` (a :class:`CuratorCacheListener`, or any callable ``(type,
@@ -130,4 +149,4 @@ class CuratorCache(CacheFace):
         return self._core.describe("aio.CuratorCache")
 
 
-__all__ = ["AsyncCacheEvents", "CuratorCache"]
+__all__ = ["AsyncCacheEvents", "CacheShell", "CuratorCache"]
