@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .cache import table as cache_table
+
 NAMES = {
     "pycurator": "pycurator",
     "pycurator-fast": "pycurator, fast handler",
@@ -504,4 +506,5 @@ SECTIONS = {
     "standalone": _standalone,
     "leaks": _leaks,
     "soak": _soak,
+    "cache": cache_table,
 }

@@ -53,6 +53,7 @@ from .._protocol.requests import (
     RemoveWatches,
 )
 from .._protocol.steps import (
+    Await,
     AwaitAll,
     CheckOpen,
     ForgetWatch,
@@ -60,19 +61,22 @@ from .._protocol.steps import (
     IsConnected,
     Listen,
     NewSignal,
+    Outcome,
     Send,
     SessionId,
     Steps,
     Unlisten,
     WaitSignal,
 )
-from .._protocol.transport import Signal, Transport, ignore, runs_inline
+from .._protocol.transport import Signal, Transport, ignore, runs_inline, set_here
 from .._protocol.waits import RETRYABLE, sent_steps
 
 log = logging.getLogger("pycurator")
 
 #: The longest the watch's ``addWatch`` waits for the server before it is sent again.
 STEP_WAIT = 10.0
+#: An answer is awaited as long as kazoo takes to give it (a lost connection ends it).
+_NO_DEADLINE = Deadline(None)
 #: Seconds before a step that failed for want of a connection is tried again.
 RETRY_DELAY = 0.1
 #: Seconds between tries of a step that failed with another error.
@@ -272,8 +276,11 @@ class Mirror:
                 sent.append((yield Send(GetData(path, watch))))
             for path in lists:
                 sent.append((yield Send(ListChildren(path, watch))))
-            gathered.clear()
-            outcomes = yield AwaitAll(sent, gathered, None)
+            if len(sent) == 1:  # the answer resumes the steps on the thread that brings it
+                outcomes = [(yield from _outcome_of(sent[0]))]
+            else:
+                gathered.clear()
+                outcomes = yield AwaitAll(sent, gathered, None)
             events: list[CacheEvent] = []
             next_lists: list[str] = []
             lost = False
@@ -361,9 +368,11 @@ class Mirror:
         if event.path is None:
             return  # the connection's news, heard as the client's states
         self._events.append((event.type, event.path))
+        # the steps read on this thread (kazoo's callback worker, or the fast handler's
+        # connection thread, which may send), as an election's watch wakes its steps
         wake = self._wake
         if wake is not None:
-            wake.set()
+            set_here(wake)
 
     def _on_state(self, state: str) -> None:
         if state == KazooState.LOST:
@@ -373,6 +382,16 @@ class Mirror:
         wake = self._wake
         if wake is not None:
             wake.set()
+
+
+def _outcome_of(answer: Any) -> Steps[Outcome]:
+    """The :data:`~pycurator._protocol.steps.Outcome` of one answer, awaited."""
+    try:
+        return (yield Await(answer, _NO_DEADLINE)), None
+    except KazooException as exc:
+        # its traceback would hold this frame, which holds the error: a cycle only the
+        # garbage collector frees, made for every node read gone
+        return None, exc.with_traceback(None)
 
 
 __all__ = ["ERROR_RETRY_DELAY", "ONE_SHOT_ONLY", "RETRY_DELAY", "STEP_WAIT", "Mirror"]
