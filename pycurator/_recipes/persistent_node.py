@@ -195,7 +195,8 @@ class Keeper:
                 yield from self._step(wake, Deadline(STEP_WAIT))
             except ConnectionClosedError:
                 return True
-            except (*RETRYABLE, DeadlineExpired):
+            except (*RETRYABLE, DeadlineExpired, NoNodeError):
+                # NoNode: a parent container was reaped while we made its child; make it again
                 yield WaitSignal(wake, RETRY_DELAY)
                 continue
             except UNFIXABLE as exc:
@@ -349,7 +350,9 @@ class Keeper:
         if watched is not None:
             yield ForgetWatch(watched, self._on_watch)
         creating, self._creating = self._creating, None
-        path, self.actual_path = self.actual_path, None
+        path = self.actual_path
+        if deleting:  # (once the client is stopped, the node's path stays told, as Curator's)
+            self.actual_path = None
         if self._claimed() and path is not None:
             claims = yield Claims()
             claims.pop(path, None)

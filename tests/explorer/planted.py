@@ -167,6 +167,22 @@ DEFECTS = (
         "        if True:",
         ("cache",),
     ),
+    Defect(
+        "a lost create's node is not looked for (two nodes of one kept node)",
+        "one-node",
+        "_recipes/persistent_node.py",
+        "        if path is None and self._lost_create:",
+        "        if False:",
+        ("kept-sequential-node",),
+    ),
+    Defect(
+        "a kept node is not woken by its deletion",
+        "kept",
+        "_recipes/persistent_node.py",
+        "        self._wake_up()  # set again (once connected)",
+        "        pass",
+        ("kept-node", "kept-sequential-node"),
+    ),
 )
 
 

@@ -1,7 +1,8 @@
 """What users of each family of recipes do, as programs both front ends run
 (:mod:`tests.explorer.participants`): a lock's (acquire, hold while told held, release), a
-lease's, a latch's (start, lead while told so, close) and a selector's (``lead`` each term while
-told it leads). A recipe whose user does the same reuses its family's program
+lease's, a latch's (start, lead while told so, close), a selector's (``lead`` each term while
+told it leads) and a kept node's (start, wait for its first create, give it data now and then,
+close). A recipe whose user does the same reuses its family's program
 (:mod:`tests.explorer.protocols`).
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
+from .kept import Kept
 from .participants import (
     CLOSE_WAIT,
     CONFIRM_WAIT,
@@ -288,3 +290,40 @@ def cache_program(p: Participant, cache: Any, record: Any) -> Program:
         record.closed = True
         with contextlib.suppress(*ENDINGS):
             yield from p.timed("close", CLOSE_WAIT, Call(cache.close))
+
+
+def node_program(p: Participant, node: Any, parent: str) -> Program:
+    """A kept node's user: start, wait for its first create, keep it a while (the contender's
+    timeout, or a few seconds; less when its owner gives up), giving it new data now and then,
+    close."""
+    kept = Kept(p.name, p.link, parent, lambda: node.actual_path, node.get_data)
+    p.world.kept.append(kept)
+    c = p.contender
+    started = False
+    try:
+        yield Call(node.start)
+        started = True
+        kept.started_at = p.now
+        wait = c.timeout if c.timeout is not None else 3.0
+        with contextlib.suppress(*ENDINGS):
+            yield from p.timed(
+                "wait_for_initial_create",
+                wait + 1e-6,
+                Call(node.wait_for_initial_create, (wait,)),
+            )
+        until = p.now + (c.timeout if c.timeout is not None else 4.0)
+        given = 0
+        while p.left(until) and not p.cancelled:
+            yield Sleep(min(1.5, until - p.now))
+            given += 1
+            yield Call(node.set_data, (f"{p.name}:{given}".encode(),))
+            kept.data_at = p.now
+    except asyncio.CancelledError:
+        pass
+    finally:
+        kept.closing_at = p.now
+    if not started:
+        return
+    with contextlib.suppress(*ENDINGS):
+        yield from p.timed("close", CLOSE_WAIT, Call(node.close))
+        kept.closed_at = p.now

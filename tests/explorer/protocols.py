@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from pycurator import menagerie, zklocker, zkrecipes
+from pycurator import CreateMode, menagerie, zklocker, zkrecipes
 from pycurator.aio import menagerie as aio_menagerie
 from pycurator.aio import zklocker as aio_zklocker
 from pycurator.aio import zkrecipes as aio_zkrecipes
@@ -31,6 +31,7 @@ from .programs import (
     latch_program,
     lease_program,
     lock_program,
+    node_program,
     selector_program,
 )
 from .world import World
@@ -42,7 +43,7 @@ Make = Callable[[Participant], Any]
 @dataclasses.dataclass(frozen=True)
 class Protocol:
     """One recipe under exploration: its ``family`` of program (``lock``, ``lease``,
-    ``latch``, ``selector``), the ``key`` its claims contend for and how many may hold it,
+    ``latch``, ``selector``, ``node``), the ``key`` its claims contend for and how many may hold it,
     what makes a contender's recipe object (``make``), what kind of hold each contender's is
     (``kind``: ``excl``, ``read``, ``write``), and whether it takes a connection policy."""
 
@@ -199,6 +200,24 @@ _register(
         policies=False,
     ),
     Protocol(
+        "kept-node",
+        "node",
+        "/nodes/kept",
+        lambda p: p.module.PersistentNode(
+            p.client, "/nodes/kept/node", CreateMode.EPHEMERAL, p.name.encode(), True
+        ),
+        policies=False,
+    ),
+    Protocol(
+        "kept-sequential-node",
+        "node",
+        "/nodes/sequential",
+        lambda p: p.module.PersistentNode(
+            p.client, "/nodes/sequential/n-", CreateMode.EPHEMERAL_SEQUENTIAL, b"", True
+        ),
+        policies=False,
+    ),
+    Protocol(
         "zk-election",
         "latch",
         "/zk/election",
@@ -271,6 +290,8 @@ def _run(p: Participant, protocol: Protocol, shared: _Shared) -> Program:
         yield from cache_program(p, recipe, caches.follow(p.world, p.name, p.link, recipe))
     elif protocol.family == "latch":
         yield from latch_program(p, recipe, protocol.key, listens=protocol.policies)
+    elif protocol.family == "node":
+        yield from node_program(p, recipe, protocol.key)
     elif protocol.family == "lease":
         yield from lease_program(p, recipe, protocol.key, protocol.extra)
     else:

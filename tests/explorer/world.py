@@ -36,6 +36,7 @@ it):
 - ``clean-end``: every participant ends, without an error it was not told to expect; no node is
   left in a live session, no earlier session lives on; nothing is logged at ERROR;
 - ``cache-converges`` and ``told-once``: what a cache tells (:mod:`tests.explorer.caches`).
+- ``one-node`` and ``kept``, on kept nodes (``PersistentNode``): see :mod:`tests.explorer.kept`.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ import pycurator
 from pycurator import LockEvent, LockEventKind
 from pycurator._protocol import clock
 
+from . import kept as kept_nodes
 from .aioloop import SimLoop
 from .connection import Link, sim_client
 from .server import Server
@@ -85,6 +87,7 @@ INVARIANTS = (
     "clean-end",
     "cache-converges",
     "told-once",
+    *kept_nodes.INVARIANTS,
 )
 
 _SEQUENCE = re.compile(r"(\d{10})$")
@@ -173,6 +176,8 @@ class World:
         self.server = Server(self.hub)
         self.links = [sim_client(self.hub, self.server, i, SESSION_TIMEOUT) for i in range(clients)]
         self.claims: list[Claim] = []
+        #: the kept nodes (``PersistentNode``) of the participants
+        self.kept: list[kept_nodes.Kept] = []
         #: how many may hold each key at once (one, by default)
         self.capacity: dict[str, int] = {}
         self.waits: list[Wait] = []
@@ -377,6 +382,8 @@ class World:
             self._check_exclusion(key, holders)
         if self._owed:
             self._check_callbacks()
+        if self.kept:
+            kept_nodes.check_now(self)
 
     def _check_callbacks(self) -> None:
         """Each loss a claim's user was told of (while it claimed) is followed by each of its
@@ -474,6 +481,7 @@ class World:
                 self.fail(f"clean-end: {participant.name} failed: {participant.error!r}")
         for unit in self.hub.failed:
             self.fail(f"clean-end: {unit.name} failed: {unit.error!r}")
+        kept_nodes.check_end(self)
         for link in self.links:
             if link.stopped_at is not None or not link.client._session_id:
                 continue
