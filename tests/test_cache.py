@@ -21,6 +21,7 @@ from pycurator import (
     CuratorCache,
     CuratorCacheListener,
 )
+from pycurator._client import kazoo_internals
 from pycurator._protocol.cache import compress
 from pycurator._recipes import cache as cache_protocol
 from pycurator.testing import (
@@ -309,6 +310,11 @@ def test_close_stops_the_listeners_and_the_streams_and_clears_unless_asked_not_t
     assert len(recorder.events) == 2
     cache.close()  # again: nothing
     assert not cache.wait_initialized(0)
+    for children in (False, True):  # its one-shot watches too: kazoo keeps none of them
+        assert not any(
+            kazoo_internals.watchers(zk, path, children=children)
+            for path in kazoo_internals.watched_paths(zk, children=children)
+        )
 
 
 def test_listeners_hear_in_order_each_from_its_addition_and_removal_stops_them(

@@ -175,20 +175,21 @@ class CacheCore:
         return self.mirror
 
     def finish(self) -> bool:
-        """Move to CLOSED, clearing what is held unless ``DO_NOT_CLEAR_ON_CLOSE``; whether it
-        was started (closing twice, or before a start, does nothing more, as in Curator). The
-        front end then cancels the steps."""
+        """Move to CLOSED; whether it was started (closing twice, or before a start, does
+        nothing more, as in Curator). The front end then cancels the steps (which remove their
+        watches, each node's with one-shot watches)."""
         if self.state is not Lifecycle.STARTED:
             self.state = Lifecycle.CLOSED
             return False
         self.state = Lifecycle.CLOSED
-        if CacheOption.DO_NOT_CLEAR_ON_CLOSE not in self.options:
-            self.tree.nodes.clear()
         return True
 
     def closed(self) -> None:
         """After :meth:`finish`, once the steps have ended (or the front end stopped waiting
-        for them): no listener hears more, every stream ends, and waiters wake."""
+        for them): what is held is cleared unless ``DO_NOT_CLEAR_ON_CLOSE``, no listener hears
+        more, every stream ends, and waiters wake."""
+        if CacheOption.DO_NOT_CLEAR_ON_CLOSE not in self.options:
+            self.tree.nodes.clear()
         self.listeners.clear()
         streams, self.streams = self.streams, []
         post, changed = self._post, self._changed
