@@ -25,6 +25,9 @@ Sections (``--sections``, all by default):
   to a lock, with one shared client and a client per thread, against Curator in a Java program
   (it takes the ``--contended-*`` options); when it runs alone its JSON goes to
   ``docs/counters-bench.json`` and its tables to the page's counters region;
+- ``cache``: a ``CuratorCache``'s first load of 10,000 nodes (flat and three levels deep), the
+  time from a write to its listener, and the memory it holds per node, each side a program of
+  its own (Curator as a Java program, ``bench/java/CacheBench.java``);
 - ``soak`` (only when named): mixed recipes for ``--seconds``, sampling RSS, threads, kazoo's
   registries and the server's watches; when it runs alone its JSON goes to ``docs/soak.json``
   and its table to the page's soak region.
@@ -57,6 +60,7 @@ from pycurator.testing import ZooKeeperServer, four_letter_word, split_hosts
 
 from . import (
     aio,
+    cache,
     contended,
     counters,
     cycle,
@@ -85,6 +89,7 @@ SECTIONS = (
     "leaks",
     "aio",
     "counters",
+    "cache",
     "soak",
     "scale",
 )
@@ -171,6 +176,11 @@ def parser() -> argparse.ArgumentParser:
         "--standalone-recipes",
         help="the standalone section's recipes, comma-separated (default: all)",
     )
+    caching = p.add_argument_group("cache")
+    caching.add_argument("--cache-n", type=int, default=10_000, help="nodes in each tree")
+    caching.add_argument(
+        "--cache-writes", type=int, default=200, help="writes timed to the listener"
+    )
     soaking = p.add_argument_group("soak")
     soaking.add_argument("--seconds", type=float, default=60.0, help="how long the soak runs")
     soaking.add_argument("--soak-interval", type=float, help="between samples (default: 1/10)")
@@ -241,6 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.contended_rounds,
             args.contended_warmup,
         ),
+        "cache": lambda: cache.run(hosts, args.cache_n, args.cache_writes),
         "soak": lambda: soak.run(hosts, args.seconds, args.soak_interval),
         "scale": lambda: scale.run(
             args.scale_n, args.scale_waiters, args.scale_cases, args.scale_down_s

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import counters
+from .cache import table as cache_table
 
 NAMES = {
     "pycurator": "pycurator",
@@ -532,4 +533,5 @@ SECTIONS = {
     "leaks": _leaks,
     "counters": _counters,
     "soak": _soak,
+    "cache": cache_table,
 }

@@ -5,7 +5,15 @@ from __future__ import annotations
 from . import aio as aio  # the asyncio forms of the recipes
 from ._client.lock_listeners import add_lock_listener, remove_lock_listener
 from ._connect import TLSOptions, connect, reconnecting_retry
+from ._cores.cache_listeners import (
+    CuratorCacheListener,
+    CuratorCacheListenerBuilder,
+    PathChildrenCacheEvent,
+    TreeCacheEvent,
+)
+from ._protocol.cache import CacheEvent, CacheEventType, CacheOption, ChildData
 from ._protocol.errors import (
+    CompressedDataError,
     ConnectTimeout,
     CorruptedDataError,
     IllegalTrySetVersionError,
@@ -30,6 +38,8 @@ from ._threads.atomic import (
     PromotedToLock,
 )
 from ._threads.barriers import DistributedBarrier, DistributedDoubleBarrier
+from ._threads.cache import CuratorCache
+from ._threads.group import GroupMember
 from ._threads.latch import CloseMode, LeaderLatch, LeaderLatchListener, Participant
 from ._threads.multilock import InterProcessMultiLock
 from ._threads.mutex import InterProcessMutex
@@ -46,16 +56,25 @@ __version__ = "0.1.0"
 __all__ = [
     "AtomicStats",
     "AtomicValue",
+    "CacheEvent",
+    "CacheEventType",
+    "CacheOption",
+    "ChildData",
     "CloseMode",
+    "CompressedDataError",
     "ConnectTimeout",
     "ConnectionPolicy",
     "CorruptedDataError",
     "CreateMode",
+    "CuratorCache",
+    "CuratorCacheListener",
+    "CuratorCacheListenerBuilder",
     "DistributedAtomicInteger",
     "DistributedAtomicLong",
     "DistributedAtomicValue",
     "DistributedBarrier",
     "DistributedDoubleBarrier",
+    "GroupMember",
     "IllegalTrySetVersionError",
     "InterProcessMultiLock",
     "InterProcessMutex",
@@ -76,6 +95,7 @@ __all__ = [
     "LockTimeout",
     "NotALockNodeError",
     "Participant",
+    "PathChildrenCacheEvent",
     "PersistentNode",
     "PersistentTtlNode",
     "PromotedToLock",
@@ -84,6 +104,7 @@ __all__ = [
     "SharedCount",
     "SharedValue",
     "TLSOptions",
+    "TreeCacheEvent",
     "UnknownOutcomeError",
     "VersionedValue",
     "add_lock_listener",

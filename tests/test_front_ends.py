@@ -49,6 +49,7 @@ ONLY_THERE = {
 #: entry points and errors, which are no recipe; and the latch listener's protocol, whose
 #: methods an asyncio listener may write as coroutines.
 NOT_RECIPES = {
+    "CompressedDataError",
     "ConnectTimeout",
     "ConnectionPolicy",
     "CorruptedDataError",
@@ -83,6 +84,9 @@ VOCABULARY = {"asyncio": {"task": "thread", "tasks": "threads"}}
 #: The shells' functions that may loop, try or iterate, each because it is how its front end
 #: waits or runs what the cores give it; anything else in a shell is behaviour, for a core.
 WAITING = {
+    "pycurator/_threads/cache.py": {
+        "CacheEvents.__next__": "waits for the next event, a handler event per wait",
+    },
     "pycurator/_threads/lock.py": {
         "LockContext.hold": "releases at the end of a with block",
     },

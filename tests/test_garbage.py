@@ -28,9 +28,11 @@ from kazoo.retry import KazooRetry
 
 from pycurator import (
     CreateMode,
+    CuratorCache,
     DistributedAtomicLong,
     DistributedBarrier,
     DistributedDoubleBarrier,
+    GroupMember,
     InterProcessMultiLock,
     InterProcessMutex,
     InterProcessReadWriteLock,
@@ -206,6 +208,25 @@ def _aio_latch(client: KazooClient, path: str) -> Callable[[], None]:
     return lambda: asyncio.run(cycle())
 
 
+def _cache(client: KazooClient, path: str) -> Callable[[], None]:
+    def operation() -> None:  # a cache's life: its load, a change told, its close
+        changed = threading.Event()
+        cache = CuratorCache(client, path)
+
+        def listener(kind: Any, old: Any, new: Any) -> None:
+            if kind.name == "NODE_CHANGED":
+                changed.set()
+
+        cache.add_listener(listener)
+        cache.start()
+        assert cache.wait_initialized(SOON)
+        client.set(path, b"x")
+        assert changed.wait(SOON)
+        cache.close()
+
+    return operation
+
+
 def _persistent_node(client: KazooClient, path: str) -> Callable[[], None]:
     def operation() -> None:  # made, written, deleted on close
         node = PersistentNode(client, f"{path}/node", CreateMode.EPHEMERAL, b"a", True)
@@ -217,6 +238,19 @@ def _persistent_node(client: KazooClient, path: str) -> Callable[[], None]:
     return operation
 
 
+def _aio_cache(client: KazooClient, path: str) -> Callable[[], None]:
+    async def cycle() -> None:
+        async with aio.CuratorCache(client, path) as cache:
+            events = cache.events()
+            assert await cache.wait_initialized(SOON)
+            await asyncio.to_thread(client.set, path, b"x")
+            async for event in events:
+                if event.type.name == "NODE_CHANGED":
+                    break
+
+    return lambda: asyncio.run(cycle())
+
+
 def _aio_persistent_node(client: KazooClient, path: str) -> Callable[[], None]:
     async def cycle() -> None:
         node = aio.PersistentNode(client, f"{path}/node", CreateMode.EPHEMERAL_SEQUENTIAL, b"a")
@@ -225,6 +259,16 @@ def _aio_persistent_node(client: KazooClient, path: str) -> Callable[[], None]:
         await node.close()
 
     return lambda: asyncio.run(cycle())
+
+
+def _group_member(client: KazooClient, path: str) -> Callable[[], None]:
+    def operation() -> None:  # joined, seen, left
+        member = GroupMember(client, path, "member", b"m")
+        member.start()
+        assert member.wait_for_initial_create(SOON)
+        member.close()
+
+    return operation
 
 
 RECIPES: dict[str, Callable[[KazooClient, str], Callable[[], None]]] = {
@@ -244,6 +288,9 @@ RECIPES: dict[str, Callable[[KazooClient, str], Callable[[], None]]] = {
     "barriers": _double_barrier,
     "aio-mutex": _aio_mutex,
     "aio-latch": _aio_latch,
+    "cache": _cache,
+    "group-member": _group_member,
+    "aio-cache": _aio_cache,
     "persistent-node": _persistent_node,
     "aio-persistent-node": _aio_persistent_node,
 }
@@ -300,6 +347,27 @@ def test_a_selector_s_terms_leave_no_cyclic_garbage(
         found = ours(collector_off())
     finally:
         assert selector.close(SOON)
+    assert per_operation(found) == {}
+
+
+def test_a_cache_s_events_leave_no_cyclic_garbage(
+    zk: KazooClient, zk_path: str, collector_off: Callable[[], list[object]]
+) -> None:
+    lasting_parents(zk, zk_path)
+    told = threading.Semaphore(0)
+    cache = CuratorCache(zk, zk_path)
+    cache.add_listener(lambda kind, old, new: told.release())
+    cache.start()
+    try:
+        assert cache.wait_initialized(SOON) and told.acquire(timeout=SOON)
+        collector_off()
+        for _ in range(OPERATIONS):  # a creation, a change and a deletion each
+            for write in (zk.create, lambda path: zk.set(path, b"x"), zk.delete):
+                write(f"{zk_path}/n")
+                assert told.acquire(timeout=SOON)
+        found = ours(collector_off())
+    finally:
+        cache.close()
     assert per_operation(found) == {}
 
 

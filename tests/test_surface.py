@@ -12,11 +12,13 @@ from kazoo.client import KazooClient
 from kazoo.retry import KazooRetry
 
 from pycurator import (
+    CuratorCache,
     DistributedAtomicInteger,
     DistributedAtomicLong,
     DistributedAtomicValue,
     DistributedBarrier,
     DistributedDoubleBarrier,
+    GroupMember,
     InterProcessMultiLock,
     InterProcessMutex,
     InterProcessReadWriteLock,
@@ -77,6 +79,8 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
             aio.InterProcessMultiLock(client, ["/a", "/b"]),
         ),
         "latch": (LeaderLatch(client, "/l"), aio.LeaderLatch(client, "/l")),
+        "cache": (CuratorCache(client, "/c"), aio.CuratorCache(client, "/c")),
+        "group member": (GroupMember(client, "/g", "m"), aio.GroupMember(client, "/g", "m")),
         "selector": (
             LeaderSelector(client, "/sel", print),
             aio.LeaderSelector(client, "/sel", print),  # type: ignore[arg-type]
@@ -147,6 +151,8 @@ KINDS = [
     "lease",
     "multi-lock",
     "latch",
+    "cache",
+    "group member",
     "selector",
     "leadership",
     "zookeeper write lock",

@@ -10,13 +10,15 @@ A shell inherits its constructor first, and its front end's waiting after it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.modes import CreateMode
 from .._protocol.transport import Transport
 from .._recipes.lock_engine import LockEngine, mutex_engine, read_write_engines
+from .cache import CacheCore
+from .group import GroupCore
 from .latch import CloseMode, LatchCore
 from .persistent_node import PersistentNodeCore, ttl_node_core
 from .semaphore import SemaphoreMutexCore
@@ -178,8 +180,52 @@ class PersistentTtlNodeConstructor(Constructor):
         self._shell = self._shell_class(self._core)
 
 
+class CacheShell(Protocol):
+    """What a front end's cache shells share (its ``CacheShell``), as a cache is made with it."""
+
+    def __init__(self, core: CacheCore) -> None: ...
+
+
+class CacheConstructor(Constructor):
+    """``CuratorCache(client, path, options, *, exception_handler)``: the cache's core (every
+    argument checked first, as Curator checks them), run by the front end's ``CacheShell``
+    (``_shell_class``)."""
+
+    _shell_class: type[CacheShell]
+
+    def __init__(
+        self,
+        client: KazooClient,
+        path: str,
+        options: Iterable[object] | None = None,
+        *,
+        exception_handler: Callable[[Exception], Any] | None = None,
+    ) -> None:
+        self._core = CacheCore(self._transport_of(client), path, options, exception_handler)
+        self._shell = self._shell_class(self._core)
+
+
+class GroupMemberConstructor(Constructor):
+    """``GroupMember(client, membership_path, this_id, payload)``: the member's core (every
+    argument checked first, nothing sent), its node run by the front end's ``KeptNodeShell``
+    and its cache of the group by its ``CacheShell``."""
+
+    _node_shell_class: type[KeptNodeShell]
+    _cache_shell_class: type[CacheShell]
+
+    def __init__(
+        self, client: KazooClient, membership_path: str, this_id: str, payload: bytes | None = None
+    ) -> None:
+        self._core = GroupCore(self._transport_of(client), membership_path, this_id, payload)
+        self._node = self._node_shell_class(self._core.node)
+        self._cache = self._cache_shell_class(self._core.cache)
+
+
 __all__ = [
+    "CacheConstructor",
+    "CacheShell",
     "Constructor",
+    "GroupMemberConstructor",
     "KeptNodeShell",
     "LatchConstructor",
     "MutexConstructor",

@@ -13,6 +13,7 @@
      │                                           effect cannot be known
      ├── IllegalTrySetVersionError (also ValueError)
      │                                           a versioned set at version -1 (CURATOR-688)
+     ├── CompressedDataError (also ValueError)   a cached node's data that does not unzip
      ├── ServerFeatureError (also kazoo's UnimplementedError)
      │                                           the server lacks what a request needs
      └── LockReleaseError (an ExceptionGroup on Python 3.11+)
@@ -122,6 +123,18 @@ class NotALockNodeError(_Picklable, ValueError):
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"Not a lock node: {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class CompressedDataError(_Picklable, ValueError):
+    """Told to a cache's error handler for a node whose data does not unzip where the cache
+    reads gzip (``COMPRESSED_DATA``): the node is not held (or keeps what was held)."""
+
+    _fields = ("path", "reason")
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"Compressed data that does not unzip: {path}: {reason}")
         self.path = path
         self.reason = reason
 

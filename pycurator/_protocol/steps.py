@@ -241,32 +241,25 @@ def perform(transport: Transport, step: Effect) -> Any:
 
 def link_all(answers: Sequence[Pending], wake: Signal) -> Callable[[], None]:
     """How a runner begins an :class:`AwaitAll`: ``wake`` is set once every answer has come;
-    the undo, to call when the wait ends. An answer is ready before its callbacks run, so the
-    callback of the last one in finds every one ready, whichever thread runs it; each scan
-    starts where an earlier one stopped (a stale start, from a race, only costs a longer
-    scan; a signal set twice is set once), so all the callbacks make one pass in all."""
-    first_unready = [0]
-    # the answers, let go by the undo: kazoo keeps a ready answer's callbacks (its unlink does
-    # nothing then), and a callback that kept the answers would make a cycle only a collection
-    # frees, with every read that waits this way
-    linked: list[Sequence[Pending]] = [answers]
+    the undo, to call when the wait ends. Each answer's callback is given its answer and
+    crosses it off by its id: it keeps no answer, since kazoo's result keeps its callbacks
+    once answered (its ``unlink`` does nothing then), and a callback that kept the answers
+    would make a cycle only the garbage collector frees."""
+    waiting = {id(answer) for answer in answers}
 
-    def answered(_: Any) -> None:
-        pending = linked[0]
-        index = first_unready[0]
-        while index < len(pending) and pending[index].ready():
-            index += 1
-        first_unready[0] = index
-        if pending and index == len(pending):
+    def answered(answer: Any) -> None:
+        waiting.discard(id(answer))
+        if not waiting:
             wake.set()
 
     for answer in answers:
         answer.rawlink(answered)
+    if not answers:
+        wake.set()
 
     def unlink() -> None:
         for answer in answers:
             answer.unlink(answered)
-        linked[0] = ()
 
     return unlink
 

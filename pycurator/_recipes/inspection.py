@@ -66,6 +66,9 @@ class QueuedNode:
 
 #: The layout of a path that holds no lock: children, but none a Curator lock node.
 NOT_A_LOCK = "not-a-lock"
+#: The layout of a group's path (Curator's ``GroupMember``): ephemeral children named by the
+#: members' ids, none a lock node; each a participant of kind ``member``, holding nothing.
+GROUP = "group"
 
 
 @dataclass(frozen=True)
@@ -351,6 +354,10 @@ def _curator_view(path: str, entries: Sequence[Entry], layout: str | None) -> Lo
     ]
     ignored = [name for name in ignored if name not in blockers]
     note = _blocking_note(layout, queued)
+    if not participants and ignored and all(e.session != 0 for e in entries):
+        members = sorted(entries, key=lambda e: e.name)
+        nodes = tuple(QueuedNode(e, "member", False, i) for i, e in enumerate(members, 1))
+        return LockView(path, True, GROUP, nodes)
     if not participants and ignored:
         layout = NOT_A_LOCK
         note = "no child is a lock node (ephemeral, named like lock-, latch-, x-, dlk-, ...)"
@@ -377,7 +384,8 @@ def inspect_lock_steps(
 
     A path that holds no lock (persistent children, children with other names, a semaphore's
     ``locks``/``leases`` node given directly) has the layout :data:`NOT_A_LOCK` and no
-    participants.
+    participants; one whose children are all ephemeral and none a lock node is a group's
+    (:data:`GROUP`), its members the participants.
     """
     entries = yield from _read_entries(path)
     if entries is None:

@@ -10,13 +10,22 @@ releases the lock; ``CancelledError`` always propagates.
 
 from __future__ import annotations
 
+from .._cores.cache_listeners import (
+    CuratorCacheListener,
+    CuratorCacheListenerBuilder,
+    PathChildrenCacheEvent,
+    TreeCacheEvent,
+)
 from .._cores.latch import CloseMode
+from .._protocol.cache import CacheEvent, CacheEventType, CacheOption, ChildData
 from .._protocol.modes import CreateMode
 from .._recipes.atomic import AtomicStats, AtomicValue, PromotedToLock
 from .._recipes.participants import Participant
 from .._recipes.shared_value import VersionedValue
 from ._atomic import DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicValue
 from ._barriers import DistributedBarrier, DistributedDoubleBarrier
+from ._cache import CuratorCache
+from ._group import GroupMember
 from ._latch import LeaderLatch
 from ._multilock import InterProcessMultiLock
 from ._mutex import InterProcessMutex
@@ -30,13 +39,21 @@ from ._shared import SharedCount, SharedValue
 __all__ = [
     "AtomicStats",
     "AtomicValue",
+    "CacheEvent",
+    "CacheEventType",
+    "CacheOption",
+    "ChildData",
     "CloseMode",
     "CreateMode",
+    "CuratorCache",
+    "CuratorCacheListener",
+    "CuratorCacheListenerBuilder",
     "DistributedAtomicInteger",
     "DistributedAtomicLong",
     "DistributedAtomicValue",
     "DistributedBarrier",
     "DistributedDoubleBarrier",
+    "GroupMember",
     "InterProcessMultiLock",
     "InterProcessMutex",
     "InterProcessReadWriteLock",
@@ -47,12 +64,14 @@ __all__ = [
     "Leadership",
     "Lease",
     "Participant",
+    "PathChildrenCacheEvent",
     "PersistentNode",
     "PersistentTtlNode",
     "PromotedToLock",
     "ReadLock",
     "SharedCount",
     "SharedValue",
+    "TreeCacheEvent",
     "VersionedValue",
     "WriteLock",
     "commit",

@@ -1,12 +1,12 @@
-"""The ``pycurator`` command: ``lock``, ``elect``, ``inspect``, ``count``, ``revoke``,
-``server`` and ``demo``.
+"""The ``pycurator`` command: ``lock``, ``elect``, ``inspect``, ``count``, ``watch``,
+``revoke``, ``server`` and ``demo``.
 
 Errors are one line on stderr and a non-zero exit status (see the ``EXIT_*`` constants); a
 standard output whose reader has gone ends the command quietly. The arguments are parsed in
 ``_parser``; the subcommands live in ``_lock`` and ``_elect`` (over ``_run``, what the two
 share), ``_inspect`` (inspect, revoke; ``_watch`` follows a lock live), ``_counters``
-(count, and how inspect shows counters and barriers), ``_server`` (server) and here
-(demo). What they print of the tree goes through ``_text``.
+(count, and how inspect shows counters and barriers), ``_subtree`` (watch), ``_server``
+(server) and here (demo). What they print of the tree goes through ``_text``.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from ._inspect import cmd_inspect, cmd_revoke
 from ._lock import ENV_HOSTS, ENV_NODE, ENV_PATH, ENV_TOKEN, cmd_lock
 from ._parser import RUN_USAGE, build_parser
 from ._server import cmd_server
+from ._subtree import cmd_watch
 from ._text import shown
 from ._views import view_as_json, view_as_table
 
@@ -95,6 +96,7 @@ __all__ = [
     "cmd_lock",
     "cmd_revoke",
     "cmd_server",
+    "cmd_watch",
     "main",
     "view_as_json",
     "view_as_table",
@@ -171,6 +173,7 @@ def _main(argv: Sequence[str] | None) -> int:
         "elect": lambda a: cmd_elect(a, sys.stderr),
         "inspect": lambda a: cmd_inspect(a, sys.stdout),
         "count": lambda a: cmd_count(a, sys.stdout),
+        "watch": lambda a: cmd_watch(a, sys.stdout),
         "revoke": lambda a: cmd_revoke(a, sys.stdout),
         "demo": lambda a: cmd_demo(a, sys.stdout),
         "server": lambda a: cmd_server(a, sys.stdout, sys.stderr),

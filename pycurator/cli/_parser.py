@@ -321,6 +321,26 @@ def build_parser() -> argparse.ArgumentParser:
     count.add_argument("--json", action="store_true", help="print JSON: path, type and value")
     _global_options(count, top=False)
 
+    watch = commands.add_parser(
+        "watch",
+        help="print a subtree's changes as they happen, until interrupted",
+        description=(
+            "Follow PATH and every node below it (a CuratorCache, as Java Curator's) and print "
+            "each node created, changed or deleted as it happens, as 'etcdctl watch --prefix' "
+            "does; a suspended connection is told at once, and the changes made while it was "
+            "away are told once it is back. Ends on Ctrl-C, SIGTERM or SIGHUP (exit status 0)."
+        ),
+    )
+    watch.add_argument("path", metavar="PATH", help="the subtree's root, e.g. /services")
+    watch.add_argument(
+        "--json", action="store_true", help="print one JSON document per event instead of lines"
+    )
+    watch.add_argument(
+        "--initial", action="store_true", help="print the nodes already there first, as created"
+    )
+    watch.add_argument("--interval", type=POSITIVE_SECONDS, default=1.0, help=argparse.SUPPRESS)
+    _global_options(watch, top=False)
+
     revoke = commands.add_parser(
         "revoke",
         help="ask the holder of a lock node to release it",

@@ -28,7 +28,7 @@ from kazoo.exceptions import (
 )
 
 from .._protocol.deadline import FIRST_TRY_WAIT
-from .._recipes.inspection import NOT_A_LOCK, LockView
+from .._recipes.inspection import GROUP, NOT_A_LOCK, LockView
 from .._threads.inspection import inspect_lock
 from ._common import (
     EXIT_CANNOT_RUN,
@@ -97,7 +97,7 @@ def refuse_crossing(client: KazooClient, path: str, layout: str, force: bool) ->
     two would not exclude each other. ``force`` (``--force``) goes on anyway. Returns the path
     as read."""
     view = inspect_lock(client, path)
-    if force or view.layout in (layout, "empty", NOT_A_LOCK) or not view.participants:
+    if force or view.layout in (layout, "empty", NOT_A_LOCK, GROUP) or not view.participants:
         return view
     theirs, command = _RECIPES[view.layout]
     ours = _RECIPES[layout][0]

@@ -9,7 +9,7 @@ from typing import Any
 
 from .._protocol import wire
 from .._protocol.ttl import TtlExpiry
-from .._recipes.inspection import NOT_A_LOCK, LockView, QueuedNode
+from .._recipes.inspection import GROUP, NOT_A_LOCK, LockView, QueuedNode
 from .._recipes.inspection_systems import name_session
 from ._text import shown, shown_data
 
@@ -20,6 +20,8 @@ def _state(view: LockView, participant: QueuedNode) -> str:
     ``--permits``)."""
     if participant.kind == "other":
         return "blocking"
+    if participant.kind == "member":
+        return "member"
     if not view.holders_known:
         return "unknown"
     if not participant.holder:
@@ -95,7 +97,19 @@ def _counts(view: LockView, now_ms: int) -> dict[str, Any]:
 
 
 def view_as_json(view: LockView, now_ms: int) -> dict[str, Any]:
-    """The JSON document ``inspect --json`` prints."""
+    """The JSON document ``inspect --json`` prints; a group's members are its participants
+    (``member_count``, with no holder and no queue)."""
+    if view.layout == GROUP:
+        return {
+            "path": view.path,
+            "exists": True,
+            "system": view.system,
+            "layout": GROUP,
+            "note": view.note,
+            "ignored": [],
+            "member_count": len(view.participants),
+            "participants": [_participant_json(view, p, now_ms) for p in view.participants],
+        }
     return {
         "path": view.path,
         "exists": view.exists,
@@ -121,7 +135,8 @@ def aligned(rows: Sequence[tuple[str, ...]]) -> list[str]:
 def _waiting(view: LockView) -> int:
     """The queue's length: the places of the lock nodes waiting (readers side by side share
     one), not counting the children that block it."""
-    return len({p.position for p in view.participants if not p.holder and p.kind != "other"})
+    kinds = ("other", "member")  # a member waits for nothing
+    return len({p.position for p in view.participants if not p.holder and p.kind not in kinds})
 
 
 def holders_and_waiting(view: LockView) -> str:
@@ -142,6 +157,8 @@ def view_as_table(view: LockView, now_ms: int) -> str:
     if view.layout == NOT_A_LOCK:  # its children are what they are: nothing is ignored
         children = f"{len(view.ignored)} child(ren): {names}" if view.ignored else "no children"
         return f"{path}: not a lock ({shown(view.note)}); {children}\n"
+    if view.layout == GROUP:
+        return group_as_table(view, now_ms)
     ignored = ""
     if view.ignored:
         ignored = f"{len(view.ignored)} other child(ren), not lock nodes, ignored: {names}"
@@ -174,8 +191,27 @@ def view_as_table(view: LockView, now_ms: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def group_as_table(view: LockView, now_ms: int) -> str:
+    """A group's members (Curator's ``GroupMember``): each id, its session, age and data."""
+    lines = [f"{shown(view.path)}: group, {len(view.participants)} member(s)"]
+    rows = [("MEMBER", "SESSION", "AGE", "DATA")]
+    for p in view.participants:
+        rows.append(
+            (
+                shown(p.entry.name),
+                f"0x{p.entry.session:x}",
+                f"{age(p, now_ms):.1f}s",
+                participant_data(p, DATA_WIDTH),
+            )
+        )
+    return "\n".join(lines + aligned(rows)) + "\n"
+
+
 def tree_row(view: LockView, now_ms: int) -> dict[str, Any]:
     holders = [p for p in view.participants if p.holder]
+    if view.layout == GROUP:
+        return {"path": view.path, "system": view.system, "layout": GROUP, "holders": [],
+                "member_count": len(view.participants)}  # fmt: skip
     return {
         "path": view.path,
         "system": view.system,
@@ -191,6 +227,10 @@ def tree_as_table(views: list[LockView], now_ms: int) -> str:
         return "no locks\n"
     rows: list[tuple[str, ...]] = [("LAYOUT", "HOLDERS", "WAITING", "HELD BY", "SINCE", "PATH")]
     for view in views:
+        if view.layout == GROUP:
+            members = f"{len(view.participants)} member(s)"
+            rows.append((GROUP, "-", "-", members, "-", shown(view.path)))
+            continue
         holders = [p for p in view.participants if p.holder]
         first = holders[0] if holders else None
         known = view.holders_known

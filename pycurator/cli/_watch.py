@@ -20,7 +20,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError, OperationTimeoutError, SessionExpiredError
 from kazoo.protocol.states import KazooState, WatchedEvent
 
-from .._recipes.inspection import LockView, QueuedNode
+from .._recipes.inspection import GROUP, LockView, QueuedNode
 from .._threads.inspection import inspect_lock
 from ._common import Interrupter, output_gone
 from ._text import shown
@@ -29,9 +29,9 @@ from ._views import ELECTIONS, participant_data, view_as_json, view_as_table
 #: The connection as the watch tells it, and as its JSON documents' ``connection`` names it:
 #: ``lost`` is an expired session, until the next one.
 CONNECTED, SUSPENDED, LOST = "connected", "suspended", "lost"
-_STATES = {KazooState.CONNECTED: CONNECTED, KazooState.SUSPENDED: SUSPENDED, KazooState.LOST: LOST}
+STATES = {KazooState.CONNECTED: CONNECTED, KazooState.SUSPENDED: SUSPENDED, KazooState.LOST: LOST}
 #: What a line says when the connection goes: what was shown may have changed since.
-_GONE = {
+GONE = {
     SUSPENDED: "connection to ZooKeeper suspended: what is shown may be stale until it is back",
     LOST: "session expired: what is shown may be stale; connecting again with a new session",
 }
@@ -51,6 +51,12 @@ def changes(before: LockView | None, after: LockView) -> list[str]:
         return [view_as_table(after, int(time.time() * 1000)).rstrip("\n")]
     old = {p.entry.name: p for p in before.participants}
     new = {p.entry.name: p for p in after.participants}
+    if after.layout == GROUP or before.layout == GROUP:
+        return (
+            [f"joined: {_label(p)}" for n, p in new.items() if n not in old]
+            + [f"changed: {_label(p)}" for n, p in new.items() if n in old and old[n] != p]
+            + [f"left: {_label(p)}" for n, p in old.items() if n not in new]
+        )
     lines = []
     gone_holders = [old[n] for n in old if n not in new and old[n].holder]
     new_holders = [p for n, p in new.items() if p.holder and not (n in old and old[n].holder)]
@@ -159,7 +165,7 @@ class _Printer:
         elif state == CONNECTED:
             self._lines([f"connection to ZooKeeper back: reading {shown(path)} again"])
         else:
-            self._lines([_GONE[state]])
+            self._lines([GONE[state]])
 
     def _document(self, view: LockView, connection: str) -> None:
         document: dict[str, Any] = view_as_json(view, int(time.time() * 1000))
@@ -194,7 +200,7 @@ def follow(
     states: deque[str] = deque()
 
     def listen(state: KazooState) -> None:  # on kazoo's thread: note, wake, nothing more
-        states.append(_STATES.get(state, SUSPENDED))
+        states.append(STATES.get(state, SUSPENDED))
         wake.set()
 
     def end() -> None:

@@ -5,7 +5,8 @@
 either.
 
 Served: create (the plain form, the one with a stat, a container), delete, exists, data and
-children (with or without a stat), set, check, multi (all or nothing), sync, removeWatches, the
+children (with or without a stat), set, check, multi (all or nothing), sync, addWatch,
+removeWatches, the
 ACL read (open to all), ping and auth (accepted); the close is the caller's (it ends a session).
 """
 
@@ -142,9 +143,14 @@ def answer(server: Server, sid: int, kind: int, request: Reader) -> bytes:
     if kind == 13:
         server.check(path, request.i32())
         return b""
-    if kind == 18:  # removeWatches: 1 children, 2 data, 3 any
+    if kind == 18:  # removeWatches: 1 children, 2 data, 3 any, 4 staying, 5 staying recursive
         which = request.i32()
-        server.remove_watches(sid, path, which in (2, 3), which in (1, 3))
+        server.remove_watches(
+            sid, path, which in (2, 3), which in (1, 3), which in (3, 4), which in (3, 5)
+        )
+        return b""
+    if kind == 106:  # addWatch: 0 staying, 1 staying recursive
+        server.add_watch(sid, path, request.i32() == 1)
         return b""
     raise UnimplementedError()
 

@@ -270,6 +270,28 @@ def selector_program(
         yield from p.timed("close", 10.0, Call(selector.close, (10.0,)))
 
 
+def cache_program(p: Participant, cache: Any, record: Any) -> Program:
+    """A cache's user: start it, wait for its first load, follow the subtree while the writer
+    writes and a while after (the contender's timeout, or a few seconds); close it when its
+    owner gives up (the ``cancel`` fault), else leave it open for the check once the schedule
+    is quiet."""
+    try:
+        yield Call(cache.start)
+    except ENDINGS:
+        return
+    first = p.contender.timeout if p.contender.timeout is not None else 4.0
+    with contextlib.suppress(*ENDINGS):
+        yield from p.timed("wait_initialized", first + 1e-6, Call(cache.wait_initialized, (first,)))
+    until = p.now + max(first, 4.0)
+    while p.left(until) and not p.cancelled:
+        with contextlib.suppress(asyncio.CancelledError):
+            yield Sleep(min(0.5, until - p.now))
+    if p.cancelled:
+        record.closed = True
+        with contextlib.suppress(*ENDINGS):
+            yield from p.timed("close", CLOSE_WAIT, Call(cache.close))
+
+
 def node_program(p: Participant, node: Any, parent: str) -> Program:
     """A kept node's user: start, wait for its first create, keep it a while (the contender's
     timeout, or a few seconds; less when its owner gives up), giving it new data now and then,

@@ -26,8 +26,10 @@ from pycurator.aio import menagerie as aio_menagerie
 from pycurator.aio import zklocker as aio_zklocker
 from pycurator.aio import zkrecipes as aio_zkrecipes
 
+from . import caches
 from .participants import DELETE_WAIT, SEMAPHORE_EXTRA, Contender, Participant, Program
 from .programs import (
+    cache_program,
     latch_program,
     lease_program,
     lock_program,
@@ -195,6 +197,13 @@ _register(
         lambda p: None,  # made by its program, around its lead
     ),
     Protocol(
+        "cache",
+        "cache",
+        caches.ROOT,
+        lambda p: p.module.CuratorCache(p.client, caches.ROOT),
+        policies=False,
+    ),
+    Protocol(
         "kept-node",
         "node",
         "/nodes/kept",
@@ -262,6 +271,8 @@ def populate(world: World, protocol: Protocol, contenders: list[Contender]) -> N
         p.start(_program(p, protocol, made))
     if protocol.revocable:
         _revoke_now_and_then(world, protocol.key)
+    if protocol.family == "cache":
+        caches.write_now_and_then(world)
 
 
 class _Shared:
@@ -301,7 +312,9 @@ def _run(p: Participant, protocol: Protocol, shared: _Shared) -> Program:
     if recipe is None:
         recipe = shared.recipe = protocol.make(p)
         _follow(p.world, protocol, recipe, shared.sharers)
-    if protocol.family == "latch":
+    if protocol.family == "cache":
+        yield from cache_program(p, recipe, caches.follow(p.world, p.name, p.link, recipe))
+    elif protocol.family == "latch":
         yield from latch_program(p, recipe, protocol.key, listens=protocol.policies)
     elif protocol.family == "node":
         yield from node_program(p, recipe, protocol.key)

@@ -2,7 +2,9 @@
 nodes with data; persistent, ephemeral (owned by a session) and container nodes (reaped once empty,
 having had children); sequential names from the parent's ``cversion``; one-shot watches (data and
 exists on a path, children of a path); sessions that live through a dropped connection and end on
-expiry or close (their ephemerals deleted, the watches of others fired). It answers ZooKeeper's
+expiry or close (their ephemerals deleted, the watches of others fired); watches that stay
+(``addWatch``: on a node, or recursive below it), each session told one event per change and
+node, whichever of its watches cover it. It answers ZooKeeper's
 requests as bytes through :mod:`tests.explorer.jute`: on a loopback port
 (:mod:`tests.explorer.wire`) and to the simulated connections of a schedule's kazoo clients
 (:mod:`tests.explorer.connection`).
@@ -114,6 +116,11 @@ class Server:
         self._next_session = 0x1000
         self.data_watches: collections.defaultdict[str, set[int]] = collections.defaultdict(set)
         self.child_watches: collections.defaultdict[str, set[int]] = collections.defaultdict(set)
+        #: the watches that stay, by path: on the node itself, and recursive (below it too)
+        self.exact_watches: collections.defaultdict[str, set[int]] = collections.defaultdict(set)
+        self.recursive_watches: collections.defaultdict[str, set[int]] = collections.defaultdict(
+            set
+        )
         self.gone: dict[str, tuple[str, int, float]] = {}
         self._reaper: Cancellable | None = None
         #: the events a transaction under way holds back, sent once it has applied
@@ -153,7 +160,8 @@ class Server:
         self.forget_watches(sid)
 
     def forget_watches(self, sid: int) -> None:
-        for table in (self.data_watches, self.child_watches):
+        tables = (self.data_watches, self.child_watches, self.exact_watches, self.recursive_watches)
+        for table in tables:
             for sessions in table.values():
                 sessions.discard(sid)
 
@@ -163,8 +171,26 @@ class Server:
 
     # -- the tree --------------------------------------------------------------------------------
 
-    def _trigger(self, table: dict[str, set[int]], path: str, type: str) -> None:
+    def _staying(self, path: str, type: str) -> set[int]:
+        """The sessions whose watches that stay hear ``type`` on ``path``: on the node (every
+        type), recursive on it or above it (not a children change)."""
+        sessions = set(self.exact_watches.get(path, ()))
+        at = path
+        while type != EventType.CHILD:
+            sessions |= self.recursive_watches.get(at, set())
+            if at == "/":
+                break
+            at = _parent(at)
+        return sessions
+
+    def _trigger(
+        self, table: dict[str, set[int]], path: str, type: str, told: set[int] | None = None
+    ) -> set[int]:
+        """Fire ``table``'s one-shot watches on ``path`` and the watches that stay covering it,
+        once per session (none of ``told``, which heard the change already); who heard it."""
         sessions = table.pop(path, set()) if path in table else set()
+        sessions |= self._staying(path, type)
+        sessions -= told or set()
         for sid in sorted(sessions):
             session = self.sessions.get(sid)
             if session is not None and session.alive:
@@ -173,6 +199,7 @@ class Server:
                     self._held.append((session, event))
                 else:
                     session.client.event(event)
+        return sessions
 
     def _delete(self, path: str, how: tuple[str, int]) -> None:
         node = self.nodes.pop(path)
@@ -184,8 +211,8 @@ class Server:
         if node.owner and node.owner in self.sessions:
             self.sessions[node.owner].ephemerals.discard(path)
         self.gone[path] = (how[0], how[1], self.scheduler.now)
-        self._trigger(self.data_watches, path, EventType.DELETED)
-        self._trigger(self.child_watches, path, EventType.DELETED)
+        told = self._trigger(self.data_watches, path, EventType.DELETED)
+        self._trigger(self.child_watches, path, EventType.DELETED, told)
         self._trigger(self.child_watches, _parent(path), EventType.CHILD)
 
     def _create(
@@ -286,11 +313,29 @@ class Server:
             raise BadVersionError()
         return node
 
-    def remove_watches(self, sid: int, path: str, data: bool, child: bool) -> None:
-        """Drop ``sid``'s data (or exists) and child watches on ``path``; NoWatcherError
-        when it had none of them."""
+    def add_watch(self, sid: int, path: str, recursive: bool) -> None:
+        """``addWatch``: a watch that stays on ``path`` (``recursive``: below it too)."""
+        (self.recursive_watches if recursive else self.exact_watches)[path].add(sid)
+
+    def remove_watches(
+        self,
+        sid: int,
+        path: str,
+        data: bool,
+        child: bool,
+        exact: bool = False,
+        recursive: bool = False,
+    ) -> None:
+        """Drop ``sid``'s data (or exists) and child watches on ``path``, and its watches that
+        stay there (``exact``, ``recursive``); NoWatcherError when it had none of them."""
         removed = False
-        for wanted, table in ((data, self.data_watches), (child, self.child_watches)):
+        tables = (
+            (data, self.data_watches),
+            (child, self.child_watches),
+            (exact, self.exact_watches),
+            (recursive, self.recursive_watches),
+        )
+        for wanted, table in tables:
             if wanted and sid in table.get(path, ()):
                 table[path].discard(sid)
                 removed = True

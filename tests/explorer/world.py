@@ -38,7 +38,8 @@ it):
 - ``one-node`` and ``kept``, on kept nodes (``PersistentNode``): see :mod:`tests.explorer.kept`;
 - ``counted`` and ``barrier``: a counter ends at its start plus the increments told they
   succeeded, and nobody passes a double barrier before enough are in (the tallies of
-  :mod:`tests.explorer.tallied`).
+  :mod:`tests.explorer.tallied`);
+- ``cache-converges`` and ``told-once``: what a cache tells (:mod:`tests.explorer.caches`).
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ INVARIANTS = (
     "callbacks",
     "bounded",
     "clean-end",
+    "cache-converges",
+    "told-once",
     *kept_nodes.INVARIANTS,
     "counted",
     "barrier",
@@ -196,6 +199,8 @@ class World:
         #: what recipes without claims tell their users, against the truth: each has
         #: ``check_now(world)`` (after every turn) and ``check_end(world)``
         self.tallies: list[Any] = []
+        #: the checks of promises that hold once the schedule is quiet (a cache converged)
+        self.finals: list[Callable[[], None]] = []
         self.hub.after_turn = self.check_now
 
     @property
@@ -469,6 +474,8 @@ class World:
     def check_end(self) -> None:
         for tally in self.tallies:
             tally.check_end(self)
+        for final in self.finals:
+            final()
         for wait in self.waits:
             if wait.ended is None:
                 self.fail(
