@@ -1,0 +1,288 @@
+"""A registration's node, as steps: what one instance of a discovery wants of its node
+(:class:`Registration`), and the protocol that makes the node hold it (:func:`apply_steps`):
+create it (container parents; one in the way kept if it may be ours, else deleted and made
+again, as Curator does, so that its watchers hear of it), write it, check it after a
+reconnect, delete it. :mod:`pycurator._recipes.registration` decides who applies which wish.
+
+A sequential node's name is kept as the server gave it, so it is the one written, checked and
+deleted (Curator forgets it: its unregister deletes a node that does not exist, and each
+reconnect adds another); one whose create went unanswered is found again by its session.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+from .._protocol import wire
+from .._protocol.deadline import Deadline
+from .._protocol.discovery import ServiceInstance
+from .._protocol.parents import parents_steps
+from .._protocol.registration import (
+    NodeRecord,
+    in_sync,
+    instance_path,
+    is_mine,
+    node_mode,
+    sequential_nodes,
+)
+from .._protocol.requests import (
+    CreateMode,
+    CreateNode,
+    DeleteNode,
+    ListChildren,
+    NodeExists,
+    SetData,
+)
+from .._protocol.steps import SessionId, Steps
+from .._protocol.transport import Signal
+from .._protocol.waits import connected_steps, sent_steps
+
+#: A registration's key: the service's name and the instance's id (its node ``base/name/id``).
+Key = tuple[str, str]
+
+
+class Pending(NamedTuple):
+    """A create sent whose answer never came: the node it may have made."""
+
+    path: str
+    mode: CreateMode
+    session: int | None
+
+
+class Registration:
+    """What one instance's node should hold, and what we know of it. Read and changed under
+    the registrar's lock, but for :attr:`record` and :attr:`pending`, which only the sync that
+    holds it (:attr:`busy`) changes."""
+
+    __slots__ = (
+        "busy",
+        "check",
+        "data",
+        "done",
+        "failure",
+        "key",
+        "pending",
+        "record",
+        "waiters",
+        "want",
+        "wanted",
+    )
+
+    def __init__(self, key: Key) -> None:
+        self.key = key
+        #: the instance the node should hold, or None once unregistered
+        self.want: ServiceInstance | None = None
+        self.data = b""  # the bytes of ``want``
+        self.wanted = 0  # the number of the latest wish
+        self.done = 0  # the number of the wish last settled
+        #: the node we made, as we made it, or None
+        self.record: NodeRecord | None = None
+        #: a create sent whose answer never came (its node may exist)
+        self.pending: Pending | None = None
+        self.check = False  # look at the node before trusting the record (after a reconnect)
+        self.busy = False  # a sync holds it
+        self.waiters: list[Signal] = []  # woken when the sync that holds it lets go
+        #: the error that settled a wish: (its number, the error)
+        self.failure: tuple[int, BaseException] | None = None
+
+    @property
+    def dirty(self) -> bool:
+        """Whether the node may not hold what it should."""
+        return self.done < self.wanted or self.check
+
+
+def apply_steps(
+    base_path: str,
+    entry: Registration,
+    want: ServiceInstance | None,
+    data: bytes,
+    check: bool,
+    deadline: Deadline,
+) -> Steps[None]:
+    """Make the node hold ``want`` (``data``), or nothing; ``check``: look at the node
+    first, what we know of it may be out of date."""
+    yield from connected_steps(deadline)
+    session = yield SessionId()
+    record = entry.record
+    if record is not None and record.outlived(session):
+        record = entry.record = None  # it went with its session
+    pending = entry.pending
+    if pending is not None and pending.session is not None and pending.session != session:
+        entry.pending = None
+    if want is None:
+        yield from remove_steps(entry, session, deadline)
+        return
+    mode = node_mode(want.service_type)
+    if record is not None and record.mode is not mode:  # a type changed: another node
+        yield from remove_steps(entry, session, deadline)
+        record = None
+    if record is not None:
+        if check:
+            stat = yield from sent_steps(NodeExists(record.path), deadline)
+            if stat is not None and in_sync(record, stat, data, session):
+                entry.record = record.written(record.version, data, want)
+                return
+            if stat is None or not is_mine(stat, mode, session):
+                record = entry.record = None
+        if record is not None:
+            try:
+                stat = yield from sent_steps(SetData(record.path, data), deadline)
+            except NoNodeError:
+                entry.record = None
+            else:
+                entry.record = record.written(stat.version, data, want)
+                return
+    path = instance_path(base_path, want.name, want.id)
+    if mode.is_sequential:
+        yield from create_sequential_steps(entry, want, data, path, session, deadline)
+    else:
+        yield from create_steps(entry, want, data, mode, path, session, deadline)
+
+
+def create_steps(
+    entry: Registration,
+    want: ServiceInstance,
+    data: bytes,
+    mode: CreateMode,
+    path: str,
+    session: int | None,
+    deadline: Deadline,
+) -> Steps[None]:
+    """Create the node at ``path``; one there already is kept if it may be ours (see
+    :func:`~pycurator._protocol.registration.is_mine`), else deleted and made again, as
+    Curator does, so that its watchers hear of it."""
+    owner = session if mode.is_ephemeral else None
+    while True:
+        entry.pending = Pending(path, mode, session)
+        try:
+            _, stat = yield from sent_steps(CreateNode(path, data, mode=mode), deadline)
+        except NoNodeError:
+            entry.pending = None
+            yield from parents_steps(path, deadline=deadline)
+            continue
+        except NodeExistsError:
+            entry.pending = None
+            stat = yield from sent_steps(NodeExists(path), deadline)
+            if stat is None:
+                continue
+            if not is_mine(stat, mode, session):
+                yield from delete_steps(path, stat.version, deadline)
+                continue
+            stat = yield from sent_steps(SetData(path, data), deadline)
+        entry.pending = None
+        entry.record = NodeRecord(path, mode, owner, stat.version, data, want)
+        return
+
+
+def create_sequential_steps(
+    entry: Registration,
+    want: ServiceInstance,
+    data: bytes,
+    path: str,
+    session: int | None,
+    deadline: Deadline,
+) -> Steps[None]:
+    """Create the sequential node of ``path``, or take the one a create whose answer never
+    came made in this session."""
+    mode = CreateMode.EPHEMERAL_SEQUENTIAL
+    parent = path.rsplit("/", 1)[0] or "/"
+    if entry.pending is not None:
+        found = yield from find_sequential_steps(entry.pending, session, deadline)
+        entry.pending = None
+        if found is not None:
+            stat = yield from sent_steps(SetData(found, data), deadline)
+            entry.record = NodeRecord(found, mode, session, stat.version, data, want)
+            return
+    while True:
+        entry.pending = Pending(path, mode, session)
+        try:
+            created, stat = yield from sent_steps(CreateNode(path, data, mode=mode), deadline)
+        except NoNodeError:
+            entry.pending = None
+            yield from parents_steps(path, deadline=deadline)
+            continue
+        entry.pending = None
+        node = wire.join_path(parent, wire.node_name(created))
+        entry.record = NodeRecord(node, mode, session, stat.version, data, want)
+        return
+
+
+def find_sequential_steps(
+    pending: Pending, session: int | None, deadline: Deadline
+) -> Steps[str | None]:
+    """The node a sequential create (``pending``) whose answer never came made in
+    ``session``, if it made one; any more such nodes are deleted."""
+    parent, prefix = pending.path.rsplit("/", 1)
+    parent = parent or "/"
+    try:
+        names = yield from sent_steps(ListChildren(parent), deadline)
+    except NoNodeError:
+        return None
+    ours = []
+    for name in sequential_nodes(names, prefix):
+        node = wire.join_path(parent, name)
+        stat = yield from sent_steps(NodeExists(node), deadline)
+        if stat is not None and stat.ephemeralOwner == session:
+            ours.append((node, stat.version))
+    for node, version in ours[1:]:
+        yield from delete_steps(node, version, deadline)
+    return ours[0][0] if ours else None
+
+
+def remove_steps(entry: Registration, session: int | None, deadline: Deadline) -> Steps[None]:
+    """Delete the node of ``entry`` if it is ours: the one we made, or one a create whose
+    answer never came may have made."""
+    record, pending = entry.record, entry.pending
+    if record is not None:
+        yield from delete_steps(record.path, record.version, deadline, record.mode, session)
+        entry.record = None
+    elif pending is not None:
+        if pending.mode.is_sequential:
+            found = yield from find_sequential_steps(pending, session, deadline)
+            if found is not None:
+                yield from delete_steps(found, -1, deadline, pending.mode, session)
+        else:
+            yield from delete_steps(pending.path, -1, deadline, pending.mode, session)
+        entry.pending = None
+
+
+def delete_steps(
+    path: str,
+    version: int,
+    deadline: Deadline,
+    mode: CreateMode | None = None,
+    session: int | None = None,
+) -> Steps[None]:
+    """Delete ``path`` at ``version`` (-1: any); with ``mode``, only while it is a node of
+    ours (see :func:`~pycurator._protocol.registration.is_mine`), whatever its version. Gone
+    already is fine."""
+    while True:
+        if version < 0 and mode is not None:
+            stat = yield from sent_steps(NodeExists(path), deadline)
+            if stat is None or not is_mine(stat, mode, session):
+                return
+            version = stat.version
+        try:
+            yield from sent_steps(DeleteNode(path, version), deadline)
+            return
+        except NoNodeError:
+            return
+        except BadVersionError:
+            if mode is None:
+                return  # changed by another since: not ours to delete
+            version = -1
+
+
+__all__ = [
+    "Key",
+    "Pending",
+    "Registration",
+    "apply_steps",
+    "create_sequential_steps",
+    "create_steps",
+    "delete_steps",
+    "find_sequential_steps",
+    "remove_steps",
+]
