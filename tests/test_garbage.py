@@ -36,6 +36,8 @@ from pycurator import (
 )
 from pycurator._client import background
 from pycurator._client.background import Timers
+from pycurator.aio import discovery as aio_discovery
+from pycurator.discovery import ServiceDiscovery, ServiceInstance, ServiceType
 
 from .support import SOON, eventually
 
@@ -158,6 +160,32 @@ def _aio_latch(client: KazooClient, path: str) -> Callable[[], None]:
     return lambda: asyncio.run(cycle())
 
 
+def _discovery(client: KazooClient, path: str) -> Callable[[], None]:
+    discovery = ServiceDiscovery(client, path)
+    discovery.start()
+    sequential = ServiceInstance("svc", id="s", service_type=ServiceType.DYNAMIC_SEQUENTIAL)
+
+    def operation() -> None:  # a registration's life, a query, and an unregister met twice
+        for instance in (ServiceInstance("svc", id="d"), sequential):
+            discovery.register_service(instance)
+            discovery.update_service(instance)
+        assert len(discovery.query_for_instances("svc")) == 2
+        for instance in discovery.registered:
+            discovery.unregister_service(instance)
+            discovery.unregister_service(instance)
+
+    return operation
+
+
+def _aio_discovery(client: KazooClient, path: str) -> Callable[[], None]:
+    async def cycle() -> None:
+        async with aio_discovery.ServiceDiscovery(client, path) as discovery:
+            await discovery.register_service(ServiceInstance("svc", id="d"))
+            assert len(await discovery.query_for_instances("svc")) == 1
+
+    return lambda: asyncio.run(cycle())
+
+
 RECIPES: dict[str, Callable[[KazooClient, str], Callable[[], None]]] = {
     "mutex": lambda client, path: _acquire_release(InterProcessMutex(client, path)),
     "rwlock": _rwlock,
@@ -172,6 +200,8 @@ RECIPES: dict[str, Callable[[KazooClient, str], Callable[[], None]]] = {
     "timed-out-acquire": _timed_out,
     "aio-mutex": _aio_mutex,
     "aio-latch": _aio_latch,
+    "discovery": _discovery,
+    "aio-discovery": _aio_discovery,
 }
 
 
@@ -180,6 +210,8 @@ NODE_PATHS = {
     "semaphore": ("locks", "leases"),
     "semaphore-mutex": ("locks", "leases"),
     "multilock": ("a", "b"),
+    "discovery": ("svc",),
+    "aio-discovery": ("svc",),
 }
 
 

@@ -269,7 +269,10 @@ class Registrar:
     # -- the keeper ------------------------------------------------------------------------------
 
     def kick(self) -> None:
-        """Start the keeper unless it runs: it syncs every registration left dirty."""
+        """Start the keeper unless it runs: it syncs every registration left dirty. While the
+        client is not connected it waits for the CONNECTED that will kick it."""
+        if not self.transport.connected():
+            return
         with self._lock:
             if self._keeping or not self._dirty:
                 return

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionClosedError,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+)
+from kazoo.protocol.states import ZnodeStat
 
 from .._protocol import wire
 from .._protocol.deadline import Deadline
@@ -37,7 +44,7 @@ from .._protocol.requests import (
 )
 from .._protocol.steps import SessionId, Steps
 from .._protocol.transport import Signal
-from .._protocol.waits import connected_steps, sent_steps
+from .._protocol.waits import RETRYABLE, connected_steps, sent_steps
 
 #: A registration's key: the service's name and the instance's id (its node ``base/name/id``).
 Key = tuple[str, str]
@@ -155,15 +162,9 @@ def create_steps(
     Curator does, so that its watchers hear of it."""
     owner = session if mode.is_ephemeral else None
     while True:
-        entry.pending = Pending(path, mode, session)
         try:
-            _, stat = yield from sent_steps(CreateNode(path, data, mode=mode), deadline)
-        except NoNodeError:
-            entry.pending = None
-            yield from parents_steps(path, deadline=deadline)
-            continue
+            _, stat = yield from _created_steps(entry, path, data, mode, session, deadline)
         except NodeExistsError:
-            entry.pending = None
             stat = yield from sent_steps(NodeExists(path), deadline)
             if stat is None:
                 continue
@@ -171,7 +172,6 @@ def create_steps(
                 yield from delete_steps(path, stat.version, deadline)
                 continue
             stat = yield from sent_steps(SetData(path, data), deadline)
-        entry.pending = None
         entry.record = NodeRecord(path, mode, owner, stat.version, data, want)
         return
 
@@ -187,7 +187,6 @@ def create_sequential_steps(
     """Create the sequential node of ``path``, or take the one a create whose answer never
     came made in this session."""
     mode = CreateMode.EPHEMERAL_SEQUENTIAL
-    parent = path.rsplit("/", 1)[0] or "/"
     if entry.pending is not None:
         found = yield from find_sequential_steps(entry.pending, session, deadline)
         entry.pending = None
@@ -195,18 +194,37 @@ def create_sequential_steps(
             stat = yield from sent_steps(SetData(found, data), deadline)
             entry.record = NodeRecord(found, mode, session, stat.version, data, want)
             return
+    created, stat = yield from _created_steps(entry, path, data, mode, session, deadline)
+    node = wire.join_path(path.rsplit("/", 1)[0] or "/", wire.node_name(created))
+    entry.record = NodeRecord(node, mode, session, stat.version, data, want)
+
+
+def _created_steps(
+    entry: Registration,
+    path: str,
+    data: bytes,
+    mode: CreateMode,
+    session: int | None,
+    deadline: Deadline,
+) -> Steps[tuple[str, ZnodeStat]]:
+    """One create's answer, missing parents made (as containers) and the create sent again;
+    until the server answers, :attr:`Registration.pending` names what it may have made."""
     while True:
         entry.pending = Pending(path, mode, session)
         try:
-            created, stat = yield from sent_steps(CreateNode(path, data, mode=mode), deadline)
+            answer: tuple[str, ZnodeStat] = yield from sent_steps(
+                CreateNode(path, data, mode=mode), deadline
+            )
         except NoNodeError:
             entry.pending = None
             yield from parents_steps(path, deadline=deadline)
             continue
+        except KazooException as exc:
+            if not isinstance(exc, (*RETRYABLE, ConnectionClosedError)):
+                entry.pending = None  # the server refused it: nothing was made
+            raise
         entry.pending = None
-        node = wire.join_path(parent, wire.node_name(created))
-        entry.record = NodeRecord(node, mode, session, stat.version, data, want)
-        return
+        return answer
 
 
 def find_sequential_steps(
