@@ -420,3 +420,79 @@ def test_the_protocol_never_touches_a_pending_answer(path: str) -> None:
         and node.func.attr in PENDING_CALLS
     ]
     assert not wrong, f"{path} calls a pending answer: {wrong}; yield a step instead"
+
+
+#: The one module of the library that reads the system's clock (see its doc).
+CLOCK = "pycurator/_protocol/clock.py"
+#: The parts of the package outside the library, which keep real time whatever the library's
+#: clock says: the command line (a program: its deadlines are its user's wall-clock waits, and
+#: it prints nodes' ages against the wall clock), the test kit (real servers and processes in
+#: real time), the listeners for other libraries (spans carry wall-clock timestamps) and the demo.
+OWN_TIME = ("pycurator/cli/", "pycurator/testing/", "pycurator/contrib/", "pycurator/demo.py")
+#: What reads the time: ``time``'s clocks (and ``datetime``'s now).
+CLOCK_READS = frozenset(
+    {"monotonic", "monotonic_ns", "time", "time_ns", "perf_counter", "perf_counter_ns", "now"}
+)
+
+
+def time_reads(source: str) -> list[str]:
+    """Where ``source`` reads a clock of ``time`` or ``datetime`` itself (by any name it gives
+    those modules, or by importing their clocks)."""
+    tree = ast.parse(source)
+    modules = {"time", "datetime"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(
+                a.asname for a in node.names if a.name in ("time", "datetime") and a.asname
+            )
+    found = [
+        f"{node.lineno}: from {node.module} import {', '.join(a.name for a in node.names)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and node.module in ("time", "datetime")
+        and any(alias.name in CLOCK_READS | {"datetime"} for alias in node.names)
+    ]
+    found += [
+        f"{node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr in CLOCK_READS
+        and ast.unparse(node.value).split(".")[0] in modules
+    ]
+    return found
+
+
+def library_modules() -> list[str]:
+    return sorted(
+        path
+        for path in (str(p.relative_to(ROOT)) for p in (ROOT / "pycurator").rglob("*.py"))
+        if path != CLOCK and not path.startswith(OWN_TIME)
+    )
+
+
+@pytest.mark.parametrize("path", library_modules(), ids=lambda p: p)
+def test_the_library_reads_the_time_through_its_one_clock(path: str) -> None:
+    """Every module of the library reads the time through ``pycurator._protocol.clock``, so
+    that a clock injected there (the fault explorer's simulated time) is the one every
+    deadline, timer and report keeps."""
+    wrong = time_reads((ROOT / path).read_text(encoding="utf-8"))
+    assert not wrong, f"{path} reads the time itself: {wrong}; read clock.monotonic()"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import time\nnow = time.monotonic()\n",
+        "import time as t\nnow = t.time()\n",
+        "from time import monotonic\n",
+        "import datetime\nnow = datetime.datetime.now()\n",
+        "from datetime import datetime\n",
+    ],
+)
+def test_the_clock_rule_sees_each_way_of_reading_the_time(source: str) -> None:
+    assert time_reads(source)
+
+
+def test_the_clock_rule_lets_the_clock_and_other_uses_of_time_be() -> None:
+    assert not time_reads("from .._protocol import clock\nnow = clock.monotonic()\n")
+    assert not time_reads("import time\ntime.sleep(0)\n")

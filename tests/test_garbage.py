@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import threading
 import types
 import weakref
@@ -36,6 +37,7 @@ from pycurator import (
 )
 from pycurator._client import background
 from pycurator._client.background import Timers
+from pycurator._client.runtime import services_of
 from pycurator.aio import discovery as aio_discovery
 from pycurator.discovery import ServiceDiscovery, ServiceInstance, ServiceType
 
@@ -291,3 +293,22 @@ def test_timers_cancelled_long_before_their_time_do_not_pile_up(
     assert timers.pending() <= 2 * 10 + 2
     assert ran.wait(SOON)
     eventually(lambda: timers.pending() == 0, what="the heap emptied")
+
+
+@pytest.mark.parametrize("module", ["gevent", "eventlet", "threading"])
+def test_a_handlers_services_do_not_keep_it_alive(module: str) -> None:
+    """The services of a handler are kept by the handler, weakly: a greenlet handler's too
+    (its events are made by the handler itself, through a weak reference)."""
+    handler_class = {
+        "gevent": "kazoo.handlers.gevent.SequentialGeventHandler",
+        "eventlet": "kazoo.handlers.eventlet.SequentialEventletHandler",
+        "threading": "kazoo.handlers.threading.SequentialThreadingHandler",
+    }[module]
+    path, name = handler_class.rsplit(".", 1)
+    handler = getattr(importlib.import_module(path), name)()
+    services = services_of(handler)
+    assert services.new_flag() is not None
+    gone = weakref.ref(handler)
+    del handler
+    gc.collect()
+    assert gone() is None

@@ -26,12 +26,12 @@ import heapq
 import itertools
 import logging
 import threading
-import time
 import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from .._protocol import clock
 from .._protocol.transport import ignore
 
 log = logging.getLogger("pycurator")
@@ -112,7 +112,7 @@ class Timers:
     def call_later(self, delay: float, function: Callable[[], None]) -> Timer:
         """Run ``function()`` (short, never blocking) ``delay`` seconds from now; the returned
         :class:`Timer` cancels it."""
-        timer = Timer(time.monotonic() + max(0.0, delay), function)
+        timer = Timer(clock.monotonic() + max(0.0, delay), function)
         self.add(timer)
         return timer
 
@@ -151,7 +151,7 @@ class Timers:
                 if not self._due:
                     self._running = False
                     return
-                now = time.monotonic()
+                now = clock.monotonic()
                 delay = min(self._due[0][0] - now, TIMERS_NAP)
                 timer = heapq.heappop(self._due)[2] if delay <= 0 else None
                 if timer is not None:
@@ -265,7 +265,7 @@ class DelayedCalls:
     def add(self, delay: float, function: Callable[[Any], None], argument: Any) -> None:
         """Call ``function(argument)`` (short, never blocking) about ``delay`` seconds from
         now; an exception it raises is logged (DEBUG)."""
-        entry = (time.monotonic() + delay, next(self._added), function, argument)
+        entry = (clock.monotonic() + delay, next(self._added), function, argument)
         with self._lock:
             heapq.heappush(self._due, entry)
             start = not self._running
@@ -281,12 +281,12 @@ class DelayedCalls:
                 if not self._due:
                     self._running = False
                     return
-                delay = self._due[0][0] - time.monotonic()
+                delay = self._due[0][0] - clock.monotonic()
                 due = []
                 if delay > 0:
                     self._wake.clear()
                 else:
-                    soon = time.monotonic() + BATCH_WINDOW
+                    soon = clock.monotonic() + BATCH_WINDOW
                     while self._due and self._due[0][0] <= soon:
                         due.append(heapq.heappop(self._due))
             if delay > 0:

@@ -14,7 +14,9 @@ condition and the two locks of a ``threading.Event``.
 
 from __future__ import annotations
 
+import functools
 import threading
+import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -92,7 +94,14 @@ class _Flag:
 
 def flag_maker(handler: Any) -> Callable[[], Any]:
     """What makes an event ``handler``'s units may wait on, for one that is set once and never
-    cleared: a lean one under a thread-based kazoo handler, else the handler's own event."""
+    cleared: a lean one under a thread-based kazoo handler, else the handler's own event. It
+    does not keep ``handler`` alive (the handler's services keep it, and the handler is the key
+    they are kept by)."""
     if isinstance(handler, SequentialThreadingHandler) and not is_green(handler):
         return _Flag
-    return handler.event_object  # type: ignore[no-any-return]
+    return functools.partial(_event_of, weakref.ref(handler))
+
+
+def _event_of(handler: Callable[[], Any]) -> Any:
+    """A new event of the handler ``handler()`` (a weak reference)."""
+    return handler().event_object()

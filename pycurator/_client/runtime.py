@@ -94,8 +94,9 @@ class Runtime:
         #: Set in a forked child, where the client gets a new runtime (see :func:`runtime_of`):
         #: whoever keeps this one looks it up again.
         self.detached = False
-        self._listeners: set[Listener] = set()
-        self._owed: set[str] = set()
+        # (dicts, not sets: told, and sent, in the order they came, whatever their hashes)
+        self._listeners: dict[Listener, None] = {}
+        self._owed: dict[str, None] = {}
         #: Lock nodes whose names do not tell which acquire made them, by the acquire that
         #: claimed each (see :class:`~pycurator._protocol.drivers.Naming`).
         self.claims: dict[str, object] = {}
@@ -159,26 +160,32 @@ class Runtime:
         if client is None:
             return
         with self._lock:
-            self._listeners.add(listener)
-            self._attach(client)
+            self._listeners[listener] = None
+            missed = self._attach(client)
         if client.state == KazooState.LOST:
             self._look_for_stop()
+        elif missed:
+            self._count_from_suspension()
 
     def unlisten(self, listener: Listener) -> None:
         """Stop calling ``listener`` (nothing if unknown)."""
         with self._lock:
-            self._listeners.discard(listener)
+            self._listeners.pop(listener, None)
             self._detach_if_idle()
 
     def listening(self) -> int:
         """How many listeners the client's recipes have here now."""
         return len(self._listeners)
 
-    def _attach(self, client: KazooClient) -> None:
-        """Make our listener the client's (under the lock)."""
-        if not self._attached:
-            self._attached = True
-            client.add_listener(self._on_state)
+    def _attach(self, client: KazooClient) -> bool:
+        """Make our listener the client's (under the lock). True when it comes while the
+        client is suspended: a suspension nobody heard begin (or whose count ended as the last
+        listener left), whose session timeout the caller counts from now."""
+        if self._attached:
+            return False
+        self._attached = True
+        client.add_listener(self._on_state)
+        return bool(client.state == KazooState.SUSPENDED)
 
     def _detach_if_idle(self) -> None:
         """Take our listener away once nothing listens and nothing is owed (under the lock)."""
@@ -331,8 +338,10 @@ class Runtime:
         if client is None or kazoo_internals.is_stopped(client):
             return  # the node goes with the session
         with self._lock:
-            self._owed.add(path)
-            self._attach(client)
+            self._owed[path] = None
+            missed = self._attach(client)
+        if missed:
+            self._count_from_suspension()
         if sent is not None:
             sent.rawlink(functools.partial(self._answered, path))
         else:
@@ -370,7 +379,7 @@ class Runtime:
         except Exception:  # an error no retry can fix: the node goes with the session
             log.exception("background delete of %s failed", path)
         with self._lock:
-            self._owed.discard(path)
+            self._owed.pop(path, None)
             self._detach_if_idle()
 
 

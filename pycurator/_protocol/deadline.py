@@ -7,7 +7,7 @@ answer (:class:`~pycurator._protocol.steps.Await`) carries a deadline, which its
 
 from __future__ import annotations
 
-import time
+from . import clock
 
 
 class DeadlineExpired(Exception):
@@ -26,7 +26,7 @@ class Deadline:
     __slots__ = ("_end", "_start")
 
     def __init__(self, timeout: float | None) -> None:
-        self._start = time.monotonic()
+        self._start = clock.monotonic()
         self._end = None if timeout is None else self._start + timeout
 
     @property
@@ -36,10 +36,10 @@ class Deadline:
 
     def remaining(self) -> float | None:
         """Seconds left (never negative), or None for no deadline."""
-        return None if self._end is None else max(0.0, self._end - time.monotonic())
+        return None if self._end is None else max(0.0, self._end - clock.monotonic())
 
     def expired(self) -> bool:
-        return self._end is not None and time.monotonic() >= self._end
+        return self._end is not None and clock.monotonic() >= self._end
 
     def for_requests(self) -> Deadline:
         """The deadline for answers to requests: this one, but no earlier than

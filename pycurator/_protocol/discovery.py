@@ -9,7 +9,6 @@ from __future__ import annotations
 import enum
 import math
 import re
-import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import KW_ONLY, dataclass, field, fields
@@ -17,6 +16,7 @@ from decimal import Decimal
 from ipaddress import IPv4Address, IPv6Address
 from typing import Any
 
+from . import clock
 from .errors import InvalidServiceInstance, InvalidUriSpec
 from .paths import validate_path
 
@@ -209,7 +209,7 @@ def new_id() -> str:
 
 def now_ms() -> int:
     """Now, in milliseconds since the epoch (Java's ``System.currentTimeMillis()``)."""
-    return time.time_ns() // 1_000_000
+    return clock.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True)

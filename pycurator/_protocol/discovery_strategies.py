@@ -9,11 +9,11 @@ from __future__ import annotations
 import itertools
 import math
 import random as _random
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from . import clock
 from .discovery import ServiceInstance
 
 #: A predicate over instances (Curator's ``InstanceFilter``): True keeps the instance.
@@ -112,13 +112,18 @@ class _Errors:
     count: int = 0
 
 
+def _monotonic() -> float:
+    return clock.monotonic()
+
+
 class DownInstances:
     """The instances noted down (Curator's ``DownInstanceManager``), an instance filter.
 
     :meth:`note_error` counts an error of an instance; from the ``error_threshold``-th on, the
     instance is down, until ``timeout`` after its first error, when it is forgotten (Curator
     forgets it at its next purge, which runs at most every half timeout). Instances are told
-    apart as they compare (every field). ``clock`` gives seconds (:func:`time.monotonic`).
+    apart as they compare (every field). ``clock`` gives seconds (the library's monotonic clock,
+    :mod:`pycurator._protocol.clock`, by default).
     Not thread-safe: a provider calls it under its own lock.
     """
 
@@ -126,10 +131,10 @@ class DownInstances:
         self,
         policy: DownInstancePolicy | None = None,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self._policy = policy or DownInstancePolicy()
-        self._clock = clock
+        self._clock = clock or _monotonic
         self._errors: dict[ServiceInstance, _Errors] = {}
 
     @property

@@ -31,13 +31,12 @@ What an election's participants are, and how they are read from the tree, is
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 
 from kazoo.exceptions import ConnectionClosedError, KazooException, NoNodeError
 from kazoo.protocol.states import KazooState, WatchedEvent
 
-from .._protocol import wire
+from .._protocol import clock, wire
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.errors import UNFIXABLE
@@ -313,7 +312,7 @@ class Election:
     def _elect(self, node: LockNode) -> None:
         started, self._waiting_since = self._waiting_since, None
         report = self._reporter.acquired(
-            time.monotonic() if started is None else started, node.path
+            clock.monotonic() if started is None else started, node.path
         )
         monitor = HoldMonitor(
             self.transport, node.path, self.policy, self._hold_changed, node.session_id, report

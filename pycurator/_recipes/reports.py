@@ -22,9 +22,9 @@ registered or the logger takes the record's level (one check each).
 from __future__ import annotations
 
 import logging
-import time
 from typing import Protocol, TypeVar
 
+from .._protocol import clock
 from .._protocol.events import LEADERSHIP, LOCK_LISTENERS, LockEvent, LockEventKind, message
 from .._protocol.steps import Steps
 from .._protocol.transport import CLIENT_STOPPED
@@ -90,11 +90,11 @@ class Reporter:
         """A wait begins: its start on the monotonic clock."""
         if LOCK_LISTENERS.listeners or log.isEnabledFor(logging.DEBUG):
             _tell(LockEvent(LockEventKind.WAITING, self.recipe, self.path), logging.DEBUG)
-        return time.monotonic()
+        return clock.monotonic()
 
     def acquired(self, started: float, node: str) -> HoldReport:
         """The wait that began at ``started`` holds ``node``: the hold's report."""
-        now = time.monotonic()
+        now = clock.monotonic()
         waited = now - started
         level = logging.INFO if self.leadership or waited >= SLOW_WAIT else logging.DEBUG
         if LOCK_LISTENERS.listeners or log.isEnabledFor(level):
@@ -105,7 +105,7 @@ class Reporter:
     def ended(self, started: float, kind: LockEventKind, reason: str = "") -> None:
         """The wait that began at ``started`` ended without a hold (``TIMED_OUT``,
         ``FAILED`` or ``CANCELLED``)."""
-        waited = time.monotonic() - started
+        waited = clock.monotonic() - started
         left_the_queue = kind is LockEventKind.FAILED and self.leadership
         level = logging.INFO if left_the_queue and reason != CLIENT_STOPPED else logging.DEBUG
         if LOCK_LISTENERS.listeners or log.isEnabledFor(level):
@@ -147,7 +147,7 @@ class HoldReport:
         """The hold stopped being ours (WARNING; INFO when the client was stopped)."""
         self._lost = True
         level = logging.INFO if reason == CLIENT_STOPPED else logging.WARNING
-        self._tell(LockEventKind.LOST, reason, time.monotonic() - self.since, level)
+        self._tell(LockEventKind.LOST, reason, clock.monotonic() - self.since, level)
 
     def regained(self, reason: str) -> None:
         """The hold is ours again after a suspension (INFO)."""
@@ -159,7 +159,7 @@ class HoldReport:
         if self._ended:
             return
         self._ended = True
-        held = time.monotonic() - self.since
+        held = clock.monotonic() - self.since
         notable = self.reporter.leadership or held >= LONG_HOLD
         level = logging.INFO if notable and not self._lost else logging.DEBUG
         if LOCK_LISTENERS.listeners or log.isEnabledFor(level):

@@ -1,14 +1,20 @@
-"""A fault explorer over the protocols' steps (:mod:`pycurator._protocol.steps`).
+"""A fault explorer over the code users run: ``pycurator``'s and ``pycurator.aio``'s public
+recipes, their shells, cores, runners, loss notices and listeners, on unchanged kazoo clients.
 
-An in-memory ZooKeeper and the kazoo clients on it (:mod:`.model`: nodes, sessions that live
-through a dropped connection, one-shot watches, answers and events in order), a deterministic
-scheduler on simulated time that interleaves the steps of several participants on several clients
-(:mod:`.scheduler`), the protocols driven as their front ends drive them (:mod:`.protocols`), the
-invariants (:mod:`.world`), and the schedules: each single fault at every step boundary, and random
-schedules of several faults, each named by a line that replays it (:mod:`.explore`). The same
-server also serves real kazoo clients, in real time, over ZooKeeper's wire protocol on a loopback
-port (:mod:`.wire`): the parity scenarios run there too.
+What is simulated is below the library: the units of concurrency and the clock (:mod:`.sim`: a
+hub of greenlets on simulated time; :mod:`.handler`, a kazoo handler on it, and :mod:`.aioloop`,
+an asyncio loop; the library reads the hub's time through its one clock), each client's
+connection (:mod:`.connection`: kazoo's connection thread, its network and its faults) to an
+in-memory ZooKeeper (:mod:`.server`, answering as bytes through :mod:`.jute`). Above it: the
+participants (:mod:`.participants`), each running a program of what a user does, written once
+for both front ends (:mod:`.programs`), on the recipes of each protocol (:mod:`.protocols`);
+what they are told and the invariants on it (:mod:`.world`); the schedules, each named by a line
+that replays it (:mod:`.explore`); and defects planted in a copy of the package
+(:mod:`.planted`). The same
+server also serves real kazoo clients, in real time, on a loopback port (:mod:`.wire`): the
+parity scenarios run there too.
 
-``python -m tests.explorer --seconds N [--seed S]`` runs it for longer than the test suite does;
-``--replay LINE`` runs one schedule again, printing its steps.
+``python -m tests.explorer --seconds N`` explores longer than the test suite does; ``--replay
+LINE`` runs one schedule again, printing its turns; ``--planted`` plants each defect and runs
+the suite's schedules on it. See docs/reliability.md, "The fault explorer".
 """

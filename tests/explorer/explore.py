@@ -1,39 +1,38 @@
-"""Schedules: one protocol's participants on a :class:`~.world.World`, faults applied at chosen
-step boundaries, the invariants checked; the systematic pass (each single fault at every boundary
-in turn) and random schedules (each from a seed, replayable).
+"""Schedules: one protocol's contenders on a :class:`~tests.explorer.world.World`, faults applied
+at chosen boundaries, the invariants checked; the systematic pass (single faults at the
+boundaries of each layout's fault-free schedule) and random schedules (each from a seed,
+replayable).
+
+Every turn of the hub is a boundary (:mod:`tests.explorer.sim`): a participant's thread or task
+resumed, an answer arriving at the server or read by the client, a watch event, a timer, a
+callback run by a worker. A fault applies to the client whose turn it is (a drawn one when the
+turn is no client's).
 
 A schedule is named by a line that replays it (:func:`replay`):
-``<protocol> seed=<n> clients=<client of each participant> faults=<boundary>:<fault>,...``.
+``<protocol> seed=<n> contenders=<contender>/<contender>... faults=<boundary>:<fault>,...``
+(see :class:`~tests.explorer.protocols.Contender` for a contender's form).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
+import math
 import random
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-from pycurator._protocol import wire
-from pycurator._protocol.steps import Step
-from pycurator._recipes import election
+from .participants import Contender
+from .protocols import PROTOCOLS, populate
+from .sim import Stalled
+from .world import SESSION_TIMEOUT, World, running
 
-from .model import Client
-from .protocols import PROTOCOLS, WORLDS, followed_by_model
-from .scheduler import Participant, simulated_time
-from .world import World
-
-#: The faults, each applied at one step boundary, to the client (or the participant) whose step
-#: it is: the connection dropped and back in the same session; dropped past the session's expiry
-#: (a new session on reconnect); the next answer lost (ConnectionLoss, the request applied); the
-#: answers late (after the deadlines waiting on them; they land later); the client stopped; the
-#: owner cancelling (Cancelled thrown into its steps); one of the client's nodes deleted by
-#: another client.
+#: The faults, each applied at one boundary to the client whose turn it is: the connection
+#: dropped and back in the same session; cut past the session timeout (the server expires the
+#: session, the client comes back to a new one); the next answer lost (the connection drops
+#: once the request is applied); the answers late; the client stopped by its owner; the owner
+#: giving up (a task cancelled, a thread's hold ended, a selector's term interrupted); one of
+#: the client's nodes deleted by another client.
 FAULTS = ("drop", "expire", "lose", "late", "stop", "cancel", "delete")
-#: Simulated seconds after a connection is cut that the server expires its session (the
-#: client stays cut off until then).
-EXPIRES_AFTER = 1.0
 #: Simulated seconds a schedule may last before its participants must have ended.
 HORIZON = 300.0
 #: Simulated seconds after the end (faults healed) for what goes on in the background.
@@ -51,24 +50,24 @@ class Fault:
 
 @dataclasses.dataclass(frozen=True)
 class Schedule:
-    """One schedule: ``layout`` gives each participant's client (by index)."""
+    """One schedule: ``protocol``'s ``contenders`` on a world seeded ``seed``, ``faults``."""
 
     protocol: str
     seed: int
-    layout: tuple[int, ...]
+    contenders: tuple[Contender, ...]
     faults: tuple[Fault, ...] = ()
 
     def __str__(self) -> str:
-        layout = ",".join(map(str, self.layout))
+        contenders = "/".join(map(str, self.contenders))
         faults = ",".join(map(str, self.faults)) or "-"
-        return f"{self.protocol} seed={self.seed} clients={layout} faults={faults}"
+        return f"{self.protocol} seed={self.seed} contenders={contenders} faults={faults}"
 
 
 @dataclasses.dataclass
 class Outcome:
     schedule: Schedule
     violations: list[str]
-    boundaries: int
+    boundaries: int  # before the faults healed (where faults may land)
     applied: list[str]
     notes: list[str] = dataclasses.field(default_factory=list)
 
@@ -81,52 +80,34 @@ def parse(line: str) -> Schedule:
         Fault(int(b), k)
         for b, k in (item.split(":", 1) for item in values["faults"].split(",") if item != "-")
     )
-    layout = tuple(int(i) for i in values["clients"].split(","))
-    return Schedule(protocol, int(values["seed"]), layout, faults)
+    contenders = tuple(Contender.parse(text) for text in values["contenders"].split("/"))
+    return Schedule(protocol, int(values["seed"]), contenders, faults)
 
 
-@contextlib.contextmanager
-def exploring() -> Iterator[None]:
-    """The protocols on simulated time (see :func:`.scheduler.simulated_time`), an election's
-    leader followed on the model (:func:`.protocols.followed_by_model`)."""
-    saved = vars(election)["HoldMonitor"]
-    setattr(election, "HoldMonitor", followed_by_model)  # noqa: B010
-    try:
-        with simulated_time(lambda: WORLDS[-1].scheduler if WORLDS else None):
-            yield
-    finally:
-        setattr(election, "HoldMonitor", saved)  # noqa: B010
-
-
-def _apply(world: World, kind: str, participant: Participant, applied: list[str]) -> None:
-    client = participant.transport
-    assert isinstance(client, Client)
-    scheduler, rng = world.scheduler, world.rng
-    applied.append(f"t={world.now:.3f} {kind} {participant.name}")
+def _apply(world: World, kind: str, client: int | None, applied: list[str]) -> None:
+    rng, hub = world.rng, world.hub
+    index = client if client is not None else rng.randrange(len(world.links))
+    link = world.links[index]
+    applied.append(f"t={world.now:.3f} {kind} {link.name}")
     if kind == "drop":
-        client.drop()
-        scheduler.call_later(rng.choice([0.05, 0.3, 1.5]), client.connect)
+        link.drop(rng.choice([0.05, 0.3, 1.5]))
     elif kind == "expire":
-        session = client.session
-        client.drop()
-        back = rng.choice([0.01, 0.5])
-        client.cut_until = world.now + EXPIRES_AFTER + back
-        if session is not None:
-            scheduler.call_later(
-                EXPIRES_AFTER, lambda: world.server.end_session(session, "expired")
-            )
-        scheduler.call_later(EXPIRES_AFTER + back, client.connect)
+        link.cut(SESSION_TIMEOUT + rng.choice([0.01, 0.5]))
     elif kind == "lose":
-        client.lose_next = True
+        link.lose_next = True
     elif kind == "late":
-        client.stall(rng.choice([2.5, 4.0]))
+        link.stall(rng.choice([2.5, 4.0]))
     elif kind == "stop":
-        client.stop()
+        if link.stopped_at is None:
+            hub.spawn(link.client.stop, f"{link.name}:stop", index)
     elif kind == "cancel":
-        if participant in world.owners:  # steps in the background have no owner to cancel
-            scheduler.cancel(participant)
+        mine = [p for p in world.participants if p.link is link and not p.done]
+        if mine:
+            participant = rng.choice(mine)
+            applied[-1] += f" {participant.name}"
+            participant.cancel()
     elif kind == "delete":
-        nodes = sorted(world.server.ephemerals_of(client.session or 0))
+        nodes = sorted(world.server.ephemerals_of(link.sid))
         if nodes:
             node = rng.choice(nodes)
             applied[-1] += f" {node}"
@@ -135,115 +116,166 @@ def _apply(world: World, kind: str, participant: Participant, applied: list[str]
         raise ValueError(f"no such fault: {kind}")
 
 
-def run(
-    schedule: Schedule, plant: Callable[[World], None] | None = None, trace: bool = False
-) -> Outcome:
-    """Run ``schedule``; its outcome. ``plant``: changes the world first (a planted defect)."""
-    world = World(schedule.seed, max(schedule.layout) + 1)
-    if plant is not None:
-        plant(world)
-    ids = random.Random(schedule.seed ^ 0x5EED)
+def run(schedule: Schedule, trace: bool = False) -> Outcome:
+    """Run ``schedule``; its outcome."""
+    clients = max(contender.client for contender in schedule.contenders) + 1
+    world = World(schedule.seed, clients)
     faults = {fault.boundary: fault.kind for fault in schedule.faults}
     applied: list[str] = []
+    healed = [False]
 
-    def on_boundary(boundary: int, participant: Participant, step: Step) -> None:
+    def on_boundary(number: int, what: str, client: int | None) -> None:
         if trace:
-            print(f"  #{boundary} t={world.now:.3f} {participant.name}: {step!r:.160}")
-        kind = faults.get(boundary)
-        if kind is not None:
-            _apply(world, kind, participant, applied)
+            print(f"  #{number} t={world.now:.4f} {what}")
+        kind = faults.get(number)
+        if kind is not None and not healed[0]:
+            _apply(world, kind, client, applied)
 
-    world.scheduler.on_boundary = on_boundary
-    saved = wire.new_protected_id
-    wire.new_protected_id = lambda: str(uuid.UUID(int=ids.getrandbits(128), version=4))
-    WORLDS.append(world)
-    try:
-        for client in world.clients:
-            client.connect()
-        world.server.start_reaper()
-        PROTOCOLS[schedule.protocol](world, [world.clients[i] for i in schedule.layout])
+    world.hub.on_boundary = on_boundary
+    boundaries = 0
+    with running(world):
         try:
-            world.scheduler.run(HORIZON, stop=lambda: all(p.done for p in world.owners))
-            for client in world.clients:  # heal: every fault ends
-                client.lose_next = False
-                client.cut_until = 0.0
-                client._stall_until = 0.0
-                client.connect()
-            world.scheduler.run(world.now + SETTLE)
-        except AssertionError as exc:  # the model's own checks
-            world.fail(f"model: {exc!r}")
-        world.check_end()
-    finally:
-        for participant in world.scheduler.participants:
-            with contextlib.suppress(BaseException):
-                participant.steps.close()  # those that never ended
-        WORLDS.pop()
-        wire.new_protected_id = saved
-    return Outcome(schedule, world.violations, world.scheduler.boundaries, applied, world.notes)
+            for link in world.links:
+                link.open()
+            world.server.start_reaper()
+            populate(world, PROTOCOLS[schedule.protocol], list(schedule.contenders))
+            try:
+                world.hub.run(HORIZON, stop=lambda: all(p.done for p in world.participants))
+                boundaries = world.hub.boundaries
+                healed[0] = True
+                for link in world.links:
+                    link.heal()
+                world.hub.run(world.now + SETTLE)
+            except Stalled as exc:
+                world.fail(f"clean-end: stalled: {exc}")
+            except AssertionError as exc:  # the model's own checks
+                world.fail(f"model: {exc!r}")
+            world.check_end()
+        finally:
+            world.close()
+    return Outcome(schedule, world.violations, boundaries, applied, world.notes)
+
+
+# -- the systematic pass -------------------------------------------------------------------------
+
+#: The layouts of the systematic pass: one contender; two on two clients (threads and asyncio,
+#: both policies, a timeout that expires as the second waits); three, two of them threads of
+#: one client sharing one lock object, one taking its lock twice and holding past a session
+#: timeout (``session`` policy), one whose timeout expires within its first step.
+LAYOUTS: dict[str, tuple[Contender, ...]] = {
+    "solo": (Contender(0, "t", "standard", None, 1.0),),
+    "pair": (
+        Contender(0, "t", "standard", 3.0, 1.0),
+        Contender(1, "a", "session", 0.3, 0.3),
+    ),
+    "trio": (
+        Contender(0, "t", "session", None, 5.0, reentrant=True),
+        Contender(1, "a", "standard", 1.0, 0.2),
+        Contender(0, "t", "standard", 0.002, 0.5, shared=True),
+    ),
+}
+
+
+def systematic(
+    protocols: list[str], seed: int = 1, per_layout: int | None = None
+) -> Iterator[Outcome]:
+    """Each protocol in each layout: its fault-free schedule, then single faults at its
+    boundaries: every boundary with every fault (``per_layout`` None), or about ``per_layout``
+    schedules spread evenly over the boundaries, each fault at boundaries of its own (every
+    kind of boundary met, each fault landing on different ones)."""
+    for protocol in protocols:
+        for contenders in LAYOUTS.values():
+            base = Schedule(protocol, seed, contenders)
+            clean = run(base)
+            yield clean
+            for fault in fault_plan(clean.boundaries, per_layout):
+                yield run(dataclasses.replace(base, faults=(fault,)))
+
+
+def fault_plan(boundaries: int, per_layout: int | None) -> list[Fault]:
+    """The single faults of one layout's systematic pass (see :func:`systematic`)."""
+    if per_layout is None or per_layout >= boundaries * len(FAULTS):
+        return [Fault(b, kind) for b in range(boundaries) for kind in FAULTS]
+    stride = boundaries * len(FAULTS) / per_layout
+    plan = []
+    for i in range(per_layout):
+        slot = int(i * stride)
+        plan.append(Fault(slot // len(FAULTS), FAULTS[(slot + i) % len(FAULTS)]))
+    return plan
+
+
+# -- random schedules ----------------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
 class Shape:
-    """What random schedules are drawn from: at most ``participants`` (two at least) on two
-    to ``clients`` clients, one to ``faults`` faults."""
+    """What random schedules are drawn from: one to ``participants`` contenders on up to
+    ``clients`` clients, one to ``faults`` faults within the first ``reach`` boundaries per
+    contender."""
 
     participants: int = 4
     clients: int = 3
     faults: int = 4
+    reach: int = 250
 
 
-def layout_for(rng: random.Random, shape: Shape = Shape()) -> tuple[int, ...]:
-    clients = rng.randint(2, max(2, shape.clients))
-    participants = rng.randint(2, max(2, shape.participants))
-    return tuple(
-        i % clients if i < clients else rng.randrange(clients) for i in range(participants)
-    )
-
-
-#: The layout of the systematic pass: two participants on one client, one on another.
-SYSTEMATIC_LAYOUT = (0, 1, 0)
-
-
-def systematic(
-    protocols: list[str], seed: int = 1, plant: Callable[[World], None] | None = None
-) -> Iterator[Outcome]:
-    """Each protocol, each single fault at every step boundary in turn (the boundaries of its
-    fault-free schedule)."""
-    for protocol in protocols:
-        base = Schedule(protocol, seed, SYSTEMATIC_LAYOUT)
-        clean = run(base, plant)
-        yield clean
-        for boundary in range(clean.boundaries):
-            for kind in FAULTS:
-                yield run(dataclasses.replace(base, faults=(Fault(boundary, kind),)), plant)
+def contenders_for(rng: random.Random, shape: Shape = Shape()) -> tuple[Contender, ...]:
+    clients = rng.randint(1, max(1, shape.clients))
+    count = rng.randint(1, max(1, shape.participants))
+    drawn: list[Contender] = []
+    for i in range(count):
+        client = i % clients if i < clients else rng.randrange(clients)
+        front = rng.choice("ta")
+        before = any(c.client == client and c.front == front for c in drawn)
+        drawn.append(
+            Contender(
+                client,
+                front,
+                "session" if rng.random() < 0.25 else "standard",
+                rng.choice([0.0, 0.002, 0.3, 1.0, 3.0, 8.0, None]),
+                rng.choice([0.01, 0.2, 1.0, 3.0]),
+                reentrant=rng.random() < 0.2,
+                shared=before and rng.random() < 0.3,
+            )
+        )
+    return tuple(drawn)
 
 
 def random_schedule(seed: int, protocols: list[str], shape: Shape = Shape()) -> Schedule:
-    """The random schedule of ``seed``: a protocol, its participants on several clients, and
-    faults at random boundaries (see :class:`Shape`)."""
+    """The random schedule of ``seed``: a protocol, its contenders, faults at random
+    boundaries (see :class:`Shape`)."""
     rng = random.Random(seed)
     protocol = rng.choice(protocols)
-    layout = layout_for(rng, shape)
+    contenders = contenders_for(rng, shape)
     count = rng.randint(1, max(1, shape.faults))
-    boundaries = sorted(rng.sample(range(48 * len(layout)), count))
+    boundaries = sorted(rng.sample(range(shape.reach * len(contenders)), count))
     faults = tuple(Fault(b, rng.choice(FAULTS)) for b in boundaries)
-    return Schedule(protocol, seed, layout, faults)
+    return Schedule(protocol, seed, contenders, faults)
 
 
 def randomly(
-    seeds: Iterator[int],
-    protocols: list[str],
-    until: float,
-    plant: Callable[[World], None] | None = None,
-    shape: Shape = Shape(),
+    seeds: Iterator[int], protocols: list[str], until: float, shape: Shape = Shape()
 ) -> Iterator[Outcome]:
     """Random schedules, one per seed, until ``until`` (``time.monotonic``) passes."""
     for seed in seeds:
         if time.monotonic() >= until:
             return
-        yield run(random_schedule(seed, protocols, shape), plant)
+        yield run(random_schedule(seed, protocols, shape))
+
+
+#: The suite's schedules (``tests/test_explorer.py``, and each planted defect's run): the
+#: systematic pass's fault schedules per protocol and layout, and the random schedules' seeds.
+SUITE_PER_LAYOUT = 200
+SUITE_RANDOM = 2000
+
+
+def suite_outcomes(protocols: list[str]) -> Iterator[Outcome]:
+    """The suite's schedules on ``protocols``, run in turn: the systematic pass, then random
+    schedules of seeds 1 to :data:`SUITE_RANDOM`."""
+    yield from systematic(protocols, per_layout=SUITE_PER_LAYOUT)
+    yield from randomly(iter(range(1, SUITE_RANDOM + 1)), protocols, math.inf)
 
 
 def replay(line: str, trace: bool = True) -> Outcome:
-    """Run the schedule ``line`` names again (printing its steps with ``trace``)."""
+    """Run the schedule ``line`` names again (printing its turns with ``trace``)."""
     return run(parse(line), trace=trace)

@@ -1,489 +1,298 @@
-"""The protocols under exploration, each driven as its front ends drive it: acquire within a
-timeout, follow the hold with a :class:`~pycurator._recipes.hold_monitor.HoldMonitor`, hold until
-told lost or for a while, release. Each protocol is a function that puts its participants in a
-:class:`~.world.World`; :data:`PROTOCOLS` names them all."""
+"""The protocols under exploration, each as its users run it: the public recipes of
+``pycurator`` (threads) and ``pycurator.aio`` (asyncio tasks), on kazoo clients of the world,
+acquiring within a timeout, holding while told they hold, asking ``is_held()``, releasing;
+joining an election, leading while told they lead, closing. Each contender is a participant
+(:mod:`tests.explorer.participants`) running its family's program
+(:mod:`tests.explorer.programs`) on the recipe object its :class:`Protocol` makes.
+
+Adding a recipe (see ``docs/reliability.md``, "The fault explorer"): write what its
+user does as a program (or reuse a family's: :func:`lock_program`, :func:`lease_program`,
+:func:`latch_program`, :func:`selector_program`), make its claims say what the user believes and
+which node it stands on, register a :class:`Protocol` in :data:`PROTOCOLS`, and, for a promise
+no invariant reads yet, add one to :mod:`tests.explorer.world` with a planted defect that breaks
+it (:mod:`tests.explorer.planted`).
+"""
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import math
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoNodeError, SessionExpiredError
+from pycurator import menagerie, zklocker, zkrecipes
+from pycurator.aio import menagerie as aio_menagerie
+from pycurator.aio import zklocker as aio_zklocker
+from pycurator.aio import zkrecipes as aio_zkrecipes
 
-from pycurator._client.callback_runner import Cancelled
-from pycurator._protocol import wire
-from pycurator._protocol.checks import ConnectionPolicy
-from pycurator._protocol.deadline import FIRST_TRY_WAIT
-from pycurator._protocol.drivers import LATCH_DRIVER, MUTEX_DRIVER, ReadSideDriver, write_driver
-from pycurator._protocol.steps import NewSignal, Steps, WaitSignal
-from pycurator._protocol.transport import Signal
-from pycurator._protocol.waits import DELETE_WAIT, delete_node_steps
-from pycurator._protocol.zkrecipes import ELECTION_DRIVER, ELECTION_NAMING
-from pycurator._recipes import menagerie
-from pycurator._recipes.election import STEP_WAIT, Election
-from pycurator._recipes.hold_monitor import HoldMonitor, HoldState
-from pycurator._recipes.lock_engine import LockEngine
-from pycurator._recipes.lock_nodes import LockNode
-from pycurator._recipes.reports import HoldReport, Reporter
-from pycurator._recipes.semaphore import SemaphoreSteps
-from pycurator._recipes.zklocker import zklocker_engine
-from pycurator._recipes.zkrecipes import write_lock_engine
+from .participants import DELETE_WAIT, SEMAPHORE_EXTRA, Contender, Participant, Program
+from .programs import latch_program, lease_program, lock_program, selector_program
+from .world import World
 
-from .model import Client
-from .world import Hold, World
-
-#: How an acquire may end besides holding or timing out: the client stopped, or the connection
-#: lost for longer than its retries.
-ENDINGS = (ConnectionClosedError, ConnectionLoss, SessionExpiredError, Cancelled)
-
-Acquire = Callable[[], Steps[LockNode | None]]
-Release = Callable[[str], Steps[None]]
+#: What makes a contender's recipe object: ``make(participant)``.
+Make = Callable[[Participant], Any]
 
 
-def holder(
-    world: World,
-    client: Client,
-    name: str,
-    key: str,
-    kind: str,
-    acquire: Acquire,
-    release: Release,
-    timeout: float | None,
-    bound: float,
-    hold_for: float,
-    revoked: Flag | None = None,
-) -> Steps[None]:
-    """Acquire within ``timeout`` (ended by ``bound`` seconds after), hold until told lost (or
-    ``revoked`` is set) or for ``hold_for`` seconds, asking the hold check now and then whether
-    the hold is still ours (``is_held()``), and release."""
-    ended = world.waited(name, world.now, world.now + bound)
-    try:
-        node = yield from acquire()
-    except ENDINGS:
-        node = None
-    except NoNodeError as exc:
-        # the lock's parent container reaped between its making and the node's create, or a
-        # revocable node deleted before its revocation watch was set: the acquire fails, as
-        # Curator's does (reported apart, see World.notes)
-        world.note(f"{name}: acquire raised {exc!r}")
-        node = None
-    finally:
-        ended.append(world.now)
-    if node is None:
-        return
-    current = world.scheduler.current
-    assert current is not None
-    if node.session_id != client.session and client.session_tick < current.observed:
-        # the session had ended before the acquire last heard from its client (not a stop or
-        # an expiry after that, which no acquire can tell)
-        world.fail(f"{name}: acquired {node.path} of session {node.session_id:#x}, which ended")
-    hold = Hold(key, kind, client, node.path, world.now, policy=_policy(world))
-    world.holds.append(hold)
-    try:
-        lost = yield NewSignal()
+@dataclasses.dataclass(frozen=True)
+class Protocol:
+    """One recipe under exploration: its ``family`` of program (``lock``, ``lease``,
+    ``latch``, ``selector``), the ``key`` its claims contend for and how many may hold it,
+    what makes a contender's recipe object (``make``), what kind of hold each contender's is
+    (``kind``: ``excl``, ``read``, ``write``), and whether it takes a connection policy."""
 
-        def on_change(state: HoldState, reason: str) -> None:
-            world.told(hold, state, reason)
-            if state is not HoldState.HELD:
-                lost.set()
+    name: str
+    family: str
+    key: str
+    make: Make
+    capacity: int = 1
+    kind: Callable[[Participant], str] = lambda p: "excl"
+    node: Callable[[Any], str] = lambda lock: str(lock.lock_path)
+    policies: bool = True
+    revocable: bool = False
+    reentrant: bool = True
+    #: seconds an acquire may take beyond its first try (docs/reliability.md's bounds)
+    extra: float = DELETE_WAIT
 
-        report = Reporter(kind, key).acquired(world.now, node.path)
-        if revoked is not None:
-            revoked.wake = lost
-        monitor = yield from HoldMonitor.follow_steps(
-            client.transport, node.path, hold.policy, on_change, node.session_id, report
+
+def _rw_side(p: Participant) -> str:
+    return "write" if p.world.rng.random() < 0.5 else "read"
+
+
+def _rw(make_lock: Callable[[Participant], Any]) -> Make:
+    def make(p: Participant) -> Any:
+        lock = make_lock(p)
+        return lock.write_lock() if p.kind == "write" else lock.read_lock()
+
+    return make
+
+
+PROTOCOLS: dict[str, Protocol] = {}
+
+
+def _register(*protocols: Protocol) -> None:
+    for protocol in protocols:
+        PROTOCOLS[protocol.name] = protocol
+
+
+_register(
+    Protocol(
+        "mutex",
+        "lock",
+        "/locks/mutex",
+        lambda p: p.module.InterProcessMutex(
+            p.client, "/locks/mutex", connection_policy=p.contender.policy
+        ),
+    ),
+    Protocol(
+        "read-write",
+        "lock",
+        "/locks/rw",
+        _rw(
+            lambda p: p.module.InterProcessReadWriteLock(
+                p.client, "/locks/rw", connection_policy=p.contender.policy
+            )
+        ),
+        kind=_rw_side,
+    ),
+    Protocol(
+        "revocable-mutex",
+        "lock",
+        "/locks/revocable",
+        lambda p: p.module.InterProcessMutex(
+            p.client, "/locks/revocable", connection_policy=p.contender.policy
+        ),
+        revocable=True,
+    ),
+    Protocol(
+        "semaphore",
+        "lease",
+        "/semaphores/two",
+        lambda p: p.module.InterProcessSemaphoreV2(
+            p.client, "/semaphores/two", 2, connection_policy=p.contender.policy
+        ),
+        capacity=2,
+        extra=SEMAPHORE_EXTRA,
+    ),
+    Protocol(
+        "semaphore-mutex",
+        "lock",
+        "/semaphores/one",
+        lambda p: p.module.InterProcessSemaphoreMutex(
+            p.client, "/semaphores/one", connection_policy=p.contender.policy
+        ),
+        node=lambda lock: str(lock.lease.path),
+        reentrant=False,
+        extra=SEMAPHORE_EXTRA,
+    ),
+    Protocol(
+        "zk-write-lock",
+        "lock",
+        "/zk/lock",
+        lambda p: (aio_zkrecipes if p.contender.front == "a" else zkrecipes).WriteLock(
+            p.client, "/zk/lock"
+        ),
+        policies=False,
+    ),
+    Protocol(
+        "menagerie-lock",
+        "lock",
+        "/menagerie/lock",
+        lambda p: (aio_menagerie if p.contender.front == "a" else menagerie).ReentrantZkLock(
+            p.client, "/menagerie/lock", connection_policy=p.contender.policy
+        ),
+    ),
+    Protocol(
+        "menagerie-read-write",
+        "lock",
+        "/menagerie/rw",
+        _rw(
+            lambda p: (
+                aio_menagerie if p.contender.front == "a" else menagerie
+            ).ReentrantZkReadWriteLock(
+                p.client, "/menagerie/rw", connection_policy=p.contender.policy
+            )
+        ),
+        kind=_rw_side,
+    ),
+    Protocol(
+        "menagerie-semaphore",
+        "lease",
+        "/menagerie/semaphore",
+        lambda p: (aio_menagerie if p.contender.front == "a" else menagerie).ZkSemaphore(
+            p.client, "/menagerie/semaphore", 2, connection_policy=p.contender.policy
+        ),
+        capacity=2,
+    ),
+    Protocol(
+        "zklocker",
+        "lock",
+        "/zklocker",
+        lambda p: (aio_zklocker if p.contender.front == "a" else zklocker).ZkLocker(
+            p.client, "/zklocker", "k", connection_policy=p.contender.policy
+        ),
+    ),
+    Protocol(
+        "latch",
+        "latch",
+        "/leader/latch",
+        lambda p: p.module.LeaderLatch(
+            p.client, "/leader/latch", p.name, connection_policy=p.contender.policy
+        ),
+    ),
+    Protocol(
+        "selector",
+        "selector",
+        "/leader/selector",
+        lambda p: None,  # made by its program, around its lead
+    ),
+    Protocol(
+        "zk-election",
+        "latch",
+        "/zk/election",
+        lambda p: (aio_zkrecipes if p.contender.front == "a" else zkrecipes).LeaderElection(
+            p.client, "/zk/election", p.name
+        ),
+        policies=False,
+    ),
+)
+
+
+def populate(world: World, protocol: Protocol, contenders: list[Contender]) -> None:
+    """Put ``protocol``'s participants in ``world``, one per contender, each running its
+    program (recipe objects shared where a contender says so)."""
+    world.capacity[protocol.key] = protocol.capacity
+    made: dict[tuple[int, str], _Shared] = {}
+    for i, contender in enumerate(contenders):
+        if not protocol.policies:
+            contender = dataclasses.replace(contender, policy="standard")
+        p = Participant(
+            world, f"{protocol.name}{i}@c{contender.client}{contender.front}", contender
         )
-        hold.monitor = monitor
-        until = world.now + hold_for
-        while not lost.is_set() and world.now < until:
-            if not (yield WaitSignal(lost, min(until - world.now, 0.5))):
-                yield from monitor.confirm_steps()
-    except Cancelled:
-        pass
-    finally:
-        hold.released_at = world.now
-        if hold.monitor is not None:
-            hold.monitor.close()
-    with contextlib.suppress(Cancelled):
-        yield from release(node.path)
+        p.kind = protocol.kind(p)
+        world.participants.append(p)
+        p.start(_program(p, protocol, made))
+    if protocol.revocable:
+        _revoke_now_and_then(world, protocol.key)
 
 
-class Flag:
-    """A revocation asked for: ``wake`` (the holder's signal) is set when it comes."""
+class _Shared:
+    """A recipe object and the participants that share it, made by the first of them to run
+    (in its thread, or its task: an asyncio recipe is made on its loop)."""
 
     def __init__(self) -> None:
-        self.asked = False
-        self.wake: Signal | None = None
-
-    def set(self) -> None:
-        self.asked = True
-        if self.wake is not None:
-            self.wake.set()
+        self.recipe: Any = None
+        self.sharers: list[Participant] = []
 
 
-def _policy(world: World) -> ConnectionPolicy:
-    """A hold's connection policy: mostly ``standard``, now and then ``session``."""
-    return "session" if world.rng.random() < 0.25 else "standard"
-
-
-def _timeout(world: World) -> float | None:
-    """An acquire's timeout: none (wait as long as it takes) now and then."""
-    return world.rng.choice([0.0, 0.3, 1.0, 3.0, 8.0, None])
-
-
-def _bound(timeout: float | None, extra: float) -> float:
-    """Seconds an acquire of ``timeout`` may take: its first try at least, and ``extra``."""
-    return math.inf if timeout is None else max(timeout, FIRST_TRY_WAIT) + extra
-
-
-def _hold_for(world: World) -> float:
-    return world.rng.choice([0.01, 0.2, 1.0, 3.0])
-
-
-def _locks(
-    world: World,
-    participants: list[Client],
-    key: str,
-    engines: Callable[[Client, bool], tuple[str, LockEngine]],
-) -> None:
-    """Participants of a lock whose engines ``engines(client, write)`` makes (``write``: drawn
-    at random, for a read/write lock; the kind of hold, and its engine)."""
-    for i, client in enumerate(participants):
-        kind, engine = engines(client, world.rng.random() < 0.5)
-        timeout = _timeout(world)
-
-        def acquire(engine: LockEngine = engine, timeout: float | None = timeout) -> Steps[Any]:
-            return engine.acquire_steps(timeout)
-
-        bound = _bound(timeout, DELETE_WAIT)
-        world.spawn(
-            f"{kind}{i}@{client.name}",
-            client,
-            holder(
-                world,
-                client,
-                f"{kind}{i}",
-                key,
-                kind,
-                acquire,
-                engine.delete_steps,
-                timeout,
-                bound,
-                _hold_for(world),
+def _program(p: Participant, protocol: Protocol, made: dict[tuple[int, str], _Shared]) -> Program:
+    c = p.contender
+    if protocol.family == "selector":
+        return selector_program(
+            p,
+            lambda lead: p.module.LeaderSelector(
+                p.client, protocol.key, lead, p.name, connection_policy=c.policy
             ),
+            protocol.key,
         )
+    place = (c.client, c.front)
+    # a lock object is not shared: its lost_event is the object's, set by a loss of any of
+    # its holds, so one thread's stale hold would tell another's (see docs/reliability.md)
+    shared = made.get(place) if c.shared and protocol.family == "lease" else None
+    if shared is None:
+        shared = made[place] = _Shared()
+    shared.sharers.append(p)
+    maker = shared.sharers[0]  # the lock object it shares has its maker's side and policy
+    p.kind = maker.kind
+    p.contender = dataclasses.replace(c, policy=maker.contender.policy)
+    return _run(p, protocol, shared)
 
 
-def mutex(world: World, participants: list[Client]) -> None:
-    """Curator's ``InterProcessMutex``: the lock engine with the standard driver."""
-    _locks(
-        world,
-        participants,
-        "/locks/mutex",
-        lambda c, _: ("excl", LockEngine(c.transport, "/locks/mutex", MUTEX_DRIVER, data=b"x")),
-    )
+def _run(p: Participant, protocol: Protocol, shared: _Shared) -> Program:
+    recipe = shared.recipe
+    if recipe is None:
+        recipe = shared.recipe = protocol.make(p)
+        _follow(p.world, protocol, recipe, shared.sharers)
+    if protocol.family == "latch":
+        yield from latch_program(p, recipe, protocol.key, listens=protocol.policies)
+    elif protocol.family == "lease":
+        yield from lease_program(p, recipe, protocol.key, protocol.extra)
+    else:
+        reentrant = p.contender.reentrant and protocol.reentrant
+        node_of = lambda: protocol.node(recipe)  # noqa: E731
+        yield from lock_program(p, recipe, protocol.key, p.kind, reentrant, node_of, protocol.extra)
 
 
-def revocable_mutex(world: World, participants: list[Client]) -> None:
-    """Curator's mutex made revocable: another client writes the revocation message to the
-    holder's node now and then, and the holder releases when told."""
-    key = "/locks/revocable"
-    for i, client in enumerate(participants):
-        revoked = Flag()
-        engine = LockEngine(client.transport, key, MUTEX_DRIVER, data=b"x").revocable(revoked.set)
-        timeout = _timeout(world)
+def _follow(world: World, protocol: Protocol, recipe: Any, sharers: list[Participant]) -> None:
+    """What a lock object's users listen to: its ``on_lost`` callbacks (for every claim of
+    the participants that share it) and, for a revocable lock, a revocation, which ends their
+    holds."""
+    if protocol.family != "lock":
+        return
 
-        def acquire(engine: LockEngine = engine, timeout: float | None = timeout) -> Steps[Any]:
-            return engine.acquire_steps(timeout)
+    def lost(*_: object) -> None:
+        for sharer in sharers:
+            for claim in sharer.claims:
+                world.called_back(claim)
 
-        bound = _bound(timeout, DELETE_WAIT)
-        steps = holder(
-            world,
-            client,
-            f"revocable{i}",
-            key,
-            "excl",
-            acquire,
-            engine.delete_steps,
-            timeout,
-            bound,
-            _hold_for(world),
-            revoked,
-        )
-        world.spawn(f"revocable{i}@{client.name}", client, steps)
+    recipe.on_lost(lost)
+    if protocol.revocable:
 
-    def revoke() -> None:  # as Revoker.attempt_revoke, from another client
-        holders = [h for h in world.holds if h.key == key and h.released_at is None]
+        def revoked(_: object) -> None:
+            for sharer in sharers:
+                sharer.cancelled = True
+
+        recipe.make_revocable(revoked)
+
+
+def _revoke_now_and_then(world: World, key: str) -> None:
+    """Another client asks a holder to release now and then, as ``attempt_revoke`` does: it
+    writes Curator's revocation message to the holder's node."""
+
+    def revoke() -> None:
+        holders = [c for c in world.claims if c.key == key and c.ended_at is None]
         if holders:
-            world.server.set_data(world.rng.choice(holders).node, wire.REVOKE_MESSAGE)
-        world.scheduler.call_later(world.rng.choice([0.1, 0.7]), revoke)
+            node = world.rng.choice(holders).node()
+            if node is not None:
+                world.server.set_data(node, b"__REVOKE__")
+        world.hub.call_later(world.rng.choice([0.1, 0.7]), revoke, "revoke")
 
-    world.scheduler.call_later(0.05, revoke)
-
-
-def read_write(world: World, participants: list[Client]) -> None:
-    """Curator's ``InterProcessReadWriteLock``: writers exclude all, readers only writers."""
-
-    def engines(client: Client, write: bool) -> tuple[str, LockEngine]:
-        driver = write_driver() if write else ReadSideDriver()
-        return ("write" if write else "read"), LockEngine(client.transport, "/locks/rw", driver)
-
-    _locks(world, participants, "/locks/rw", engines)
-
-
-def zk_write_lock(world: World, participants: list[Client]) -> None:
-    """ZooKeeper's ``WriteLock`` recipe: names that carry the session, persistent parents."""
-    _locks(
-        world,
-        participants,
-        "/zk/lock",
-        lambda c, _: ("excl", write_lock_engine(c.transport, "/zk/lock", None)),
-    )
-
-
-def zklocker(world: World, participants: list[Client]) -> None:
-    """ZkLocker's lock on a key."""
-    _locks(
-        world,
-        participants,
-        "/zklocker",
-        lambda c, _: ("excl", zklocker_engine(c.transport, "/zklocker", "k")),
-    )
-
-
-def menagerie_lock(world: World, participants: list[Client]) -> None:
-    """menagerie's ``ReentrantZkLock``."""
-    _locks(
-        world,
-        participants,
-        "/menagerie/lock",
-        lambda c, _: ("excl", menagerie.lock_engine(c.transport, "/menagerie/lock", None)),
-    )
-
-
-def menagerie_read_write(world: World, participants: list[Client]) -> None:
-    """menagerie's ``ReentrantZkReadWriteLock``."""
-
-    def engines(client: Client, write: bool) -> tuple[str, LockEngine]:
-        writer, reader = menagerie.read_write_engines(client.transport, "/menagerie/rw", None)
-        return ("write", writer) if write else ("read", reader)
-
-    _locks(world, participants, "/menagerie/rw", engines)
-
-
-def menagerie_semaphore(world: World, participants: list[Client]) -> None:
-    """menagerie's ``ZkSemaphore`` of two permits."""
-    key = "/menagerie/semaphore"
-    world.capacity[key] = 2
-    for i, client in enumerate(participants):
-        steps = menagerie.PermitSteps(client.transport, key, 2, None, "standard")
-        timeout = _timeout(world)
-
-        def acquire(
-            steps: menagerie.PermitSteps = steps, timeout: float | None = timeout
-        ) -> Steps[Any]:
-            held = yield from steps.acquire_steps(timeout)
-            return None if held is None else held[0]
-
-        bound = _bound(timeout, DELETE_WAIT)
-        world.spawn(
-            f"permit{i}@{client.name}",
-            client,
-            holder(
-                world,
-                client,
-                f"permit{i}",
-                key,
-                "excl",
-                acquire,
-                steps.engine.delete_steps,
-                timeout,
-                bound,
-                _hold_for(world),
-            ),
-        )
-
-
-def _semaphore(world: World, participants: list[Client], key: str, leases: int) -> None:
-    world.capacity[key] = leases
-    for i, client in enumerate(participants):
-        steps = SemaphoreSteps(client.transport, key, leases, None, None, "standard")
-        timeout = _timeout(world)
-
-        def acquire(steps: SemaphoreSteps = steps, timeout: float | None = timeout) -> Steps[Any]:
-            held = yield from steps.acquire_steps(1, timeout)
-            return None if held is None else held[0][0]
-
-        # the internal mutex's acquire starts a first try of its own with what is left
-        bound = _bound(timeout, FIRST_TRY_WAIT + 3 * DELETE_WAIT)
-        world.spawn(
-            f"lease{i}@{client.name}",
-            client,
-            holder(
-                world,
-                client,
-                f"lease{i}",
-                key,
-                "excl",
-                acquire,
-                delete_node_steps,
-                timeout,
-                bound,
-                _hold_for(world),
-            ),
-        )
-
-
-def semaphore(world: World, participants: list[Client]) -> None:
-    """``InterProcessSemaphoreV2`` with two leases: its internal mutex, and the lease nodes."""
-    _semaphore(world, participants, "/semaphores/two", 2)
-
-
-def semaphore_mutex(world: World, participants: list[Client]) -> None:
-    """``InterProcessSemaphoreMutex``: a semaphore of one lease."""
-    _semaphore(world, participants, "/semaphores/one", 1)
-
-
-def followed_by_model(
-    transport: Any,
-    node: str,
-    policy: ConnectionPolicy,
-    on_change: Callable[[HoldState, str], None],
-    session_id: int,
-    report: HoldReport,
-) -> HoldMonitor:
-    """Made where the election makes its :class:`HoldMonitor`, with the same arguments: the
-    same monitor, on the model's client of ``transport`` (the engine's), its hold recorded
-    with the running world."""
-    world = WORLDS[-1]
-    client = world.client_of(transport)
-    hold = Hold(node.rsplit("/", 1)[0], "lead", client, node, world.now, policy=policy)
-
-    def changed(state: HoldState, reason: str) -> None:
-        world.told(hold, state, reason)
-        on_change(state, reason)
-
-    monitor = HoldMonitor.__new__(HoldMonitor)
-    monitor._setup(transport, node, policy, changed, session_id, report)
-    hold.monitor = monitor
-    world.holds.append(hold)
-    monitor._start(client)
-    return monitor
-
-
-#: The worlds running now (the last one is the current one).
-WORLDS: list[World] = []
-
-
-def _election(
-    world: World,
-    participants: list[Client],
-    key: str,
-    engine_of: Callable[[Client], LockEngine],
-    *,
-    selector: bool,
-) -> None:
-    for i, client in enumerate(participants):
-        kind = "term" if selector else "latch"
-        name = f"{kind}{i}"
-        close_at = world.now + world.rng.choice([0.5, 2.0, 6.0])
-        hold_for = _hold_for(world)
-        box: list[Election] = []
-
-        def elected(
-            node: LockNode,
-            monitor: HoldMonitor,
-            hold_for: float = hold_for,
-            box: list[Election] = box,
-        ) -> None:
-            if selector:  # the term's work, then its end
-                world.scheduler.call_later(hold_for, lambda: box[0].stop("term ended"))
-
-        election = Election(
-            engine_of(client),
-            _policy(world),
-            elected,
-            lambda reason: None,
-            reporter=Reporter(kind, key),
-            one_term=selector,
-            queue_ends_on_error=selector,
-        )
-        box.append(election)
-        world.scheduler.call_at(close_at, functools.partial(election.stop, "closed"))
-        world.spawn(
-            f"{name}@{client.name}",
-            client,
-            elector(world, name, election, close_at + STEP_WAIT + DELETE_WAIT),
-        )
-
-
-def elector(world: World, name: str, election: Election, bound: float) -> Steps[None]:
-    """Take part until stopped (or cancelled, or the client stopped), ended by ``bound``."""
-    ended = world.waited(name, world.now, bound)
-    try:
-        yield from election.steps()
-    except Cancelled:
-        pass
-    finally:
-        ended.append(world.now)
-
-
-def latch(world: World, participants: list[Client]) -> None:
-    """Curator's ``LeaderLatch``: leads until closed, queues again after losing."""
-    key = "/leader/latch"
-    _election(
-        world,
-        participants,
-        key,
-        lambda c: LockEngine(c.transport, key, LATCH_DRIVER, data=b"x"),
-        selector=False,
-    )
-
-
-def selector(world: World, participants: list[Client]) -> None:
-    """Curator's ``LeaderSelector`` terms: one term each, queue left on a connection error."""
-    key = "/leader/selector"
-    _election(
-        world,
-        participants,
-        key,
-        lambda c: LockEngine(c.transport, key, MUTEX_DRIVER, data=b"x"),
-        selector=True,
-    )
-
-
-def zk_election(world: World, participants: list[Client]) -> None:
-    """ZooKeeper's ``LeaderElectionSupport``: offers named ``n_``, persistent parents."""
-    key = "/zk/election"
-    _election(
-        world,
-        participants,
-        key,
-        lambda c: LockEngine(
-            c.transport, key, ELECTION_DRIVER, data=b"host", naming=ELECTION_NAMING
-        ),
-        selector=False,
-    )
-
-
-Protocol = Callable[[World, list[Client]], None]
-
-#: Every protocol explored, by name.
-PROTOCOLS: dict[str, Protocol] = {
-    "mutex": mutex,
-    "read-write": read_write,
-    "revocable-mutex": revocable_mutex,
-    "semaphore": semaphore,
-    "semaphore-mutex": semaphore_mutex,
-    "zk-write-lock": zk_write_lock,
-    "menagerie-lock": menagerie_lock,
-    "menagerie-read-write": menagerie_read_write,
-    "menagerie-semaphore": menagerie_semaphore,
-    "zklocker": zklocker,
-    "latch": latch,
-    "selector": selector,
-    "zk-election": zk_election,
-}
+    world.hub.call_later(0.05, revoke, "revoke")

@@ -2,8 +2,10 @@
 nodes with data; persistent, ephemeral (owned by a session) and container nodes (reaped once empty,
 having had children); sequential names from the parent's ``cversion``; one-shot watches (data and
 exists on a path, children of a path); sessions that live through a dropped connection and end on
-expiry or close (their ephemerals deleted, the watches of others fired). Its clients are in
-:mod:`tests.explorer.model`.
+expiry or close (their ephemerals deleted, the watches of others fired). It answers ZooKeeper's
+requests as bytes through :mod:`tests.explorer.jute`: on a loopback port
+(:mod:`tests.explorer.wire`) and to the simulated connections of a schedule's kazoo clients
+(:mod:`tests.explorer.connection`).
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from __future__ import annotations
 import collections
 import copy
 import dataclasses
+import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kazoo.exceptions import (
     BadVersionError,
@@ -20,26 +23,31 @@ from kazoo.exceptions import (
     NoNodeError,
     NotEmptyError,
     NoWatcherError,
-    SessionExpiredError,
 )
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
-from pycurator._protocol.requests import (
-    CreateNode,
-    CreateParent,
-    DeleteNode,
-    GetData,
-    ListChildren,
-    NodeExists,
-    Request,
-)
 
-from .scheduler import Scheduler, Timer
+class Clock(Protocol):
+    """What the server runs on: the hub of a schedule, or the wire server's real time."""
 
-if TYPE_CHECKING:
-    from .model import Client
+    @property
+    def now(self) -> float: ...
 
-Watcher = Callable[[WatchedEvent], None]
+    @property
+    def rng(self) -> random.Random: ...
+
+    def call_later(self, delay: float, function: Callable[[], None]) -> Cancellable: ...
+
+
+class Cancellable(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Listener(Protocol):
+    """Whom a session's watch events go to: its connection."""
+
+    def event(self, event: WatchedEvent) -> None: ...
+
 
 #: Seconds a request takes to be answered (up and down), at the least.
 LATENCY = 0.001
@@ -87,7 +95,7 @@ def _name(path: str) -> str:
 
 
 class Session:
-    def __init__(self, sid: int, client: Client) -> None:
+    def __init__(self, sid: int, client: Listener) -> None:
         self.sid = sid
         self.client = client
         self.alive = True
@@ -98,7 +106,7 @@ class Server:
     """The ensemble, as one server (see module doc). :attr:`gone` says, for each node path
     deleted, how: ``("deleted", session)`` or ``("expired", session)`` or ``("reaped", 0)``."""
 
-    def __init__(self, scheduler: Scheduler) -> None:
+    def __init__(self, scheduler: Clock) -> None:
         self.scheduler = scheduler
         self.zxid = 1
         self.nodes: dict[str, Node] = {"/": Node(b"", 0, False, 0, 0)}
@@ -107,7 +115,7 @@ class Server:
         self.data_watches: collections.defaultdict[str, set[int]] = collections.defaultdict(set)
         self.child_watches: collections.defaultdict[str, set[int]] = collections.defaultdict(set)
         self.gone: dict[str, tuple[str, int, float]] = {}
-        self._reaper: Timer | None = None
+        self._reaper: Cancellable | None = None
         #: the events a transaction under way holds back, sent once it has applied
         self._held: list[tuple[Session, WatchedEvent]] | None = None
 
@@ -127,7 +135,7 @@ class Server:
 
     # -- sessions --------------------------------------------------------------------------------
 
-    def open_session(self, client: Client) -> int:
+    def open_session(self, client: Listener) -> int:
         self._next_session += 1
         sid = self._next_session
         self.sessions[sid] = Session(sid, client)
@@ -215,24 +223,6 @@ class Server:
         if path in self.nodes:
             self.write(path, data)
 
-    def apply(self, sid: int, request: Request) -> Any:
-        """Apply ``request`` of session ``sid``; its answer (a server's error raised)."""
-        if not self.alive(sid):
-            raise SessionExpiredError()
-        if isinstance(request, CreateNode):
-            return self.create(sid, request.path, request.data or b"", int(request.mode))
-        if isinstance(request, CreateParent):
-            return self.create(sid, request.server_path, b"", int(request.mode))
-        if isinstance(request, DeleteNode):
-            return self.delete(sid, request.path)
-        if isinstance(request, ListChildren):
-            return self.children(sid, request.path, request.watch is not None)[0]
-        if isinstance(request, NodeExists):
-            return self.exists(sid, request.path, request.watch is not None)
-        if isinstance(request, GetData):
-            return self.get(sid, request.path, request.watch is not None)
-        raise AssertionError(f"not a request the model knows: {request!r}")
-
     # -- the requests, as a server answers them -------------------------------------------------
 
     def create(self, sid: int, path: str, data: bytes, flags: int) -> tuple[str, ZnodeStat]:
@@ -259,8 +249,11 @@ class Server:
             raise NoNodeError()
         if watch:
             self.child_watches[path].add(sid)
-        children = sorted(node.children)
-        self.scheduler.rng.shuffle(children)  # ZooKeeper's order is no order
+        # ZooKeeper's order is no order: shuffled from the order they were made (not by name,
+        # so that what the names hold, a random id, does not change the order a seed draws)
+        base = path.rstrip("/")
+        children = sorted(node.children, key=lambda name: self.nodes[f"{base}/{name}"].czxid)
+        self.scheduler.rng.shuffle(children)
         return children, node.stat()
 
     def exists(self, sid: int, path: str, watch: bool) -> ZnodeStat | None:

@@ -31,89 +31,21 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from kazoo.exceptions import (
-    ConnectionLoss,
-    NoNodeError,
-    RolledBackError,
-    RuntimeInconsistency,
-    UnimplementedError,
-    ZookeeperError,
-)
-from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
+from kazoo.exceptions import ZookeeperError
+from kazoo.protocol.states import WatchedEvent
 
-from .scheduler import Timer
+from . import jute
+from .jute import INT as _INT
+from .jute import LONG as _LONG
+from .jute import Reader as _Reader
 from .server import Server
+from .sim import Call
 
-_INT = struct.Struct("!i")
-_LONG = struct.Struct("!q")
 _HEADER = struct.Struct("!ii")  # a request's xid and type
-_REPLY = struct.Struct("!iqi")  # a reply's xid, zxid and error
-_MULTI = struct.Struct("!i?i")  # a multi's part: type, done, error
-_STAT = struct.Struct("!qqqqiiiqiiq")
-_EVENTS = {EventType.CREATED: 1, EventType.DELETED: 2, EventType.CHANGED: 3, EventType.CHILD: 4}
-_SYNC_CONNECTED = 3
-_NOTIFICATION_XID = -1
 #: The negotiated session timeout's bounds, in milliseconds (a server with a 2 s tick).
 _TIMEOUTS_MS = (4_000, 40_000)
 #: Seconds between two looks for sessions nothing has been heard of.
 _EXPIRY_CHECK = 0.1
-#: (perms, scheme, id) of the one ACL every node has.
-_OPEN_ACL = (31, "world", "anyone")
-
-
-class _Reader:
-    """Reads jute's records from one request, front to back."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.at = 0
-
-    def i32(self) -> int:
-        (value,) = _INT.unpack_from(self.data, self.at)
-        self.at += 4
-        return int(value)
-
-    def i64(self) -> int:
-        (value,) = _LONG.unpack_from(self.data, self.at)
-        self.at += 8
-        return int(value)
-
-    def flag(self) -> bool:
-        self.at += 1
-        return self.data[self.at - 1] != 0
-
-    def buffer(self) -> bytes:
-        length = self.i32()
-        if length < 0:
-            return b""
-        self.at += length
-        return self.data[self.at - length : self.at]
-
-    def string(self) -> str:
-        return self.buffer().decode()
-
-    def acl(self) -> None:
-        for _ in range(self.i32()):
-            self.i32()
-            self.string()
-            self.string()
-
-
-def _string(value: str) -> bytes:
-    raw = value.encode()
-    return _INT.pack(len(raw)) + raw
-
-
-def _buffer(value: bytes) -> bytes:
-    return _INT.pack(len(value)) + value
-
-
-def _stat(stat: ZnodeStat) -> bytes:
-    return _STAT.pack(*stat)
-
-
-def _strings(values: list[str]) -> bytes:
-    return _INT.pack(len(values)) + b"".join(_string(value) for value in values)
 
 
 class _Clock:
@@ -121,24 +53,24 @@ class _Clock:
 
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
-        self._due: list[tuple[float, int, Timer, Callable[[], None]]] = []
+        self._due: list[tuple[float, int, Call]] = []
         self._order = itertools.count()
 
     @property
     def now(self) -> float:
         return time.monotonic()
 
-    def call_later(self, delay: float, function: Callable[[], None]) -> Timer:
-        timer = Timer()
-        heapq.heappush(self._due, (self.now + delay, next(self._order), timer, function))
-        return timer
+    def call_later(self, delay: float, function: Callable[[], None]) -> Call:
+        call = Call(function, "timer", None)
+        heapq.heappush(self._due, (self.now + delay, next(self._order), call))
+        return call
 
     def run_due(self) -> float:
         """Run the timers due by now; seconds until the next one (or a second)."""
         while self._due and self._due[0][0] <= self.now:
-            _, _, timer, function = heapq.heappop(self._due)
-            if not timer.cancelled:
-                function()
+            _, _, call = heapq.heappop(self._due)
+            if not call.cancelled:
+                call.function()
         return min(1.0, self._due[0][0] - self.now) if self._due else 1.0
 
 
@@ -155,8 +87,7 @@ class _Session:
         """A watch of this session fired: tell its connection (none: the watch went with the
         last one)."""
         if self.connection is not None:
-            body = _INT.pack(_EVENTS[event.type]) + _INT.pack(_SYNC_CONNECTED)
-            self.connection.reply(_NOTIFICATION_XID, 0, body + _string(event.path))
+            self.connection.reply(jute.NOTIFICATION_XID, 0, jute.notification(event))
 
 
 class _Connection:
@@ -169,8 +100,7 @@ class _Connection:
         self.closing = False
 
     def reply(self, xid: int, error: int, body: bytes = b"") -> None:
-        frame = _REPLY.pack(xid, self.owner.server.zxid, error) + body
-        self.send(_INT.pack(len(frame)) + frame)
+        self.send(jute.reply(xid, self.owner.server.zxid, error, body))
 
     def send(self, frame: bytes) -> None:
         self.outbox += frame
@@ -183,7 +113,7 @@ class WireServer:
 
     def __init__(self, seed: int = 0) -> None:
         self._clock = _Clock(seed)
-        self.server = Server(self._clock)  # type: ignore[arg-type]  # the scheduler's clock part
+        self.server = Server(self._clock)
         self.server.start_reaper()
         self._sessions: dict[int, _Session] = {}
         self._selector = selectors.DefaultSelector()
@@ -362,21 +292,22 @@ class WireServer:
         asked_ms, sid, password = request.i32(), request.i64(), request.buffer()
         session = self._sessions.get(sid) if sid else None
         if sid and (session is None or session.password != password):
-            answer = _INT.pack(0) + _INT.pack(0) + _LONG.pack(0) + _buffer(bytes(16)) + b"\0"
+            answer = _INT.pack(0) + _INT.pack(0) + _LONG.pack(0) + jute.pack_buffer(bytes(16))
+            answer += b"\0"
             connection.outbox += _INT.pack(len(answer)) + answer  # expired: a timeout of 0
             self._flush_and_close(connection)
             return
         if session is None:
             low, high = _TIMEOUTS_MS
             session = _Session(min(max(asked_ms, low), high))
-            sid = self.server.open_session(session)  # type: ignore[arg-type]  # its event()
+            sid = self.server.open_session(session)
             self._sessions[sid] = session
         elif session.connection is not None:
             self._close(session.connection)  # the session moved to this connection
         session.connection, session.heard = connection, time.monotonic()
         connection.sid = sid
         answer = _INT.pack(0) + _INT.pack(session.timeout_ms) + _LONG.pack(sid)
-        answer += _buffer(session.password) + b"\0"
+        answer += jute.pack_buffer(session.password) + b"\0"
         connection.send(_INT.pack(len(answer)) + answer)
 
     def _flush_and_close(self, connection: _Connection) -> None:
@@ -392,13 +323,13 @@ class WireServer:
         xid, kind = _HEADER.unpack_from(request.data)
         request.at = _HEADER.size
         sid = connection.sid
-        if kind == -11:  # close
+        if kind == jute.CLOSE:
             connection.reply(xid, 0)
             self._flush_and_close(connection)
             self._end(sid, "closed")
             return
         try:
-            body = self._answer(sid, kind, request)
+            body = jute.answer(self.server, sid, kind, request)
         except ZookeeperError as exc:
             connection.reply(xid, exc.code)
         except Exception:  # a request it cannot read: said, and the connection closed
@@ -406,97 +337,3 @@ class WireServer:
             self._close(connection)
         else:
             connection.reply(xid, 0, body)
-
-    def _answer(self, sid: int, kind: int, request: _Reader) -> bytes:
-        server = self.server
-        if kind in (11, 100):  # ping, auth
-            return b""
-        if kind == 101:  # setWatches: kazoo sends none, and watches went with the connection
-            return b""
-        if kind == 14:
-            return self._multi(sid, request)
-        path = request.string()
-        if kind in (1, 15, 19):  # create, create with its stat, a container
-            data = request.buffer()
-            request.acl()
-            flags = request.i32()
-            made, stat = server.create(sid, path, data, 4 if kind == 19 else flags)
-            return _string(made) + (_stat(stat) if kind != 1 else b"")
-        if kind == 2:
-            server.delete(sid, path, request.i32())
-            return b""
-        if kind == 3:
-            stat = server.exists(sid, path, request.flag())
-            if stat is None:
-                raise NoNodeError()
-            return _stat(stat)
-        if kind == 4:
-            data, stat = server.get(sid, path, request.flag())
-            return _buffer(data) + _stat(stat)
-        if kind == 5:
-            data = request.buffer()
-            return _stat(server.write(path, data, request.i32()))
-        if kind == 6:  # the ACL: open to all
-            perms, scheme, ident = _OPEN_ACL
-            acl = _INT.pack(1) + _INT.pack(perms) + _string(scheme) + _string(ident)
-            return acl + _stat(server.check(path, -1).stat())
-        if kind in (8, 12):
-            children, stat = server.children(sid, path, request.flag())
-            return _strings(children) + (_stat(stat) if kind == 12 else b"")
-        if kind == 9:
-            return _string(path)
-        if kind == 13:
-            server.check(path, request.i32())
-            return b""
-        if kind == 18:  # removeWatches: 1 children, 2 data, 3 any
-            which = request.i32()
-            server.remove_watches(sid, path, which in (2, 3), which in (1, 3))
-            return b""
-        raise UnimplementedError()
-
-    def _multi(self, sid: int, request: _Reader) -> bytes:
-        parts: list[tuple[int, bytes]] = []
-        while True:
-            kind, done, _ = _MULTI.unpack_from(request.data, request.at)
-            request.at += _MULTI.size
-            if done:
-                break
-            start = request.at
-            self._skip(kind, request)
-            parts.append((kind, request.data[start : request.at]))
-        answers: list[bytes] = []  # those of the parts applied so far
-
-        def apply() -> list[bytes]:
-            for kind, body in parts:
-                answers.append(self._answer(sid, kind, _Reader(body)))
-            return answers
-
-        try:
-            self.server.transaction(apply)
-        except ZookeeperError as exc:
-            done = len(answers)  # the parts before the one that failed: rolled back
-            after = len(parts) - done - 1
-            codes = [RolledBackError.code] * done + [exc.code] + [RuntimeInconsistency.code] * after
-            out = b"".join(_MULTI.pack(-1, False, code) + _INT.pack(code) for code in codes)
-            return out + _MULTI.pack(-1, True, -1)
-        out = b"".join(
-            _MULTI.pack(kind, False, 0) + answer
-            for (kind, _), answer in zip(parts, answers, strict=True)
-        )
-        return out + _MULTI.pack(-1, True, -1)
-
-    @staticmethod
-    def _skip(kind: int, request: _Reader) -> None:
-        """Read past one part of a multi (create, delete, set or check)."""
-        request.string()
-        if kind in (1, 15, 19):
-            request.buffer()
-            request.acl()
-            request.i32()
-        elif kind == 5:
-            request.buffer()
-            request.i32()
-        elif kind in (2, 13):
-            request.i32()
-        else:
-            raise ConnectionLoss(f"a multi's part of type {kind} is not served")

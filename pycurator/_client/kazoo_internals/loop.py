@@ -12,7 +12,6 @@ import os
 import random
 import socket
 import threading
-import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -41,6 +40,7 @@ from kazoo.protocol.serialization import (
 )
 from kazoo.protocol.states import KeeperState
 
+from ..._protocol import clock
 from ..sockets import (
     LENGTH,
     READ_BLOCK,
@@ -183,7 +183,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         sees the drop and fails every pending request, these included."""
         try:
             send_all(sock, data, self._write_timeout)
-            self._last_send = time.monotonic()
+            self._last_send = clock.monotonic()
         except OSError as exc:
             self.logger.warning("Connection dropped while writing: %s", exc)
             self._live = None
@@ -286,7 +286,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         try:
             with self._writing:
                 self._loop_thread = threading.get_ident()
-                self._last_send = time.monotonic()
+                self._last_send = clock.monotonic()
                 self._ended = None
                 self._woke = False
                 self._live = sock
@@ -299,14 +299,14 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
             while True:
                 if self._live is None:
                     raise self._ended or ConnectionDropped("socket connection broken")
-                wait = max(self._last_send + half - time.monotonic(), jitter)
+                wait = max(self._last_send + half - clock.monotonic(), jitter)
                 if abs(limit - wait) > wait * 0.1:  # set again only when it is far off
                     limit = wait
                     set_receive_timeout(sock, limit)
                 try:
                     chunk = sock.recv(READ_BLOCK)
                 except BlockingIOError:  # the limit passed with nothing read
-                    if time.monotonic() < self._last_send + half:
+                    if clock.monotonic() < self._last_send + half:
                         continue  # a limit set a little short, or a send meanwhile
                     if self.ping_outstanding.is_set():
                         self.ping_outstanding.clear()
@@ -323,7 +323,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
                     with self._writing:
                         self._woke = False
                         self._send_queued(sock)
-                if time.monotonic() >= self._last_send + half:
+                if clock.monotonic() >= self._last_send + half:
                     self.ping_outstanding.set()
                     with self._writing:
                         self._send(sock, REQUEST_HEAD.pack(8, PING_XID, PingInstance.type))
