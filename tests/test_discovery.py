@@ -22,6 +22,7 @@ from pycurator.discovery import (
     ServiceType,
     SpringZookeeperInstance,
 )
+from pycurator.testing import SOON, eventually
 
 pytestmark = pytest.mark.usefixtures("zk_no_orphans")
 
@@ -192,3 +193,19 @@ def test_this_instance_is_registered_at_start(zk: KazooClient, zk_path: str) -> 
         assert discovery.this_instance == this
         assert discovery.query_for_instances("billing") == [this]
     assert ServiceDiscovery(zk, f"{zk_path}/services").query_for_instances("billing") == []
+
+
+def test_with_watch_instances_what_another_writes_to_a_node_is_the_instance(
+    zk: KazooClient, zk_path: str
+) -> None:
+    base = f"{zk_path}/services"
+    with ServiceDiscovery(zk, base, watch_instances=True) as discovery:
+        discovery.register_service(instance())
+        drained = instance(ssl_port=9443)
+        zk.set(f"{base}/billing/id-1", JsonInstanceSerializer().serialize(drained))
+        eventually(lambda: discovery.registered == [drained], SOON, what="taken as the instance")
+    with ServiceDiscovery(zk, base) as discovery:
+        discovery.register_service(instance())
+        zk.set(f"{base}/billing/id-1", JsonInstanceSerializer().serialize(drained))
+        assert discovery.query_for_instance("billing", "id-1") == drained  # left be
+        assert discovery.registered == [instance()]

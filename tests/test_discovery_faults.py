@@ -144,3 +144,22 @@ def test_a_register_that_cannot_reach_the_server_in_time_is_written_once_it_can(
         assert discovery.registered == [instance()]
         front.heal()
         eventually(lambda: zk.exists(f"{base}/billing/id-1") is not None, SOON, what="registered")
+
+
+def test_a_node_another_client_deletes_is_made_again(
+    zk: KazooClient, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    base = f"{zk_path}/services"
+    with ServiceDiscovery(zk_client_factory(), base) as discovery:
+        discovery.register_service(instance())
+        discovery.register_service(instance("seq", service_type=ServiceType.DYNAMIC_SEQUENTIAL))
+        before = nodes(zk, base)
+        for name in before:
+            zk.delete(f"{base}/billing/{name}")
+        eventually(
+            lambda: len(nodes(zk, base)) == 2
+            and all(czxid not in {c for _, c, _ in before.values()} for _, czxid, _ in
+                    nodes(zk, base).values()),
+            SOON,
+            what="both made again",
+        )  # fmt: skip

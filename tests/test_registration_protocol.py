@@ -20,7 +20,7 @@ from kazoo.exceptions import (
     NodeExistsError,
     NoNodeError,
 )
-from kazoo.protocol.states import KazooState, ZnodeStat
+from kazoo.protocol.states import EventType, KazooState, ZnodeStat
 
 from pycurator._protocol.deadline import Deadline
 from pycurator._protocol.discovery import ServiceInstance, ServiceType
@@ -31,6 +31,7 @@ from pycurator._protocol.requests import (
     CreateNode,
     CreateParent,
     DeleteNode,
+    GetData,
     ListChildren,
     NodeExists,
     SetData,
@@ -38,7 +39,7 @@ from pycurator._protocol.requests import (
 from pycurator._protocol.steps import Steps
 from pycurator._recipes.registration import Registrar
 
-from .scripted import Entry, Reply, ScriptedServer, State
+from .scripted import WATCHED, Entry, Reply, ScriptedServer, State
 
 BASE = "/services"
 PARENT = "/services/billing"
@@ -70,6 +71,16 @@ def create(data: bytes = DATA, mode: CreateMode = CreateMode.EPHEMERAL, path: st
 
 def made(path: str = PATH, owner: int = SESSION) -> tuple[str, ZnodeStat]:
     return path, node(0, owner)
+
+
+def watched(path: str = PATH, version: int = 0, owner: int = SESSION) -> Reply:
+    """The watch a registration sets on each node it makes, sent behind its create."""
+    return Reply(NodeExists(path, WATCHED), node(version, owner))
+
+
+def read(data: bytes = DATA, version: int = 0, owner: int = SESSION, path: str = PATH) -> Reply:
+    """A check of the node: its data read, its watch set again."""
+    return Reply(GetData(path, WATCHED), (data, node(version, owner)))
 
 
 class Server(ScriptedServer):
@@ -111,7 +122,7 @@ def registered(server: Server, wanted: ServiceInstance = DYNAMIC, data: bytes = 
         ServiceType.DYNAMIC_SEQUENTIAL: CreateMode.EPHEMERAL_SEQUENTIAL,
     }.get(wanted.service_type, CreateMode.PERSISTENT)
     answer = made(PATH + "0000000001") if mode.is_sequential else made(PATH, node_owner(mode))
-    server.then(Reply(create(data, mode), answer))
+    server.then(Reply(create(data, mode), answer), watched(answer[0], 0, node_owner(mode)))
     keeper = registrar(server)
     server.run(steps_of(keeper, wanted, data))
     server.played()
@@ -130,6 +141,7 @@ def test_a_dynamic_instance_is_an_ephemeral_node_under_container_parents() -> No
             Reply(CreateParent(BASE)),
             Reply(CreateParent(PARENT)),
             Reply(create(), made()),
+            watched(),
         ]
     )
     keeper = registrar(server)
@@ -153,7 +165,12 @@ def test_each_service_type_makes_its_node_in_curators_mode(
     wanted = instance(service_type=kind)
     data = JsonInstanceSerializer().serialize(wanted)
     answer = PATH + "0000000004" if mode.is_sequential else PATH
-    server = Server([Reply(create(data, mode), made(answer, node_owner(mode)))])
+    server = Server(
+        [
+            Reply(create(data, mode), made(answer, node_owner(mode))),
+            watched(answer, 0, node_owner(mode)),
+        ]
+    )
     keeper = registrar(server)
     server.run(steps_of(keeper, wanted, data))
     server.played()
@@ -167,6 +184,7 @@ def test_a_node_of_another_session_in_the_way_is_replaced_as_curator_replaces_it
             Reply(NodeExists(PATH), node(2, OTHER)),
             Reply(DeleteNode(PATH, 2)),
             Reply(create(), made()),
+            watched(),
         ]
     )
     keeper = registrar(server)
@@ -182,6 +200,7 @@ def test_a_node_our_create_made_before_its_answer_was_lost_is_kept_not_made_agai
             Reply(create(), error=NodeExistsError()),
             Reply(NodeExists(PATH), node(0, SESSION)),
             Reply(SetData(PATH, DATA), node(1, SESSION)),
+            watched(version=1),
         ]
     )
     keeper = registrar(server)
@@ -198,6 +217,7 @@ def test_a_persistent_node_in_the_way_of_a_static_instance_takes_its_data() -> N
             Reply(create(data, CreateMode.PERSISTENT), error=NodeExistsError()),
             Reply(NodeExists(PATH), node(4, 0)),
             Reply(SetData(PATH, data), node(5, 0)),
+            watched(version=5, owner=0),
         ]
     )
     keeper = registrar(server)
@@ -216,6 +236,7 @@ def test_a_sequential_node_whose_answer_was_lost_is_found_again_not_made_twice()
             Reply(NodeExists(theirs), node(0, OTHER)),
             Reply(NodeExists(ours), node(0, SESSION)),
             Reply(SetData(ours, SEQUENTIAL_DATA), node(1, SESSION)),
+            watched(ours, 1),
         ]
     )
     keeper = registrar(server)
@@ -240,7 +261,7 @@ def test_a_reconnect_checks_each_node_and_leaves_one_still_ours_alone() -> None:
     server = Server([])
     keeper = registered(server)
     server.change(KazooState.SUSPENDED)
-    server.then(Reply(NodeExists(PATH), node(0, SESSION)))
+    server.then(read())
     server.change(KazooState.CONNECTED)
     server.played()
     assert keeper.registered() == [DYNAMIC]
@@ -250,7 +271,9 @@ def test_a_reconnect_makes_a_node_deleted_meanwhile_again() -> None:
     server = Server([])
     keeper = registered(server)
     server.change(KazooState.SUSPENDED)
-    server.then(Reply(NodeExists(PATH), None), Reply(create(), made()))
+    server.then(
+        Reply(GetData(PATH, WATCHED), error=NoNodeError()), Reply(create(), made()), watched()
+    )
     server.change(KazooState.CONNECTED)
     server.played()
     assert keeper.node_of("billing", "id-1") == PATH
@@ -260,7 +283,46 @@ def test_a_reconnect_writes_back_a_node_another_client_changed() -> None:
     server = Server([])
     registered(server)
     server.change(KazooState.SUSPENDED)
-    server.then(Reply(NodeExists(PATH), node(3, SESSION)), Reply(SetData(PATH, DATA), node(4)))
+    server.then(read(b"theirs", 3), Reply(SetData(PATH, DATA), node(4)))
+    server.change(KazooState.CONNECTED)
+    server.played()
+
+
+def test_a_node_another_deletes_is_made_again_at_once() -> None:
+    server = Server([])
+    keeper = registered(server)
+    server.then(
+        Reply(GetData(PATH, WATCHED), error=NoNodeError()), Reply(create(), made()), watched()
+    )
+    server.fire(PATH, EventType.DELETED)
+    server.played()
+    assert keeper.node_of("billing", "id-1") == PATH
+
+
+def test_data_another_writes_is_left_be_until_a_reconnect_writes_ours_back() -> None:
+    server = Server([])
+    registered(server)
+    server.then(read(b"theirs", 1))
+    server.fire(PATH, EventType.CHANGED)
+    server.played()
+    server.change(KazooState.SUSPENDED)
+    server.then(read(b"theirs", 1), Reply(SetData(PATH, DATA), node(2)))
+    server.change(KazooState.CONNECTED)
+    server.played()
+
+
+def test_with_watch_instances_data_another_writes_is_taken_as_the_instance() -> None:
+    server = Server([])
+    keeper = Registrar(server, BASE, JsonInstanceSerializer().deserialize)
+    keeper.start()
+    server.then(Reply(create(), made()), watched())
+    server.run(steps_of(keeper, DYNAMIC))
+    server.then(read(UPDATED_DATA, 1))
+    server.fire(PATH, EventType.CHANGED)
+    server.played()
+    assert keeper.registered() == [UPDATED]
+    server.change(KazooState.SUSPENDED)
+    server.then(read(UPDATED_DATA, 1))  # in step: nothing written back
     server.change(KazooState.CONNECTED)
     server.played()
 
@@ -271,7 +333,7 @@ def test_an_expiry_makes_a_sequential_node_again_in_the_new_session_and_only_one
     server.change(KazooState.LOST)
     again = PATH + "0000000009"
     mode = CreateMode.EPHEMERAL_SEQUENTIAL
-    server.then(Reply(create(SEQUENTIAL_DATA, mode), made(again, NEXT)))
+    server.then(Reply(create(SEQUENTIAL_DATA, mode), made(again, NEXT)), watched(again, 0, NEXT))
     server.change(KazooState.CONNECTED, session=NEXT)
     server.played()
     assert keeper.node_of("billing", "id-1") == again
@@ -284,7 +346,7 @@ def test_an_update_writes_the_node_and_a_reconnect_finds_it_in_step() -> None:
     server.run(keeper.update_steps(UPDATED, UPDATED_DATA, Deadline(10)))
     assert keeper.registered() == [UPDATED]
     server.change(KazooState.SUSPENDED)
-    server.then(Reply(NodeExists(PATH), node(1)))
+    server.then(read(UPDATED_DATA, 1))
     server.change(KazooState.CONNECTED)
     server.played()
 
@@ -302,7 +364,11 @@ def test_an_update_that_changes_the_type_makes_the_node_in_the_new_mode() -> Non
     keeper = registered(server)
     static = instance(service_type=ServiceType.STATIC)
     data = JsonInstanceSerializer().serialize(static)
-    server.then(Reply(DeleteNode(PATH, 0)), Reply(create(data, CreateMode.PERSISTENT), made()))
+    server.then(
+        Reply(DeleteNode(PATH, 0)),
+        Reply(create(data, CreateMode.PERSISTENT), made(owner=0)),
+        watched(owner=0),
+    )
     server.run(keeper.update_steps(static, data, Deadline(10)))
     server.played()
 
@@ -310,7 +376,7 @@ def test_an_update_that_changes_the_type_makes_the_node_in_the_new_mode() -> Non
 def test_registering_again_checks_the_node_and_writes_nothing_when_it_is_in_step() -> None:
     server = Server([])
     keeper = registered(server)
-    server.then(Reply(NodeExists(PATH), node(0)))
+    server.then(read())
     server.run(steps_of(keeper, DYNAMIC))
     server.played()
 
@@ -375,7 +441,10 @@ def test_closing_deletes_every_node_and_stops_following_the_connection() -> None
     keeper = registered(server)
     other = instance(id="id-2", service_type=ServiceType.STATIC)
     data = JsonInstanceSerializer().serialize(other)
-    server.then(Reply(create(data, CreateMode.PERSISTENT, PARENT + "/id-2"), made(owner=0)))
+    server.then(
+        Reply(create(data, CreateMode.PERSISTENT, PARENT + "/id-2"), made(owner=0)),
+        watched(PARENT + "/id-2", owner=0),
+    )
     server.run(steps_of(keeper, other, data))
     server.then(Reply(DeleteNode(PATH, 0)), Reply(DeleteNode(PARENT + "/id-2", 0)))
     server.run(keeper.close_steps())

@@ -11,6 +11,7 @@ service provider picks an instance, under its lock. :class:`DiscoveryFace` and
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,16 @@ def check_serializer(serializer: object) -> InstanceSerializer:
     return serializer  # type: ignore[return-value]
 
 
+def _adopted(serializer: InstanceSerializer, data: bytes) -> ServiceInstance | None:
+    """The instance another wrote to one of our nodes (``watch_instances``), or None when it
+    is none: the node is then left as it is."""
+    try:
+        return serializer.deserialize(data)
+    except Exception as exc:
+        log.warning("a registered instance's node was changed to no instance: %s", exc)
+        return None
+
+
 def _kept(steps: Steps[None], what: ServiceInstance, seconds: float) -> Steps[None]:
     """``steps``, a deadline that passes told as the connection loss it is: the instance stays
     registered, written once the connection is back."""
@@ -95,7 +106,8 @@ class DiscoveryCore:
             raise TypeError(f"watch_instances must be a bool, not {watch_instances!r}")
         self.this_instance = this_instance
         self.watch_instances = watch_instances
-        self.registrar = Registrar(transport, self.base_path)
+        adopt = functools.partial(_adopted, self.serializer) if watch_instances else None
+        self.registrar = Registrar(transport, self.base_path, adopt)
         self.state = Lifecycle.LATENT
         #: Called with each node a query or a cache could not read, after it is logged.
         self.malformed_callbacks: list[Callable[[InstanceFormatError], Any]] = []

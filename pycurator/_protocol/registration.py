@@ -128,21 +128,11 @@ def is_mine(stat: Any, mode: CreateMode, session: int | None) -> bool:
     return not owner
 
 
-def in_sync(record: NodeRecord, stat: Any, data: bytes, session: int | None) -> bool:
-    """Whether the node ``stat`` describes at ``record.path`` still holds what ``record`` says
-    was written, which is ``data``: nobody changed or replaced it since."""
-    if record.data != data or stat.version != record.version:
-        return False
-    owner = stat.ephemeralOwner
-    return owner == session if record.mode.is_ephemeral else not owner
-
-
 __all__ = [
     "NODE_MODES",
     "NodeRecord",
     "check_registrable",
     "check_segment",
-    "in_sync",
     "instance_path",
     "is_mine",
     "node_mode",

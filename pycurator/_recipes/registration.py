@@ -20,17 +20,19 @@ one that is still ours is left alone (Curator deletes and makes it again at ever
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from kazoo.exceptions import ConnectionClosedError, KazooException
-from kazoo.protocol.states import KazooState
+from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.discovery import ServiceInstance
 from .._protocol.errors import ServiceNotRegisteredError
+from .._protocol.registration import NodeRecord
 from .._protocol.steps import IsConnected, NewSignal, Steps, WaitSignal
 from .._protocol.transport import Signal, Transport
 from .._protocol.waits import DELETE_WAIT, RETRYABLE, connected_steps
-from .registration_nodes import Key, Registration, apply_steps
+from .registration_nodes import Keeping, Key, Registration, apply_steps
 
 log = logging.getLogger("pycurator")
 
@@ -39,13 +41,22 @@ class Registrar:
     """A discovery's registrations under ``base_path``, kept in step with the tree through
     ``transport``: each one synced by its caller, or in the background by the keeper (a run of
     steps on kazoo's callbacks, started when there is work and ending when there is none), which
-    a reconnect wakes."""
+    a reconnect wakes, and so does a node of ours that another deletes or changes (a watch on
+    each). ``adopt``: how data another wrote to a node is read as its instance (Curator's
+    ``watchInstances``); None leaves it until the next reconnect writes ours back."""
 
-    def __init__(self, transport: Transport, base_path: str) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        base_path: str,
+        adopt: Callable[[bytes], ServiceInstance | None] | None = None,
+    ) -> None:
         self.transport = transport
         self.base_path = base_path
+        self._adopt = adopt
         self._lock = transport.lock_object()
         self._entries: dict[Key, Registration] = {}
+        self._by_path: dict[str, Registration] = {}  # each node we made, for its watch
         self._dirty: dict[Key, Registration] = {}  # for the keeper, in order
         self._keeping = False  # the keeper runs
         self._listening = False
@@ -82,6 +93,18 @@ class Registrar:
             for key, entry in self._entries.items():
                 entry.check = True
                 self._dirty[key] = entry
+        self.transport.post_request(self.kick)
+
+    def _on_node_event(self, event: WatchedEvent) -> None:
+        """A node of ours was deleted or changed (by us, or by another): read it again."""
+        if event.type == EventType.NONE or event.path is None:
+            return
+        with self._lock:
+            entry = self._by_path.get(event.path)
+            if entry is None or self._entries.get(entry.key) is not entry:
+                return
+            entry.look = True
+            self._dirty[entry.key] = entry
         self.transport.post_request(self.kick)
 
     def _stop_listening(self) -> None:
@@ -223,10 +246,13 @@ class Registrar:
             with self._lock:
                 if not entry.dirty:
                     return
-                number, want, data, check = entry.wanted, entry.want, entry.data, entry.check
-                entry.check = False
+                number, want, data = entry.wanted, entry.want, entry.data
+                check, look = entry.check, entry.look
+                entry.check = entry.look = False
+                before = entry.record
+            keeping = Keeping(self.base_path, self._on_node_event, self._adopt)
             try:
-                yield from apply_steps(self.base_path, entry, want, data, check, deadline)
+                adopted = yield from apply_steps(keeping, entry, want, data, check, look, deadline)
             except RETRYABLE:
                 self._recheck(entry)
                 yield from connected_steps(deadline)
@@ -240,7 +266,26 @@ class Registrar:
             except BaseException:  # the deadline, or interrupted: what was sent may land
                 self._recheck(entry)
                 raise
+            finally:
+                self._track(entry, before)
+            record = entry.record
+            if adopted is not None and record is not None:
+                with self._lock:
+                    if entry.wanted == number:  # what the node holds is the wish now
+                        entry.want, entry.data = adopted, record.data
             self._settle(entry, number, None)
+
+    def _track(self, entry: Registration, before: NodeRecord | None) -> None:
+        """Follow the node ``entry`` has now by its path, for its watch (``before``: its record
+        before)."""
+        record = entry.record
+        if record is before:
+            return
+        with self._lock:
+            if before is not None and self._by_path.get(before.path) is entry:
+                del self._by_path[before.path]
+            if record is not None:
+                self._by_path[record.path] = entry
 
     def _recheck(self, entry: Registration) -> None:
         """What we know of the node of ``entry`` may be out of date: look before trusting it."""

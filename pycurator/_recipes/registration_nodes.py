@@ -11,6 +11,7 @@ reconnect adds another); one whose create went unanswered is found again by its 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from kazoo.exceptions import (
@@ -28,7 +29,6 @@ from .._protocol.discovery import ServiceInstance
 from .._protocol.parents import parents_steps
 from .._protocol.registration import (
     NodeRecord,
-    in_sync,
     instance_path,
     is_mine,
     node_mode,
@@ -38,11 +38,13 @@ from .._protocol.requests import (
     CreateMode,
     CreateNode,
     DeleteNode,
+    GetData,
     ListChildren,
     NodeExists,
     SetData,
+    Watch,
 )
-from .._protocol.steps import SessionId, Steps
+from .._protocol.steps import Send, SessionId, Steps
 from .._protocol.transport import Signal
 from .._protocol.waits import RETRYABLE, connected_steps, sent_steps
 
@@ -58,6 +60,17 @@ class Pending(NamedTuple):
     session: int | None
 
 
+class Keeping(NamedTuple):
+    """How a registrar keeps its nodes: under ``base_path``; with ``watch`` set on each node
+    it makes, so that it hears of the node deleted or changed by another; and ``adopt``, how
+    data another wrote to a node is read as its instance (Curator's ``watchInstances``), or
+    None to leave that data be until the next reconnect writes ours back."""
+
+    base_path: str
+    watch: Watch
+    adopt: Callable[[bytes], ServiceInstance | None] | None = None
+
+
 class Registration:
     """What one instance's node should hold, and what we know of it. Read and changed under
     the registrar's lock, but for :attr:`record` and :attr:`pending`, which only the sync that
@@ -70,6 +83,7 @@ class Registration:
         "done",
         "failure",
         "key",
+        "look",
         "pending",
         "record",
         "waiters",
@@ -88,7 +102,8 @@ class Registration:
         self.record: NodeRecord | None = None
         #: a create sent whose answer never came (its node may exist)
         self.pending: Pending | None = None
-        self.check = False  # look at the node before trusting the record (after a reconnect)
+        self.check = False  # make sure the node holds our data (after a reconnect)
+        self.look = False  # another touched the node: read it (its watch fired)
         self.busy = False  # a sync holds it
         self.waiters: list[Signal] = []  # woken when the sync that holds it lets go
         #: the error that settled a wish: (its number, the error)
@@ -97,19 +112,22 @@ class Registration:
     @property
     def dirty(self) -> bool:
         """Whether the node may not hold what it should."""
-        return self.done < self.wanted or self.check
+        return self.done < self.wanted or self.check or self.look
 
 
 def apply_steps(
-    base_path: str,
+    keeping: Keeping,
     entry: Registration,
     want: ServiceInstance | None,
     data: bytes,
     check: bool,
+    look: bool,
     deadline: Deadline,
-) -> Steps[None]:
-    """Make the node hold ``want`` (``data``), or nothing; ``check``: look at the node
-    first, what we know of it may be out of date."""
+) -> Steps[ServiceInstance | None]:
+    """Make the node of ``entry`` hold ``want`` (``data``), or nothing. ``check``: make sure
+    the node holds it (what we know of it may be out of date); ``look``: read the node another
+    touched (made again if deleted; data another wrote adopted, or left be). The instance
+    adopted, if one was."""
     yield from connected_steps(deadline)
     session = yield SessionId()
     record = entry.record
@@ -120,32 +138,49 @@ def apply_steps(
         entry.pending = None
     if want is None:
         yield from remove_steps(entry, session, deadline)
-        return
+        return None
     mode = node_mode(want.service_type)
     if record is not None and record.mode is not mode:  # a type changed: another node
         yield from remove_steps(entry, session, deadline)
         record = None
-    if record is not None:
-        if check:
-            stat = yield from sent_steps(NodeExists(record.path), deadline)
-            if stat is not None and in_sync(record, stat, data, session):
-                entry.record = record.written(record.version, data, want)
-                return
-            if stat is None or not is_mine(stat, mode, session):
+    if record is not None and (check or look):
+        try:
+            held, stat = yield from sent_steps(GetData(record.path, keeping.watch), deadline)
+        except NoNodeError:
+            record = entry.record = None
+        else:
+            if not is_mine(stat, mode, session):
                 record = entry.record = None
-        if record is not None:
-            try:
-                stat = yield from sent_steps(SetData(record.path, data), deadline)
-            except NoNodeError:
-                entry.record = None
-            else:
+            elif held == data:
                 entry.record = record.written(stat.version, data, want)
-                return
-    path = instance_path(base_path, want.name, want.id)
+                return None
+            elif look and not check:  # written by another since
+                adopted = keeping.adopt(held) if keeping.adopt is not None else None
+                if adopted is None or (adopted.name, adopted.id) != entry.key:
+                    adopted = None
+                entry.record = record.written(stat.version, held, adopted or record.instance)
+                return adopted
+            else:
+                record = record.written(stat.version, held, record.instance)
+    if record is not None and (record.data != data or check):
+        try:
+            stat = yield from sent_steps(SetData(record.path, data), deadline)
+        except NoNodeError:
+            record = entry.record = None
+        else:
+            entry.record = record.written(stat.version, data, want)
+            return None
+    if record is not None:
+        return None
+    path = instance_path(keeping.base_path, want.name, want.id)
     if mode.is_sequential:
         yield from create_sequential_steps(entry, want, data, path, session, deadline)
     else:
         yield from create_steps(entry, want, data, mode, path, session, deadline)
+    made = entry.record
+    if made is not None:  # its watch, sent behind: it costs the caller no wait
+        yield Send(NodeExists(made.path, keeping.watch))
+    return None
 
 
 def create_steps(
