@@ -11,6 +11,8 @@ reconnect adds another); one whose create went unanswered is found again by its 
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -21,7 +23,7 @@ from kazoo.exceptions import (
     NodeExistsError,
     NoNodeError,
 )
-from kazoo.protocol.states import ZnodeStat
+from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
 from .._protocol import wire
 from .._protocol.deadline import Deadline
@@ -44,7 +46,7 @@ from .._protocol.requests import (
     SetData,
     Watch,
 )
-from .._protocol.steps import Send, SessionId, Steps
+from .._protocol.steps import OnAnswer, Outcome, Send, SessionId, Steps
 from .._protocol.transport import Signal
 from .._protocol.waits import RETRYABLE, connected_steps, sent_steps
 
@@ -179,8 +181,21 @@ def apply_steps(
         yield from create_steps(entry, want, data, mode, path, session, deadline)
     made = entry.record
     if made is not None:  # its watch, sent behind: it costs the caller no wait
-        yield Send(NodeExists(made.path, keeping.watch))
+        answer = yield Send(NodeExists(made.path, keeping.watch))
+        yield OnAnswer(answer, functools.partial(_watch_set, keeping.watch, made))
     return None
+
+
+def _watch_set(watch: Watch, made: NodeRecord, outcome: Outcome) -> None:
+    """The watch of the node just ``made`` is set: if it came too late to hear the node
+    deleted or changed by another meanwhile, its answer tells it instead."""
+    stat, error = outcome
+    if error is not None:
+        return  # not set: the check after the reconnect sets it again
+    if stat is None:
+        watch(WatchedEvent(EventType.DELETED, KazooState.CONNECTED, made.path))
+    elif stat.version != made.version:
+        watch(WatchedEvent(EventType.CHANGED, KazooState.CONNECTED, made.path))
 
 
 def create_steps(
@@ -206,7 +221,10 @@ def create_steps(
             if not is_mine(stat, mode, session):
                 yield from delete_steps(path, stat.version, deadline)
                 continue
-            stat = yield from sent_steps(SetData(path, data), deadline)
+            try:
+                stat = yield from sent_steps(SetData(path, data), deadline)
+            except NoNodeError:
+                continue  # gone meanwhile: made again
         entry.record = NodeRecord(path, mode, owner, stat.version, data, want)
         return
 
@@ -224,11 +242,14 @@ def create_sequential_steps(
     mode = CreateMode.EPHEMERAL_SEQUENTIAL
     if entry.pending is not None:
         found = yield from find_sequential_steps(entry.pending, session, deadline)
-        entry.pending = None
-        if found is not None:
-            stat = yield from sent_steps(SetData(found, data), deadline)
-            entry.record = NodeRecord(found, mode, session, stat.version, data, want)
+        if found is not None:  # ours from now on, whatever it holds: then written
+            node, version = found
+            record = entry.record = NodeRecord(node, mode, session, version, b"", want)
+            entry.pending = None
+            stat = yield from sent_steps(SetData(node, data), deadline)
+            entry.record = record.written(stat.version, data, want)
             return
+        entry.pending = None
     created, stat = yield from _created_steps(entry, path, data, mode, session, deadline)
     node = wire.join_path(path.rsplit("/", 1)[0] or "/", wire.node_name(created))
     entry.record = NodeRecord(node, mode, session, stat.version, data, want)
@@ -252,7 +273,9 @@ def _created_steps(
             )
         except NoNodeError:
             entry.pending = None
-            yield from parents_steps(path, deadline=deadline)
+            # a level above reaped by the server as we made ours: made again, as ours is
+            with contextlib.suppress(NoNodeError):
+                yield from parents_steps(path, deadline=deadline)
             continue
         except KazooException as exc:
             if not isinstance(exc, (*RETRYABLE, ConnectionClosedError)):
@@ -264,9 +287,9 @@ def _created_steps(
 
 def find_sequential_steps(
     pending: Pending, session: int | None, deadline: Deadline
-) -> Steps[str | None]:
+) -> Steps[tuple[str, int] | None]:
     """The node a sequential create (``pending``) whose answer never came made in
-    ``session``, if it made one; any more such nodes are deleted."""
+    ``session``, and its data version, if it made one; any more such nodes are deleted."""
     parent, prefix = pending.path.rsplit("/", 1)
     parent = parent or "/"
     try:
@@ -281,7 +304,7 @@ def find_sequential_steps(
             ours.append((node, stat.version))
     for node, version in ours[1:]:
         yield from delete_steps(node, version, deadline)
-    return ours[0][0] if ours else None
+    return ours[0] if ours else None
 
 
 def remove_steps(entry: Registration, session: int | None, deadline: Deadline) -> Steps[None]:
@@ -295,7 +318,7 @@ def remove_steps(entry: Registration, session: int | None, deadline: Deadline) -
         if pending.mode.is_sequential:
             found = yield from find_sequential_steps(pending, session, deadline)
             if found is not None:
-                yield from delete_steps(found, -1, deadline, pending.mode, session)
+                yield from delete_steps(found[0], found[1], deadline, pending.mode, session)
         else:
             yield from delete_steps(pending.path, -1, deadline, pending.mode, session)
         entry.pending = None

@@ -143,6 +143,22 @@ DEFECTS = (
         "        woken = yield WaitSignal(watcher.wake, None)",
         ("mutex", "read-write", "zk-write-lock", "menagerie-lock", "zklocker"),
     ),
+    Defect(
+        "a discovery does not register again after a reconnect",
+        "registered",
+        "_recipes/registration.py",
+        "        if state != KazooState.CONNECTED:\n            return",
+        "        if True:\n            return",
+        ("registration",),
+    ),
+    Defect(
+        "a sequential instance's node is known by the name it was asked for (Curator's slip)",
+        "registered",
+        "_recipes/registration_nodes.py",
+        '    node = wire.join_path(path.rsplit("/", 1)[0] or "/", wire.node_name(created))',
+        "    node = path",
+        ("registration",),
+    ),
 )
 
 

@@ -26,6 +26,8 @@ from pycurator.aio import zkrecipes as aio_zkrecipes
 
 from .participants import DELETE_WAIT, SEMAPHORE_EXTRA, Contender, Participant, Program
 from .programs import latch_program, lease_program, lock_program, selector_program
+from .registrations import SERVICE, registration_program
+from .registrations import make as make_discovery
 from .world import World
 
 #: What makes a contender's recipe object: ``make(participant)``.
@@ -185,6 +187,13 @@ _register(
         lambda p: None,  # made by its program, around its lead
     ),
     Protocol(
+        "registration",
+        "registration",
+        f"/services/{SERVICE}",
+        make_discovery,
+        policies=False,
+    ),
+    Protocol(
         "zk-election",
         "latch",
         "/zk/election",
@@ -251,7 +260,9 @@ def _run(p: Participant, protocol: Protocol, shared: _Shared) -> Program:
     if recipe is None:
         recipe = shared.recipe = protocol.make(p)
         _follow(p.world, protocol, recipe, shared.sharers)
-    if protocol.family == "latch":
+    if protocol.family == "registration":
+        yield from registration_program(p, recipe)
+    elif protocol.family == "latch":
         yield from latch_program(p, recipe, protocol.key, listens=protocol.policies)
     elif protocol.family == "lease":
         yield from lease_program(p, recipe, protocol.key, protocol.extra)

@@ -34,7 +34,10 @@ it):
 - ``bounded``: every call returns within the bound the docs state (``acquire(timeout=t)``,
   ``release()``, ``is_held()``, ``close()``);
 - ``clean-end``: every participant ends, without an error it was not told to expect; no node is
-  left in a live session, no earlier session lives on; nothing is logged at ERROR.
+  left in a live session, no earlier session lives on; nothing is logged at ERROR;
+- ``registered``: once the schedule is quiet, exactly one node per instance a discovery keeps
+  registered, holding its latest data, and none once unregistered or closed
+  (:mod:`tests.explorer.registrations`).
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ INVARIANTS = (
     "callbacks",
     "bounded",
     "clean-end",
+    "registered",
 )
 
 _SEQUENCE = re.compile(r"(\d{10})$")
@@ -183,6 +187,9 @@ class World:
         self.told: dict[str, list[tuple[LockEventKind, str, float]]] = {}
         self._loop: SimLoop | None = None
         self._loop_unit: Unit | None = None
+        #: checks of what a quiet schedule holds (faults healed, background work settled),
+        #: each returning the check to run once what it started (closing) has settled too
+        self.when_quiet: list[Callable[[], Callable[[], None] | None]] = []
         self.hub.after_turn = self.check_now
 
     @property
