@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .report import MODES, RECIPES, SECTIONS, _cycle, _handoff, _table, _targets
+from .tables import MODES, RECIPES, SECTIONS, _cycle, _handoff, _table, targets
 
 #: The region of a standalone run with connect()'s client on both loops (pycurator's and kazoo's).
 LOOP_BEGIN = "<!-- bench-loop: begin (python -m bench.report --write) -->"
@@ -21,7 +21,7 @@ WITH_LOOP = ("cycle", "handoff")
 def loop_region(results: dict[str, Any]) -> str:
     """The loop region's Markdown for a loop run (:func:`loop_run`): the targets table, the
     standalone table (:func:`loop_tables`), then the cycle's and the hand-off's, if run."""
-    parts = [_targets(results), loop_tables(results["standalone"])]
+    parts = [targets(results), loop_tables(results["standalone"])]
     drawers = {"cycle": _cycle, "handoff": _handoff}
     parts += [drawers[name](results) for name in WITH_LOOP if name in results]
     return "\n\n".join("\n".join(part) for part in parts if part) + "\n"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench import loop_report, report, standalone
+from bench import loop_report, report, standalone, tables
 from bench.__main__ import DEFAULT_SECTIONS, SECTIONS, main
 from bench.chart import main as chart_main
 from bench.contender import KINDS
@@ -212,12 +212,12 @@ def test_standalone_programs_cover_each_recipe_mode_and_side_against_the_java_pr
                 assert row["ops_per_s"] > 0 and row["timeouts"] == 0
                 assert row["cpu_ms_per_op"] > 0 and len(row["ops_per_s_rounds"]) == 1
     assert 0 < table["rwlock"]["shared"]["curator-java"]["read_share"] < 1
-    tables = report.report(results)
-    assert "### Contended throughput, each side a program of its own" in tables
-    assert tables.startswith("### Targets")
-    standalone_part = tables.split("### Contended throughput, each side a program of its own")[1]
-    for title in report.RECIPES.values():  # every recipe named, in the targets too
-        assert f"| {title}" in standalone_part and f"| {title}, a client per thread |" in tables
+    page = report.report(results)
+    assert "### Contended throughput, each side a program of its own" in page
+    assert page.startswith("### Targets")
+    standalone_part = page.split("### Contended throughput, each side a program of its own")[1]
+    for title in tables.RECIPES.values():  # every recipe named, in the targets too
+        assert f"| {title}" in standalone_part and f"| {title}, a client per thread |" in page
 
 
 def test_the_targets_table_says_which_figures_meet_their_targets() -> None:
@@ -241,7 +241,7 @@ def test_the_targets_table_says_which_figures_meet_their_targets() -> None:
     }
     rows = {
         line.split(" | ")[0].lstrip("| "): line.split(" | ")[-1].rstrip(" |")
-        for line in report._targets(results)[4:]
+        for line in tables.targets(results)[4:]
     }
     assert standalone.TARGETS == {"shared": 1.0, "per-thread": 1.0}
     assert rows == {
@@ -253,7 +253,7 @@ def test_the_targets_table_says_which_figures_meet_their_targets() -> None:
         "hand-off median": "met",
         "hand-off p99": "**not met**",
     }
-    assert report._targets({"cycle": {"loopback_repeats": []}}) == []
+    assert tables.targets({"cycle": {"loopback_repeats": []}}) == []
 
 
 @BENCH_RUN

@@ -64,24 +64,26 @@ class CallbackSignal:
         self._flag = False
         self._waiter: int | None = None  # the token of the task's suspension waiting on us
 
-    def set_here(self) -> None:
-        """Set the flag; the run waiting on it resumes on the calling thread, which must be one
-        that may run steps (see :func:`~pycurator._protocol.transport.set_here`)."""
-        self.set(here=True)
-
-    def set(self, here: bool = False) -> None:
-        """Set the flag (with ``here``: see :meth:`set_here`)."""
+    def set(self) -> None:
+        """Set the flag; the run waiting on it resumes through the handler's callback worker."""
         with self._task.lock:
             if self._flag:
                 return
             self._flag = True
             token, self._waiter = self._waiter, None
-        if token is None:
-            return
-        if here:
-            self._task._resume(token, True, None)
-        else:
+        if token is not None:
             self._task.dispatch(token, True, None)
+
+    def set_here(self) -> None:
+        """Set the flag; the run waiting on it resumes on the calling thread, which must be one
+        that may run steps (see :func:`~pycurator._protocol.transport.set_here`)."""
+        with self._task.lock:
+            if self._flag:
+                return
+            self._flag = True
+            token, self._waiter = self._waiter, None
+        if token is not None:
+            self._task._resume(token, True, None)
 
     def clear(self) -> None:
         self._flag = False
@@ -109,6 +111,8 @@ class CallbackRun:
         transport: Transport,
         steps: Steps[Any],
         on_done: Callable[[CallbackRun], None] | None = None,
+        done: Any = None,
+        call_later: Callable[[float, Callable[[], None]], Timer] | None = None,
     ) -> None:
         self._handler = handler = transport.client.handler
         self._transport = transport
@@ -120,7 +124,10 @@ class CallbackRun:
         #: the AwaitAll whose wait is under way, and the undo of its links to the answers
         self._gathering: tuple[AwaitAll, Callable[[], None]] | None = None
         self._cancel_pending = False  # cancelled while running: throw at the next wait
-        self.done = services_of(handler).new_flag()  # set once, when the steps end
+        #: set once, when the steps end: ``done``, or an event of the handler's made for it
+        self.done = services_of(handler).new_flag() if done is None else done
+        #: the timers of the waits' limits: ``call_later``, or the transport's
+        self._call_later = transport.call_later if call_later is None else call_later
         self.value: Any = None
         self.error: BaseException | None = None
 
@@ -263,7 +270,7 @@ class CallbackRun:
             unlink()  # no wait after all
             return outcomes(answers), None
         if step.timeout is not None:
-            waiting.timer = self._transport.call_later(
+            waiting.timer = self._call_later(
                 step.timeout,
                 functools.partial(self.dispatch, waiting.token, False, None),
             )
@@ -273,9 +280,7 @@ class CallbackRun:
         token = waiting.token
         remaining = step.deadline.remaining()
         if remaining is not None:
-            waiting.timer = self._transport.call_later(
-                remaining, functools.partial(self._expire, token)
-            )
+            waiting.timer = self._call_later(remaining, functools.partial(self._expire, token))
         result = step.result
 
         # keeps the runs_inline contract (it only resumes the steps, which never block); not
@@ -319,10 +324,12 @@ def run_in_background(
     transport: Transport,
     steps: Steps[Any],
     on_done: Callable[[CallbackRun], None] | None = None,
+    done: Any = None,
+    call_later: Callable[[float, Callable[[], None]], Timer] | None = None,
 ) -> CallbackRun:
     """Drive ``steps`` on ``transport``'s client from kazoo's callbacks (see
-    :class:`CallbackRun`), started at once."""
-    run = CallbackRun(transport, steps, on_done)
+    :class:`CallbackRun`, and ``done`` and ``call_later``), started at once."""
+    run = CallbackRun(transport, steps, on_done, done, call_later)
     run.start()
     return run
 

@@ -175,7 +175,8 @@ class KazooTransport:
         """Run ``steps`` in the background, driven by kazoo's callbacks
         (:func:`~pycurator._client.callback_runner.run_in_background`); ``on_done(run)`` once they
         end."""
-        return run_in_background(self, steps, on_done)
+        services = self.services
+        return run_in_background(self, steps, on_done, services.new_flag(), services.call_later)
 
     # -- time and order ----------------------------------------------------------------------
 
@@ -207,9 +208,8 @@ class KazooTransport:
         """A new event of the handler's kind."""
         return self.client.handler.event_object()
 
-    def process_lock(self) -> Any:
-        """The process's lock (:func:`~pycurator._client.runtime.process_lock`)."""
-        return process_lock()
+    #: The process's lock (:func:`~pycurator._client.runtime.process_lock`).
+    process_lock = staticmethod(process_lock)
 
     def node_data(self) -> bytes:
         """Curator's default node data (:func:`default_node_data`)."""

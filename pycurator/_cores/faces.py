@@ -63,6 +63,15 @@ class LockFace:
         """``standard`` (a suspended connection counts as lost) or ``session`` (only expiry)."""
         return self._core.policy
 
+    @property
+    def fencing_token(self) -> int:
+        """A number that grows with every new holder of this lock path: our node's creation
+        zxid. A resource that remembers the largest token it has seen can reject a stale holder.
+
+        Raises :class:`LockLostError` when the caller does not hold the lock.
+        """
+        return self._core.holds.required().fencing_token
+
 
 class MultiLockFace(Generic[M]):
     """A multi-lock over its members."""
@@ -178,6 +187,10 @@ class LatchFace:
         """Our node's creation zxid while we lead: it grows with every new leader of this path.
         Raises :class:`LockLostError` when not leading."""
         return self._core.fencing_token
+
+    def has_leadership(self) -> bool:
+        """True while started and leading (as last heard; no request)."""
+        return self._core.has_leadership()
 
 
 class ElectionFace:

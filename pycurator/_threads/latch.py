@@ -11,7 +11,7 @@ own) and waits on handler events.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -19,10 +19,12 @@ from kazoo.client import KazooClient
 
 from .._client.callback_runner import CallbackRun
 from .._client.transport import transport_of
+from .._cores.constructors import LatchConstructor
 from .._cores.faces import LatchFace
 from .._cores.latch import CLOSE_WAIT, CloseMode, LatchCore, LeaderLatchListener
-from .._protocol.checks import ConnectionPolicy, check_timeout
+from .._protocol.checks import check_timeout
 from .._protocol.deadline import Deadline
+from .._protocol.transport import Transport
 from .._recipes.participants import Participant, leader_of
 from .runner import run
 
@@ -113,7 +115,7 @@ class LatchShell:
         return task is not None and task.done.is_set()
 
 
-class LeaderLatch(LatchFace):
+class LeaderLatch(LatchConstructor, LatchFace):
     """A participant in a leader election shared with Java Curator's ``LeaderLatch`` on the
     same path: once started, it leads while its node is first in queue order, until closed.
 
@@ -127,33 +129,18 @@ class LeaderLatch(LatchFace):
     order on a small pool of workers shared by every recipe of the client's handler.
     """
 
-    def __init__(
-        self,
-        client: KazooClient,
-        path: str,
-        id: str = "",  # Curator's name for it
-        *,
-        close_mode: CloseMode = CloseMode.SILENT,
-        acl: Sequence[Any] | None = None,
-        connection_policy: ConnectionPolicy = "standard",
-    ) -> None:
-        self._runner = LatchShell(
-            LatchCore(transport_of(client), path, id, close_mode, acl, connection_policy)
-        )
-        self._core = self._runner.core
-        #: Set when leadership ends, cleared when it begins (a handler event).
-        self.lost_event = self._runner.lost_event
+    _shell_class = LatchShell
+    _shell: LatchShell
 
-    def has_leadership(self) -> bool:
-        """True while started and leading (as last heard; no request)."""
-        return self._core.has_leadership()
+    def _transport_of(self, client: KazooClient) -> Transport:
+        return transport_of(client)
 
     def start(self) -> None:
         """Join the election: the node is made and watched in the background.
 
         Raises RuntimeError when started before (Curator: "Cannot be started more than once").
         """
-        self._runner.start(self)
+        self._shell.start(self)
 
     def close(self, close_mode: CloseMode | None = None) -> None:
         """Leave the election: leadership ends, watches are dropped and our node is deleted
@@ -163,7 +150,7 @@ class LeaderLatch(LatchFace):
 
         Raises RuntimeError when not started or already closed.
         """
-        self._runner.close(close_mode)
+        self._shell.close(close_mode)
 
     def __enter__(self) -> LeaderLatch:
         self.start()
@@ -189,7 +176,7 @@ class LeaderLatch(LatchFace):
         and any other error of the server while it keeps the latch from joining the election
         (the latch tries again meanwhile).
         """
-        return self._runner.wait(timeout)
+        return self._shell.wait(timeout)
 
     def add_listener(self, listener: LeaderLatchListener) -> None:
         """Call ``listener.is_leader()`` and ``listener.not_leader()`` on each change of

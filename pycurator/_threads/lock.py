@@ -13,14 +13,16 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, TypeVar
 
-from kazoo.client import TransactionRequest
+from kazoo.client import KazooClient, TransactionRequest
 
 from .._client.concurrency import unit_getter
+from .._client.transport import transport_of
 from .._cores.faces import LockFace
 from .._cores.lock import LockCore
 from .._protocol.checks import ConnectionPolicy, check_timeout
 from .._protocol.drivers import Driver
 from .._protocol.errors import LockLostError, LockTimeout
+from .._protocol.transport import Transport
 from .._recipes.hold import LossNotice
 from .._recipes.lock_engine import LockEngine
 from .runner import run
@@ -117,6 +119,12 @@ class ReentrantLock(LockFace, LockContext):
         """The driver of the calling thread's acquire, if not the engine's."""
         return None
 
+    def _transport_of(self, client: KazooClient) -> Transport:
+        return transport_of(client)
+
+    def _with_engine(self, engine: LockEngine, connection_policy: ConnectionPolicy) -> None:
+        ReentrantLock.__init__(self, engine, connection_policy=connection_policy)
+
     def release(self) -> None:
         """Release one hold of the calling thread; the last one deletes our node.
 
@@ -161,15 +169,6 @@ class ReentrantLock(LockFace, LockContext):
     def on_lost(self, callback: Callable[[L, str], None]) -> None:
         """Run ``callback(lock, reason)`` on a worker thread each time a hold stops being held."""
         self._notice.add(callback)
-
-    @property
-    def fencing_token(self) -> int:
-        """A number that grows with every new holder of this lock path: our node's creation
-        zxid. A resource that remembers the largest token it has seen can reject a stale holder.
-
-        Raises :class:`LockLostError` when the calling thread does not hold the lock.
-        """
-        return self._core.holds.required().fencing_token
 
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that our lock node exists.

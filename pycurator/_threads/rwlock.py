@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
 from kazoo.client import KazooClient
 
 from .._client.transport import transport_of
+from .._cores.constructors import ReadWriteConstructor
 from .._cores.faces import ReadWriteFace
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.drivers import Driver, ReadSideDriver
-from .._recipes.lock_engine import LockEngine, read_write_engines
+from .._protocol.transport import Transport
+from .._recipes.lock_engine import LockEngine
 from .lock import ReentrantLock
 from .runner import run
 
@@ -52,7 +53,7 @@ class ReadLock(_Side):
         return self._side(self._write.lock_path)
 
 
-class InterProcessReadWriteLock(ReadWriteFace[ReadLock, WriteLock]):
+class InterProcessReadWriteLock(ReadWriteConstructor, ReadWriteFace[ReadLock, WriteLock]):
     """Readers share, writers exclude, across Java Curator and pycurator on one path.
 
     Fair as Curator's: a reader that arrives after a queued writer waits for it. Each side is
@@ -73,17 +74,12 @@ class InterProcessReadWriteLock(ReadWriteFace[ReadLock, WriteLock]):
     largest it has seen from anyone, not expect readers' tokens to order one another.
     """
 
-    def __init__(
-        self,
-        client: KazooClient,
-        path: str,
-        node_data: bytes | None = None,
-        *,
-        acl: Sequence[Any] | None = None,
-        connection_policy: ConnectionPolicy = "standard",
-        lock_data: bytes | None = None,
+    def _transport_of(self, client: KazooClient) -> Transport:
+        return transport_of(client)
+
+    def _with_sides(
+        self, write: LockEngine, read: LockEngine, connection_policy: ConnectionPolicy
     ) -> None:
-        write, read = read_write_engines(transport_of(client), path, node_data, acl, lock_data)
         self._write = WriteLock(write, connection_policy=connection_policy)
         self._read = ReadLock(read, self._write, connection_policy=connection_policy)
 

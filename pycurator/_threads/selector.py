@@ -140,8 +140,9 @@ class LeaderSelector(SelectorFace[_Handle]):
                 "lead is a coroutine function, which a thread cannot run: use"
                 " pycurator.aio.LeaderSelector"
             )
+        self._transport = transport_of(client)
         self._core: SelectorCore[_Handle] = SelectorCore(
-            transport_of(client), path, lead, id, auto_requeue, acl, connection_policy
+            self._transport, path, lead, id, auto_requeue, acl, connection_policy
         )
         self._lock = client.handler.rlock_object()
         self._unit = unit_getter(client.handler)
@@ -221,10 +222,7 @@ class LeaderSelector(SelectorFace[_Handle]):
         return self._core.queue(self._begin, self._elected, asked)
 
     def _begin(self, term: Term[_Handle]) -> _Handle:
-        task = CallbackRun(
-            self._core.transport, term.election.steps(), functools.partial(self._over, term)
-        )
-        task.start()
+        task = self._transport.start(term.election.steps(), functools.partial(self._over, term))
         return _Handle(task)
 
     def _elected(self, term: Term[_Handle], node: LockNode, monitor: HoldMonitor) -> None:

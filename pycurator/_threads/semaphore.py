@@ -20,10 +20,12 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from .._client.transport import transport_of
+from .._cores.constructors import SemaphoreMutexConstructor
 from .._cores.faces import LeaseFace, SemaphoreFace, SemaphoreMutexFace
 from .._cores.semaphore import LeaseCore, SemaphoreMutexCore
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.steps import Steps
+from .._protocol.transport import Transport
 from .._protocol.waits import delete_node_steps
 from .._recipes.hold import Acquired, LossNotice
 from .._recipes.semaphore import SemaphoreSteps
@@ -168,7 +170,7 @@ class InterProcessSemaphoreV2(SemaphoreFace):
         return f"InterProcessSemaphoreV2({self.path!r}, {self.max_leases})"
 
 
-class InterProcessSemaphoreMutex(SemaphoreMutexFace[Lease], LockContext):
+class InterProcessSemaphoreMutex(SemaphoreMutexConstructor, SemaphoreMutexFace[Lease], LockContext):
     """A mutex on a one-lease :class:`InterProcessSemaphoreV2`, shared with Java Curator's
     ``InterProcessSemaphoreMutex``.
 
@@ -176,19 +178,12 @@ class InterProcessSemaphoreMutex(SemaphoreMutexFace[Lease], LockContext):
     False). Any thread may release it. A hold follows its lease node (see :class:`Lease`).
     """
 
-    def __init__(
-        self,
-        client: KazooClient,
-        path: str,
-        *,
-        node_data: bytes | None = None,
-        acl: Sequence[Any] | None = None,
-        connection_policy: ConnectionPolicy = "standard",
-    ) -> None:
-        self._core: SemaphoreMutexCore[Lease] = SemaphoreMutexCore(
-            transport_of(client), path, node_data, acl, connection_policy
-        )
-        self._notice = LossNotice(self._core.steps.transport)
+    def _transport_of(self, client: KazooClient) -> Transport:
+        return transport_of(client)
+
+    def _with_core(self, core: SemaphoreMutexCore[Lease]) -> None:
+        self._core = core
+        self._notice = LossNotice(core.steps.transport)
         self._notice.mark(True)  # not held yet
 
     @property

@@ -50,20 +50,20 @@ class LeaderElection(ElectionFace):
     """
 
     def __init__(self, client: KazooClient, root: str, host_name: str) -> None:
-        self._runner = LatchShell(election_core(transport_of(client), root, host_name))
-        self._core = self._runner.core
+        self._shell = LatchShell(election_core(transport_of(client), root, host_name))
+        self._core = self._shell.core
         #: Set when leadership ends, cleared when it begins (a handler event).
-        self.lost_event = self._runner.lost_event
+        self.lost_event = self._shell.lost_event
 
     def start(self) -> None:
         """Make an offer and take part, in the background. RuntimeError when started before."""
-        self._runner.start(self)
+        self._shell.start(self)
 
     def close(self) -> None:
         """Leave the election (Java's ``stop()``): leadership ends and our offer is deleted
         (waiting at most :data:`~pycurator._protocol.waits.DELETE_WAIT` seconds for the server, then
         in the background). RuntimeError when not started or already closed."""
-        self._runner.close(None)
+        self._shell.close(None)
 
     def __enter__(self) -> LeaderElection:
         self.start()
@@ -86,7 +86,7 @@ class LeaderElection(ElectionFace):
         """Wait up to ``timeout`` seconds (None: forever) for leadership: True once leading,
         False on timeout or when closed meanwhile. Raises RuntimeError when not started or
         closed, and the errors of :meth:`pycurator.LeaderLatch.wait`."""
-        return self._runner.wait(timeout)
+        return self._shell.wait(timeout)
 
     def leader(self) -> str | None:
         """The leader's host name (the first offer's data, as Java's ``getLeaderHostName``),

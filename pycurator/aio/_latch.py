@@ -4,15 +4,17 @@ run as a task on the event loop, with no thread and no executor."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
 
+from .._cores.constructors import LatchConstructor
 from .._cores.faces import LatchFace
 from .._cores.latch import CLOSE_WAIT, CloseMode, LatchCore
-from .._protocol.checks import ConnectionPolicy, check_timeout
+from .._protocol.checks import check_timeout
 from .._protocol.deadline import Deadline
+from .._protocol.transport import Transport
 from .._recipes.participants import Participant, leader_of
 from ._runner import (
     LoopEvent,
@@ -77,7 +79,7 @@ class LatchShell:
             await wait_event(changed, remaining)
 
 
-class LeaderLatch(LatchFace):
+class LeaderLatch(LatchConstructor, LatchFace):
     """The asyncio form of :class:`pycurator.LeaderLatch`: the same nodes and election as
     Curator's ``LeaderLatch``; ``await latch.wait()`` for leadership.
 
@@ -88,33 +90,19 @@ class LeaderLatch(LatchFace):
     no retry fixes ends the latch's part as in the threaded latch: :meth:`wait` raises it.
     """
 
-    def __init__(
-        self,
-        client: KazooClient,
-        path: str,
-        id: str = "",  # Curator's name for it
-        *,
-        close_mode: CloseMode = CloseMode.SILENT,
-        acl: Sequence[Any] | None = None,
-        connection_policy: ConnectionPolicy = "standard",
-    ) -> None:
-        self._runner = LatchShell(
-            LatchCore(transport_of(client), path, id, close_mode, acl, connection_policy)
-        )
-        self._core = self._runner.core
-        #: Set when leadership ends, cleared when it begins.
-        self.lost_event = self._runner.lost_event
+    _shell_class = LatchShell
+    _shell: LatchShell
+    _core: LatchCore
 
-    def has_leadership(self) -> bool:
-        """True while started and leading (as last heard; no request)."""
-        return self._core.has_leadership()
+    def _transport_of(self, client: KazooClient) -> Transport:
+        return transport_of(client)
 
     async def start(self) -> None:
         """Join the election (in the background, on the running loop).
 
         Raises RuntimeError when started before (Curator: "Cannot be started more than once").
         """
-        self._runner.start(self)
+        self._shell.start(self)
 
     async def close(self, close_mode: CloseMode | None = None) -> None:
         """Leave the election: leadership ends, watches are dropped and our node is deleted
@@ -123,7 +111,7 @@ class LeaderLatch(LatchFace):
 
         Raises RuntimeError when not started or already closed.
         """
-        await self._runner.close(close_mode)
+        await self._shell.close(close_mode)
 
     async def __aenter__(self) -> LeaderLatch:
         await self.start()
@@ -139,7 +127,7 @@ class LeaderLatch(LatchFace):
         the threaded ``wait`` (the server's error no retry fixes, such as ``NoAuthError``,
         once it has ended the latch's part; ``ConnectionClosedError`` once the client is
         stopped)."""
-        return await self._runner.wait(timeout)
+        return await self._shell.wait(timeout)
 
     def add_listener(self, listener: Any) -> None:
         """Call ``listener.is_leader()`` and ``listener.not_leader()`` on each change of

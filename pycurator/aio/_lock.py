@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, TypeVar
 
-from kazoo.client import TransactionRequest
+from kazoo.client import KazooClient, TransactionRequest
 
 from .._cores.faces import LockFace
 from .._cores.lock import LockCore
@@ -31,7 +31,7 @@ from .._protocol.errors import LockLostError, LockTimeout
 from .._protocol.transport import Transport
 from .._recipes.hold import Acquired, LossNotice
 from .._recipes.lock_engine import LockEngine
-from ._runner import loop_notice, loop_spawner, run_async
+from ._runner import loop_notice, loop_spawner, run_async, transport_of
 
 log = logging.getLogger("pycurator")
 
@@ -191,6 +191,12 @@ class AsyncReentrantLock(LockFace, AsyncLockContext):
         """The driver of ``owner``'s acquire, if not the engine's."""
         return None
 
+    def _transport_of(self, client: KazooClient) -> Transport:
+        return transport_of(client)
+
+    def _with_engine(self, engine: LockEngine, connection_policy: ConnectionPolicy) -> None:
+        AsyncReentrantLock.__init__(self, engine, connection_policy=connection_policy)
+
     def _held(self, held: Acquired, owner: Hashable) -> None:
         self._core.follow(held, self._notice.bound(), self, owner)
         if isinstance(owner, asyncio.Task):
@@ -259,15 +265,6 @@ class AsyncReentrantLock(LockFace, AsyncLockContext):
         """Run ``callback(lock, reason)`` on the loop each time a hold stops being held (an
         awaitable it returns runs as a task)."""
         self._notice.add(callback)
-
-    @property
-    def fencing_token(self) -> int:
-        """A number that grows with every new holder of this lock path: our node's creation
-        zxid. A resource that remembers the largest token it has seen can reject a stale holder.
-
-        Raises :class:`LockLostError` when the calling task does not hold the lock.
-        """
-        return self._core.holds.required().fencing_token
 
     def guarded_transaction(self) -> TransactionRequest:
         """A kazoo transaction that also checks that our lock node exists (commit it with

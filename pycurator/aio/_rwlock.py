@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable
 
 from kazoo.client import KazooClient
 
+from .._cores.constructors import ReadWriteConstructor
 from .._cores.faces import ReadWriteFace
 from .._cores.lock import LockCore
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.drivers import Driver, ReadSideDriver
-from .._recipes.lock_engine import LockEngine, read_write_engines
+from .._protocol.transport import Transport
+from .._recipes.lock_engine import LockEngine
 from ._lock import AsyncReentrantLock
 from ._runner import run_async, transport_of
 
@@ -55,22 +56,17 @@ class ReadLock(_Side):
         return self._side(self._write._core.lock_path(owner))
 
 
-class InterProcessReadWriteLock(ReadWriteFace[ReadLock, WriteLock]):
+class InterProcessReadWriteLock(ReadWriteConstructor, ReadWriteFace[ReadLock, WriteLock]):
     """The asyncio form of :class:`pycurator.InterProcessReadWriteLock` (per task: the task
     holding the write lock may take the read lock). ``lock_data``, the former name of
     ``node_data``, still works and warns (DeprecationWarning)."""
 
-    def __init__(
-        self,
-        client: KazooClient,
-        path: str,
-        node_data: bytes | None = None,
-        *,
-        acl: Sequence[Any] | None = None,
-        connection_policy: ConnectionPolicy = "standard",
-        lock_data: bytes | None = None,
+    def _transport_of(self, client: KazooClient) -> Transport:
+        return transport_of(client)
+
+    def _with_sides(
+        self, write: LockEngine, read: LockEngine, connection_policy: ConnectionPolicy
     ) -> None:
-        write, read = read_write_engines(transport_of(client), path, node_data, acl, lock_data)
         self._write = WriteLock(write, connection_policy=connection_policy)
         self._read = ReadLock(read, self._write, connection_policy=connection_policy)
 

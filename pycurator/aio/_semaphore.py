@@ -11,10 +11,12 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from .._cores.constructors import SemaphoreMutexConstructor
 from .._cores.faces import LeaseFace, SemaphoreFace, SemaphoreMutexFace
 from .._cores.semaphore import LeaseCore, SemaphoreMutexCore
 from .._protocol.checks import ConnectionPolicy
 from .._protocol.steps import Steps
+from .._protocol.transport import Transport
 from .._protocol.waits import delete_node_steps
 from .._recipes.hold import Acquired, LossNotice
 from .._recipes.semaphore import SemaphoreSteps
@@ -146,23 +148,18 @@ class InterProcessSemaphoreV2(SemaphoreFace):
         return f"aio.InterProcessSemaphoreV2({self.path!r}, {self.max_leases})"
 
 
-class InterProcessSemaphoreMutex(SemaphoreMutexFace[Lease], AsyncLockContext):
+class InterProcessSemaphoreMutex(
+    SemaphoreMutexConstructor, SemaphoreMutexFace[Lease], AsyncLockContext
+):
     """The asyncio form of :class:`pycurator.InterProcessSemaphoreMutex`: not re-entrant, and
     any task may release it."""
 
-    def __init__(
-        self,
-        client: KazooClient,
-        path: str,
-        *,
-        node_data: bytes | None = None,
-        acl: Sequence[Any] | None = None,
-        connection_policy: ConnectionPolicy = "standard",
-    ) -> None:
-        self._core: SemaphoreMutexCore[Lease] = SemaphoreMutexCore(
-            transport_of(client), path, node_data, acl, connection_policy
-        )
-        self._notice = AsyncLossNotice(self._core.steps.transport, lost=True)  # not held yet
+    def _transport_of(self, client: KazooClient) -> Transport:
+        return transport_of(client)
+
+    def _with_core(self, core: SemaphoreMutexCore[Lease]) -> None:
+        self._core = core
+        self._notice = AsyncLossNotice(core.steps.transport, lost=True)  # not held yet
         #: Set while the lock is not held by this object or its hold is not ours; clear
         #: while held (an :class:`asyncio.Event`).
         self.lost_event = self._notice.event

@@ -38,18 +38,18 @@ class LeaderElection(ElectionFace):
     """
 
     def __init__(self, client: KazooClient, root: str, host_name: str) -> None:
-        self._runner = LatchShell(election_core(transport_of(client), root, host_name))
-        self._core = self._runner.core
+        self._shell = LatchShell(election_core(transport_of(client), root, host_name))
+        self._core = self._shell.core
         #: Set when leadership ends, cleared when it begins.
-        self.lost_event = self._runner.lost_event
+        self.lost_event = self._shell.lost_event
 
     async def start(self) -> None:
         """Make an offer and take part (in the background, on the running loop)."""
-        self._runner.start(self)
+        self._shell.start(self)
 
     async def close(self) -> None:
         """Leave the election, as the threaded ``close()``; returns once done."""
-        await self._runner.close(None)
+        await self._shell.close(None)
 
     async def __aenter__(self) -> LeaderElection:
         await self.start()
@@ -66,7 +66,7 @@ class LeaderElection(ElectionFace):
     async def wait(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (None: forever) for leadership: True once leading,
         False on timeout or when closed meanwhile; the errors of the threaded ``wait``."""
-        return await self._runner.wait(timeout)
+        return await self._shell.wait(timeout)
 
     async def leader(self) -> str | None:
         """The leader's host name (the first offer's data), or None when there is no offer."""
