@@ -21,6 +21,11 @@ Sections (``--sections``, all by default):
   targets table, to the page's loop region;
 - ``leaks``: watches left on the server by an acquire that timed out;
 - ``aio``: the asyncio API's uncontended cycle and hand-off against the threaded API and Curator;
+- ``discovery``: service discovery, each side a program of its own (a Java program on
+  curator-x-discovery against a Python one on ``connect()``'s client): ``query_for_instances``
+  of a service of 1,000 instances, registering and unregistering 1,000 instances, a service
+  cache's update latency; run alone, it replaces the ``discovery`` part of
+  ``docs/benchmarks.json`` and leaves the rest;
 - ``soak`` (only when named): mixed recipes for ``--seconds``, sampling RSS, threads, kazoo's
   registries and the server's watches; when it runs alone its JSON goes to ``docs/soak.json``
   and its table to the page's soak region.
@@ -55,6 +60,7 @@ from . import (
     aio,
     contended,
     cycle,
+    discovery,
     drain,
     handoff,
     herd,
@@ -79,6 +85,7 @@ SECTIONS = (
     "standalone",
     "leaks",
     "aio",
+    "discovery",
     "soak",
     "scale",
 )
@@ -165,6 +172,11 @@ def parser() -> argparse.ArgumentParser:
         "--standalone-recipes",
         help="the standalone section's recipes, comma-separated (default: all)",
     )
+    found = p.add_argument_group("discovery")
+    found.add_argument(
+        "--discovery-instances", type=int, default=1000, help="instances of the queried service"
+    )
+    found.add_argument("--discovery-rounds", type=int, default=3, help="alternating rounds")
     soaking = p.add_argument_group("soak")
     soaking.add_argument("--seconds", type=float, default=60.0, help="how long the soak runs")
     soaking.add_argument("--soak-interval", type=float, help="between samples (default: 1/10)")
@@ -228,6 +240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         "leaks": lambda: leaks.run(hosts),
         "aio": lambda: aio.run(hosts, args.cycles, args.warmup, args.handoffs),
+        "discovery": lambda: discovery.run(
+            hosts, args.discovery_instances, rounds=args.discovery_rounds
+        ),
         "soak": lambda: soak.run(hosts, args.seconds, args.soak_interval),
         "scale": lambda: scale.run(
             args.scale_n, args.scale_waiters, args.scale_cases, args.scale_down_s
@@ -235,6 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     soak_alone = args.sections == ["soak"]
     scale_alone = args.sections == ["scale"]
+    discovery_alone = args.sections == ["discovery"]
     # the standalone section alone (or with the cycle and the hand-off) measures connect()'s
     # client on both loops: its own JSON, and its own region of the page (bench.loop_report)
     loop_alone = "standalone" in args.sections and set(args.sections) <= {
@@ -256,6 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         host["load_average_after"] = os.getloadavg()
         if scale_alone:
             results = scale.merge(args.json, results)
+        elif discovery_alone:
+            results = discovery.merge(args.json, results)
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")
         print(f"\nresults written to {args.json}")

@@ -88,8 +88,9 @@ def curator_classpath() -> str:
 
 
 @contextmanager
-def compiled(classpath: str) -> Iterator[Path]:
-    """``Contender.java`` compiled against ``classpath`` into a directory removed afterwards."""
+def compiled(classpath: str, source: Path = SOURCE) -> Iterator[Path]:
+    """``source`` (``Contender.java``) compiled against ``classpath`` into a directory removed
+    afterwards."""
     for tool in ("javac", "java"):
         if shutil.which(tool) is None:
             raise JavaUnavailable(
@@ -98,7 +99,7 @@ def compiled(classpath: str) -> Iterator[Path]:
     build = Path(tempfile.mkdtemp(prefix="pycurator-bench-java-"))
     try:
         done = subprocess.run(
-            ["javac", "-d", str(build), "-cp", classpath, str(SOURCE)],
+            ["javac", "-d", str(build), "-cp", classpath, str(source)],
             capture_output=True,
             text=True,
         )

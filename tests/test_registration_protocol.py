@@ -78,6 +78,11 @@ def watched(path: str = PATH, version: int = 0, owner: int = SESSION) -> Reply:
     return Reply(NodeExists(path, WATCHED), node(version, owner))
 
 
+def missing(path: str = PATH) -> Reply:
+    """The watch sent behind a create that the server refused: no node to watch yet."""
+    return Reply(NodeExists(path, WATCHED), None)
+
+
 def read(data: bytes = DATA, version: int = 0, owner: int = SESSION, path: str = PATH) -> Reply:
     """A check of the node: its data read, its watch set again."""
     return Reply(GetData(path, WATCHED), (data, node(version, owner)))
@@ -137,11 +142,13 @@ def test_a_dynamic_instance_is_an_ephemeral_node_under_container_parents() -> No
     server = Server(
         [
             Reply(create(), error=NoNodeError()),
+            missing(),
             Reply(CreateParent(PARENT), error=NoNodeError()),
             Reply(CreateParent(BASE)),
             Reply(CreateParent(PARENT)),
             Reply(create(), made()),
             watched(),
+            read(),  # the first watch's answer said no node: looked at again
         ]
     )
     keeper = registrar(server)
@@ -181,10 +188,12 @@ def test_a_node_of_another_session_in_the_way_is_replaced_as_curator_replaces_it
     server = Server(
         [
             Reply(create(), error=NodeExistsError()),
+            watched(version=2, owner=OTHER),
             Reply(NodeExists(PATH), node(2, OTHER)),
             Reply(DeleteNode(PATH, 2)),
             Reply(create(), made()),
             watched(),
+            read(),  # the first watch's answer was another's node: looked at again
         ]
     )
     keeper = registrar(server)
@@ -196,11 +205,12 @@ def test_a_node_our_create_made_before_its_answer_was_lost_is_kept_not_made_agai
     server = Server(
         [
             Reply(create(), error=ConnectionLoss(), disconnects=True),
+            Reply(NodeExists(PATH, WATCHED), error=ConnectionLoss()),
             State(KazooState.CONNECTED),
             Reply(create(), error=NodeExistsError()),
+            watched(),
             Reply(NodeExists(PATH), node(0, SESSION)),
             Reply(SetData(PATH, DATA), node(1, SESSION)),
-            watched(version=1),
         ]
     )
     keeper = registrar(server)
@@ -215,9 +225,10 @@ def test_a_persistent_node_in_the_way_of_a_static_instance_takes_its_data() -> N
     server = Server(
         [
             Reply(create(data, CreateMode.PERSISTENT), error=NodeExistsError()),
+            watched(version=4, owner=0),
             Reply(NodeExists(PATH), node(4, 0)),
             Reply(SetData(PATH, data), node(5, 0)),
-            watched(version=5, owner=0),
+            read(data, 5, 0),  # the first watch's answer was at another version: looked at
         ]
     )
     keeper = registrar(server)
@@ -425,7 +436,7 @@ def test_an_unregister_after_an_expiry_leaves_the_node_of_the_new_owner_alone() 
 
 
 def test_an_error_no_retry_fixes_is_raised_and_leaves_nothing_registered() -> None:
-    server = Server([Reply(create(), error=NoAuthError())])
+    server = Server([Reply(create(), error=NoAuthError()), missing()])
     keeper = registrar(server)
     with pytest.raises(NoAuthError):
         server.run(steps_of(keeper, DYNAMIC))

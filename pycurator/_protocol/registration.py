@@ -94,6 +94,22 @@ def sequential_nodes(children: Iterable[str], instance_id: str) -> list[str]:
     return sorted(found, key=lambda name: int(name[size:]))
 
 
+def instance_keys(base_path: str, path: str) -> list[tuple[str, str]]:
+    """The (service name, instance id) an instance node at ``path`` under ``base_path`` may
+    be: its own name, and, for a name that ends in a sequence suffix, the name before it."""
+    prefix = base_path.rstrip("/") + "/"
+    if not path.startswith(prefix):
+        return []
+    parts = path[len(prefix) :].split("/")
+    if len(parts) != 2:
+        return []
+    name, node = parts
+    keys = [(name, node)]
+    if len(node) > 10 and _SEQUENCE.fullmatch(node[-10:]) is not None:
+        keys.append((name, node[:-10]))
+    return keys
+
+
 @dataclass(frozen=True)
 class NodeRecord:
     """A node a registration made, as it made it: its path (a sequential one's as the server
@@ -133,6 +149,7 @@ __all__ = [
     "NodeRecord",
     "check_registrable",
     "check_segment",
+    "instance_keys",
     "instance_path",
     "is_mine",
     "node_mode",

@@ -28,7 +28,7 @@ from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.discovery import ServiceInstance
 from .._protocol.errors import ServiceNotRegisteredError
-from .._protocol.registration import NodeRecord
+from .._protocol.registration import instance_keys
 from .._protocol.steps import IsConnected, NewSignal, Steps, WaitSignal
 from .._protocol.transport import Signal, Transport
 from .._protocol.waits import DELETE_WAIT, RETRYABLE, connected_steps
@@ -56,7 +56,6 @@ class Registrar:
         self._adopt = adopt
         self._lock = transport.lock_object()
         self._entries: dict[Key, Registration] = {}
-        self._by_path: dict[str, Registration] = {}  # each node we made, for its watch
         self._dirty: dict[Key, Registration] = {}  # for the keeper, in order
         self._keeping = False  # the keeper runs
         self._listening = False
@@ -96,16 +95,19 @@ class Registrar:
         self.transport.post_request(self.kick)
 
     def _on_node_event(self, event: WatchedEvent) -> None:
-        """A node of ours was deleted or changed (by us, or by another): read it again."""
+        """A node of ours was deleted or changed (by us, or by another): read it again. It is
+        known by its path (``base/name/id``, or a sequential one's ``id`` and ten digits), so an
+        event that comes before its create's answer is not missed."""
         if event.type == EventType.NONE or event.path is None:
             return
+        keys = instance_keys(self.base_path, event.path)
         with self._lock:
-            entry = self._by_path.get(event.path)
-            if entry is None or self._entries.get(entry.key) is not entry:
-                return
-            entry.look = True
-            self._dirty[entry.key] = entry
-        self.transport.post_request(self.kick)
+            found = [self._entries[key] for key in keys if key in self._entries]
+            for entry in found:
+                entry.look = True
+                self._dirty[entry.key] = entry
+        if found:
+            self.transport.post_request(self.kick)
 
     def _stop_listening(self) -> None:
         """Once closed and every node is gone: nothing more to follow (under the lock)."""
@@ -249,7 +251,6 @@ class Registrar:
                 number, want, data = entry.wanted, entry.want, entry.data
                 check, look = entry.check, entry.look
                 entry.check = entry.look = False
-                before = entry.record
             keeping = Keeping(self.base_path, self._on_node_event, self._adopt)
             try:
                 adopted = yield from apply_steps(keeping, entry, want, data, check, look, deadline)
@@ -266,26 +267,12 @@ class Registrar:
             except BaseException:  # the deadline, or interrupted: what was sent may land
                 self._recheck(entry)
                 raise
-            finally:
-                self._track(entry, before)
             record = entry.record
             if adopted is not None and record is not None:
                 with self._lock:
                     if entry.wanted == number:  # what the node holds is the wish now
                         entry.want, entry.data = adopted, record.data
             self._settle(entry, number, None)
-
-    def _track(self, entry: Registration, before: NodeRecord | None) -> None:
-        """Follow the node ``entry`` has now by its path, for its watch (``before``: its record
-        before)."""
-        record = entry.record
-        if record is before:
-            return
-        with self._lock:
-            if before is not None and self._by_path.get(before.path) is entry:
-                del self._by_path[before.path]
-            if record is not None:
-                self._by_path[record.path] = entry
 
     def _recheck(self, entry: Registration) -> None:
         """What we know of the node of ``entry`` may be out of date: look before trusting it."""

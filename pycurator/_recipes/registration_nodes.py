@@ -46,7 +46,7 @@ from .._protocol.requests import (
     SetData,
     Watch,
 )
-from .._protocol.steps import OnAnswer, Outcome, Send, SessionId, Steps
+from .._protocol.steps import Await, OnAnswer, Outcome, Send, SessionId, Steps
 from .._protocol.transport import Signal
 from .._protocol.waits import RETRYABLE, connected_steps, sent_steps
 
@@ -156,7 +156,8 @@ def apply_steps(
             elif held == data:
                 entry.record = record.written(stat.version, data, want)
                 return None
-            elif look and not check:  # written by another since
+            elif look and not check and held != record.data and record.data == data:
+                # written by another since, and nothing newer of ours to write
                 adopted = keeping.adopt(held) if keeping.adopt is not None else None
                 if adopted is None or (adopted.name, adopted.id) != entry.key:
                     adopted = None
@@ -176,26 +177,28 @@ def apply_steps(
         return None
     path = instance_path(keeping.base_path, want.name, want.id)
     if mode.is_sequential:
-        yield from create_sequential_steps(entry, want, data, path, session, deadline)
+        yield from create_sequential_steps(entry, want, data, path, session, keeping, deadline)
     else:
-        yield from create_steps(entry, want, data, mode, path, session, deadline)
-    made = entry.record
-    if made is not None:  # its watch, sent behind: it costs the caller no wait
-        answer = yield Send(NodeExists(made.path, keeping.watch))
-        yield OnAnswer(answer, functools.partial(_watch_set, keeping.watch, made))
+        yield from create_steps(entry, want, data, mode, path, session, keeping, deadline)
     return None
 
 
-def _watch_set(watch: Watch, made: NodeRecord, outcome: Outcome) -> None:
-    """The watch of the node just ``made`` is set: if it came too late to hear the node
-    deleted or changed by another meanwhile, its answer tells it instead."""
+def watch_steps(watch: Watch, path: str, version: int) -> Steps[None]:
+    """Set ``watch`` on the node at ``path`` (sent, not awaited: it costs the caller no wait):
+    the node deleted or changed by another from then on is heard. Its answer tells what
+    happened before it was set: the node gone, or not at data version ``version``."""
+    answer = yield Send(NodeExists(path, watch))
+    yield OnAnswer(answer, functools.partial(_watch_set, watch, path, version))
+
+
+def _watch_set(watch: Watch, path: str, version: int, outcome: Outcome) -> None:
     stat, error = outcome
     if error is not None:
         return  # not set: the check after the reconnect sets it again
     if stat is None:
-        watch(WatchedEvent(EventType.DELETED, KazooState.CONNECTED, made.path))
-    elif stat.version != made.version:
-        watch(WatchedEvent(EventType.CHANGED, KazooState.CONNECTED, made.path))
+        watch(WatchedEvent(EventType.DELETED, KazooState.CONNECTED, path))
+    elif stat.version != version:
+        watch(WatchedEvent(EventType.CHANGED, KazooState.CONNECTED, path))
 
 
 def create_steps(
@@ -205,15 +208,19 @@ def create_steps(
     mode: CreateMode,
     path: str,
     session: int | None,
+    keeping: Keeping,
     deadline: Deadline,
 ) -> Steps[None]:
-    """Create the node at ``path``; one there already is kept if it may be ours (see
+    """Create the node at ``path``, its watch sent right behind the create; one there
+    already is kept if it may be ours (see
     :func:`~pycurator._protocol.registration.is_mine`), else deleted and made again, as
     Curator does, so that its watchers hear of it."""
     owner = session if mode.is_ephemeral else None
     while True:
         try:
-            _, stat = yield from _created_steps(entry, path, data, mode, session, deadline)
+            _, stat = yield from _created_steps(
+                entry, path, data, mode, session, deadline, keeping.watch
+            )
         except NodeExistsError:
             stat = yield from sent_steps(NodeExists(path), deadline)
             if stat is None:
@@ -235,10 +242,11 @@ def create_sequential_steps(
     data: bytes,
     path: str,
     session: int | None,
+    keeping: Keeping,
     deadline: Deadline,
 ) -> Steps[None]:
     """Create the sequential node of ``path``, or take the one a create whose answer never
-    came made in this session."""
+    came made in this session; its watch sent once its name is known."""
     mode = CreateMode.EPHEMERAL_SEQUENTIAL
     if entry.pending is not None:
         found = yield from find_sequential_steps(entry.pending, session, deadline)
@@ -246,13 +254,19 @@ def create_sequential_steps(
             node, version = found
             record = entry.record = NodeRecord(node, mode, session, version, b"", want)
             entry.pending = None
-            stat = yield from sent_steps(SetData(node, data), deadline)
-            entry.record = record.written(stat.version, data, want)
-            return
+            try:
+                stat = yield from sent_steps(SetData(node, data), deadline)
+            except NoNodeError:
+                entry.record = None  # deleted by another meanwhile: made again below
+            else:
+                entry.record = record.written(stat.version, data, want)
+                yield from watch_steps(keeping.watch, node, stat.version)
+                return
         entry.pending = None
     created, stat = yield from _created_steps(entry, path, data, mode, session, deadline)
     node = wire.join_path(path.rsplit("/", 1)[0] or "/", wire.node_name(created))
     entry.record = NodeRecord(node, mode, session, stat.version, data, want)
+    yield from watch_steps(keeping.watch, node, stat.version)
 
 
 def _created_steps(
@@ -262,15 +276,18 @@ def _created_steps(
     mode: CreateMode,
     session: int | None,
     deadline: Deadline,
+    watch: Watch | None = None,
 ) -> Steps[tuple[str, ZnodeStat]]:
     """One create's answer, missing parents made (as containers) and the create sent again;
-    until the server answers, :attr:`Registration.pending` names what it may have made."""
+    until the server answers, :attr:`Registration.pending` names what it may have made.
+    ``watch``: set on ``path`` by a request sent right behind the create."""
     while True:
         entry.pending = Pending(path, mode, session)
         try:
-            answer: tuple[str, ZnodeStat] = yield from sent_steps(
-                CreateNode(path, data, mode=mode), deadline
-            )
+            sent = yield Send(CreateNode(path, data, mode=mode))
+            if watch is not None:
+                yield from watch_steps(watch, path, 0)
+            answer: tuple[str, ZnodeStat] = yield Await(sent, deadline)
         except NoNodeError:
             entry.pending = None
             # a level above reaped by the server as we made ours: made again, as ours is
