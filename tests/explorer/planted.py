@@ -152,11 +152,11 @@ DEFECTS = (
         ("registration",),
     ),
     Defect(
-        "a sequential instance's node is known by the name it was asked for (Curator's slip)",
+        "an update writes the data it replaces (CURATOR-146/181)",
         "registered",
         "_recipes/registration_nodes.py",
-        '    node = wire.join_path(path.rsplit("/", 1)[0] or "/", wire.node_name(created))',
-        "    node = path",
+        "            stat = yield from sent_steps(SetData(record.path, data), deadline)",
+        "            stat = yield from sent_steps(SetData(record.path, record.data), deadline)",
         ("registration",),
     ),
 )
