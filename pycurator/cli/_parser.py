@@ -210,7 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``pycurator`` command."""
     parser = _Parser(
         prog="pycurator",
-        description="Curator's ZooKeeper locks from the command line, shared with Java Curator.",
+        description=(
+            "Curator's ZooKeeper locks, elections and service discovery from the command line, "
+            "shared with Java Curator."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"pycurator {__version__}")
     _global_options(parser, top=True)
