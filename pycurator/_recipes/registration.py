@@ -30,7 +30,7 @@ from .._protocol.discovery import ServiceInstance
 from .._protocol.errors import ServiceNotRegisteredError
 from .._protocol.registration import instance_keys
 from .._protocol.steps import IsConnected, NewSignal, Steps, WaitSignal
-from .._protocol.transport import Signal, Transport
+from .._protocol.transport import Signal, Transport, runs_inline
 from .._protocol.waits import DELETE_WAIT, RETRYABLE, connected_steps
 from .registration_nodes import Keeping, Key, Registration, apply_steps
 
@@ -94,19 +94,23 @@ class Registrar:
                 self._dirty[key] = entry
         self.transport.post_request(self.kick)
 
+    @runs_inline
     def _on_node_event(self, event: WatchedEvent) -> None:
-        """A node of ours was deleted or changed (by us, or by another): read it again. It is
-        known by its path (``base/name/id``, or a sequential one's ``id`` and ten digits), so an
-        event that comes before its create's answer is not missed."""
+        """A node of ours was deleted or changed (by us, or by another): read it again, unless
+        it is one being unregistered. It is known by its path (``base/name/id``, or a
+        sequential one's ``id`` and ten digits), so an event that comes before its create's
+        answer is not missed. Only notes, and queues the keeper's start (runs inline)."""
         if event.type == EventType.NONE or event.path is None:
             return
         keys = instance_keys(self.base_path, event.path)
+        looked = False
         with self._lock:
-            found = [self._entries[key] for key in keys if key in self._entries]
-            for entry in found:
-                entry.look = True
-                self._dirty[entry.key] = entry
-        if found:
+            for key in keys:
+                entry = self._entries.get(key)
+                if entry is not None and entry.want is not None:
+                    entry.look = looked = True
+                    self._dirty[key] = entry
+        if looked:
             self.transport.post_request(self.kick)
 
     def _stop_listening(self) -> None:
