@@ -21,11 +21,13 @@ from pycurator import (
     Leadership,
     Lease,
     aio,
+    discovery,
     menagerie,
     zkrecipes,
 )
 from pycurator._recipes.hold_monitor import HoldMonitor
 from pycurator._recipes.lock_nodes import LockNode
+from pycurator.aio import discovery as aio_discovery
 from pycurator.aio import menagerie as aio_menagerie
 from pycurator.aio import zklocker as aio_zklocker
 from pycurator.aio import zkrecipes as aio_zkrecipes
@@ -95,6 +97,10 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
             menagerie.ZkSemaphore(client, "/ms", 2),
             aio_menagerie.ZkSemaphore(client, "/ms", 2),
         ),
+        "service discovery": (
+            discovery.ServiceDiscovery(client, "/services"),
+            aio_discovery.ServiceDiscovery(client, "/services"),
+        ),
     }
 
 
@@ -128,6 +134,7 @@ KINDS = [
     "menagerie read lock",
     "menagerie write lock",
     "menagerie semaphore",
+    "service discovery",
 ]
 
 
