@@ -28,6 +28,11 @@ Sections (``--sections``, all by default):
 - ``cache``: a ``CuratorCache``'s first load of 10,000 nodes (flat and three levels deep), the
   time from a write to its listener, and the memory it holds per node, each side a program of
   its own (Curator as a Java program, ``bench/java/CacheBench.java``);
+- ``discovery``: service discovery, each side a program of its own (a Java program on
+  curator-x-discovery against a Python one on ``connect()``'s client): ``query_for_instances``
+  of a service of 1,000 instances, registering and unregistering 1,000 instances, a service
+  cache's update latency; run alone, it replaces the ``discovery`` part of
+  ``docs/benchmarks.json`` and leaves the rest;
 - ``soak`` (only when named): mixed recipes for ``--seconds``, sampling RSS, threads, kazoo's
   registries and the server's watches; when it runs alone its JSON goes to ``docs/soak.json``
   and its table to the page's soak region.
@@ -64,6 +69,7 @@ from . import (
     contended,
     counters,
     cycle,
+    discovery,
     drain,
     handoff,
     herd,
@@ -90,6 +96,7 @@ SECTIONS = (
     "aio",
     "counters",
     "cache",
+    "discovery",
     "soak",
     "scale",
 )
@@ -181,6 +188,11 @@ def parser() -> argparse.ArgumentParser:
     caching.add_argument(
         "--cache-writes", type=int, default=200, help="writes timed to the listener"
     )
+    found = p.add_argument_group("discovery")
+    found.add_argument(
+        "--discovery-instances", type=int, default=1000, help="instances of the queried service"
+    )
+    found.add_argument("--discovery-rounds", type=int, default=3, help="alternating rounds")
     soaking = p.add_argument_group("soak")
     soaking.add_argument("--seconds", type=float, default=60.0, help="how long the soak runs")
     soaking.add_argument("--soak-interval", type=float, help="between samples (default: 1/10)")
@@ -252,6 +264,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.contended_warmup,
         ),
         "cache": lambda: cache.run(hosts, args.cache_n, args.cache_writes),
+        "discovery": lambda: discovery.run(
+            hosts, args.discovery_instances, rounds=args.discovery_rounds
+        ),
         "soak": lambda: soak.run(hosts, args.seconds, args.soak_interval),
         "scale": lambda: scale.run(
             args.scale_n, args.scale_waiters, args.scale_cases, args.scale_down_s
@@ -260,6 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     soak_alone = args.sections == ["soak"]
     scale_alone = args.sections == ["scale"]
     counters_alone = args.sections == ["counters"]
+    discovery_alone = args.sections == ["discovery"]
     # the standalone section alone (or with the cycle and the hand-off) measures connect()'s
     # client on both loops: its own JSON, and its own region of the page (bench.loop_report)
     loop_alone = "standalone" in args.sections and set(args.sections) <= {
@@ -281,6 +297,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         host["load_average_after"] = os.getloadavg()
         if scale_alone:
             results = scale.merge(args.json, results)
+        elif discovery_alone:
+            results = discovery.merge(args.json, results)
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")
         print(f"\nresults written to {args.json}")

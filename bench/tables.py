@@ -522,6 +522,45 @@ def _counters(results: dict[str, Any]) -> list[str]:
     ]
 
 
+def _discovery(results: dict[str, Any]) -> list[str]:
+    found = results["discovery"]
+    table = found["table"]
+    times = table["pycurator-connect"]["times_curators"]
+    lines = [
+        "### Service discovery",
+        "",
+        f"Each side a program of its own ({found['curator']} on Java {found['java']}; "
+        f"pycurator on `connect()`'s client), medians of {found['rounds']} rounds:",
+        "",
+    ]
+
+    def cell(value: float | None, unit: str) -> str:
+        return "-" if value is None else f"{value:,.2f} {unit}"
+
+    def times_curators(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    rows = [
+        ("query_for_instances, 1,000 instances", "query_ms", "ms", "query"),
+        ("register, one after another", "register_per_s", "/s", "register"),
+        ("unregister, one after another", "unregister_per_s", "/s", "unregister"),
+        ("a cache's update latency", "cache_update_ms", "ms", "cache_update"),
+    ]
+    lines += _table(
+        ["", NAMES["curator-java"], NAMES["pycurator-connect"], "x Curator's speed"],
+        [
+            [
+                what,
+                cell(table["curator-java"][key], unit),
+                cell(table["pycurator-connect"][key], unit),
+                times_curators(times[ratio]),
+            ]
+            for what, key, unit, ratio in rows
+        ],
+    )
+    return lines
+
+
 SECTIONS = {
     "cycle": _cycle,
     "drain": _drain,
@@ -532,6 +571,7 @@ SECTIONS = {
     "standalone": _standalone,
     "leaks": _leaks,
     "counters": _counters,
+    "discovery": _discovery,
     "soak": _soak,
     "cache": cache_table,
 }

@@ -10,10 +10,8 @@ Jackson reads it, payloads typed as Curator's ``@JsonTypeInfo`` types them;
 
 from __future__ import annotations
 
-from typing import Any
-
-from ._client.interfaces import local_addresses
-from ._protocol.discovery import ServiceInstance, ServiceType, UriPart, UriSpec, new_id, now_ms
+from ._client.interfaces import local_address, local_addresses, local_instance
+from ._protocol.discovery import ServiceInstance, ServiceType, UriPart, UriSpec
 from ._protocol.discovery_json import InstanceSerializer, JsonInstanceSerializer
 from ._protocol.discovery_payloads import (
     DubboZookeeperInstance,
@@ -39,7 +37,9 @@ from ._protocol.errors import (
     InvalidServiceInstance,
     InvalidUriSpec,
     PayloadTypeError,
+    ServiceNotRegisteredError,
 )
+from ._threads.discovery import ServiceDiscovery
 
 __all__ = [
     "DownInstancePolicy",
@@ -58,7 +58,9 @@ __all__ = [
     "RandomStrategy",
     "RawPayload",
     "RoundRobinStrategy",
+    "ServiceDiscovery",
     "ServiceInstance",
+    "ServiceNotRegisteredError",
     "ServiceType",
     "SpringZookeeperInstance",
     "StickyStrategy",
@@ -71,44 +73,3 @@ __all__ = [
     "local_addresses",
     "local_instance",
 ]
-
-
-def local_address() -> str | None:
-    """The address Curator's ``ServiceInstance.builder()`` gives an instance: the first of
-    :func:`local_addresses`, or None when the host has none (then so does Java's)."""
-    found = local_addresses()
-    return found[0] if found else None
-
-
-def local_instance(
-    name: str,
-    *,
-    port: int | None = None,
-    ssl_port: int | None = None,
-    payload: Any = None,
-    service_type: ServiceType = ServiceType.DYNAMIC,
-    uri_spec: UriSpec | None = None,
-    enabled: bool = True,
-    id: str | None = None,
-    address: str | None = None,
-    registration_time_utc: int | None = None,
-) -> ServiceInstance:
-    """An instance of ``name`` on this host, with the defaults of Curator's
-    ``ServiceInstance.builder()``: a random UUID for ``id``, :func:`local_address` for
-    ``address``, now (in milliseconds) for ``registration_time_utc``; each may be given."""
-    when = registration_time_utc
-    fields: dict[str, Any] = {
-        "id": new_id() if id is None else id,
-        "address": local_address() if address is None else address,
-        "registration_time_utc": now_ms() if when is None else when,
-    }
-    return ServiceInstance(
-        name,
-        port=port,
-        ssl_port=ssl_port,
-        payload=payload,
-        service_type=service_type,
-        uri_spec=uri_spec,
-        enabled=enabled,
-        **fields,
-    )

@@ -21,6 +21,7 @@ from pycurator.discovery import (
     InvalidServiceInstance,
     InvalidUriSpec,
     PayloadTypeError,
+    ServiceNotRegisteredError,
 )
 
 ERRORS = [
@@ -35,6 +36,7 @@ ERRORS = [
     InstanceFormatError("invalid JSON", "/services/svc/id-1"),
     InstanceFormatError("no content"),
     PayloadTypeError("Plain", "decorate it"),
+    ServiceNotRegisteredError("billing", "id-1"),
 ]
 
 

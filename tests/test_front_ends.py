@@ -24,7 +24,13 @@ from .test_architecture import ASYNCIO, ROOT, THREADED, layers
 #: layer (a heading of docs/architecture.md) that lists its shells.
 FRONT_ENDS: dict[str, tuple[tuple[str, ...], str]] = {
     "threaded": (
-        ("pycurator", "pycurator.menagerie", "pycurator.zklocker", "pycurator.zkrecipes"),
+        (
+            "pycurator",
+            "pycurator.menagerie",
+            "pycurator.zklocker",
+            "pycurator.zkrecipes",
+            "pycurator.discovery",
+        ),
         THREADED,
     ),
     "asyncio": (
@@ -33,6 +39,7 @@ FRONT_ENDS: dict[str, tuple[tuple[str, ...], str]] = {
             "pycurator.aio.menagerie",
             "pycurator.aio.zklocker",
             "pycurator.aio.zkrecipes",
+            "pycurator.aio.discovery",
         ),
         ASYNCIO,
     ),

@@ -48,6 +48,8 @@ from pycurator import (
 from pycurator._client import background
 from pycurator._client.background import Timers
 from pycurator._client.runtime import services_of
+from pycurator.aio import discovery as aio_discovery
+from pycurator.discovery import ServiceDiscovery, ServiceInstance, ServiceType
 
 from .support import SOON, eventually
 
@@ -227,6 +229,23 @@ def _cache(client: KazooClient, path: str) -> Callable[[], None]:
     return operation
 
 
+def _discovery(client: KazooClient, path: str) -> Callable[[], None]:
+    discovery = ServiceDiscovery(client, path)
+    discovery.start()
+    sequential = ServiceInstance("svc", id="s", service_type=ServiceType.DYNAMIC_SEQUENTIAL)
+
+    def operation() -> None:  # a registration's life, a query, and an unregister met twice
+        for instance in (ServiceInstance("svc", id="d"), sequential):
+            discovery.register_service(instance)
+            discovery.update_service(instance)
+        assert len(discovery.query_for_instances("svc")) == 2
+        for instance in discovery.registered:
+            discovery.unregister_service(instance)
+            discovery.unregister_service(instance)
+
+    return operation
+
+
 def _persistent_node(client: KazooClient, path: str) -> Callable[[], None]:
     def operation() -> None:  # made, written, deleted on close
         node = PersistentNode(client, f"{path}/node", CreateMode.EPHEMERAL, b"a", True)
@@ -247,6 +266,15 @@ def _aio_cache(client: KazooClient, path: str) -> Callable[[], None]:
             async for event in events:
                 if event.type.name == "NODE_CHANGED":
                     break
+
+    return lambda: asyncio.run(cycle())
+
+
+def _aio_discovery(client: KazooClient, path: str) -> Callable[[], None]:
+    async def cycle() -> None:
+        async with aio_discovery.ServiceDiscovery(client, path) as discovery:
+            await discovery.register_service(ServiceInstance("svc", id="d"))
+            assert len(await discovery.query_for_instances("svc")) == 1
 
     return lambda: asyncio.run(cycle())
 
@@ -293,6 +321,8 @@ RECIPES: dict[str, Callable[[KazooClient, str], Callable[[], None]]] = {
     "aio-cache": _aio_cache,
     "persistent-node": _persistent_node,
     "aio-persistent-node": _aio_persistent_node,
+    "discovery": _discovery,
+    "aio-discovery": _aio_discovery,
 }
 
 
@@ -303,6 +333,8 @@ NODE_PATHS = {
     "multilock": ("a", "b"),
     "atomic-long": ("lock",),
     "barriers": ("double",),
+    "discovery": ("svc",),
+    "aio-discovery": ("svc",),
 }
 
 

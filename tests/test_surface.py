@@ -32,11 +32,13 @@ from pycurator import (
     SharedCount,
     SharedValue,
     aio,
+    discovery,
     menagerie,
     zkrecipes,
 )
 from pycurator._recipes.hold_monitor import HoldMonitor
 from pycurator._recipes.lock_nodes import LockNode
+from pycurator.aio import discovery as aio_discovery
 from pycurator.aio import menagerie as aio_menagerie
 from pycurator.aio import zklocker as aio_zklocker
 from pycurator.aio import zkrecipes as aio_zkrecipes
@@ -128,6 +130,10 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
             DistributedDoubleBarrier(client, "/db", 2),
             aio.DistributedDoubleBarrier(client, "/db", 2),
         ),
+        "service discovery": (
+            discovery.ServiceDiscovery(client, "/services"),
+            aio_discovery.ServiceDiscovery(client, "/services"),
+        ),
     }
 
 
@@ -170,6 +176,7 @@ KINDS = [
     "atomic value",
     "barrier",
     "double barrier",
+    "service discovery",
 ]
 
 

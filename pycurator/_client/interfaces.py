@@ -16,8 +16,18 @@ import struct
 import sys
 from collections.abc import Callable
 from ipaddress import IPv4Address, IPv6Address, ip_address
+from typing import Any
 
-from .._protocol.discovery import InterfaceAddress, curator_addresses, java_interface_order
+from .._protocol.discovery import (
+    InterfaceAddress,
+    ServiceInstance,
+    ServiceType,
+    UriSpec,
+    curator_addresses,
+    java_interface_order,
+    new_id,
+    now_ms,
+)
 
 IF_INET6 = "/proc/net/if_inet6"
 SIOCGIFCONF = 0x8912
@@ -108,3 +118,44 @@ def _resolved_addresses() -> list[InterfaceAddress]:
         if entry not in found:
             found.append(entry)
     return found
+
+
+def local_address() -> str | None:
+    """The address Curator's ``ServiceInstance.builder()`` gives an instance: the first of
+    :func:`local_addresses`, or None when the host has none (then so does Java's)."""
+    found = local_addresses()
+    return found[0] if found else None
+
+
+def local_instance(
+    name: str,
+    *,
+    port: int | None = None,
+    ssl_port: int | None = None,
+    payload: Any = None,
+    service_type: ServiceType = ServiceType.DYNAMIC,
+    uri_spec: UriSpec | None = None,
+    enabled: bool = True,
+    id: str | None = None,
+    address: str | None = None,
+    registration_time_utc: int | None = None,
+) -> ServiceInstance:
+    """An instance of ``name`` on this host, with the defaults of Curator's
+    ``ServiceInstance.builder()``: a random UUID for ``id``, :func:`local_address` for
+    ``address``, now (in milliseconds) for ``registration_time_utc``; each may be given."""
+    when = registration_time_utc
+    fields: dict[str, Any] = {
+        "id": new_id() if id is None else id,
+        "address": local_address() if address is None else address,
+        "registration_time_utc": now_ms() if when is None else when,
+    }
+    return ServiceInstance(
+        name,
+        port=port,
+        ssl_port=ssl_port,
+        payload=payload,
+        service_type=service_type,
+        uri_spec=uri_spec,
+        enabled=enabled,
+        **fields,
+    )

@@ -273,9 +273,14 @@ def instance_as_read(**values: Any) -> ServiceInstance:
     instance gets: Java reads a port of 70000 or an empty id, and so does a reader here. Every
     field must be given."""
     instance = object.__new__(ServiceInstance)
-    for f in fields(ServiceInstance):
-        object.__setattr__(instance, f.name, values[f.name])
+    state = instance.__dict__
+    for name in _FIELDS:  # a frozen dataclass's fields, set as its __init__ sets them
+        state[name] = values[name]
     return instance
+
+
+#: The names of an instance's fields, in order.
+_FIELDS = tuple(f.name for f in fields(ServiceInstance))
 
 
 def _check_node_name(field_name: str, value: object) -> None:

@@ -16,6 +16,8 @@
      ├── CompressedDataError (also ValueError)   a cached node's data that does not unzip
      ├── ServerFeatureError (also kazoo's UnimplementedError)
      │                                           the server lacks what a request needs
+     ├── ServiceNotRegisteredError (also LookupError)
+     │                                           update_service() of an instance not registered
      └── LockReleaseError (an ExceptionGroup on Python 3.11+)
                                                  release() of several locks: every failure
 
@@ -173,6 +175,18 @@ class ServerFeatureError(_Picklable, kazoo_errors.UnimplementedError):  # type: 
         self.feature = feature
         self.path = path
         self.needs = needs
+
+
+class ServiceNotRegisteredError(_Picklable, LookupError):
+    """Raised by a discovery's ``update_service`` for an instance it has not registered (or
+    has unregistered), as Curator's "Service not registered"."""
+
+    _fields = ("name", "id")
+
+    def __init__(self, name: str, id: str) -> None:
+        super().__init__(f"Service not registered: {name}/{id} (register_service() it first)")
+        self.name = name
+        self.id = id
 
 
 class InvalidServiceInstance(_Picklable, ValueError):

@@ -1,12 +1,13 @@
 """The ``pycurator`` command: ``lock``, ``elect``, ``inspect``, ``count``, ``watch``,
-``revoke``, ``server`` and ``demo``.
+``revoke``, ``register``, ``services``, ``server`` and ``demo``.
 
 Errors are one line on stderr and a non-zero exit status (see the ``EXIT_*`` constants); a
 standard output whose reader has gone ends the command quietly. The arguments are parsed in
 ``_parser``; the subcommands live in ``_lock`` and ``_elect`` (over ``_run``, what the two
-share), ``_inspect`` (inspect, revoke; ``_watch`` follows a lock live), ``_counters``
-(count, and how inspect shows counters and barriers), ``_subtree`` (watch), ``_server``
-(server) and here (demo). What they print of the tree goes through ``_text``.
+share), ``_register`` (which runs a command as they do) and ``_services``, ``_inspect``
+(inspect, revoke; ``_watch`` follows a lock live), ``_counters`` (count, and how inspect shows
+counters and barriers), ``_subtree`` (watch), ``_server`` (server) and here (demo). What they
+print of the tree goes through ``_text``.
 """
 
 from __future__ import annotations
@@ -59,7 +60,9 @@ from ._elect import (
 from ._inspect import cmd_inspect, cmd_revoke
 from ._lock import ENV_HOSTS, ENV_NODE, ENV_PATH, ENV_TOKEN, cmd_lock
 from ._parser import RUN_USAGE, build_parser
+from ._register import cmd_register
 from ._server import cmd_server
+from ._services import cmd_services
 from ._subtree import cmd_watch
 from ._text import shown
 from ._views import view_as_json, view_as_table
@@ -94,8 +97,10 @@ __all__ = [
     "cmd_elect",
     "cmd_inspect",
     "cmd_lock",
+    "cmd_register",
     "cmd_revoke",
     "cmd_server",
+    "cmd_services",
     "cmd_watch",
     "main",
     "view_as_json",
@@ -175,6 +180,8 @@ def _main(argv: Sequence[str] | None) -> int:
         "count": lambda a: cmd_count(a, sys.stdout),
         "watch": lambda a: cmd_watch(a, sys.stdout),
         "revoke": lambda a: cmd_revoke(a, sys.stdout),
+        "register": lambda a: cmd_register(a, sys.stderr),
+        "services": lambda a: cmd_services(a, sys.stdout),
         "demo": lambda a: cmd_demo(a, sys.stdout),
         "server": lambda a: cmd_server(a, sys.stdout, sys.stderr),
     }

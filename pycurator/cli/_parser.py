@@ -38,6 +38,15 @@ from ._elect import (
     ELECTION_SYSTEMS,
 )
 from ._lock import ENV_HOSTS, ENV_NODE, ENV_PATH, ENV_TOKEN, SYSTEMS
+from ._register import (
+    BASE_PATH,
+    SERVICE_ENV_ADDRESS,
+    SERVICE_ENV_HOSTS,
+    SERVICE_ENV_ID,
+    SERVICE_ENV_NAME,
+    SERVICE_ENV_NODE,
+    SERVICE_ENV_PORT,
+)
 from ._server import DEFAULT_PORT
 from ._text import shown
 
@@ -46,6 +55,7 @@ from ._text import shown
 RUN_USAGE = {
     "lock": "pycurator lock [OPTIONS] PATH -- CMD [ARGS...]",
     "elect": "pycurator elect [OPTIONS] PATH --id ID -- CMD [ARGS...]",
+    "register": "pycurator register [OPTIONS] NAME --port N -- CMD [ARGS...]",
 }
 
 
@@ -133,11 +143,78 @@ def _quiet_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _base_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--base",
+        default=BASE_PATH,
+        metavar="PATH",
+        help=f"the discovery's base path (default: {BASE_PATH}, Spring Cloud's and Dubbo's)",
+    )
+
+
+def _discovery_commands(commands: Any) -> None:
+    """``register`` and ``services``: curator-x-discovery's instances."""
+    port = number(int, 0, inclusive=True, maximum=65535)
+    register = commands.add_parser(
+        "register",
+        usage=RUN_USAGE["register"],
+        help="run a command while an instance of a service is registered for it",
+        description=(
+            "Register an instance of service NAME (curator-x-discovery's node BASE/NAME/ID, "
+            "found by Java's ServiceDiscovery, Spring Cloud and Dubbo), run CMD, and unregister "
+            "it once CMD ends; if this process dies, the instance goes with its session. An "
+            "expired session is registered again. CMD sees "
+            f"${SERVICE_ENV_NAME}, ${SERVICE_ENV_ID}, ${SERVICE_ENV_ADDRESS}, "
+            f"${SERVICE_ENV_PORT}, ${SERVICE_ENV_NODE} and ${SERVICE_ENV_HOSTS}. Exit status: "
+            f"CMD's; {EXIT_UNAVAILABLE} if ZooKeeper cannot be reached or the instance not "
+            f"registered; {EXIT_USAGE} for a bad option."
+        ),
+    )
+    register.add_argument("name", metavar="NAME", help="the service, e.g. billing")
+    register.add_argument("--port", type=port, required=True, metavar="N", help="its port")
+    register.add_argument("--ssl-port", type=port, metavar="N", help="its TLS port")
+    register.add_argument(
+        "--address", metavar="A", help="its address (default: the one Curator's builder picks)"
+    )
+    register.add_argument("--id", metavar="ID", help="its id (default: a random UUID)")
+    register.add_argument(
+        "--payload",
+        metavar="JSON",
+        help='its payload, a JSON value (an object with "@class" is that Java class\'s)',
+    )
+    register.add_argument(
+        "--uri-spec", metavar="TEMPLATE", help="its URI template, e.g. {scheme}://{address}:{port}"
+    )
+    _base_option(register)
+    register.add_argument(
+        "--poll-interval", type=POSITIVE_SECONDS, default=0.1, help=argparse.SUPPRESS
+    )
+    register.add_argument("--grace", type=SECONDS, default=10.0, help=argparse.SUPPRESS)
+    _global_options(register, top=False)
+
+    services = commands.add_parser(
+        "services",
+        help="list the services of a discovery, or the instances of one",
+        description=(
+            "List the services under the base path with their number of instances, or the "
+            "instances of NAME (Java's and Python's alike); a node that is no instance is "
+            "shown as unreadable."
+        ),
+    )
+    services.add_argument("name", nargs="?", metavar="NAME", help="the service")
+    services.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _base_option(services)
+    _global_options(services, top=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``pycurator`` command."""
     parser = _Parser(
         prog="pycurator",
-        description="Curator's ZooKeeper locks from the command line, shared with Java Curator.",
+        description=(
+            "Curator's ZooKeeper locks, elections and service discovery from the command line, "
+            "shared with Java Curator."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"pycurator {__version__}")
     _global_options(parser, top=True)
@@ -348,6 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     revoke.add_argument("node", metavar="NODE_PATH")
     _global_options(revoke, top=False)
+
+    _discovery_commands(commands)
 
     server = commands.add_parser(
         "server",

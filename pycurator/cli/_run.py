@@ -289,7 +289,7 @@ def run_while_held(
                     EXIT_TIMEOUT,
                 )
             try:
-                return _run_holding(command, holding, args, err, env(holding), what, revoked)
+                return run_holding(command, holding, args, err, env(holding), what, revoked)
             finally:
                 _release(holding)
     finally:
@@ -332,7 +332,7 @@ def typed_at_terminal() -> bool:
         os.close(fd)
 
 
-def _run_holding(
+def run_holding(
     command: list[str],
     holding: Holding,
     args: argparse.Namespace,
@@ -341,8 +341,10 @@ def _run_holding(
     what: str,
     revoked: threading.Event | None,
 ) -> int:
-    """Run ``command`` while ``holding`` is held; its exit status, or :data:`EXIT_LOCK_LOST`,
-    :data:`EXIT_REVOKED` once it was stopped. The command has ended when this returns."""
+    """Run ``command`` while ``holding`` is held (``lock``, ``elect``, ``register``), with
+    ``variables`` in its environment, signals passed on, and its death with this process's;
+    its exit status, or :data:`EXIT_LOCK_LOST`, :data:`EXIT_REVOKED` once it was stopped. The
+    command has ended when this returns."""
     env = dict(os.environ)
     env.update(variables)
     try:

@@ -146,6 +146,12 @@ def run(schedule: Schedule, trace: bool = False) -> Outcome:
                 for link in world.links:
                     link.heal()
                 world.hub.run(world.now + SETTLE)
+                finals = [check() for check in world.when_quiet]
+                if world.when_quiet:
+                    world.hub.run(world.now + SETTLE)
+                for final in finals:
+                    if final is not None:
+                        final()
             except Stalled as exc:
                 world.fail(f"clean-end: stalled: {exc}")
             except AssertionError as exc:  # the model's own checks

@@ -210,6 +210,22 @@ DEFECTS = (
         "        pass",
         ("kept-node", "kept-sequential-node"),
     ),
+    Defect(
+        "a discovery does not register again after a reconnect",
+        "registered",
+        "_recipes/registration.py",
+        "        if state != KazooState.CONNECTED:\n            return",
+        "        if True:\n            return",
+        ("registration",),
+    ),
+    Defect(
+        "an update writes the data it replaces (CURATOR-146/181)",
+        "registered",
+        "_recipes/registration_nodes.py",
+        "            stat = yield from sent_steps(SetData(record.path, data), deadline)",
+        "            stat = yield from sent_steps(SetData(record.path, record.data), deadline)",
+        ("registration",),
+    ),
 )
 
 

@@ -36,6 +36,8 @@ from .programs import (
     node_program,
     selector_program,
 )
+from .registrations import SERVICE, registration_program
+from .registrations import make as make_discovery
 from .tallied import barrier_program, counter_program
 from .world import World
 
@@ -244,6 +246,13 @@ _register(
         policies=False,
     ),
     Protocol(
+        "registration",
+        "registration",
+        f"/services/{SERVICE}",
+        make_discovery,
+        policies=False,
+    ),
+    Protocol(
         "zk-election",
         "latch",
         "/zk/election",
@@ -314,6 +323,8 @@ def _run(p: Participant, protocol: Protocol, shared: _Shared) -> Program:
         _follow(p.world, protocol, recipe, shared.sharers)
     if protocol.family == "cache":
         yield from cache_program(p, recipe, caches.follow(p.world, p.name, p.link, recipe))
+    elif protocol.family == "registration":
+        yield from registration_program(p, recipe)
     elif protocol.family == "latch":
         yield from latch_program(p, recipe, protocol.key, listens=protocol.policies)
     elif protocol.family == "node":

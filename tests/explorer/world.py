@@ -39,7 +39,10 @@ it):
 - ``counted`` and ``barrier``: a counter ends at its start plus the increments told they
   succeeded, and nobody passes a double barrier before enough are in (the tallies of
   :mod:`tests.explorer.tallied`);
-- ``cache-converges`` and ``told-once``: what a cache tells (:mod:`tests.explorer.caches`).
+- ``cache-converges`` and ``told-once``: what a cache tells (:mod:`tests.explorer.caches`);
+- ``registered``: once the schedule is quiet, exactly one node per instance a discovery keeps
+  registered, holding its latest data, and none once unregistered or closed
+  (:mod:`tests.explorer.registrations`).
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ INVARIANTS = (
     *kept_nodes.INVARIANTS,
     "counted",
     "barrier",
+    "registered",
 )
 
 _SEQUENCE = re.compile(r"(\d{10})$")
@@ -201,6 +205,9 @@ class World:
         self.tallies: list[Any] = []
         #: the checks of promises that hold once the schedule is quiet (a cache converged)
         self.finals: list[Callable[[], None]] = []
+        #: checks of what a quiet schedule holds (faults healed, background work settled),
+        #: each returning the check to run once what it started (closing) has settled too
+        self.when_quiet: list[Callable[[], Callable[[], None] | None]] = []
         self.hub.after_turn = self.check_now
 
     @property
