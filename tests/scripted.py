@@ -529,6 +529,9 @@ class ScriptedServer:
     def process_lock(self) -> Any:
         raise AssertionError("made with the recipe's transport, not the runner's")
 
+    def shared(self, key: Any, make: Any) -> Any:
+        raise AssertionError("made with the recipe's transport, not the runner's")
+
     def node_data(self) -> bytes:
         raise AssertionError("made with the recipe's transport, not the runner's")
 

@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import InterProcessMutex
+from pycurator.discovery import ServiceDiscovery, ServiceInstance, UriSpec
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from pycurator.zkrecipes import WriteLock
 
@@ -81,12 +83,46 @@ def counter_at_42(client: KazooClient) -> Iterator[None]:
     yield
 
 
+def _local_ms(when: str) -> int:
+    """A local time as the command prints it, in Java's milliseconds since the epoch."""
+    return int(time.mktime(time.strptime(when, "%Y-%m-%d %H:%M:%S"))) * 1000
+
+
+@contextlib.contextmanager
+def billing_services(client: KazooClient) -> Iterator[None]:
+    spec = UriSpec("{scheme}://{address}:{port}")
+    with ServiceDiscovery(client, "/services") as discovery:
+        for instance in (
+            ServiceInstance(
+                "billing",
+                id="6d1e0bd1-93ab-4e8c-9c6f-5c2f2b0d8f6a",
+                address="10.0.3.17",
+                port=8080,
+                registration_time_utc=_local_ms("2025-06-02 14:07:33"),
+                uri_spec=spec,
+            ),
+            ServiceInstance(
+                "billing",
+                id="billing-7",
+                address="10.0.3.18",
+                port=8080,
+                ssl_port=8443,
+                registration_time_utc=_local_ms("2025-06-02 14:09:10"),
+                uri_spec=spec,
+            ),
+        ):
+            discovery.register_service(instance)
+        client.create("/services/billing/legacy-1", b"host=10.0.3.9")  # a node that is no instance
+        yield
+
+
 #: What the tree holds when each transcript's command runs (the others need nothing).
 SETUPS: dict[str, Setup] = {
     "pycurator lock --system menagerie /locks/billing -- ./nightly-billing.sh": writelock_held,
     "pycurator lock --system zookeeper --timeout 2 /dubbo/lock -- ./job.sh": dubbo_providers,
     "pycurator revoke /locks/billing": mutex_held,
     "pycurator inspect /counters/hits": counter_at_42,
+    "pycurator services billing": billing_services,
 }
 
 

@@ -102,6 +102,7 @@ def test_the_explorer_drives_the_public_recipes_and_patches_nothing_of_the_libra
     allowed = {
         "pycurator",
         "pycurator.aio",
+        "pycurator.discovery",
         "pycurator.menagerie",
         "pycurator.zklocker",
         "pycurator.zkrecipes",

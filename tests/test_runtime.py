@@ -345,5 +345,5 @@ def test_only_the_runtime_module_keeps_registries_and_the_fork_hook() -> None:
             registries[name] = found
         if count := _fork_hooks(tree):
             hooks[name] = count
-    assert registries == {"pycurator/_client/runtime.py": ["_RUNTIMES", "_SERVICES"]}
+    assert registries == {"pycurator/_client/runtime.py": ["_RUNTIMES", "_SERVICES", "_SHARED"]}
     assert hooks == {"pycurator/_client/runtime.py": 1}

@@ -363,8 +363,8 @@ def test_the_asyncio_runner_sets_and_removes_a_watch_that_stays(
 
 def test_a_server_without_them_is_named_and_nothing_is_kept(loop: str, zk_path: str) -> None:
     """ZooKeeper before 3.6 answers ``addWatch`` UNIMPLEMENTED (here the in-memory server,
-    which has none either); a kazoo ``UnimplementedError`` too, which no retry fixes."""
-    with WireServer() as server:
+    played without them); a kazoo ``UnimplementedError`` too, which no retry fixes."""
+    with WireServer(persistent_watches=False) as server:
         client = on_client(server.hosts, loop)
         try:
             with pytest.raises(ServerFeatureError) as refused:

@@ -13,33 +13,28 @@ long as the client lives), holds what is the client's own:
   asyncio, ends with then (:func:`closed_error`, raised by :meth:`Runtime.check_open`), and
   the reason a hold lost with the client gives (:meth:`Runtime.end_reason`).
 
-It refers to the services of the client's handler (:mod:`pycurator._client.services`, found with
-:func:`services_of`), shared by every client of the handler, every unit of the handler's kind.
+It refers to its handler's services, shared by every client of the handler (:func:`services_of`).
 
 **Stop and expiry** reach the runtime first: its listener (:meth:`Runtime._on_state`) is told
-of every state change, forgets the deletes a stopped client owed (its session's ephemeral nodes
-go with the session), and then tells the client's listeners, which ask the runtime what
-happened. kazoo tells its listeners nothing when a client is stopped while its state is already
-LOST (its session expired, or it never connected): while anyone listens to such a client, the
-runtime looks every :data:`STOP_POLL` seconds, so that their waits end too.
+of every state change, forgets the deletes a stopped client owed (its ephemeral nodes go with
+the session), then tells the client's listeners. kazoo tells its listeners nothing when a client
+is stopped while already LOST (expired, or never connected): while anyone listens to such a
+client, the runtime looks every :data:`STOP_POLL` seconds, so that their waits end too.
 
 **A session timeout spent while suspended** is taken as the session's end, as Curator's
 ``ConnectionStateManager`` takes it (``checkSessionExpiration``): a client cut off from the
-quorum cannot hear of its session's expiry until it reconnects, so from each suspension the
-runtime counts the session timeout the server granted (the one asked for until pycurator has
-seen a server's answer), with one timer per client whatever the number of its holds. If the
+quorum cannot hear of its expiry, so from each suspension the runtime counts the session timeout
+the server granted (the one asked for until a server answered), one timer per client. If the
 connection is still not back when it runs out, the listeners hear LOST at once (every hold and
-election ends, under either connection policy), and the session is given up: kazoo ends it on
-its next attempt to connect, as when a server says it has expired, and makes a new one (Curator
-injects the expiry into its handle, and makes a new handle). The server ends the old session
-when its timeout passes there, taking the old session's nodes with it; if the client reaches a
-server in the old session after all, kazoo ends it at once and the listeners do not hear of
-that connection.
+election ends, under either policy), and kazoo ends the session on its next attempt to connect
+and makes a new one (Curator injects the expiry and makes a new handle). The server ends the old
+session, and its nodes, when its timeout passes there; should the client reach a server in the
+old session after all, kazoo ends it at once, unheard by the listeners.
 
-**Fork**: both registries (client to runtime, handler to services) are weak, so a client or a
-handler nobody uses any more takes its part with it, and they live here alone, with the
-process's one fork hook: a child starts with none (no thread or greenlet of the parent runs in
-it) and with a new :func:`process_lock`.
+**Fork**: the registries (client to runtime, handler to services, and what recipes share in the
+process, :func:`shared`) are weak, so what nobody uses any more goes, and they live here alone,
+with the process's one fork hook: a child starts with none (no thread or greenlet of the parent
+runs in it) and with a new :func:`process_lock`.
 
 The process's lock listeners are written under :func:`process_lock`
 (:mod:`pycurator._client.lock_listeners`). Not here: the tasks of asyncio callbacks are the event
@@ -53,7 +48,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -385,14 +380,23 @@ class Runtime:
 
 _RUNTIMES: weakref.WeakKeyDictionary[KazooClient, Runtime] = weakref.WeakKeyDictionary()
 _SERVICES: weakref.WeakKeyDictionary[Any, HandlerServices] = weakref.WeakKeyDictionary()
+_SHARED: weakref.WeakValueDictionary[Hashable, Any] = weakref.WeakValueDictionary()
 _LOCK = threading.RLock()  # held to make an entry, and by process_lock()'s users, never long
 
 
 def process_lock() -> Any:
-    """The process's lock for short bookkeeping shared by every client (the lock listeners,
-    the loss notices), renewed in a forked child: a thread that held it does not survive the
-    fork. Re-entrant; never held across a wait."""
+    """The process's lock for short bookkeeping shared by every client (the lock listeners, the
+    loss notices), renewed in a forked child. Re-entrant; never held across a wait."""
     return _LOCK
+
+
+def shared(key: Hashable, make: Callable[[], Any]) -> Any:
+    """The process's live object for ``key``, made by ``make()`` when none lives (weakly held)."""
+    with _LOCK:
+        found = _SHARED.get(key)
+        if found is None:
+            found = _SHARED[key] = make()
+        return found
 
 
 def services_of(handler: Any) -> HandlerServices:
@@ -407,8 +411,7 @@ def services_of(handler: Any) -> HandlerServices:
 
 
 def runtime_of(client: KazooClient) -> Runtime:
-    """``client``'s runtime: made on first use, the same object for as long as the client
-    lives."""
+    """``client``'s runtime: made on first use, the same object while the client lives."""
     runtime = _RUNTIMES.get(client)
     if runtime is None:
         kazoo_internals.told_if_unchecked()  # once a process, on a kazoo not checked
@@ -420,9 +423,8 @@ def runtime_of(client: KazooClient) -> Runtime:
 
 
 def _forked() -> None:
-    """The process's one fork hook, in the child: no unit of the parent's runs here, so no
-    runtime and no service survives; each client made before the fork is detached from its
-    old runtime, and gets a new one should the child use it."""
+    """The process's one fork hook, in the child: no unit of the parent's runs here, so nothing
+    registered survives; a client made before the fork is detached, made anew if used."""
     global _LOCK
     _LOCK = threading.RLock()
     for client, runtime in list(_RUNTIMES.items()):
@@ -430,6 +432,7 @@ def _forked() -> None:
         runtime.detached = True
     _RUNTIMES.clear()
     _SERVICES.clear()
+    _SHARED.clear()
 
 
 os.register_at_fork(after_in_child=_forked)
@@ -443,4 +446,5 @@ __all__ = [
     "process_lock",
     "runtime_of",
     "services_of",
+    "shared",
 ]

@@ -29,7 +29,7 @@ from .._protocol.transport import Pending, closed_error
 from . import kazoo_internals
 from .background import SerialQueue, Timer
 from .callback_runner import CallbackRun, run_in_background
-from .runtime import Runtime, process_lock, runtime_of
+from .runtime import Runtime, process_lock, runtime_of, shared
 from .sending import SENDERS, forget_watch
 from .services import HandlerServices
 
@@ -210,6 +210,8 @@ class KazooTransport:
 
     #: The process's lock (:func:`~pycurator._client.runtime.process_lock`).
     process_lock = staticmethod(process_lock)
+    #: What recipes share within the process (:func:`~pycurator._client.runtime.shared`).
+    shared = staticmethod(shared)
 
     def node_data(self) -> bytes:
         """Curator's default node data (:func:`default_node_data`)."""

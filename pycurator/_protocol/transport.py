@@ -20,7 +20,7 @@ Sending a request the transport does not know yet takes two things: its record i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Hashable
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
@@ -198,6 +198,10 @@ class Transport(Protocol):
     def process_lock(self) -> Lock:
         """The process's lock for short bookkeeping shared by every client (renewed in a forked
         child); re-entrant, never held across a wait."""
+
+    def shared(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """The process's live object for ``key``, made by ``make()`` when none lives: held
+        weakly (it lives while its users keep it), and none of the parent's in a forked child."""
 
     def node_data(self) -> bytes:
         """What Curator writes in a node made without data: the host's address."""

@@ -21,8 +21,6 @@ may.
 from __future__ import annotations
 
 import copy
-import os
-import weakref
 from collections import deque
 from typing import Any
 
@@ -198,13 +196,6 @@ class Combiner:
                 addition.told(AtomicValue(False, value, 0, raw.stats))
 
 
-#: The combiners of this process, by client, path, type and policies, and the turns of each
-#: path under one set of policies; each lives while an addition waits on it or its writes run
-#: (a forked child makes its own: the pid is in the keys).
-_COMBINERS: weakref.WeakValueDictionary[tuple[Any, ...], Combiner] = weakref.WeakValueDictionary()
-_TURNS: weakref.WeakValueDictionary[tuple[Any, ...], Turns] = weakref.WeakValueDictionary()
-
-
 def combiner_of(steps: AtomicSteps, number: NumberType) -> Combiner:
     """The combiner of additions through ``steps``' client to its path, as ``number``, under
     its policies (made when none is alive)."""
@@ -216,15 +207,16 @@ def combiner_of(steps: AtomicSteps, number: NumberType) -> Combiner:
         steps.promoted_tries,
     )
     transport = steps.transport
-    key = (os.getpid(), id(transport), steps.path, *policies)
-    with transport.process_lock():
-        combiner = _COMBINERS.get(key)
-        if combiner is None:
-            where = (os.getpid(), transport.chroot() + steps.path, *policies)
-            turns = _TURNS.get(where)
-            if turns is None:
-                turns = _TURNS[where] = Turns(transport.lock_object())
-            combiner = _COMBINERS[key] = Combiner(steps, number, turns)
+    # each lives while an addition waits on it or its writes run: the combiner of this client,
+    # and the turns of the path under these policies, which every client of the process takes
+    turns = transport.shared(
+        (Turns, transport.chroot() + steps.path, *policies),
+        lambda: Turns(transport.lock_object()),
+    )
+    combiner: Combiner = transport.shared(
+        (Combiner, id(transport), steps.path, *policies),
+        lambda: Combiner(steps, number, turns),
+    )
     return combiner
 
 

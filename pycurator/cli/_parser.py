@@ -7,11 +7,8 @@ import sys
 from typing import Any, NoReturn
 
 from .. import __version__
-from .._connect import DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT
 from ._common import (
-    CONNECT_SECONDS,
     COUNT,
-    DEFAULT_HOSTS,
     EXIT_LOCK_LOST,
     EXIT_NO_JAVA,
     EXIT_REFUSED,
@@ -22,9 +19,6 @@ from ._common import (
     HOSTS_ENV,
     POSITIVE_SECONDS,
     SECONDS,
-    SESSION_SECONDS,
-    SESSION_TIMEOUT,
-    connect_string,
     number,
     say,
 )
@@ -38,8 +32,8 @@ from ._elect import (
     ELECTION_SYSTEMS,
 )
 from ._lock import ENV_HOSTS, ENV_NODE, ENV_PATH, ENV_TOKEN, SYSTEMS
+from ._options import base_option, force_option, global_options, quiet_option
 from ._register import (
-    BASE_PATH,
     SERVICE_ENV_ADDRESS,
     SERVICE_ENV_HOSTS,
     SERVICE_ENV_ID,
@@ -77,81 +71,6 @@ class _Parser(argparse.ArgumentParser):
         stream.flush()
 
 
-def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
-    """The options every command takes, before its name or after it. Only the top-level parser
-    has defaults: a command's parser sets an option only where it is given (after the command's
-    name, it wins over the same option before it)."""
-
-    def default(value: object) -> object:
-        return value if top else argparse.SUPPRESS
-
-    parser.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        default=default(False),
-        help="log what kazoo and the recipes do",
-    )
-    parser.add_argument(
-        "--hosts",
-        type=connect_string,
-        default=default(None),
-        metavar="HOSTS",
-        help=(
-            "ZooKeeper connect string, host:port,...[/chroot] (default: "
-            f"${HOSTS_ENV} if set, an empty one refused; else {DEFAULT_HOSTS})"
-        ),
-    )
-    parser.add_argument(
-        "--connect-timeout",
-        type=CONNECT_SECONDS,
-        default=default(DEFAULT_CONNECT_TIMEOUT),
-        metavar="S",
-        help=f"seconds to wait for a connection (default: {DEFAULT_CONNECT_TIMEOUT:g})",
-    )
-    parser.add_argument(
-        "--session-timeout",
-        type=SESSION_SECONDS,
-        default=default(SESSION_TIMEOUT),
-        metavar="S",
-        help=(
-            f"ZooKeeper session timeout in seconds (default: {SESSION_TIMEOUT:g}, where "
-            f"pycurator.connect() asks for {DEFAULT_SESSION_TIMEOUT:g}: lock and elect stop "
-            "their command once the connection is lost anyway, and a shorter session frees a "
-            "crashed holder's lock sooner)"
-        ),
-    )
-
-
-def _force_option(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help=(
-            f"{what} even where PATH holds another recipe's or system's nodes (refused without "
-            "it: the two would not exclude each other)"
-        ),
-    )
-
-
-def _quiet_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="no progress line while waiting (there is none unless stderr is a terminal)",
-    )
-
-
-def _base_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--base",
-        default=BASE_PATH,
-        metavar="PATH",
-        help=f"the discovery's base path (default: {BASE_PATH}, Spring Cloud's and Dubbo's)",
-    )
-
-
 def _discovery_commands(commands: Any) -> None:
     """``register`` and ``services``: curator-x-discovery's instances."""
     port = number(int, 0, inclusive=True, maximum=65535)
@@ -185,12 +104,12 @@ def _discovery_commands(commands: Any) -> None:
     register.add_argument(
         "--uri-spec", metavar="TEMPLATE", help="its URI template, e.g. {scheme}://{address}:{port}"
     )
-    _base_option(register)
+    base_option(register)
     register.add_argument(
         "--poll-interval", type=POSITIVE_SECONDS, default=0.1, help=argparse.SUPPRESS
     )
     register.add_argument("--grace", type=SECONDS, default=10.0, help=argparse.SUPPRESS)
-    _global_options(register, top=False)
+    global_options(register, top=False)
 
     services = commands.add_parser(
         "services",
@@ -203,8 +122,8 @@ def _discovery_commands(commands: Any) -> None:
     )
     services.add_argument("name", nargs="?", metavar="NAME", help="the service")
     services.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    _base_option(services)
-    _global_options(services, top=False)
+    base_option(services)
+    global_options(services, top=False)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -217,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"pycurator {__version__}")
-    _global_options(parser, top=True)
+    global_options(parser, top=True)
     commands = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
 
     lock = commands.add_parser(
@@ -272,15 +191,15 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     lock.add_argument("--key", metavar="KEY", help="ZkLocker's key (with --system zklocker)")
-    _force_option(lock, "lock")
+    force_option(lock, "lock")
     lock.add_argument(
         "--revocable",
         action="store_true",
         help="stop CMD and release when another client revokes the lock",
     )
-    _quiet_option(lock)
+    quiet_option(lock)
     lock.add_argument("--poll-interval", type=POSITIVE_SECONDS, default=0.1, help=argparse.SUPPRESS)
-    _global_options(lock, top=False)
+    global_options(lock, top=False)
 
     elect = commands.add_parser(
         "elect",
@@ -310,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
             "LeaderElectionSupport (zookeeper; ID is the host name its offer holds)"
         ),
     )
-    _force_option(elect, "join")
+    force_option(elect, "join")
     elect.add_argument(
         "--timeout",
         type=POSITIVE_SECONDS,
@@ -324,11 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="seconds between SIGTERM and SIGKILL when leadership is lost (default: 10)",
     )
-    _quiet_option(elect)
+    quiet_option(elect)
     elect.add_argument(
         "--poll-interval", type=POSITIVE_SECONDS, default=0.1, help=argparse.SUPPRESS
     )
-    _global_options(elect, top=False)
+    global_options(elect, top=False)
 
     inspect = commands.add_parser(
         "inspect",
@@ -363,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     inspect.add_argument("--interval", type=POSITIVE_SECONDS, default=1.0, help=argparse.SUPPRESS)
-    _global_options(inspect, top=False)
+    global_options(inspect, top=False)
 
     count = commands.add_parser(
         "count",
@@ -396,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --add: give up trying after S seconds (default: 10)",
     )
     count.add_argument("--json", action="store_true", help="print JSON: path, type and value")
-    _global_options(count, top=False)
+    global_options(count, top=False)
 
     watch = commands.add_parser(
         "watch",
@@ -416,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--initial", action="store_true", help="print the nodes already there first, as created"
     )
     watch.add_argument("--interval", type=POSITIVE_SECONDS, default=1.0, help=argparse.SUPPRESS)
-    _global_options(watch, top=False)
+    global_options(watch, top=False)
 
     revoke = commands.add_parser(
         "revoke",
@@ -424,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write Curator's __REVOKE__ message to NODE_PATH (see inspect for nodes).",
     )
     revoke.add_argument("node", metavar="NODE_PATH")
-    _global_options(revoke, top=False)
+    global_options(revoke, top=False)
 
     _discovery_commands(commands)
 
@@ -475,5 +394,5 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip the lock, to show the lost updates it prevents (exits 1)",
     )
-    _global_options(demo, top=False)
+    global_options(demo, top=False)
     return parser

@@ -149,7 +149,7 @@ def answer(server: Server, sid: int, kind: int, request: Reader) -> bytes:
             sid, path, which in (2, 3), which in (1, 3), which in (3, 4), which in (3, 5)
         )
         return b""
-    if kind == 106:  # addWatch: 0 staying, 1 staying recursive
+    if kind == 106 and server.persistent_watches:  # addWatch: 0 staying, 1 staying recursive
         server.add_watch(sid, path, request.i32() == 1)
         return b""
     raise UnimplementedError()

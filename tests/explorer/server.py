@@ -121,6 +121,8 @@ class Server:
         self.recursive_watches: collections.defaultdict[str, set[int]] = collections.defaultdict(
             set
         )
+        #: False plays a server before ZooKeeper 3.6, which answers ``addWatch`` UNIMPLEMENTED
+        self.persistent_watches = True
         self.gone: dict[str, tuple[str, int, float]] = {}
         self._reaper: Cancellable | None = None
         #: the events a transaction under way holds back, sent once it has applied

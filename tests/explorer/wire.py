@@ -109,11 +109,13 @@ class _Connection:
 
 class WireServer:
     """The in-memory server on ``127.0.0.1``: :attr:`hosts` for a kazoo client, until
-    :meth:`stop`. ``seed`` orders the children each listing gives (as ZooKeeper, in no order)."""
+    :meth:`stop`. ``seed`` orders the children each listing gives (as ZooKeeper, in no order);
+    ``persistent_watches=False`` plays a server before ZooKeeper 3.6, without ``addWatch``."""
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, *, persistent_watches: bool = True) -> None:
         self._clock = _Clock(seed)
         self.server = Server(self._clock)
+        self.server.persistent_watches = persistent_watches
         self.server.start_reaper()
         self._sessions: dict[int, _Session] = {}
         self._selector = selectors.DefaultSelector()
