@@ -98,7 +98,11 @@ def own_server() -> Iterator[ZooKeeperServer]:
 def test_watch_tells_an_outage_at_once_then_what_changed_meanwhile_and_ends_on_signals(
     own_server: ZooKeeperServer, processes: list[subprocess.Popen[str]], as_json: bool
 ) -> None:
-    writer = KazooClient(hosts=own_server.hosts)
+    # the writer outlives the two outages in its session however long the server takes to
+    # start again: a long session, and tries to reconnect that never wait long
+    writer = KazooClient(
+        hosts=own_server.hosts, timeout=60, connection_retry={"max_tries": -1, "max_delay": 0.5}
+    )
     writer.start(SOON)
     try:
         writer.create("/watched/a", b"1", makepath=True)
