@@ -115,6 +115,7 @@ class ServiceCacheCore:
         self._instances: dict[str, ServiceInstance] = {}
         self._lock = discovery.transport.lock_object()
         self._listed: list[ServiceInstance] | None = []
+        self._unreadable: dict[str, InstanceFormatError] = {}
         self._listening = False
 
     @property
@@ -131,6 +132,11 @@ class ServiceCacheCore:
                 self._listed = [self._instances[key] for key in sorted(self._instances)]
             return list(self._listed)
 
+    def unreadable(self) -> list[InstanceFormatError]:
+        """What is wrong with each node held that is no instance, in the order of their
+        names (the command line shows them)."""
+        return [error for _, error in sorted(dict(self._unreadable).items())]
+
     def take(self, type: CacheEventType, old: ChildData | None, new: ChildData | None) -> Any:
         """One event of the path's cache (on the cache's worker): the instance it makes or
         ends; the listeners told once the first load is in; an awaitable they returned."""
@@ -141,9 +147,11 @@ class ServiceCacheCore:
         if (parent or "/") != self.path or node.path == self.path:
             return None  # the service's node itself, or a node below an instance's
         found: ServiceInstance | None = None
+        self._unreadable.pop(key, None)
         if type is not DELETED:
             read = read_instance(self.discovery.serializer, node.data or b"", node.path)
             if isinstance(read, InstanceFormatError):
+                self._unreadable[key] = read
                 self.discovery.report([read])
             else:
                 found = read
