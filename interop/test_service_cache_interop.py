@@ -14,31 +14,13 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from pycurator.discovery import (
-    JsonInstanceSerializer,
-    ServiceDiscovery,
-    ServiceInstance,
-    SpringZookeeperInstance,
-    UriSpec,
-)
+from pycurator.discovery import JsonInstanceSerializer, ServiceDiscovery
 from pycurator.testing import CuratorFactory, JavaServiceDiscovery, eventually
 from tests.support import SOON
 
+from .test_discovery_interop import CLASSES, instance
+
 pytestmark = pytest.mark.usefixtures("java_payload_classes", "no_orphans")
-
-CLASSES = [SpringZookeeperInstance]
-
-
-def instance(instance_id: str = "id-1", **changes: Any) -> ServiceInstance:
-    fields: dict[str, Any] = {
-        "id": instance_id,
-        "address": "10.0.0.5",
-        "port": 8080,
-        "payload": SpringZookeeperInstance("app-1", "billing", {"zone": "a"}),
-        "registration_time_utc": 1700000000123,
-        "uri_spec": UriSpec("{scheme}://{address}:{port}"),
-    }
-    return ServiceInstance("billing", **{**fields, **changes})
 
 
 def python(client: KazooClient, base: str, compatible: bool = True) -> ServiceDiscovery:
