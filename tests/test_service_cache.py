@@ -271,3 +271,25 @@ def test_the_asyncio_cache_and_provider_hold_and_tell_the_same(
             assert "aio.ServiceProvider" in repr(provider)
 
     run(main())
+
+
+def test_a_start_while_the_server_is_out_of_reach_returns_and_loads_once_it_is_back(
+    registry: ServiceDiscovery, zk_server: ZooKeeperTarget, zk_client_factory: ClientFactory
+) -> None:
+    registry.register_service(instance("id-1"))
+    with FaultProxy(zk_server.hosts.split(",")[0]) as front:
+        client = zk_client_factory(
+            hosts=front.hosts, timeout=4.0, connection_retry=STEADY_RECONNECT
+        )
+        discovery = ServiceDiscovery(client, registry.base_path)
+        front.blackhole()
+        front.drop_connections()
+        eventually(lambda: not client.connected, SOON, what="disconnected")
+        cache = discovery.service_cache("billing")
+        began = time.monotonic()
+        cache.start()
+        assert time.monotonic() - began < 4.0 + SOON / 2  # the session timeout, not for ever
+        assert cache.get_instances() == []
+        front.heal()
+        eventually(lambda: cache.get_instances() == [instance("id-1")], SOON, what="loaded")
+        cache.close()
