@@ -222,7 +222,7 @@ def _cache_updates(client: Any, hosts: str, base: str, count: int) -> list[float
     if not hasattr(reader_discovery, "service_cache"):
         return []
     writer_client = connect(hosts, connect_timeout=SOON)
-    told: queue.Queue[int] = queue.Queue()
+    told: queue.Queue[int | None] = queue.Queue()
     try:
         with ServiceDiscovery(writer_client, base) as writer, reader_discovery:
             writer.register_service(_instance("cached", "c", FIRST_PORT))

@@ -11,6 +11,7 @@ Jackson reads it, payloads typed as Curator's ``@JsonTypeInfo`` types them;
 from __future__ import annotations
 
 from ._client.interfaces import local_address, local_addresses, local_instance
+from ._cores.service_cache import ServiceCacheListener
 from ._protocol.discovery import ServiceInstance, ServiceType, UriPart, UriSpec
 from ._protocol.discovery_json import InstanceSerializer, JsonInstanceSerializer
 from ._protocol.discovery_payloads import (
@@ -40,6 +41,7 @@ from ._protocol.errors import (
     ServiceNotRegisteredError,
 )
 from ._threads.discovery import ServiceDiscovery
+from ._threads.service_cache import ServiceCache, ServiceProvider
 
 __all__ = [
     "DownInstancePolicy",
@@ -58,9 +60,12 @@ __all__ = [
     "RandomStrategy",
     "RawPayload",
     "RoundRobinStrategy",
+    "ServiceCache",
+    "ServiceCacheListener",
     "ServiceDiscovery",
     "ServiceInstance",
     "ServiceNotRegisteredError",
+    "ServiceProvider",
     "ServiceType",
     "SpringZookeeperInstance",
     "StickyStrategy",

@@ -246,6 +246,24 @@ def _discovery(client: KazooClient, path: str) -> Callable[[], None]:
     return operation
 
 
+def _service_cache(client: KazooClient, path: str) -> Callable[[], None]:
+    discovery = ServiceDiscovery(client, path)
+    discovery.start()
+    instance = ServiceInstance("svc", id="c")
+
+    def operation() -> None:  # a provider's life: its load, a change told, a pick, its close
+        changed = threading.Event()
+        with discovery.service_provider("svc") as provider:
+            provider._cache.add_listener(changed.set)
+            discovery.register_service(instance)
+            assert changed.wait(SOON)
+            assert provider.get_instance() == instance
+            provider.note_error(instance)
+            discovery.unregister_service(instance)
+
+    return operation
+
+
 def _persistent_node(client: KazooClient, path: str) -> Callable[[], None]:
     def operation() -> None:  # made, written, deleted on close
         node = PersistentNode(client, f"{path}/node", CreateMode.EPHEMERAL, b"a", True)
@@ -275,6 +293,19 @@ def _aio_discovery(client: KazooClient, path: str) -> Callable[[], None]:
         async with aio_discovery.ServiceDiscovery(client, path) as discovery:
             await discovery.register_service(ServiceInstance("svc", id="d"))
             assert len(await discovery.query_for_instances("svc")) == 1
+
+    return lambda: asyncio.run(cycle())
+
+
+def _aio_service_cache(client: KazooClient, path: str) -> Callable[[], None]:
+    async def cycle() -> None:
+        async with aio_discovery.ServiceDiscovery(client, path) as discovery:
+            changed = asyncio.Event()
+            async with discovery.service_cache("svc") as cache:
+                cache.add_listener(changed.set)
+                await discovery.register_service(ServiceInstance("svc", id="c"))
+                await asyncio.wait_for(changed.wait(), SOON)
+                assert len(cache.get_instances()) == 1
 
     return lambda: asyncio.run(cycle())
 
@@ -323,6 +354,8 @@ RECIPES: dict[str, Callable[[KazooClient, str], Callable[[], None]]] = {
     "aio-persistent-node": _aio_persistent_node,
     "discovery": _discovery,
     "aio-discovery": _aio_discovery,
+    "service-cache": _service_cache,
+    "aio-service-cache": _aio_service_cache,
 }
 
 
@@ -335,6 +368,8 @@ NODE_PATHS = {
     "barriers": ("double",),
     "discovery": ("svc",),
     "aio-discovery": ("svc",),
+    "service-cache": ("svc",),
+    "aio-service-cache": ("svc",),
 }
 
 

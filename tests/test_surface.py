@@ -56,6 +56,8 @@ ONLY_ASYNCIO = {"is_owned_by_current_task"}  # a task owns an asyncio hold; the 
 def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
     """One object of each threaded recipe and of its asyncio form (nothing is sent)."""
     node = LockNode("/p/_c_00000000-0000-4000-8000-000000000000-lock-0000000000", 1, 0)
+    threaded_discovery = discovery.ServiceDiscovery(client, "/services")
+    asyncio_discovery = aio_discovery.ServiceDiscovery(client, "/services")
     monitor = HoldMonitor.__new__(HoldMonitor)  # not following anything: only its surface
     threaded_rw = InterProcessReadWriteLock(client, "/rw")
     asyncio_rw = aio.InterProcessReadWriteLock(client, "/rw")
@@ -130,9 +132,14 @@ def pairs(client: KazooClient) -> dict[str, tuple[Any, Any]]:
             DistributedDoubleBarrier(client, "/db", 2),
             aio.DistributedDoubleBarrier(client, "/db", 2),
         ),
-        "service discovery": (
-            discovery.ServiceDiscovery(client, "/services"),
-            aio_discovery.ServiceDiscovery(client, "/services"),
+        "service discovery": (threaded_discovery, asyncio_discovery),
+        "service cache": (
+            threaded_discovery.service_cache("svc"),
+            asyncio_discovery.service_cache("svc"),
+        ),
+        "service provider": (
+            threaded_discovery.service_provider("svc"),
+            asyncio_discovery.service_provider("svc"),
         ),
     }
 
@@ -177,6 +184,8 @@ KINDS = [
     "barrier",
     "double barrier",
     "service discovery",
+    "service cache",
+    "service provider",
 ]
 
 

@@ -202,6 +202,13 @@ class CacheCore:
         if changed is not None:
             changed()
 
+    def post(self, function: Callable[..., Any], *args: Any) -> None:
+        """Call ``function(*args)`` on the cache's worker, after the news posted before
+        (nothing unless started); from any thread."""
+        post = self._post
+        if post is not None and self.state is Lifecycle.STARTED:
+            post(function, *args)
+
     # -- news from the protocol (called by its steps: never block) ------------------------------
 
     def _tell(self, events: list[CacheEvent]) -> None:

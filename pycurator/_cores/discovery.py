@@ -111,6 +111,9 @@ class DiscoveryCore:
         self.state = Lifecycle.LATENT
         #: Called with each node a query or a cache could not read, after it is logged.
         self.malformed_callbacks: list[Callable[[InstanceFormatError], Any]] = []
+        #: The service caches and providers started and not closed (each leaves on its close;
+        #: the discovery's close closes those left).
+        self.opened: set[Any] = set()
 
     @property
     def client(self) -> KazooClient:

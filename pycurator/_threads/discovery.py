@@ -8,7 +8,7 @@ steps on the calling thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any
 
@@ -18,8 +18,10 @@ from .._client.transport import transport_of
 from .._cores.discovery import DiscoveryCore, DiscoveryFace
 from .._protocol.discovery import ServiceInstance
 from .._protocol.discovery_json import InstanceSerializer
+from .._protocol.discovery_strategies import DownInstancePolicy, InstanceFilter, ProviderStrategy
 from .._protocol.errors import InstanceFormatError
 from .runner import run
+from .service_cache import ServiceCache, ServiceProvider
 
 
 class ServiceDiscovery(DiscoveryFace):
@@ -63,7 +65,10 @@ class ServiceDiscovery(DiscoveryFace):
         """Unregister every instance and stop: waits for the server at most
         :data:`~pycurator._protocol.waits.DELETE_WAIT` seconds (not at all while not connected);
         what is not deleted by then is deleted in the background, once the connection is back,
-        until the client is stopped. Closing twice does nothing more."""
+        until the client is stopped. The service caches and providers of this discovery still
+        started are closed first. Closing twice does nothing more."""
+        for opened in list(self._core.opened):
+            opened.close()
         run(self._transport, self._core.close_steps())
 
     def __enter__(self) -> ServiceDiscovery:
@@ -124,6 +129,25 @@ class ServiceDiscovery(DiscoveryFace):
         :class:`~pycurator.discovery.InstanceFormatError`, naming the node, when it is no
         instance."""
         return run(self._transport, self._core.instance_steps(name, id))
+
+    def service_cache(self, name: str) -> ServiceCache:
+        """A cache of the instances of service ``name`` (Curator's ``serviceCacheBuilder()``),
+        to start; ValueError for a name that is no node name."""
+        return ServiceCache(self._core, name)
+
+    def service_provider(
+        self,
+        name: str,
+        strategy: ProviderStrategy | None = None,
+        down_instance_policy: DownInstancePolicy | None = None,
+        filters: Iterable[InstanceFilter] = (),
+    ) -> ServiceProvider:
+        """A provider of the instances of service ``name`` (Curator's
+        ``serviceProviderBuilder()``), to start: ``strategy`` picks (a new
+        :class:`~pycurator.discovery.RoundRobinStrategy` when None), ``down_instance_policy``
+        leaves out an instance with errors (Curator's, 2 errors within 30 s, when None),
+        ``filters`` come first. TypeError or ValueError for a bad argument."""
+        return ServiceProvider(self._core, name, strategy, down_instance_policy, filters)
 
     def on_malformed(self, callback: Callable[[InstanceFormatError], Any]) -> None:
         """Call ``callback(error)`` for each node a query or a cache skips because it is no

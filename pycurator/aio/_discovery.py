@@ -3,7 +3,7 @@ whose steps run on the event loop, with no thread and no executor."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -11,8 +11,10 @@ from kazoo.client import KazooClient
 from .._cores.discovery import DiscoveryCore, DiscoveryFace
 from .._protocol.discovery import ServiceInstance
 from .._protocol.discovery_json import InstanceSerializer
+from .._protocol.discovery_strategies import DownInstancePolicy, InstanceFilter, ProviderStrategy
 from .._protocol.errors import InstanceFormatError
 from ._runner import run_async, transport_of
+from ._service_cache import ServiceCache, ServiceProvider
 
 
 class ServiceDiscovery(DiscoveryFace):
@@ -44,7 +46,10 @@ class ServiceDiscovery(DiscoveryFace):
         await run_async(self._transport, self._core.begin_steps())
 
     async def close(self) -> None:
-        """Unregister every instance and stop, as the threaded discovery's ``close()``."""
+        """Close the caches and providers still started, unregister every instance and stop,
+        as the threaded discovery's ``close()``."""
+        for opened in list(self._core.opened):
+            await opened.close()
         await run_async(self._transport, self._core.close_steps())
 
     async def __aenter__(self) -> ServiceDiscovery:
@@ -82,6 +87,22 @@ class ServiceDiscovery(DiscoveryFace):
         """The instance ``id`` of service ``name``, or None; ``InstanceFormatError`` naming the
         node when it is no instance."""
         return await run_async(self._transport, self._core.instance_steps(name, id))
+
+    def service_cache(self, name: str) -> ServiceCache:
+        """A cache of the instances of service ``name``, to start (see the threaded
+        ``service_cache``)."""
+        return ServiceCache(self._core, name)
+
+    def service_provider(
+        self,
+        name: str,
+        strategy: ProviderStrategy | None = None,
+        down_instance_policy: DownInstancePolicy | None = None,
+        filters: Iterable[InstanceFilter] = (),
+    ) -> ServiceProvider:
+        """A provider of the instances of service ``name``, to start (see the threaded
+        ``service_provider`` for its defaults)."""
+        return ServiceProvider(self._core, name, strategy, down_instance_policy, filters)
 
     def on_malformed(self, callback: Callable[[InstanceFormatError], Any]) -> None:
         """Call ``callback(error)`` for each node a query or a cache skips because it is no

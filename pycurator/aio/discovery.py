@@ -7,6 +7,7 @@ the threaded one's).
 from __future__ import annotations
 
 from .._client.interfaces import local_address, local_addresses, local_instance
+from .._cores.service_cache import ServiceCacheListener
 from .._protocol.discovery import ServiceInstance, ServiceType, UriPart, UriSpec
 from .._protocol.discovery_json import InstanceSerializer, JsonInstanceSerializer
 from .._protocol.discovery_payloads import (
@@ -36,6 +37,7 @@ from .._protocol.errors import (
     ServiceNotRegisteredError,
 )
 from ._discovery import ServiceDiscovery
+from ._service_cache import ServiceCache, ServiceProvider
 
 __all__ = [
     "DownInstancePolicy",
@@ -54,9 +56,12 @@ __all__ = [
     "RandomStrategy",
     "RawPayload",
     "RoundRobinStrategy",
+    "ServiceCache",
+    "ServiceCacheListener",
     "ServiceDiscovery",
     "ServiceInstance",
     "ServiceNotRegisteredError",
+    "ServiceProvider",
     "ServiceType",
     "SpringZookeeperInstance",
     "StickyStrategy",

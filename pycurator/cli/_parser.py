@@ -122,6 +122,15 @@ def _discovery_commands(commands: Any) -> None:
     )
     services.add_argument("name", nargs="?", metavar="NAME", help="the service")
     services.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    services.add_argument(
+        "--watch",
+        action="store_true",
+        help=(
+            "print NAME's instances again each time they change, until interrupted (with "
+            "--json: one document a line per change)"
+        ),
+    )
+    services.add_argument("--interval", type=POSITIVE_SECONDS, default=1.0, help=argparse.SUPPRESS)
     base_option(services)
     global_options(services, top=False)
 

@@ -1,11 +1,16 @@
 """``pycurator services``: the services under a discovery's base path, or the instances of
-one, Java's and Python's alike, as a table or as JSON."""
+one, Java's and Python's alike, as a table or as JSON; with ``--watch``, the instances again
+each time they change, told by a :class:`~pycurator.discovery.ServiceCache` (the command's own
+thread prints; the cache's listener only wakes it), until a signal ends it."""
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from typing import Any, TextIO
 
@@ -16,8 +21,10 @@ from .._protocol.discovery_json import JsonInstanceSerializer
 from .._protocol.errors import InstanceFormatError
 from .._protocol.registration import check_segment, service_path
 from .._threads.discovery import ServiceDiscovery
-from ._common import EXIT_USAGE, CliError, checked_path, connected
+from .._threads.service_cache import ServiceCache
+from ._common import EXIT_USAGE, CliError, Interrupter, checked_path, connected, output_gone
 from ._text import shown
+from ._watch import CONNECTED, GONE, STATES, SUSPENDED
 
 #: The bytes ``--json`` shows an instance as: Curator's, ``enabled`` included.
 _FULL = JsonInstanceSerializer(compatible=False)
@@ -85,12 +92,97 @@ def _counts(client: KazooClient, base: str, names: list[str]) -> list[int | None
     return [None if (stat := answer.get()) is None else stat.numChildren for answer in asked]
 
 
+def instances_document(
+    base: str, name: str, instances: list[ServiceInstance], malformed: list[InstanceFormatError]
+) -> dict[str, Any]:
+    """The instances of ``name`` as ``--json`` shows them."""
+    return {
+        "base": base,
+        "name": name,
+        "instances": [instance_json(i) for i in instances],
+        "unreadable": [{"node": e.path, "reason": e.reason} for e in malformed],
+    }
+
+
+class _Waker:
+    """The cache's listener: notes the connection's changes and wakes the printing thread,
+    nothing more (it runs on the client's worker)."""
+
+    def __init__(self, wake: threading.Event, states: deque[str]) -> None:
+        self._wake = wake
+        self._states = states
+
+    def cache_changed(self) -> None:
+        self._wake.set()
+
+    def state_changed(self, client: object, state: str) -> None:
+        self._states.append(STATES.get(state, SUSPENDED))
+        self._wake.set()
+
+
+def watch_instances(
+    client: KazooClient, base: str, name: str, out: TextIO, as_json: bool, interval: float
+) -> None:
+    """Print the instances of ``name`` on ``out``, and again each time they change (with
+    ``as_json``, one JSON document a line, its ``connection`` saying whether it may be stale);
+    a suspended connection or an expired session is told at once.
+
+    Returns on SIGTERM, SIGHUP or SIGINT; raises ``BrokenPipeError`` once the reader of ``out``
+    has gone (noticed within ``interval``)."""
+    stop, wake, states = threading.Event(), threading.Event(), deque[str]()
+    discovery = ServiceDiscovery(client, base)
+    discovery.on_malformed(lambda error: wake.set())
+    cache = discovery.service_cache(name)
+    cache.add_listener(_Waker(wake, states))
+
+    def end() -> None:
+        stop.set()
+        wake.set()
+
+    try:
+        with Interrupter().ending(end):
+            cache.start()
+            connection, last = CONNECTED if client.connected else SUSPENDED, ""
+            while not stop.is_set():
+                wake.clear()
+                if output_gone(out):
+                    raise BrokenPipeError(errno.EPIPE, "the reader of the output has gone")
+                while states:
+                    connection = states.popleft()
+                    if not as_json and connection != CONNECTED:
+                        out.write(f"{time.strftime('%H:%M:%S')} {GONE[connection]}\n")
+                text = _shown(base, name, cache, connection, as_json)
+                if text != last:
+                    stamp = "" if as_json else f"{time.strftime('%H:%M:%S')} {shown(name)}:\n"
+                    out.write(stamp + text)
+                    out.flush()
+                    last = text
+                wake.wait(interval)
+    finally:
+        cache.close()
+
+
+def _shown(base: str, name: str, cache: ServiceCache, connection: str, as_json: bool) -> str:
+    """What the watch prints of the cache now: a table, or a JSON document on one line."""
+    instances, unreadable = cache.get_instances(), cache._core.unreadable()
+    if not as_json:
+        return instances_table(instances, unreadable)
+    document = instances_document(base, name, instances, unreadable)
+    document["connection"] = connection
+    return json.dumps(document) + "\n"
+
+
 def cmd_services(args: argparse.Namespace, out: TextIO) -> int:
     """List the services under ``--base``, or the instances of NAME; see ``pycurator
     services --help``."""
     base = checked_path(args.base, "--base")
     name = checked_name(args.name)
+    if args.watch and name is None:
+        raise CliError("--watch needs NAME: the service whose instances to follow", EXIT_USAGE)
     with connected(args) as client:
+        if name is not None and args.watch:
+            watch_instances(client, base, name, out, args.json, args.interval)
+            return 0
         discovery = ServiceDiscovery(client, base)
         if name is None:
             names = discovery.query_for_names()
@@ -108,13 +200,7 @@ def cmd_services(args: argparse.Namespace, out: TextIO) -> int:
         discovery.on_malformed(malformed.append)
         instances = discovery.query_for_instances(name)
     if args.json:
-        document = {
-            "base": base,
-            "name": name,
-            "instances": [instance_json(i) for i in instances],
-            "unreadable": [{"node": e.path, "reason": e.reason} for e in malformed],
-        }
-        out.write(json.dumps(document, indent=2) + "\n")
+        out.write(json.dumps(instances_document(base, name, instances, malformed), indent=2) + "\n")
     else:
         out.write(instances_table(instances, malformed))
     return 0
