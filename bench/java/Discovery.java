@@ -21,7 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Properties;
-import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -121,7 +121,7 @@ public final class Discovery {
                 ServiceDiscovery<Object> reader = discovery(client, base)) {
             writer.registerService(instance("cached", "c", FIRST_PORT));
             ServiceCache<Object> cache = reader.serviceCacheBuilder().name("cached").build();
-            SynchronousQueue<Integer> told = new SynchronousQueue<>();
+            LinkedBlockingQueue<Integer> told = new LinkedBlockingQueue<>();
             cache.addListener(new ServiceCacheListener() {
                 @Override
                 public void cacheChanged() {
