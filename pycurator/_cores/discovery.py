@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kazoo.exceptions import ConnectionLoss
 
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
 log = logging.getLogger("pycurator")
+_T = TypeVar("_T")
 
 #: Where Spring Cloud Zookeeper and Dubbo 3 register by default, and the command line looks.
 DEFAULT_BASE_PATH = "/services"
@@ -114,6 +115,11 @@ class DiscoveryCore:
         #: The service caches and providers started and not closed (each leaves on its close;
         #: the discovery's close closes those left).
         self.opened: set[Any] = set()
+
+    def each_opened(self, call: Callable[[Any], _T]) -> list[_T]:
+        """``call(opened)`` for each service cache and provider still started, in turn (on a
+        copy: each leaves :attr:`opened` as it closes); what each call returned."""
+        return [call(opened) for opened in list(self.opened)]
 
     @property
     def client(self) -> KazooClient:

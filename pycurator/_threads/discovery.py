@@ -67,8 +67,7 @@ class ServiceDiscovery(DiscoveryFace):
         what is not deleted by then is deleted in the background, once the connection is back,
         until the client is stopped. The service caches and providers of this discovery still
         started are closed first. Closing twice does nothing more."""
-        for opened in list(self._core.opened):
-            opened.close()
+        self._core.each_opened(lambda opened: opened.close())
         run(self._transport, self._core.close_steps())
 
     def __enter__(self) -> ServiceDiscovery:

@@ -3,6 +3,7 @@ whose steps run on the event loop, with no thread and no executor."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -48,8 +49,7 @@ class ServiceDiscovery(DiscoveryFace):
     async def close(self) -> None:
         """Close the caches and providers still started, unregister every instance and stop,
         as the threaded discovery's ``close()``."""
-        for opened in list(self._core.opened):
-            await opened.close()
+        await asyncio.gather(*self._core.each_opened(lambda opened: opened.close()))
         await run_async(self._transport, self._core.close_steps())
 
     async def __aenter__(self) -> ServiceDiscovery:
