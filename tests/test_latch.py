@@ -428,8 +428,9 @@ def test_under_the_fast_handler_latches_are_elected_on_the_thread_that_reads_the
     zk_client_factory: ClientFactory, zk_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An election's steps resume where a lock's waiter is woken: on the connection thread that
-    reads the create's answer, the predecessor's deletion and the listing after it, with no
-    hand-off to one of kazoo's workers on the way to leadership."""
+    reads the create's answer (or the starting thread, if it was read already), the
+    predecessor's deletion and the listing after it, with no hand-off to one of kazoo's
+    workers on the way to leadership."""
     client = zk_client_factory(handler=FastThreadingHandler())
     elected_on: list[threading.Thread] = []
     elected = LatchCore._elected
@@ -450,4 +451,7 @@ def test_under_the_fast_handler_latches_are_elected_on_the_thread_that_reads_the
     assert second.wait(SOON)
     second.close()
     connection_thread = client._connection._connection_routine
-    assert elected_on == [connection_thread, connection_thread]
+    # the first may find its create answered before its steps look for the answer (a slow
+    # starting thread): they go on at once on that thread, never on one of kazoo's workers
+    assert elected_on[0] in (connection_thread, threading.current_thread())
+    assert elected_on[1:] == [connection_thread]
