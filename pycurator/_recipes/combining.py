@@ -209,13 +209,18 @@ def combiner_of(steps: AtomicSteps, number: NumberType) -> Combiner:
     transport = steps.transport
     # each lives while an addition waits on it or its writes run: the combiner of this client,
     # and the turns of the path under these policies, which every client of the process takes
-    turns = transport.shared(
-        (Turns, transport.chroot() + steps.path, *policies),
-        lambda: Turns(transport.lock_object()),
-    )
+    # (looked up only to make a combiner, as the live combiner holds its own)
+
+    def turns() -> Turns:
+        found: Turns = transport.shared(
+            (Turns, transport.chroot() + steps.path, *policies),
+            lambda: Turns(transport.lock_object()),
+        )
+        return found
+
     combiner: Combiner = transport.shared(
         (Combiner, id(transport), steps.path, *policies),
-        lambda: Combiner(steps, number, turns),
+        lambda: Combiner(steps, number, turns()),
     )
     return combiner
 
