@@ -10,12 +10,14 @@ leaving no node behind."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
 
+from pycurator._recipes.registration_nodes import REMADE_AFTER
 from pycurator.discovery import (
     InvalidServiceInstance,
     JsonInstanceSerializer,
@@ -242,6 +244,36 @@ def test_java_watching_its_instance_and_python_taking_it_over_share_one_node(
             assert children(zk, f"{base}/billing") == ["id-1"]
             assert zk.exists(path).czxid == stat.czxid
         assert children(zk, f"{base}/billing") == []
+
+
+def test_java_taking_over_an_instance_python_holds_keeps_it_as_the_last_registrar(
+    curator_factory: CuratorFactory, zk_client_factory: ClientFactory, zk: KazooClient, zk_path: str
+) -> None:
+    """The reverse, as a Java service replacing a Python one under the same id: Curator's
+    register deletes Python's node and makes its own; Python, which hears its node go, leaves
+    Java's be (made again at once, it would have taken the id back from the last registrar,
+    and Java's register would have returned with no node of its own), and its close leaves
+    Java's node too."""
+    base = f"{zk_path}/services"
+    path = f"{base}/billing/id-1"
+    client = zk_client_factory()
+    with java(curator_factory(), base) as theirs:
+        with python(client, base) as mine:
+            mine.register_service(instance(port=9090))
+            theirs.register(instance(port=8080))
+            _, stat = zk.get(path)
+            assert stat.ephemeralOwner != client.client_id[0]
+            eventually(
+                lambda: mine.query_for_instance("billing", "id-1") == instance(port=8080),
+                SOON,
+                what="Java's instance read by Python",
+            )
+            time.sleep(4 * REMADE_AFTER)  # well past the time Python's would be made again
+            assert zk.exists(path) == stat  # not taken back
+        assert zk.exists(path) == stat  # left at Python's close
+        assert theirs.query_for_instance("billing", "id-1") == instance(port=8080)
+        theirs.unregister(instance(port=8080))
+    assert children(zk, f"{base}/billing") == []
 
 
 @pytest.fixture

@@ -5,12 +5,14 @@ registrations kept through expiries and dropped connections (test_discovery_faul
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
 
+from pycurator._recipes.registration_nodes import REMADE_AFTER
 from pycurator.discovery import (
     InstanceFormatError,
     InvalidServiceInstance,
@@ -209,6 +211,27 @@ def test_with_watch_instances_what_another_writes_to_a_node_is_the_instance(
         zk.set(f"{base}/billing/id-1", JsonInstanceSerializer().serialize(drained))
         assert discovery.query_for_instance("billing", "id-1") == drained  # left be
         assert discovery.registered == [instance()]
+
+
+def test_a_node_another_deletes_and_makes_again_at_once_stays_theirs(
+    zk: KazooClient, zk_path: str, zk_client_factory: Any
+) -> None:
+    """As Curator's register takes an instance's node from another registrar (a delete, then
+    its own create): the registrar that hears its node go leaves the new one be, and leaves
+    it at its close."""
+    base = f"{zk_path}/services"
+    path = f"{base}/billing/id-1"
+    older, newer = zk_client_factory(), zk_client_factory()
+    with ServiceDiscovery(older, base) as leaving:
+        leaving.register_service(instance(port=1))
+        newer.delete(path)
+        time.sleep(REMADE_AFTER / 5)  # a registrar farther away than this client
+        newer.create(path, JsonInstanceSerializer().serialize(instance(port=2)), ephemeral=True)
+        time.sleep(4 * REMADE_AFTER)  # well past the time ours would be made again
+        assert zk.exists(path).ephemeralOwner == newer.client_id[0]
+        assert leaving.query_for_instance("billing", "id-1") == instance(port=2)
+    assert zk.exists(path).ephemeralOwner == newer.client_id[0]
+    newer.delete(path)
 
 
 def test_two_registrars_of_one_instance_leave_it_to_the_last_and_do_not_take_it_back(

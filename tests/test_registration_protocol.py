@@ -39,7 +39,7 @@ from pycurator._protocol.requests import (
 from pycurator._protocol.steps import Steps
 from pycurator._recipes.registration import Registrar
 
-from .scripted import WATCHED, Entry, Reply, ScriptedServer, State
+from .scripted import WATCHED, Entry, Reply, ScriptedServer, State, Timeout
 
 BASE = "/services"
 PARENT = "/services/billing"
@@ -299,15 +299,34 @@ def test_a_reconnect_writes_back_a_node_another_client_changed() -> None:
     server.played()
 
 
-def test_a_node_another_deletes_is_made_again_at_once() -> None:
+def test_a_node_another_deletes_is_made_again_once_nobody_made_it_meanwhile() -> None:
     server = Server([])
     keeper = registered(server)
     server.then(
-        Reply(GetData(PATH, WATCHED), error=NoNodeError()), Reply(create(), made()), watched()
+        Reply(GetData(PATH, WATCHED), error=NoNodeError()),
+        Timeout(),  # REMADE_AFTER: another's register would have made its node by then
+        Reply(GetData(PATH, WATCHED), error=NoNodeError()),
+        Reply(create(), made()),
+        watched(),
     )
     server.fire(PATH, EventType.DELETED)
     server.played()
     assert keeper.node_of("billing", "id-1") == PATH
+
+
+def test_a_node_another_deletes_and_makes_again_at_once_is_left_to_it() -> None:
+    """Curator's register deletes a node in its way and makes its own: made again at once,
+    ours would take the instance back from the last registrar, as no Curator does."""
+    server = Server([])
+    keeper = registered(server)
+    server.then(
+        Reply(GetData(PATH, WATCHED), error=NoNodeError()),
+        Timeout(),
+        read(b"theirs", 0, OTHER),
+    )
+    server.fire(PATH, EventType.DELETED)
+    server.played()
+    assert keeper.registered() == [DYNAMIC] and keeper.node_of("billing", "id-1") is None
 
 
 def test_a_node_another_made_in_place_of_ours_is_left_to_it_until_a_reconnect() -> None:

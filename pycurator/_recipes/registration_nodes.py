@@ -46,10 +46,23 @@ from .._protocol.requests import (
     SetData,
     Watch,
 )
-from .._protocol.steps import Await, OnAnswer, Outcome, Send, SessionId, Steps
+from .._protocol.steps import (
+    Await,
+    NewSignal,
+    OnAnswer,
+    Outcome,
+    Send,
+    SessionId,
+    Steps,
+    WaitSignal,
+)
 from .._protocol.transport import Signal
 from .._protocol.waits import RETRYABLE, connected_steps, sent_steps
 
+#: Seconds before a node of ours that another deleted is made again, unless another made the
+#: instance's node meanwhile (Curator's register deletes a node in its way, then makes its own:
+#: the last registrar keeps it, as between two Curators).
+REMADE_AFTER = 0.25
 #: A registration's key: the service's name and the instance's id (its node ``base/name/id``).
 Key = tuple[str, str]
 
@@ -133,8 +146,9 @@ def apply_steps(
     a node of another session in the way is deleted and made ours, as Curator's register
     does; else (a look, with no wish of ours to write) another registered the instance
     since, and its node is left to it, as Curator leaves it until its next reconnect (two
-    registrars of one instance would otherwise take it from each other for ever). The
-    instance adopted and its bytes, if one was."""
+    registrars of one instance would otherwise take it from each other for ever): a node of
+    ours found deleted is made again only after :data:`REMADE_AFTER`, if nobody made one
+    meanwhile. The instance adopted and its bytes, if one was."""
     yield from connected_steps(deadline)
     session = yield SessionId()
     record = entry.record
@@ -186,7 +200,12 @@ def apply_steps(
     if mode.is_sequential:
         yield from create_sequential_steps(entry, want, data, path, session, keeping, deadline)
         return None
-    if not take_over and not gone:  # read first: a refused create's watch would wake us
+    if not take_over:  # read first: a refused create's watch would wake us
+        if gone:  # another's register deletes the node in its way, then makes its own
+            wake = yield NewSignal()
+            yield WaitSignal(wake, REMADE_AFTER)
+            if entry.want is not want:  # a wish came meanwhile: it is written instead
+                return None
         try:
             held, stat = yield from sent_steps(GetData(path, keeping.watch), deadline)
         except NoNodeError:
@@ -419,6 +438,7 @@ def delete_steps(
 
 
 __all__ = [
+    "REMADE_AFTER",
     "Adopted",
     "Key",
     "Pending",
