@@ -1,0 +1,749 @@
+"""Scenarios across languages, as a user who knows Curator would write them: Java and Python
+recipes on one path, each side's changes heard, refused and kept as the other side's are, on
+Curator 5.4 and 5.9 alike (PersistentNode, GroupMember, CuratorCache and its listener adapters,
+SharedCount, DistributedAtomicLong, barriers; the threaded and asyncio front ends)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.retry import KazooRetry
+
+from pycurator import (
+    CacheOption,
+    CorruptedDataError,
+    CreateMode,
+    CuratorCache,
+    CuratorCacheListener,
+    DistributedAtomicInteger,
+    DistributedAtomicLong,
+    GroupMember,
+    PersistentNode,
+    SharedCount,
+    aio,
+)
+from pycurator.testing import (
+    SOON,
+    ClientFactory,
+    FaultProxy,
+    JavaCuratorCache,
+    JavaDistributedAtomicInteger,
+    JavaDistributedAtomicLong,
+    JavaDistributedBarrier,
+    JavaDistributedDoubleBarrier,
+    JavaGroupMember,
+    JavaPersistentNode,
+    JavaSharedCount,
+    children,
+    eventually,
+    expire_kazoo_session,
+)
+from pycurator.testing._java_calls import java_bytes, proxy, python_bytes, recipe_class
+
+from .conftest import CuratorFactory
+from .test_cache_interop import server_tree
+
+pytestmark = pytest.mark.usefixtures("no_orphans")
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+class Heard:
+    """What a listener was told, in order, with a bounded wait on it."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self._changed = threading.Condition()
+
+    def add(self, item: Any) -> None:
+        with self._changed:
+            self.items.append(item)
+            self._changed.notify_all()
+
+    def wait_for(self, predicate: Callable[[list[Any]], bool], what: str) -> list[Any]:
+        with self._changed:
+            if not self._changed.wait_for(lambda: predicate(self.items), SOON):
+                raise AssertionError(f"not heard within {SOON}s: {what}; heard {self.items}")
+            return list(self.items)
+
+
+@pytest.fixture
+def closing() -> Iterator[list[Any]]:
+    """Things to close at the end of a test, last made first."""
+    made: list[Any] = []
+    yield made
+    for thing in reversed(made):
+        thing.close()
+
+
+# -- CuratorCache -------------------------------------------------------------------------------
+
+
+def _event_of(kind: Any, old: Any, new: Any) -> tuple[str, str, bytes | None, bytes | None]:
+    node = new if new is not None else old
+    return (kind.name, node.path, old and old.data, new and new.data)
+
+
+def _java_event_of(kind: Any, old: Any, new: Any) -> tuple[str, str, bytes | None, bytes | None]:
+    node = new if new is not None else old
+    return (
+        str(kind.name()),
+        str(node.getPath()),
+        None if old is None else python_bytes(old.getData()),
+        None if new is None else python_bytes(new.getData()),
+    )
+
+
+def _both_caches(
+    zk: KazooClient, curator: Any, root: str, closing: list[Any], *options: CacheOption
+) -> tuple[CuratorCache, Heard, JavaCuratorCache]:
+    python = CuratorCache(zk, root, options)
+    heard = Heard()
+    python.add_listener(lambda *event: heard.add(_event_of(*event)))
+    java = JavaCuratorCache(curator, root, [option.name for option in options])
+    closing += [python, java]
+    python.start()
+    java.start()
+    assert python.wait_initialized(SOON) and java.initialized.wait(SOON)
+    return python, heard, java
+
+
+def _settle(python: CuratorCache, java: JavaCuratorCache, zk: KazooClient, root: str) -> None:
+    def same() -> bool:
+        tree = server_tree(zk, root)
+        held = {node.path: (node.data, node.stat.version) for node in python}
+        theirs = {node.path: (node.data, node.stat.version) for node in java}
+        return tree == held == theirs
+
+    eventually(same, what="both caches hold what the server holds")
+
+
+def test_single_node_caches_tell_the_node_alone_on_both_sides(
+    zk: KazooClient, curator: Any, zk_path: str, closing: list[Any]
+) -> None:
+    """SINGLE_NODE_CACHE: the root's creation, changes and deletion, never its children's,
+    told alike by Java's and Python's; each holds the root alone."""
+    root = f"{zk_path}/single"
+    zk.ensure_path(zk_path)
+    python, heard, java = _both_caches(zk, curator, root, closing, CacheOption.SINGLE_NODE_CACHE)
+    writes: list[Callable[[], object]] = [
+        lambda: zk.create(root, b"r"),
+        lambda: zk.create(f"{root}/kid", b"k"),
+        lambda: zk.set(f"{root}/kid", b"k2"),
+        lambda: zk.set(root, b"r2"),
+        lambda: zk.delete(f"{root}/kid"),
+        lambda: zk.delete(root),
+        lambda: zk.create(root, b"again"),
+    ]
+    for write in writes:
+        write()
+        eventually(
+            lambda: (
+                {n.path: n.data for n in python}
+                == {n.path: n.data for n in java}
+                == ({root: zk.get(root)[0]} if zk.exists(root) else {})
+            ),
+            what="both hold the root as the server has it",
+        )
+    expected = [
+        ("NODE_CREATED", root, None, b"r"),
+        ("NODE_CHANGED", root, b"r", b"r2"),
+        ("NODE_DELETED", root, b"r2", None),
+        ("NODE_CREATED", root, None, b"again"),
+    ]
+    java_told = [(e.type, e.path, e.old_data, e.data) for e in java.wait_for_events(4, SOON)]
+    assert heard.wait_for(lambda told: len(told) >= 4, "four events") == expected == java_told
+
+
+def test_a_subtree_deleted_at_once_and_a_node_made_again_are_told_alike(
+    zk: KazooClient, curator: Any, zk_path: str, closing: list[Any]
+) -> None:
+    """A subtree deleted in one transaction, leaves first, is told by both deepest first; a
+    node deleted and made again in one transaction is told deleted then created by both."""
+    root = f"{zk_path}/tree"
+    for path in (f"{root}/a/b/c/d", f"{root}/a/b/e", f"{root}/x"):
+        zk.create(path, path.encode(), makepath=True)
+    python, heard, java = _both_caches(zk, curator, root, closing)
+    first = (len(heard.items), len(java.events))
+    transaction = zk.transaction()
+    for path in (f"{root}/a/b/c/d", f"{root}/a/b/c", f"{root}/a/b/e", f"{root}/a/b", f"{root}/a"):
+        transaction.delete(path)
+    assert all(result is True for result in transaction.commit())
+    _settle(python, java, zk, root)
+    again = zk.transaction()
+    again.delete(f"{root}/x")
+    again.create(f"{root}/x", b"new")
+    assert again.commit()[0] is True
+    _settle(python, java, zk, root)
+    ours = heard.wait_for(lambda told: len(told) >= first[0] + 7, "seven events")[first[0] :]
+    theirs = [(e.type, e.path, e.old_data, e.data) for e in java.events[first[1] :]]
+    assert ours == theirs
+    assert [(kind, path) for kind, path, _, _ in ours] == [
+        ("NODE_DELETED", f"{root}/a/b/c/d"),
+        ("NODE_DELETED", f"{root}/a/b/c"),
+        ("NODE_DELETED", f"{root}/a/b/e"),
+        ("NODE_DELETED", f"{root}/a/b"),
+        ("NODE_DELETED", f"{root}/a"),
+        ("NODE_DELETED", f"{root}/x"),
+        ("NODE_CREATED", f"{root}/x"),
+    ]
+
+
+class _Adapted:
+    """What the three adapters of a listener builder tell, Python's or Java's, as tuples."""
+
+    def __init__(self) -> None:
+        self.children = Heard()
+        self.tree = Heard()
+        self.node = Heard()
+
+
+def _python_adapted(cache: CuratorCache, root: str, client: Any) -> _Adapted:
+    adapted = _Adapted()
+
+    def child(given: Any, event: Any) -> None:
+        assert given is client
+        data = event.data
+        adapted.children.add(
+            (event.type.name, None if data is None else data.path, data and data.data)
+        )
+
+    def tree(given: Any, event: Any) -> None:
+        assert given is client
+        data, old = event.data, event.old_data
+        adapted.tree.add(
+            (event.type.name, data and data.path, data and data.data, old and old.data)
+        )
+
+    listener = (
+        CuratorCacheListener.builder()
+        .for_path_children_cache(root, client, child)
+        .for_tree_cache(client, tree)
+        .for_node_cache(lambda: adapted.node.add("changed"))
+        .build()
+    )
+    cache.add_listener(listener)
+    return adapted
+
+
+def _java_adapted(cache: JavaCuratorCache, root: str, curator: Any) -> _Adapted:
+    adapted = _Adapted()
+    package = "org.apache.curator.framework.recipes.cache"
+
+    def child(_client: Any, event: Any) -> None:
+        data = event.getData()
+        adapted.children.add(
+            (
+                str(event.getType().name()),
+                None if data is None else str(data.getPath()),
+                None if data is None else python_bytes(data.getData()),
+            )
+        )
+
+    def tree(_client: Any, event: Any) -> None:
+        data, old = event.getData(), event.getOldData()
+        adapted.tree.add(
+            (
+                str(event.getType().name()),
+                None if data is None else str(data.getPath()),
+                None if data is None else python_bytes(data.getData()),
+                None if old is None else python_bytes(old.getData()),
+            )
+        )
+
+    builder = recipe_class("cache.CuratorCacheListener").builder()
+    built = (
+        builder.forPathChildrenCache(
+            root, curator, proxy(f"{package}.PathChildrenCacheListener", {"childEvent": child})
+        )
+        .forTreeCache(curator, proxy(f"{package}.TreeCacheListener", {"childEvent": tree}))
+        .forNodeCache(
+            proxy(
+                f"{package}.NodeCacheListener", {"nodeChanged": lambda: adapted.node.add("changed")}
+            )
+        )
+        .build()
+    )
+    cache.java.listenable().addListener(built)
+    adapted.keep = (child, tree, built)  # type: ignore[attr-defined]
+    return adapted
+
+
+def test_the_builders_adapters_tell_what_javas_tell(
+    zk: KazooClient, curator: Any, zk_path: str, closing: list[Any]
+) -> None:
+    """``for_path_children_cache``, ``for_tree_cache`` and ``for_node_cache`` on a cache of a
+    tree with a grandchild: the same events, types, paths and data as Curator's adapters, the
+    first load and INITIALIZED included."""
+    root = f"{zk_path}/adapted"
+    zk.create(f"{root}/a", b"a", makepath=True)
+    python = CuratorCache(zk, root)
+    java = JavaCuratorCache(curator, root)
+    closing += [python, java]
+    ours = _python_adapted(python, root, zk)
+    theirs = _java_adapted(java, root, curator)
+    python.start()
+    java.start()
+    assert python.wait_initialized(SOON) and java.initialized.wait(SOON)
+    writes: list[Callable[[], object]] = [
+        lambda: zk.create(f"{root}/a/b", b"b"),
+        lambda: zk.set(f"{root}/a", b"a2"),
+        lambda: zk.set(root, b"r2"),
+        lambda: zk.delete(f"{root}/a/b"),
+        lambda: zk.delete(f"{root}/a"),
+    ]
+    for write in writes:
+        write()
+        _settle(python, java, zk, root)
+    for side in ("children", "tree"):
+        mine = getattr(ours, side).wait_for(lambda told: len(told) >= 1, side)
+        eventually(
+            lambda side=side, mine=mine: getattr(theirs, side).items == getattr(ours, side).items,  # type: ignore[misc]
+            what=f"{side}: the same as Java's",
+        )
+    assert ours.children.items == [
+        ("CHILD_ADDED", f"{root}/a", b"a"),
+        ("INITIALIZED", None, None),
+        ("CHILD_ADDED", f"{root}/a/b", b"b"),
+        ("CHILD_UPDATED", f"{root}/a", b"a2"),
+        ("CHILD_REMOVED", f"{root}/a/b", b"b"),
+        ("CHILD_REMOVED", f"{root}/a", b"a2"),
+    ]
+    assert ours.tree.items[-1] == ("NODE_REMOVED", f"{root}/a", b"a2", None)
+    eventually(lambda: len(ours.node.items) == len(theirs.node.items) == 7, what="7 changes")
+
+
+def test_a_python_cache_count_and_group_keep_hearing_java_after_a_reconnect_and_an_expiry(
+    zk_server: Any,
+    zk_client_factory: ClientFactory,
+    curator: Any,
+    zk: KazooClient,
+    zk_path: str,
+    closing: list[Any],
+) -> None:
+    """A cache, a shared count and a group member on one Python client: what Java changes
+    while the client is away is heard once it is back, and what Java changes after the
+    reconnect, and after the session's expiry, is heard too (the watches are set again)."""
+    root, count_path, group = f"{zk_path}/tree", f"{zk_path}/count", f"{zk_path}/group"
+    zk.create(f"{root}/a", b"1", makepath=True)
+    java_count = JavaSharedCount(curator, count_path, 0)
+    java_member = JavaGroupMember(curator, group, "java", b"j0")
+    closing += [java_count, java_member]
+    java_count.start()
+    java_member.start()
+    with FaultProxy(zk_server.hosts.split(",")[0]) as fault:
+        client = zk_client_factory(hosts=fault.hosts, timeout=30.0)
+        cache = CuratorCache(client, root)
+        heard = Heard()
+        cache.add_listener(lambda *event: heard.add(_event_of(*event)))
+        counted = CountHeard()
+        # (each closed while the proxy still carries its deletes)
+        with (
+            cache,
+            SharedCount(client, count_path, 0) as count,
+            GroupMember(client, group, "python", b"p") as member,
+        ):
+            count.add_listener(counted)
+            assert cache.wait_initialized(SOON)
+
+            def java_writes(step: int) -> None:
+                curator.setData().forPath(f"{root}/a", java_bytes(str(step).encode()))
+                curator.create().forPath(f"{root}/n{step}", java_bytes(b"n"))
+                java_count.set_count(step)
+                java_member.set_this_data(f"j{step}".encode())
+
+            def python_hears(step: int) -> None:
+                eventually(
+                    lambda: (
+                        (got := cache.get(f"{root}/a")) is not None
+                        and got.data == str(step).encode()
+                        and cache.get(f"{root}/n{step}") is not None
+                    ),
+                    what=f"the cache holds step {step}",
+                )
+                counted.wait_for(lambda told: told[-1:] == [step], f"count {step} told")
+                members = {"java": f"j{step}".encode(), "python": b"p"}
+                eventually(
+                    lambda: member.get_current_members() == members,
+                    what=f"the group holds step {step}",
+                )
+                before = str(step - 1).encode() if step > 2 else b"1"
+                assert ("NODE_CHANGED", f"{root}/a", before, str(step).encode()) in heard.items
+
+            fault.blackhole()
+            fault.drop_connections()
+            eventually(lambda: not client.connected, what="the client away")
+            java_writes(2)
+            fault.heal()
+            python_hears(2)
+            java_writes(3)  # after the reconnect, within the session
+            python_hears(3)
+            before = client.client_id[0]
+            expire_kazoo_session(client)
+            eventually(
+                lambda: client.connected and client.client_id[0] != before, what="a new session"
+            )
+            java_writes(4)  # in the new session
+            python_hears(4)
+            eventually(
+                lambda: java_member.get_current_members() == {"java": b"j4", "python": b"p"},
+                what="Java sees the member again",
+            )
+
+
+# -- GroupMember --------------------------------------------------------------------------------
+
+
+def test_members_with_odd_ids_and_payloads_are_seen_alike_and_one_leaves(
+    curator_factory: CuratorFactory,
+    zk_client_factory: ClientFactory,
+    zk_path: str,
+    closing: list[Any],
+) -> None:
+    group = f"{zk_path}/group"
+    java = JavaGroupMember(curator_factory(), group, "java:1 é", b"")
+    python = GroupMember(zk_client_factory(), group, "py thon-1.0@host", b"\x00\xffbin")
+    empty = GroupMember(zk_client_factory(), group, "empty", b"")
+    closing += [java, python, empty]
+    java.start()
+    python.start()
+    empty.start()
+    everyone = {"java:1 é": b"", "py thon-1.0@host": b"\x00\xffbin", "empty": b""}
+    eventually(lambda: python.get_current_members() == everyone, what="Python sees all")
+    eventually(lambda: java.get_current_members() == everyone, what="Java sees all")
+    assert python.id_from_path(f"{group}/java:1 é") == "java:1 é"
+    empty.close()
+    del everyone["empty"]
+    eventually(lambda: python.get_current_members() == everyone, what="Python sees it gone")
+    eventually(lambda: java.get_current_members() == everyone, what="Java sees it gone")
+
+
+# -- PersistentNode -----------------------------------------------------------------------------
+
+
+def test_data_set_while_away_is_what_java_reads_once_back(
+    zk_server: Any,
+    zk_client_factory: ClientFactory,
+    curator: Any,
+    zk: KazooClient,
+    zk_path: str,
+) -> None:
+    """A Python PersistentNode (protected, sequential) given new data while its client is
+    disconnected writes it once back: Java reads it, on the node of the same name."""
+    path = f"{zk_path}/away/node"
+    with FaultProxy(zk_server.hosts.split(",")[0]) as fault:
+        client = zk_client_factory(hosts=fault.hosts, timeout=30.0)
+        with PersistentNode(client, path, CreateMode.EPHEMERAL_SEQUENTIAL, b"one", True) as node:
+            assert node.wait_for_initial_create(SOON)
+            made = node.actual_path
+            assert made is not None
+            fault.blackhole()
+            fault.drop_connections()
+            eventually(lambda: not client.connected, what="the client away")
+            node.set_data(b"two")
+            assert node.get_data() == b"two"
+            fault.heal()
+            eventually(
+                lambda: bytes(curator.getData().forPath(made)) == b"two",
+                what="Java reads the data set while away",
+            )
+            assert node.actual_path == made
+            assert zk.get_children(f"{zk_path}/away") == [made.rsplit("/", 1)[1]]
+        eventually(lambda: children(zk, f"{zk_path}/away") == [], what="deleted on close")
+
+
+def test_java_and_python_sequential_protected_nodes_come_back_under_their_names(
+    curator: Any, zk_client_factory: ClientFactory, zk: KazooClient, zk_path: str
+) -> None:
+    """One Java and one Python EPHEMERAL_SEQUENTIAL protected node of one base path: two nodes,
+    each made again under its own name (its UUID and sequence kept) when the other side
+    deletes it, never a third."""
+    base = f"{zk_path}/seq/member-"
+    client = zk_client_factory()
+    with (
+        JavaPersistentNode(curator, base, "EPHEMERAL_SEQUENTIAL", b"j", True) as java,
+        PersistentNode(client, base, CreateMode.EPHEMERAL_SEQUENTIAL, b"p", True) as python,
+    ):
+        java.start()
+        assert java.wait_for_initial_create(SOON) and python.wait_for_initial_create(SOON)
+        names = {java.actual_path, python.actual_path}
+        assert None not in names and len(names) == 2
+        for _ in range(2):
+            curator.delete().forPath(python.actual_path)
+            zk.delete(str(java.actual_path))
+            eventually(
+                lambda: {f"{zk_path}/seq/{n}" for n in zk.get_children(f"{zk_path}/seq")} == names,
+                what="both made again under their names",
+            )
+        assert {java.actual_path, python.actual_path} == names
+        assert zk.get(str(python.actual_path))[0] == b"p"
+        assert zk.get(str(java.actual_path))[0] == b"j"
+
+
+# -- SharedCount --------------------------------------------------------------------------------
+
+
+class CountHeard(Heard):
+    def count_has_changed(self, _shared: Any, count: int) -> None:
+        self.add(count)
+
+
+def test_shared_counts_hear_each_change_and_refuse_stale_versions_alike(
+    curator: Any, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    """Each side's listener is told each value the other sets, in order; a versioned set from
+    a value read before the other's change fails on both sides, and leaves each reading the
+    newest value at once."""
+    path = f"{zk_path}/count"
+    heard = CountHeard()
+    with (
+        JavaSharedCount(curator, path, 0) as java,
+        SharedCount(zk_client_factory(), path, 0) as python,
+    ):
+        java.start()
+        python.add_listener(heard)
+        for value in (1, 2, 3):
+            java.set_count(value)
+            heard.wait_for(lambda told, value=value: told[-1:] == [value], f"{value} told")  # type: ignore[misc]
+        stale_python, stale_java = python.get_versioned_value(), java.get_versioned_value()
+        assert stale_python.value == stale_java.value == 3
+        python.set_count(4)
+        assert java.told.wait_for(lambda told: told[-1:] == [4], SOON)
+        assert not java.try_set_count(stale_java, 5)
+        assert java.get_count() == 4
+        java.set_count(6)
+        heard.wait_for(lambda told: told[-1:] == [6], "6 told")
+        assert not python.try_set_count(stale_python, 7)
+        assert python.get_count() == 6
+        fresh = python.get_versioned_value()
+        assert python.try_set_count(fresh, 8)
+        assert java.told.wait_for(lambda told: told[-1:] == [8], SOON)
+        told = heard.wait_for(lambda told: told[-1:] == [8], "8 told")
+        # each told once, in order (Python's own 4, overtaken by Java's 6, may come as one)
+        assert [count for count in told if count != 4] == [1, 2, 3, 6, 8]
+
+
+# -- DistributedAtomicLong / Integer ------------------------------------------------------------
+
+
+def long_bytes(value: int) -> bytes:
+    return value.to_bytes(8, "big", signed=True)
+
+
+def test_a_long_java_initialized_takes_python_and_java_operations_alike(
+    curator: Any, zk: KazooClient, zk_path: str
+) -> None:
+    path = f"{zk_path}/long"
+    retry = KazooRetry(max_tries=3)
+    java = JavaDistributedAtomicLong(curator, path, retry)
+    python = DistributedAtomicLong(zk, path, retry)
+    assert java.initialize(10) is True
+    assert python.initialize(0) is False
+    value = python.increment()
+    assert (value.succeeded, value.pre_value, value.post_value) == (True, 10, 11)
+    assert java.get().pre_value == 11
+    failed, theirs = python.compare_and_set(10, 20), java.compare_and_set(10, 20)
+    assert (
+        (failed.succeeded, failed.pre_value, failed.post_value)
+        == (
+            theirs.succeeded,
+            theirs.pre_value,
+            theirs.post_value,
+        )
+        == (False, 11, 0)
+    )
+    assert java.compare_and_set(11, -5).succeeded
+    assert python.subtract(2).post_value == -7
+    value = python.try_set(42)
+    assert (value.succeeded, value.pre_value, value.post_value) == (True, -7, 42)
+    java.force_set(-1)
+    assert python.get().pre_value == -1
+    python.force_set(2**40)
+    assert java.get().pre_value == 2**40
+    assert zk.get(path)[0] == long_bytes(2**40)
+
+
+def test_atomic_numbers_read_nodes_of_another_length_as_java_does(
+    curator: Any, zk: KazooClient, zk_path: str
+) -> None:
+    """Java reads the first 4 or 8 bytes of a longer node; an Integer's node read by a Long
+    is refused by both; a Long written on an Integer's node writes 8 bytes on both sides."""
+    retry = KazooRetry(max_tries=3)
+    path = f"{zk_path}/n"
+    zk.create(path, long_bytes(7), makepath=True)  # a Long's 7: an Integer reads 0
+    java_int = JavaDistributedAtomicInteger(curator, path, retry)
+    python_int = DistributedAtomicInteger(zk, path, retry)
+    assert python_int.get().pre_value == java_int.get().pre_value == 0
+    value = python_int.increment()
+    assert (value.pre_value, value.post_value) == (0, 1)
+    assert zk.get(path)[0] == (1).to_bytes(4, "big")
+    java_long = JavaDistributedAtomicLong(curator, path, retry)
+    python_long = DistributedAtomicLong(zk, path, retry)
+    with pytest.raises(Exception, match="Corrupted"):
+        java_long.get()
+    with pytest.raises(CorruptedDataError):
+        python_long.get()
+    with pytest.raises(CorruptedDataError):
+        python_long.increment()
+    assert zk.get(path)[0] == (1).to_bytes(4, "big")  # nothing written
+    python_long.force_set(3)
+    assert java_int.get().pre_value == 0 and java_long.get().pre_value == 3
+    zk.set(path, b"")
+    assert python_long.get().pre_value == java_long.get().pre_value == 0
+    assert python_long.compare_and_set(0, 1).succeeded is java_long.compare_and_set(0, 1).succeeded
+
+
+# -- barriers -----------------------------------------------------------------------------------
+
+
+def test_a_barrier_java_sets_holds_python_coroutines_until_java_removes_it(
+    curator: Any, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    path = f"{zk_path}/gate"
+    java = JavaDistributedBarrier(curator, path)
+    java.set_barrier()
+    client = zk_client_factory()
+
+    async def main() -> None:
+        barrier = aio.DistributedBarrier(client, path)
+        assert await barrier.wait_on_barrier(0.2) is False
+        waiters = [asyncio.ensure_future(barrier.wait_on_barrier(SOON)) for _ in range(3)]
+        await asyncio.sleep(0.2)
+        assert not any(waiter.done() for waiter in waiters)
+        await asyncio.get_running_loop().run_in_executor(None, java.remove_barrier)
+        assert await asyncio.gather(*waiters) == [True] * 3
+        await barrier.set_barrier()
+        java_waits = asyncio.get_running_loop().run_in_executor(None, java.wait_on_barrier, SOON)
+        await asyncio.sleep(0.2)
+        assert not java_waits.done()
+        await barrier.remove_barrier()
+        assert await java_waits is True
+
+    asyncio.run(main())
+
+
+def test_java_and_asyncio_members_of_a_double_barrier_enter_and_leave_together(
+    curator_factory: CuratorFactory,
+    zk_client_factory: ClientFactory,
+    zk: KazooClient,
+    zk_path: str,
+    closing: list[Any],
+) -> None:
+    path = f"{zk_path}/double"
+    javas = [JavaDistributedDoubleBarrier(curator_factory(), path, 4) for _ in range(2)]
+    closing += javas
+    clients = [zk_client_factory() for _ in range(2)]
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        pythons = [aio.DistributedDoubleBarrier(client, path, 4) for client in clients]
+        entering = [loop.run_in_executor(None, java.enter, SOON) for java in javas]
+        entering += [asyncio.ensure_future(python.enter(SOON)) for python in pythons]
+        assert await asyncio.gather(*entering) == [True] * 4
+        assert "ready" in children(zk, path) and len(children(zk, path)) == 5
+        leaving = [loop.run_in_executor(None, java.leave, SOON) for java in javas]
+        leaving += [asyncio.ensure_future(python.leave(SOON)) for python in pythons]
+        assert await asyncio.gather(*leaving) == [True] * 4
+
+    asyncio.run(main())
+    eventually(lambda: children(zk, path) == [], what="the barrier empty")
+
+
+def test_asyncio_recipes_beside_javas(
+    curator: Any,
+    zk_client_factory: ClientFactory,
+    zk: KazooClient,
+    zk_path: str,
+    closing: list[Any],
+) -> None:
+    """The asyncio front end on each recipe, Java beside it: a cache's ``async for`` stream
+    tells Java's events, a member sees Java's and is seen, a count hears Java's sets, a node
+    deleted by Java comes back, increments of both sides add up."""
+    root, group, count_path = f"{zk_path}/tree", f"{zk_path}/group", f"{zk_path}/count"
+    zk.ensure_path(root)
+    java_cache = JavaCuratorCache(curator, root)
+    java_member = JavaGroupMember(curator, group, "java", b"j")
+    java_count = JavaSharedCount(curator, count_path, 0)
+    java_long = JavaDistributedAtomicLong(curator, f"{zk_path}/long", KazooRetry(max_tries=20))
+    closing += [java_cache, java_member, java_count, java_long]
+    java_cache.start()
+    java_member.start()
+    java_count.start()
+    assert java_cache.initialized.wait(SOON)
+    client = zk_client_factory()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+
+        def in_java(call: Callable[..., Any], *args: Any) -> Any:
+            return loop.run_in_executor(None, call, *args)
+
+        cache = aio.CuratorCache(client, root)
+        stream = cache.events()
+        await cache.start()
+        assert await cache.wait_initialized(SOON)
+        member = aio.GroupMember(client, group, "python", b"p")
+        await member.start()
+        count = aio.SharedCount(client, count_path, 0)
+        told: list[int] = []
+        count.add_listener(lambda _shared, value: told.append(value))
+        await count.start()
+        node = aio.PersistentNode(client, f"{zk_path}/kept", CreateMode.EPHEMERAL, b"k")
+        await node.start()
+        try:
+            assert await node.wait_for_initial_create(SOON)
+            for write, held in (
+                (lambda: curator.create().forPath(f"{root}/a", java_bytes(b"1")), b"1"),
+                (lambda: curator.setData().forPath(f"{root}/a", java_bytes(b"2")), b"2"),
+                (lambda: curator.delete().forPath(f"{root}/a"), None),
+            ):
+                await in_java(write)  # each awaited in the cache: states a read may merge
+                await in_java(
+                    eventually,
+                    lambda held=held: getattr(cache.get(f"{root}/a"), "data", None) == held,
+                )
+            events: list[tuple[str, str, bytes | None, bytes | None]] = []
+
+            async def four() -> None:
+                async for event in stream:
+                    events.append(_event_of(*event))
+                    if len(events) == 4:
+                        return
+
+            await asyncio.wait_for(four(), SOON)
+            await in_java(java_cache.wait_for_events, 4, SOON)
+            theirs = [(e.type, e.path, e.old_data, e.data) for e in java_cache.events]
+            assert events == theirs
+            everyone = {"java": b"j", "python": b"p"}
+            await in_java(eventually, lambda: member.get_current_members() == everyone)
+            await in_java(eventually, lambda: java_member.get_current_members() == everyone)
+            await in_java(java_count.set_count, 5)
+            await in_java(eventually, lambda: told[-1:] == [5])
+            await count.set_count(6)
+            assert await in_java(java_count.told.wait_for, lambda t: t[-1:] == [6], SOON)
+            await in_java(curator.delete().forPath, f"{zk_path}/kept")
+            await in_java(eventually, lambda: zk.exists(f"{zk_path}/kept") is not None)
+            along = aio.DistributedAtomicLong(client, f"{zk_path}/long", KazooRetry(max_tries=20))
+
+            async def ours() -> int:
+                return sum([(await along.increment()).succeeded for _ in range(10)])
+
+            def theirs_count() -> int:
+                return sum(java_long.increment().succeeded for _ in range(10))
+
+            done = await asyncio.gather(ours(), in_java(theirs_count))
+            assert (await along.get()).pre_value == sum(done)
+        finally:
+            await node.close()
+            await count.close()
+            await member.close()
+            await stream.aclose()
+            await cache.close()
+
+    asyncio.run(main())
