@@ -31,8 +31,9 @@ Sections (``--sections``, all by default):
 - ``discovery``: service discovery, each side a program of its own (a Java program on
   curator-x-discovery against a Python one on ``connect()``'s client): ``query_for_instances``
   of a service of 1,000 instances, registering and unregistering 1,000 instances, a service
-  cache's update latency; run alone, it replaces the ``discovery`` part of
-  ``docs/benchmarks.json`` and leaves the rest;
+  cache's update latency; the two run alone (either or both), their part of
+  ``docs/recipes-bench.json`` is replaced (the other kept) and their tables go to the page's
+  recipes region;
 - ``soak`` (only when named): mixed recipes for ``--seconds``, sampling RSS, threads, kazoo's
   registries and the server's watches; when it runs alone its JSON goes to ``docs/soak.json``
   and its table to the page's soak region.
@@ -275,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     soak_alone = args.sections == ["soak"]
     scale_alone = args.sections == ["scale"]
     counters_alone = args.sections == ["counters"]
-    discovery_alone = args.sections == ["discovery"]
+    recipes_alone = set(args.sections) <= set(discovery.RECIPES)
     # the standalone section alone (or with the cycle and the hand-off) measures connect()'s
     # client on both loops: its own JSON, and its own region of the page (bench.loop_report)
     loop_alone = "standalone" in args.sections and set(args.sections) <= {
@@ -284,7 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if args.json is None:
         name = "soak.json" if soak_alone else "loop-bench.json" if loop_alone else "benchmarks.json"
-        args.json = ROOT / "docs" / ("counters-bench.json" if counters_alone else name)
+        if counters_alone or recipes_alone:
+            name = "counters-bench.json" if counters_alone else "recipes-bench.json"
+        args.json = ROOT / "docs" / name
     try:
         host = machine(hosts)
         results: dict[str, object] = {
@@ -297,12 +300,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         host["load_average_after"] = os.getloadavg()
         if scale_alone:
             results = scale.merge(args.json, results)
-        elif discovery_alone:
+        elif recipes_alone:
             results = discovery.merge(args.json, results)
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")
         print(f"\nresults written to {args.json}")
-        alone = soak_alone or scale_alone or loop_alone or counters_alone
+        alone = soak_alone or scale_alone or loop_alone or counters_alone or recipes_alone
         if not args.no_chart and not alone:
             from .chart import draw
 

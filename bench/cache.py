@@ -30,6 +30,14 @@ JAVA = "curator-java"
 PYTHON_SIDES = ("pycurator", "pycurator-connect")
 SIDES = (JAVA, *PYTHON_SIDES)
 SHAPES = ("flat", "deep")
+#: Each side, as the table names it.
+SIDE_NAMES = {
+    JAVA: "Java Curator, a Java program",
+    "pycurator": "pycurator, a `KazooClient` (kazoo's handler)",
+    "pycurator-connect": "pycurator, `connect()`'s client",
+}
+#: The trees, as the table names them.
+SHAPE_NAMES = {"flat": "flat", "deep": "three levels"}
 #: The data of every node.
 DATA = bytes(range(100))
 
@@ -145,7 +153,8 @@ def table(results: dict[str, Any]) -> list[str]:
             latency = f"{ratio['latency']:.2f}" if ratio else "-"
             memory = f"{ratio['memory']:.2f}" if ratio else "-"
             lines.append(
-                f"| {shape} | {side} | {figures['load_s']:.2f} | {load} |"
+                f"| {SHAPE_NAMES.get(shape, shape)} | {SIDE_NAMES.get(side, side)} |"
+                f" {figures['load_s']:.2f} | {load} |"
                 f" {figures['latency_median_ms']:.2f} / {figures['latency_p99_ms']:.2f} |"
                 f" {latency} | {figures['bytes_per_node']:.0f} | {memory} |"
             )

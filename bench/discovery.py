@@ -9,7 +9,12 @@ on :func:`pycurator.connect`'s client (no JVM). Each measures on one thread, in 
   (the instances built beforehand: the address lookup Curator's builder makes is not timed);
 - a service cache's update latency: one instance of a cached service, registered by a second
   client's discovery and updated again and again; the milliseconds from each update's start
-  until the cache's listener is told and holds it.
+  until the cache's listener is told and holds it;
+- round trips: as many ephemeral nodes of 300 bytes as registrations made, then deleted, one
+  after another, by the client (Curator's; ``connect()``'s) and by the floor beneath it
+  (ZooKeeper's own Java client; a bare socket read and written by one CPython thread, no library
+  and no thread hand-off): what a registration costs beyond its one request, and what the
+  language's own round trip costs.
 
 Rounds alternate the sides' order; the figures are medians over rounds, and each Python figure's
 ratio to the Java program's is "how many times Curator's speed" (at least 1: as fast or faster).
@@ -38,6 +43,14 @@ SIDES = (JAVA, PYTHON)
 #: Queries and registrations made before the measured ones (as the Java program's).
 WARMUP_QUERIES, WARMUP_REGISTRATIONS = 20, 200
 FIRST_PORT = 9000
+#: The round trips each side measures (mean microseconds of one request and its answer).
+ROUND_TRIPS = ("client_create_us", "client_delete_us", "floor_create_us", "floor_delete_us")
+#: The sections of the recipes beyond the locks: run alone (either or both), their JSON goes to
+#: ``docs/recipes-bench.json`` and their tables to the page's recipes region.
+RECIPES = ("cache", "discovery")
+#: The region of the benchmarks page their tables go to.
+BEGIN = "<!-- bench-recipes: begin (python -m bench.report --write) -->"
+END = "<!-- bench-recipes: end -->"
 
 
 def populate(hosts: str, base: str, count: int) -> None:
@@ -125,6 +138,10 @@ def run(
             if java["cache_update_ms"] and table[PYTHON]["cache_update_ms"]
             else None
         ),
+        **{
+            key: java[key] / table[PYTHON][key] if java[key] and table[PYTHON][key] else None
+            for key in ROUND_TRIPS
+        },
     }
     result = {
         "instances": instances,
@@ -142,15 +159,17 @@ def run(
 
 
 def merge(path: Path, results: dict[str, Any]) -> dict[str, Any]:
-    """``path``'s results (if any) with their discovery section replaced by that of
-    ``results``, which keeps its own command and machine: a discovery run alone does not drop
-    the others."""
+    """``path``'s results (if any) with each section of ``results`` among :data:`RECIPES`
+    replaced by that of ``results``, which keeps its own command and machine: a run of one of
+    them alone does not drop the other."""
     merged: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
-    merged["discovery"] = {
-        **results["discovery"],
-        "command": results["command"],
-        "machine": results["machine"],
-    }
+    for name in RECIPES:
+        if name in results:
+            merged[name] = {
+                **results[name],
+                "command": results["command"],
+                "machine": results["machine"],
+            }
     return merged
 
 
@@ -169,6 +188,7 @@ def _medians(results: list[dict[str, Any]]) -> dict[str, Any]:
         "cache_update_ms": _median(
             [statistics.median(r["cache_update_ms"]) for r in results if r["cache_update_ms"]]
         ),
+        **{key: _median([r[key] for r in results if key in r]) for key in ROUND_TRIPS},
     }
 
 
@@ -186,6 +206,12 @@ def _print(result: dict[str, Any]) -> None:
             f" unregister {row['unregister_per_s']:.0f}/s, cache update "
             + ("-" if cache is None else f"{cache:.2f} ms")
         )
+        trips = [row.get(key) for key in ROUND_TRIPS]
+        if None not in trips:
+            print(
+                f"  {'':>18}  round trips: create {trips[0]:.0f} / delete {trips[1]:.0f} us,"
+                f" floor create {trips[2]:.0f} / delete {trips[3]:.0f} us"
+            )
     print(f"  ratios (x Curator's speed): {result['table'][PYTHON]['times_curators']}")
 
 
@@ -250,6 +276,102 @@ def _cache_updates(client: Any, hosts: str, base: str, count: int) -> list[float
         writer_client.close()
 
 
+def _round_trips(client: Any, hosts: str, base: str, count: int) -> dict[str, float]:
+    """As the Java program's: ``count`` ephemeral nodes of 300 bytes made then deleted by
+    ``client``, then over a bare socket (the second pass of each measured); each one's mean
+    microseconds."""
+    data = bytes(300)
+    paths = [f"{base}/rt{i}" for i in range(count)]
+    figures: dict[str, float] = {}
+    for _ in range(2):
+        start = time.perf_counter()
+        for path in paths:
+            client.create(path, data, ephemeral=True)
+        created = time.perf_counter()
+        for path in paths:
+            client.delete(path)
+        deleted = time.perf_counter()
+        figures["client_create_us"] = (created - start) * 1e6 / count
+        figures["client_delete_us"] = (deleted - created) * 1e6 / count
+    with _BareSession(first_server(hosts)) as bare:
+        for _ in range(2):
+            start = time.perf_counter()
+            for path in paths:
+                bare.create(path, data)
+            created = time.perf_counter()
+            for path in paths:
+                bare.delete(path)
+            figures["floor_create_us"] = (created - start) * 1e6 / count
+            figures["floor_delete_us"] = (time.perf_counter() - created) * 1e6 / count
+    return figures
+
+
+class _BareSession:
+    """A session on a socket read and written by the calling thread alone, each request sent
+    and its answer read before the next (ZooKeeper's framing, kazoo's records): CPython's own
+    round trip, with no client beneath it."""
+
+    def __init__(self, server: str) -> None:
+        import socket
+
+        from kazoo.protocol.serialization import Connect
+
+        host, port = server.rsplit(":", 1)
+        self._socket = socket.create_connection((host, int(port)), timeout=SOON)
+        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._xid = 0
+        self._send(Connect(0, 0, int(SESSION_TIMEOUT_S * 1000), 0, b"\0" * 16, False).serialize())
+        self._frame()
+
+    def _send(self, body: bytes) -> None:
+        self._socket.sendall(len(body).to_bytes(4, "big") + body)
+
+    def _frame(self) -> bytes:
+        size = int.from_bytes(self._read(4), "big")
+        return self._read(size)
+
+    def _read(self, size: int) -> bytes:
+        chunks, left = [], size
+        while left:
+            chunk = self._socket.recv(left)
+            if not chunk:
+                raise ConnectionError("the server closed the bare session")
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def _request(self, request: Any) -> None:
+        self._xid += 1
+        header = self._xid.to_bytes(4, "big") + request.type.to_bytes(4, "big", signed=True)
+        self._send(header + request.serialize())
+        answer = self._frame()
+        error = int.from_bytes(answer[12:16], "big", signed=True)
+        if error:
+            raise RuntimeError(f"the bare session's {type(request).__name__} failed: {error}")
+
+    def create(self, path: str, data: bytes) -> None:
+        from kazoo.protocol.serialization import Create
+        from kazoo.security import OPEN_ACL_UNSAFE
+
+        self._request(Create(path, data, OPEN_ACL_UNSAFE, 1))  # ephemeral
+
+    def delete(self, path: str) -> None:
+        from kazoo.protocol.serialization import Delete
+
+        self._request(Delete(path, -1))
+
+    def __enter__(self) -> _BareSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from kazoo.protocol.serialization import Close
+
+        try:
+            self._request(Close())
+        finally:
+            self._socket.close()
+
+
 def worker(argv: list[str]) -> None:
     """The Python side's program (see the module's doc); prints its figures as a JSON line."""
     side, hosts, base, queries, registrations, updates = argv
@@ -271,6 +393,7 @@ def worker(argv: list[str]) -> None:
             _registrations(discovery, "warm-python", WARMUP_REGISTRATIONS)
             registered, unregistered = _registrations(discovery, "reg-python", int(registrations))
         updated = _cache_updates(client, hosts, base, int(updates)) if int(updates) else []
+        trips = _round_trips(client, hosts, base, int(registrations))
     finally:
         client.stop()
         client.close()
@@ -283,6 +406,7 @@ def worker(argv: list[str]) -> None:
                 "register_per_s": count / registered,
                 "unregister_per_s": count / unregistered,
                 "cache_update_ms": updated,
+                **trips,
                 "jvm": "jpype" in sys.modules,
             }
         )

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import counters
+from . import counters, discovery
 from .loop_report import LOOP_BEGIN, LOOP_END, loop_region, loop_run
 from .scale import tables as scale_tables
 from .tables import SECTIONS, targets
@@ -61,12 +61,17 @@ def publish(page: str, results: dict[str, Any]) -> str:
     """``page`` with each region ``results`` has tables for replaced, where it has the markers:
     the main one (or the soak's), and the scale section's; a standalone run alone with
     connect()'s client on both loops (with the cycle and the hand-off, if run) goes to the
-    loop's region only, and the counters section alone to its own."""
+    loop's region only, the counters section alone to its own, and the cache and discovery
+    sections alone (either or both) to theirs."""
     if loop_run(results) and LOOP_BEGIN in page and LOOP_END in page:
         return replace_region(page, loop_region(results), LOOP_BEGIN, LOOP_END)
     if set(results) & set(SECTIONS) == {"counters"}:
         if counters.BEGIN in page and counters.END in page:
             page = replace_region(page, report(results), counters.BEGIN, counters.END)
+        return page
+    if set(results) & set(SECTIONS) and set(results) & set(SECTIONS) <= set(discovery.RECIPES):
+        if discovery.BEGIN in page and discovery.END in page:
+            page = replace_region(page, report(results), discovery.BEGIN, discovery.END)
         return page
     begin, end = markers(results)
     if set(results) & set(SECTIONS) and begin in page and end in page:

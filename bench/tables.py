@@ -545,7 +545,14 @@ def _discovery(results: dict[str, Any]) -> list[str]:
         ("register, one after another", "register_per_s", "/s", "register"),
         ("unregister, one after another", "unregister_per_s", "/s", "unregister"),
         ("a cache's update latency", "cache_update_ms", "ms", "cache_update"),
-    ]
+        ("a create of the client (Curator's; `connect()`'s)", "client_create_us", "µs",
+         "client_create_us"),
+        ("a delete of the client", "client_delete_us", "µs", "client_delete_us"),
+        ("a create of the floor (ZooKeeper's Java client; a bare socket, one CPython thread)",
+         "floor_create_us", "µs", "floor_create_us"),
+        ("a delete of the floor", "floor_delete_us", "µs", "floor_delete_us"),
+    ]  # fmt: skip
+    rows = [row for row in rows if table["curator-java"].get(row[1]) is not None]
     lines += _table(
         ["", NAMES["curator-java"], NAMES["pycurator-connect"], "x Curator's speed"],
         [
@@ -553,7 +560,7 @@ def _discovery(results: dict[str, Any]) -> list[str]:
                 what,
                 cell(table["curator-java"][key], unit),
                 cell(table["pycurator-connect"][key], unit),
-                times_curators(times[ratio]),
+                times_curators(times.get(ratio)),
             ]
             for what, key, unit, ratio in rows
         ],

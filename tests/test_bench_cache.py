@@ -28,6 +28,10 @@ def test_the_ratios_and_the_table_say_who_is_faster_and_how_much_each_holds() ->
     table = SECTIONS["cache"]({"cache": {"n": 10_000, "writes": 200, "figures": found,
                                          "ratios": ratios}})  # fmt: skip
     rows = [line for line in table if line.startswith("| flat")]
-    assert rows[0].split("|")[2:5] == [" curator-java ", " 2.00 ", " - "]
-    assert rows[1].split("|")[2:5] == [" pycurator ", " 1.00 ", " 2.00 "]
+    assert rows[0].split("|")[2:5] == [" Java Curator, a Java program ", " 2.00 ", " - "]
+    assert rows[1].split("|")[2:5] == [
+        " pycurator, a `KazooClient` (kazoo's handler) ",
+        " 1.00 ",
+        " 2.00 ",
+    ]
     assert rows[1].rstrip("|").split("|")[-2:] == [" 720 ", " 2.00 "]

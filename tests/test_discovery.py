@@ -209,3 +209,27 @@ def test_with_watch_instances_what_another_writes_to_a_node_is_the_instance(
         zk.set(f"{base}/billing/id-1", JsonInstanceSerializer().serialize(drained))
         assert discovery.query_for_instance("billing", "id-1") == drained  # left be
         assert discovery.registered == [instance()]
+
+
+def test_two_registrars_of_one_instance_leave_it_to_the_last_and_do_not_take_it_back(
+    zk: KazooClient, zk_path: str, zk_client_factory: Any
+) -> None:
+    """A rolling restart registers one id from two processes: the later takes the node, as
+    Curator's register does; the earlier, which hears its node go, leaves the new owner's node
+    be (it does not take it back, which the later would answer in kind, for ever), takes its
+    data as the instance under ``watch_instances``, and does not delete it at its close."""
+    base = f"{zk_path}/services"
+    path = f"{base}/billing/id-1"
+    older, newer = zk_client_factory(), zk_client_factory()
+    with ServiceDiscovery(older, base, watch_instances=True) as leaving:
+        leaving.register_service(instance(port=1))
+        with ServiceDiscovery(newer, base) as starting:
+            starting.register_service(instance(port=2))
+            eventually(lambda: leaving.registered == [instance(port=2)], SOON, what="adopted")
+            starting.update_service(instance(port=3))
+            eventually(lambda: leaving.registered == [instance(port=3)], SOON, what="adopted")
+            _, stat = zk.get(path)
+            assert stat.ephemeralOwner == newer.client_id[0]
+            leaving.close()
+            assert zk.exists(path) == stat
+            assert JsonInstanceSerializer().deserialize(zk.get(path)[0]) == instance(port=3)

@@ -310,6 +310,32 @@ def test_a_node_another_deletes_is_made_again_at_once() -> None:
     assert keeper.node_of("billing", "id-1") == PATH
 
 
+def test_a_node_another_made_in_place_of_ours_is_left_to_it_until_a_reconnect() -> None:
+    """Another registered the instance since (deleted ours, made its own): taking it back
+    would have the other take it back in turn, for ever; Curator's register takes it at the
+    next reconnect only, and so does this."""
+    server = Server([])
+    keeper = registered(server)
+    server.then(read(b"theirs", 0, OTHER))
+    server.fire(PATH, EventType.DELETED)
+    server.then(read(b"theirs", 1, OTHER))
+    server.fire(PATH, EventType.CHANGED)
+    server.played()
+    assert keeper.registered() == [DYNAMIC] and keeper.node_of("billing", "id-1") is None
+    server.change(KazooState.SUSPENDED)
+    server.then(
+        Reply(create(), error=NodeExistsError()),
+        watched(version=1, owner=OTHER),
+        Reply(NodeExists(PATH), node(1, OTHER)),
+        Reply(DeleteNode(PATH, 1)),
+        Reply(create(), made()),
+        watched(),
+        read(),  # the first watch's answer was another's node: looked at again
+    )
+    server.change(KazooState.CONNECTED)
+    server.played()
+
+
 def test_data_another_writes_is_left_be_until_a_reconnect_writes_ours_back() -> None:
     server = Server([])
     registered(server)

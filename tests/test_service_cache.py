@@ -138,11 +138,15 @@ def test_a_node_that_is_no_instance_is_left_out_and_reported(
     with registry.service_cache("billing") as cache:
         assert cache.get_instances() == [instance("id-1")]
         assert [error.path for error in reported] == [f"{base}/billing/bad"]
+        assert [error.path for error in cache.malformed()] == [f"{base}/billing/bad"]
         zk.set(f"{base}/billing/id-1", b"[]")  # an instance no more: left out, and told
         eventually(lambda: cache.get_instances() == [], SOON)
         assert [error.path for error in reported][-1] == f"{base}/billing/id-1"
+        held_bad = [f"{base}/billing/{n}" for n in ("bad", "id-1")]
+        assert [e.path for e in cache.malformed()] == held_bad
         zk.set(f"{base}/billing/bad", JsonInstanceSerializer().serialize(instance("bad")))
         eventually(lambda: cache.get_instances() == [instance("bad")], SOON)
+        assert [e.path for e in cache.malformed()] == [f"{base}/billing/id-1"]
     zk.delete(f"{base}/billing/bad")
 
 

@@ -12,7 +12,10 @@
  *     after another, then unregistered: the rate of each (the instances built beforehand);
  *   - the cache: a ServiceCache of service "cached" started, one DYNAMIC instance registered
  *     by a second client's discovery and updated UPDATES times: the milliseconds from each
- *     updateService's start until the cache's listener is told and holds the new port.
+ *     updateService's start until the cache's listener is told and holds the new port;
+ *   - round trips: REGISTRATIONS ephemeral nodes of 300 bytes made, then deleted, one after
+ *     another, by Curator's client and by ZooKeeper's own beneath it: each one's mean
+ *     microseconds, what a registration and an unregistration cost beyond their one request.
  * It prints its figures as one JSON line, as bench/discovery.py's Python worker does.
  */
 
@@ -33,6 +36,9 @@ import org.apache.curator.x.discovery.ServiceDiscoveryBuilder;
 import org.apache.curator.x.discovery.ServiceInstance;
 import org.apache.curator.x.discovery.ServiceType;
 import org.apache.curator.x.discovery.details.ServiceCacheListener;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.ZooKeeper;
 
 public final class Discovery {
     /** Queries made before the measured ones (the JIT compiles Curator and Jackson meanwhile). */
@@ -114,6 +120,36 @@ public final class Discovery {
         return new double[] {(registered - start) / 1e9, (unregistered - registered) / 1e9};
     }
 
+    /** Nodes of 300 bytes made then deleted, count times, by Curator's client then by
+     *  ZooKeeper's: the mean microseconds of a create and of a delete, for each. */
+    private static double[] roundTrips(CuratorFramework client, String base, int count) throws Exception {
+        byte[] data = new byte[300];
+        ZooKeeper zk = client.getZookeeperClient().getZooKeeper();
+        double[] micros = new double[4];
+        for (int pass = 0; pass < 2; pass++) {  // the first unmeasured
+            long start = System.nanoTime();
+            for (int i = 0; i < count; i++) {
+                client.create().withMode(CreateMode.EPHEMERAL).forPath(base + "/rt" + i, data);
+            }
+            long created = System.nanoTime();
+            for (int i = 0; i < count; i++) {
+                client.delete().forPath(base + "/rt" + i);
+            }
+            long deleted = System.nanoTime();
+            for (int i = 0; i < count; i++) {
+                zk.create(base + "/rt" + i, data, ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL);
+            }
+            long zkCreated = System.nanoTime();
+            for (int i = 0; i < count; i++) {
+                zk.delete(base + "/rt" + i, -1);
+            }
+            long zkDeleted = System.nanoTime();
+            micros = new double[] {(created - start) / 1e3 / count, (deleted - created) / 1e3 / count,
+                (zkCreated - deleted) / 1e3 / count, (zkDeleted - zkCreated) / 1e3 / count};
+        }
+        return micros;
+    }
+
     private static List<Double> cacheUpdates(CuratorFramework client, String hosts, String base, int count,
             int sessionMs) throws Exception {
         CuratorFramework writerClient = connect(hosts, sessionMs);
@@ -193,20 +229,24 @@ public final class Discovery {
         List<Double> queried;
         double[] seconds;
         List<Double> updated;
+        double[] trips;
         try (ServiceDiscovery<Object> discovery = discovery(client, base)) {
             queried = queries(discovery, queryCount);
             registrations(discovery, "warm-java", WARMUP_REGISTRATIONS);
             seconds = registrations(discovery, "reg-java", registrationCount);
             updated = updateCount > 0 ? cacheUpdates(client, hosts, base, updateCount, sessionMs)
                     : new ArrayList<>();
+            trips = roundTrips(client, base, registrationCount);
         } finally {
             client.close();
         }
         System.out.println(String.format(Locale.ROOT,
                 "{\"side\": \"curator-java\", \"query_ms\": %s, \"register_per_s\": %.1f,"
                         + " \"unregister_per_s\": %.1f, \"cache_update_ms\": %s, \"curator\": \"%s\","
-                        + " \"java\": \"%s\"}",
+                        + " \"java\": \"%s\", \"client_create_us\": %.1f, \"client_delete_us\": %.1f,"
+                        + " \"floor_create_us\": %.1f, \"floor_delete_us\": %.1f}",
                 list(queried), registrationCount / seconds[0], registrationCount / seconds[1],
-                list(updated), curatorVersion(), System.getProperty("java.version")));
+                list(updated), curatorVersion(), System.getProperty("java.version"),
+                trips[0], trips[1], trips[2], trips[3]));
     }
 }

@@ -249,6 +249,11 @@ class ServiceCacheFace:
         until the first load is in)."""
         return self._core.instances()
 
+    def malformed(self) -> list[InstanceFormatError]:
+        """What is wrong with each node of the service held now that is no instance (left out
+        of :meth:`get_instances`), in the order of the nodes' names."""
+        return self._core.unreadable()
+
     def add_listener(self, listener: SupportsCacheChanged | Callable[[], Any]) -> None:
         """Tell ``listener`` (a :class:`ServiceCacheListener`, anything with
         ``cache_changed()`` and optionally ``state_changed(client, state)``, or a callable

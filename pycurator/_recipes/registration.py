@@ -254,10 +254,14 @@ class Registrar:
                     return
                 number, want, data = entry.wanted, entry.want, entry.data
                 check, look = entry.check, entry.look
+                # only another's touch to answer: a node another made since is left to it
+                take_over = check or not look or entry.done < number
                 entry.check = entry.look = False
             keeping = Keeping(self.base_path, self._on_node_event, self._adopt)
             try:
-                adopted = yield from apply_steps(keeping, entry, want, data, check, look, deadline)
+                adopted = yield from apply_steps(
+                    keeping, entry, want, data, check, look, deadline, take_over
+                )
             except RETRYABLE:
                 self._recheck(entry)
                 yield from connected_steps(deadline)
@@ -271,11 +275,10 @@ class Registrar:
             except BaseException:  # the deadline, or interrupted: what was sent may land
                 self._recheck(entry)
                 raise
-            record = entry.record
-            if adopted is not None and record is not None:
+            if adopted is not None:
                 with self._lock:
                     if entry.wanted == number:  # what the node holds is the wish now
-                        entry.want, entry.data = adopted, record.data
+                        entry.want, entry.data = adopted
             self._settle(entry, number, None)
 
     def _recheck(self, entry: Registration) -> None:

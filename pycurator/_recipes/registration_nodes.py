@@ -125,11 +125,16 @@ def apply_steps(
     check: bool,
     look: bool,
     deadline: Deadline,
-) -> Steps[ServiceInstance | None]:
+    take_over: bool = True,
+) -> Steps[Adopted | None]:
     """Make the node of ``entry`` hold ``want`` (``data``), or nothing. ``check``: make sure
     the node holds it (what we know of it may be out of date); ``look``: read the node another
-    touched (made again if deleted; data another wrote adopted, or left be). The instance
-    adopted, if one was."""
+    touched (made again if deleted; data another wrote adopted, or left be). ``take_over``:
+    a node of another session in the way is deleted and made ours, as Curator's register
+    does; else (a look, with no wish of ours to write) another registered the instance
+    since, and its node is left to it, as Curator leaves it until its next reconnect (two
+    registrars of one instance would otherwise take it from each other for ever). The
+    instance adopted and its bytes, if one was."""
     yield from connected_steps(deadline)
     session = yield SessionId()
     record = entry.record
@@ -145,24 +150,26 @@ def apply_steps(
     if record is not None and record.mode is not mode:  # a type changed: another node
         yield from remove_steps(entry, session, deadline)
         record = None
+    gone = False  # the node was just read, and is not there
     if record is not None and (check or look):
         try:
             held, stat = yield from sent_steps(GetData(record.path, keeping.watch), deadline)
         except NoNodeError:
             record = entry.record = None
+            gone = True
         else:
             if not is_mine(stat, mode, session):
                 record = entry.record = None
+                if not take_over:
+                    return _adopted(keeping, entry, held)
             elif held == data:
                 entry.record = record.written(stat.version, data, want)
                 return None
             elif look and not check and held != record.data and record.data == data:
                 # written by another since, and nothing newer of ours to write
-                adopted = keeping.adopt(held) if keeping.adopt is not None else None
-                if adopted is None or (adopted.name, adopted.id) != entry.key:
-                    adopted = None
+                adopted = _adopted_instance(keeping, entry, held)
                 entry.record = record.written(stat.version, held, adopted or record.instance)
-                return adopted
+                return None if adopted is None else Adopted(adopted, held)
             else:
                 record = record.written(stat.version, held, record.instance)
     if record is not None and (record.data != data or check):
@@ -178,9 +185,42 @@ def apply_steps(
     path = instance_path(keeping.base_path, want.name, want.id)
     if mode.is_sequential:
         yield from create_sequential_steps(entry, want, data, path, session, keeping, deadline)
-    else:
-        yield from create_steps(entry, want, data, mode, path, session, keeping, deadline)
-    return None
+        return None
+    if not take_over and not gone:  # read first: a refused create's watch would wake us
+        try:
+            held, stat = yield from sent_steps(GetData(path, keeping.watch), deadline)
+        except NoNodeError:
+            pass
+        else:
+            if not is_mine(stat, mode, session):
+                return _adopted(keeping, entry, held)
+    return (
+        yield from create_steps(
+            entry, want, data, mode, path, session, keeping, deadline, take_over
+        )
+    )
+
+
+class Adopted(NamedTuple):
+    """What another wrote to a registration's node, taken as its instance
+    (``watchInstances``): the instance, and the bytes it was read from."""
+
+    instance: ServiceInstance
+    data: bytes
+
+
+def _adopted_instance(keeping: Keeping, entry: Registration, held: bytes) -> ServiceInstance | None:
+    """The instance ``held`` is, when ``keeping`` adopts what another writes and it is an
+    instance of the registration's name and id; None otherwise."""
+    adopted = keeping.adopt(held) if keeping.adopt is not None else None
+    if adopted is None or (adopted.name, adopted.id) != entry.key:
+        return None
+    return adopted
+
+
+def _adopted(keeping: Keeping, entry: Registration, held: bytes) -> Adopted | None:
+    adopted = _adopted_instance(keeping, entry, held)
+    return None if adopted is None else Adopted(adopted, held)
 
 
 def watch_steps(watch: Watch, path: str, version: int) -> Steps[None]:
@@ -210,11 +250,13 @@ def create_steps(
     session: int | None,
     keeping: Keeping,
     deadline: Deadline,
-) -> Steps[None]:
+    take_over: bool = True,
+) -> Steps[Adopted | None]:
     """Create the node at ``path``, its watch sent right behind the create; one there
     already is kept if it may be ours (see
     :func:`~pycurator._protocol.registration.is_mine`), else deleted and made again, as
-    Curator does, so that its watchers hear of it."""
+    Curator does, so that its watchers hear of it; unless not ``take_over``: then it is left
+    to its owner, watched, and what it holds adopted if ``keeping`` adopts."""
     owner = session if mode.is_ephemeral else None
     while True:
         try:
@@ -222,18 +264,26 @@ def create_steps(
                 entry, path, data, mode, session, deadline, keeping.watch
             )
         except NodeExistsError:
-            stat = yield from sent_steps(NodeExists(path), deadline)
-            if stat is None:
-                continue
-            if not is_mine(stat, mode, session):
-                yield from delete_steps(path, stat.version, deadline)
-                continue
+            if not take_over:
+                try:
+                    held, stat = yield from sent_steps(GetData(path, keeping.watch), deadline)
+                except NoNodeError:
+                    continue
+                if not is_mine(stat, mode, session):
+                    return _adopted(keeping, entry, held)
+            else:
+                stat = yield from sent_steps(NodeExists(path), deadline)
+                if stat is None:
+                    continue
+                if not is_mine(stat, mode, session):
+                    yield from delete_steps(path, stat.version, deadline)
+                    continue
             try:
                 stat = yield from sent_steps(SetData(path, data), deadline)
             except NoNodeError:
                 continue  # gone meanwhile: made again
         entry.record = NodeRecord(path, mode, owner, stat.version, data, want)
-        return
+        return None
 
 
 def create_sequential_steps(
@@ -369,6 +419,7 @@ def delete_steps(
 
 
 __all__ = [
+    "Adopted",
     "Key",
     "Pending",
     "Registration",

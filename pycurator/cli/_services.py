@@ -164,7 +164,7 @@ def watch_instances(
 
 def _shown(base: str, name: str, cache: ServiceCache, connection: str, as_json: bool) -> str:
     """What the watch prints of the cache now: a table, or a JSON document on one line."""
-    instances, unreadable = cache.get_instances(), cache._core.unreadable()
+    instances, unreadable = cache.get_instances(), cache.malformed()
     if not as_json:
         return instances_table(instances, unreadable)
     document = instances_document(base, name, instances, unreadable)
