@@ -6,6 +6,7 @@ SharedCount, DistributedAtomicLong, barriers; the threaded and asyncio front end
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -24,6 +25,7 @@ from pycurator import (
     DistributedAtomicLong,
     GroupMember,
     PersistentNode,
+    PersistentTtlNode,
     SharedCount,
     aio,
 )
@@ -38,10 +40,14 @@ from pycurator.testing import (
     JavaDistributedDoubleBarrier,
     JavaGroupMember,
     JavaPersistentNode,
+    JavaPersistentTtlNode,
     JavaSharedCount,
     children,
+    created_modes,
+    curator_at_least,
     eventually,
     expire_kazoo_session,
+    java_local_address,
 )
 from pycurator.testing._java_calls import java_bytes, proxy, python_bytes, recipe_class
 
@@ -747,3 +753,42 @@ def test_asyncio_recipes_beside_javas(
             await cache.close()
 
     asyncio.run(main())
+
+
+# -- PersistentTtlNode --------------------------------------------------------------------------
+
+
+def test_ttl_nodes_of_either_side_have_the_same_modes_ttls_and_data(
+    curator: Any, zk_client_factory: ClientFactory, zk: KazooClient, zk_path: str, zk_server: Any
+) -> None:
+    """A Java and a Python PersistentTtlNode, each alone on a path: the node and its touch
+    child made with the same TTL, the node holding its data, the touch the host's address; a
+    node given new data holds it, read by the other side."""
+    if zk_server.local is None:
+        pytest.skip("the create modes are read from the local server's transaction log")
+    ttl = 2.0
+    java = JavaPersistentTtlNode(curator, f"{zk_path}/java", ttl, b"j")
+    python = PersistentTtlNode(zk_client_factory(), f"{zk_path}/python", ttl, b"p")
+    with java, python:
+        java.start()
+        assert java.wait_for_initial_create(SOON) and python.wait_for_initial_create(SOON)
+        for touch in (f"{zk_path}/java/touch", f"{zk_path}/python/touch"):
+            eventually(functools.partial(_exists, zk, touch), what=f"{touch} made")
+        python.set_data(b"p2")
+        java.set_data(b"j2")
+        eventually(lambda: bytes(curator.getData().forPath(f"{zk_path}/python")) == b"p2")
+        eventually(lambda: zk.get(f"{zk_path}/java")[0] == b"j2")
+        made = created_modes(zk_server.local.data_dir, zk_path)
+        javas_parent = "PERSISTENT_WITH_TTL" if curator_at_least("5.9") else "CONTAINER"
+        assert made[f"{zk_path}/python"].mode == "PERSISTENT_WITH_TTL"
+        assert made[f"{zk_path}/java"].mode == javas_parent
+        if javas_parent == "PERSISTENT_WITH_TTL":
+            assert made[f"{zk_path}/java"].ttl == made[f"{zk_path}/python"].ttl == ttl
+        for side in ("java", "python"):
+            made_touch = made[f"{zk_path}/{side}/touch"]
+            assert (made_touch.mode, made_touch.ttl) == ("PERSISTENT_WITH_TTL", ttl)
+            assert zk.get(f"{zk_path}/{side}/touch")[0] == java_local_address()
+
+
+def _exists(zk: KazooClient, path: str) -> bool:
+    return zk.exists(path) is not None
