@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench import counters, loop_report, report, standalone, tables
+from bench import counters, discovery, loop_report, report, standalone, tables
 from bench.__main__ import DEFAULT_SECTIONS, SECTIONS, main
 from bench.chart import main as chart_main
 from bench.contender import KINDS
@@ -120,6 +120,36 @@ def test_a_counters_run_alone_goes_to_its_own_region_and_its_targets_say_met() -
     assert "main" in written
     region = written.split(counters.BEGIN)[1]
     assert "### Contended increments" in region and region.count("| met |") == 2
+
+
+def test_the_published_recipes_tables_are_those_of_the_published_recipes_json() -> None:
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    page = (docs / "benchmarks.md").read_text()
+    assert discovery.BEGIN in page and discovery.END in page
+    published = json.loads((docs / "recipes-bench.json").read_text())
+    assert set(published) & set(tables.SECTIONS) == set(discovery.RECIPES)
+    assert report.publish(page, published) == page
+
+
+def test_a_cache_or_discovery_run_alone_keeps_the_other_and_goes_to_its_own_region(
+    tmp_path: Path,
+) -> None:
+    side = {"query_ms": 2.0, "query_p90_ms": 3.0, "register_per_s": 100.0,
+            "unregister_per_s": 100.0, "cache_update_ms": 1.0}  # fmt: skip
+    times = {"query": 1.0, "register": 1.0, "unregister": 1.0, "cache_update": 1.0}
+    python = {**side, "times_curators": times}
+    found = {"table": {"curator-java": side, "pycurator-connect": python},
+             "curator": "5.4.0", "java": "17", "rounds": 1}  # fmt: skip
+    earlier = tmp_path / "recipes.json"
+    earlier.write_text(json.dumps({"cache": {"n": 1, "writes": 1, "figures": {}, "ratios": {}}}))
+    results = {"command": "python -m bench", "machine": {}, "discovery": found}
+    merged = discovery.merge(earlier, results)
+    assert set(merged) == {"cache", "discovery"} and merged["discovery"]["command"]
+    page = f"{report.BEGIN}\nmain\n{report.END}\n{discovery.BEGIN}\nold\n{discovery.END}\n"
+    written = report.publish(page, merged)
+    assert "\nmain\n" in written and "\nold\n" not in written
+    region = written.split(discovery.BEGIN)[1]
+    assert "### Service discovery" in region and "### Cache" in region
 
 
 def test_a_soak_alone_goes_to_its_own_json_and_region(
