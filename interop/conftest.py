@@ -7,11 +7,19 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from pycurator.testing import CuratorFactory, add_classpath, java_revocation_listener, lock_class
+from pycurator.testing import (
+    CuratorFactory,
+    FaultProxy,
+    add_classpath,
+    java_revocation_listener,
+    lock_class,
+)
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 #: The Java sources of the payload classes (Spring Cloud's and Dubbo's, and one of our own).
 JAVA_SOURCES = Path(__file__).resolve().parent / "java"
@@ -48,6 +56,13 @@ def java_payload_classes() -> str:
     if "error" in _compiled:
         pytest.fail(f"the Java payload classes of interop/java are missing: {_compiled['error']}")
     return _compiled["folder"]
+
+
+@pytest.fixture
+def front(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:
+    """A proxy in front of the test server's first member, for the faults a test makes."""
+    with FaultProxy(zk_server.hosts.split(",")[0]) as proxy:
+        yield proxy
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ sequential instance: pinned below)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -169,12 +169,6 @@ def read_again(zk: KazooClient, path: str) -> tuple[bytes, Any]:
 
     eventually(got, SOON, what=f"{path} read")
     return read[-1]
-
-
-@pytest.fixture
-def front(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:
-    with FaultProxy(zk_server.hosts.split(",")[0]) as proxy:
-        yield proxy
 
 
 def test_a_python_instance_expired_is_gone_for_java_and_back_once_python_reconnects(

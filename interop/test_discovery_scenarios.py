@@ -276,12 +276,6 @@ def test_java_taking_over_an_instance_python_holds_keeps_it_as_the_last_registra
     assert children(zk, f"{base}/billing") == []
 
 
-@pytest.fixture
-def front(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:
-    with FaultProxy(zk_server.hosts.split(",")[0]) as proxy:
-        yield proxy
-
-
 def test_an_expired_python_session_takes_its_dynamic_instances_from_javas_cache_and_back_once(
     front: FaultProxy,
     zk_server: ZooKeeperTarget,

@@ -137,12 +137,6 @@ def test_java_leads_only_after_an_awaited_close_ended_the_python_lead(
     java.give_up()
 
 
-@pytest.fixture
-def front(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:
-    with FaultProxy(zk_server.hosts.split(",")[0]) as proxy:
-        yield proxy
-
-
 def test_a_blip_ends_the_queued_attempts_of_both_languages_alike(
     zk_client_factory: ClientFactory,
     front: FaultProxy,
