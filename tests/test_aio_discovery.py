@@ -1,6 +1,7 @@
 """pycurator.aio.discovery against a real ZooKeeper server: the threaded discovery's nodes,
 queries and registrations kept through an expiry, awaited; a task cancelled while it
-registers leaves the instance registered, written by the keeper."""
+registers leaves the instance registered, written by the keeper; a cancelled close leaves no
+node behind."""
 
 from __future__ import annotations
 
@@ -11,8 +12,14 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator.aio import discovery as aio_discovery
-from pycurator.discovery import InstanceFormatError, JsonInstanceSerializer, ServiceInstance
-from pycurator.testing import ClientFactory, expire_kazoo_session
+from pycurator.discovery import (
+    InstanceFormatError,
+    JsonInstanceSerializer,
+    ServiceInstance,
+    ServiceType,
+)
+from pycurator.testing import STEADY_RECONNECT, ClientFactory, FaultProxy, expire_kazoo_session
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .aio_support import run
 from .support import SOON, eventually
@@ -94,3 +101,36 @@ def test_a_register_cancelled_while_it_waits_is_still_written(
             )
 
     run(main())
+
+
+def test_a_close_cancelled_while_it_deletes_still_deletes_every_node(
+    zk_server: ZooKeeperTarget, zk_client_factory: ClientFactory, zk: KazooClient, zk_path: str
+) -> None:
+    """The deletes a cancelled close had not done yet are left to the keeper, as those of a
+    close that runs out of time: no node is left behind."""
+    base = f"{zk_path}/services"
+    statics = [instance(f"s-{n}", service_type=ServiceType.STATIC) for n in range(3)]
+
+    async def main(front: FaultProxy) -> None:
+        hosts = front.hosts
+        client = zk_client_factory(hosts=hosts, timeout=10.0, connection_retry=STEADY_RECONNECT)
+        discovery = aio_discovery.ServiceDiscovery(client, base)
+        await discovery.start()
+        for one in statics:
+            await discovery.register_service(one)
+        front.blackhole()
+        closing = asyncio.ensure_future(discovery.close())
+        await asyncio.sleep(0.2)  # the first delete sent, held back
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        front.heal()
+        await asyncio.to_thread(
+            eventually,
+            lambda: not zk.exists(f"{base}/billing") or zk.get_children(f"{base}/billing") == [],
+            SOON,
+            what="every node deleted",
+        )
+
+    with FaultProxy(zk_server.hosts.split(",")[0]) as front:
+        run(main(front))

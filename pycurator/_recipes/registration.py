@@ -192,6 +192,9 @@ class Registrar:
                 return
             except KazooException:
                 log.exception("could not unregister %s/%s", *entry.key)
+            except BaseException:  # interrupted (a cancelled task): the rest still goes
+                self._defer(wishes[index:])
+                raise
 
     def _defer(self, wishes: list[tuple[Registration, int]]) -> None:
         """Leave the deletes of ``wishes`` to the keeper."""
