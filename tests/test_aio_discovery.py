@@ -134,3 +134,29 @@ def test_a_close_cancelled_while_it_deletes_still_deletes_every_node(
 
     with FaultProxy(zk_server.hosts.split(",")[0]) as front:
         run(main(front))
+
+
+def test_a_close_cancelled_while_it_closes_its_caches_still_unregisters(
+    zk: KazooClient, zk_path: str
+) -> None:
+    base = f"{zk_path}/services"
+
+    async def main() -> None:
+        discovery = aio_discovery.ServiceDiscovery(zk, base)
+        await discovery.start()
+        await discovery.register_service(instance())
+        await discovery.service_cache("billing").start()
+        closing = asyncio.ensure_future(discovery.close())
+        await asyncio.sleep(0)  # the cache's close begun
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        assert discovery.registered == []
+        await asyncio.to_thread(
+            eventually,
+            lambda: zk.exists(f"{base}/billing/id-1") is None,
+            SOON,
+            what="unregistered",
+        )
+
+    run(main())

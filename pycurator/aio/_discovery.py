@@ -48,9 +48,13 @@ class ServiceDiscovery(DiscoveryFace):
 
     async def close(self) -> None:
         """Close the caches and providers still started, unregister every instance and stop,
-        as the threaded discovery's ``close()``."""
-        await asyncio.gather(*self._core.each_opened(lambda opened: opened.close()))
-        await run_async(self._transport, self._core.close_steps())
+        as the threaded discovery's ``close()``. Cancelled, it still unregisters every
+        instance before the cancellation propagates (the deletes not done within the wait go
+        on in the background)."""
+        try:
+            await asyncio.gather(*self._core.each_opened(lambda opened: opened.close()))
+        finally:
+            await run_async(self._transport, self._core.close_steps())
 
     async def __aenter__(self) -> ServiceDiscovery:
         await self.start()
