@@ -226,7 +226,8 @@ def test_a_node_another_deletes_and_makes_again_at_once_stays_theirs(
         leaving.register_service(instance(port=1))
         newer.delete(path)
         time.sleep(REMADE_AFTER / 5)  # a registrar farther away than this client
-        newer.create(path, JsonInstanceSerializer().serialize(instance(port=2)), ephemeral=True)
+        data = JsonInstanceSerializer().serialize(instance(port=2))
+        newer.create(path, data, ephemeral=True, makepath=True)  # its container may be reaped
         time.sleep(4 * REMADE_AFTER)  # well past the time ours would be made again
         assert zk.exists(path).ephemeralOwner == newer.client_id[0]
         assert leaving.query_for_instance("billing", "id-1") == instance(port=2)

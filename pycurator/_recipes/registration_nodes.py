@@ -59,9 +59,8 @@ from .._protocol.steps import (
 from .._protocol.transport import Signal
 from .._protocol.waits import RETRYABLE, connected_steps, sent_steps
 
-#: Seconds before a node of ours that another deleted is made again, unless another made the
-#: instance's node meanwhile (Curator's register deletes a node in its way, then makes its own:
-#: the last registrar keeps it, as between two Curators).
+#: Seconds before a node of ours another deleted is made again, unless another made it meanwhile
+#: (Curator's register deletes a node in its way, then makes its own: the last registrar keeps it).
 REMADE_AFTER = 0.25
 #: A registration's key: the service's name and the instance's id (its node ``base/name/id``).
 Key = tuple[str, str]
@@ -202,8 +201,7 @@ def apply_steps(
         return None
     if not take_over:  # read first: a refused create's watch would wake us
         if gone:  # another's register deletes the node in its way, then makes its own
-            wake = yield NewSignal()
-            yield WaitSignal(wake, REMADE_AFTER)
+            yield WaitSignal((yield NewSignal()), REMADE_AFTER)
             if entry.want is not want:  # a wish came meanwhile: it is written instead
                 return None
         try:
