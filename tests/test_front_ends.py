@@ -104,6 +104,9 @@ WAITING = {
         "InterProcessSemaphoreV2.acquire_many": "wraps each lease the steps give",
         "InterProcessSemaphoreV2.return_all": "closes each lease, blocking",
     },
+    "pycurator/aio/_discovery.py": {
+        "ServiceDiscovery.close": "unregisters even when cancelled as its caches close",
+    },
     "pycurator/aio/_lock.py": {
         "calling_task": "asks asyncio for the task making the call, if any",
         "AsyncLockContext.hold": "releases at the end of an async with block",
