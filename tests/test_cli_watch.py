@@ -8,7 +8,7 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from kazoo.client import KazooClient
@@ -98,30 +98,33 @@ def own_server() -> Iterator[ZooKeeperServer]:
 def test_watch_tells_an_outage_at_once_then_what_changed_meanwhile_and_ends_on_signals(
     own_server: ZooKeeperServer, processes: list[subprocess.Popen[str]], as_json: bool
 ) -> None:
-    # the writer outlives the two outages in its session however long the server takes to
-    # start again: a long session, and tries to reconnect that never wait long
-    writer = KazooClient(
-        hosts=own_server.hosts, timeout=60, connection_retry={"max_tries": -1, "max_delay": 0.5}
-    )
+    # each write by a client of its own, made for it: the test does not hang on a writer's
+    # session outliving the restart (under load, one did not, even at 60 s)
+    write(own_server.hosts, lambda writer: writer.create("/watched/a", b"1", makepath=True))
+    options = ["--json"] if as_json else []
+    process, lines = started(own_server.hosts, "/watched", *options)
+    processes.append(process)
+    own_server.stop()
+    suspended = lines.until(lambda line: "suspended" in line)
+    if as_json:
+        assert json.loads(suspended) == {"connection": "suspended"}
+    else:
+        assert "connection to ZooKeeper suspended: what was told may be stale" in suspended
+    own_server.start()
+    lines.until(lambda line: "back" in line or '"connected"' in line)
+    write(own_server.hosts, lambda writer: writer.set("/watched/a", b"2"))
+    lines.until(lambda line: "changed" in line and "/watched/a" in line)
+    own_server.stop()
+    lines.until(lambda line: "suspended" in line)
+    stopped(process, signal.SIGHUP)  # in the outage
+
+
+def write(hosts: str, change: Callable[[KazooClient], object]) -> None:
+    """Make ``change`` with a client of its own, stopped after."""
+    writer = KazooClient(hosts=hosts, timeout=SOON)
     writer.start(SOON)
     try:
-        writer.create("/watched/a", b"1", makepath=True)
-        options = ["--json"] if as_json else []
-        process, lines = started(own_server.hosts, "/watched", *options)
-        processes.append(process)
-        own_server.stop()
-        suspended = lines.until(lambda line: "suspended" in line)
-        if as_json:
-            assert json.loads(suspended) == {"connection": "suspended"}
-        else:
-            assert "connection to ZooKeeper suspended: what was told may be stale" in suspended
-        own_server.start()
-        lines.until(lambda line: "back" in line or '"connected"' in line)
-        writer.set("/watched/a", b"2")  # the writer reconnects too
-        lines.until(lambda line: "changed" in line and "/watched/a" in line)
-        own_server.stop()
-        lines.until(lambda line: "suspended" in line)
-        stopped(process, signal.SIGHUP)  # in the outage
+        change(writer)
     finally:
         writer.stop()
         writer.close()
