@@ -284,9 +284,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         *loop_report.WITH_LOOP,
     }
     if args.json is None:
-        name = "soak.json" if soak_alone else "loop-bench.json" if loop_alone else "benchmarks.json"
-        if counters_alone or recipes_alone:
-            name = "counters-bench.json" if counters_alone else "recipes-bench.json"
+        name = (
+            "soak.json" if soak_alone
+            else "loop-bench.json" if loop_alone
+            else "counters-bench.json" if counters_alone
+            else "recipes-bench.json" if recipes_alone
+            else "benchmarks.json"
+        )  # fmt: skip
         args.json = ROOT / "docs" / name
     try:
         host = machine(hosts)

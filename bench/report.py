@@ -65,16 +65,17 @@ def publish(page: str, results: dict[str, Any]) -> str:
     sections alone (either or both) to theirs."""
     if loop_run(results) and LOOP_BEGIN in page and LOOP_END in page:
         return replace_region(page, loop_region(results), LOOP_BEGIN, LOOP_END)
-    if set(results) & set(SECTIONS) == {"counters"}:
+    sections = set(results) & set(SECTIONS)
+    if sections == {"counters"}:
         if counters.BEGIN in page and counters.END in page:
             page = replace_region(page, report(results), counters.BEGIN, counters.END)
         return page
-    if set(results) & set(SECTIONS) and set(results) & set(SECTIONS) <= set(discovery.RECIPES):
+    if sections and sections <= set(discovery.RECIPES):
         if discovery.BEGIN in page and discovery.END in page:
             page = replace_region(page, report(results), discovery.BEGIN, discovery.END)
         return page
     begin, end = markers(results)
-    if set(results) & set(SECTIONS) and begin in page and end in page:
+    if sections and begin in page and end in page:
         page = replace_region(page, report(results), begin, end)
     if "scale" in results and SCALE_BEGIN in page and SCALE_END in page:
         page = replace_region(page, scale_report(results), SCALE_BEGIN, SCALE_END)
