@@ -178,10 +178,14 @@ class ForgetWatch:
 class OnAnswer:
     """Call ``callback(outcome)`` once ``answer`` (a pending answer of :class:`Send`) has come,
     on the thread that brings it (short, never blocking), with its :data:`Outcome`: for an
-    answer nobody waits for any more, whose effects are undone when it lands."""
+    answer nobody waits for any more, whose effects are undone when it lands. ``inline``: the
+    callback keeps the :func:`~pycurator._protocol.transport.runs_inline` contract, and runs
+    where the answer is read when the answer offers that (:func:`link_inline`; the answer must
+    have no other such callback), sparing a worker's wake."""
 
     answer: Any
     callback: Callable[[Outcome], None]
+    inline: bool = False
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -222,9 +226,15 @@ EFFECTS: dict[type[Any], Callable[[Transport, Any], Any]] = {
     WatchRemovals: lambda t, step: t.watch_removals(),
     OweDelete: lambda t, step: t.owe_delete(step.path, step.sent),
     ForgetWatch: lambda t, step: t.forget_watch(step.path, step.watcher, step.children),
-    OnAnswer: lambda t, step: step.answer.rawlink(_told(step.callback)),
+    OnAnswer: lambda t, step: _link_answer(step),
     GetTransport: lambda t, step: t,
 }
+
+
+def _link_answer(step: OnAnswer) -> None:
+    told = _told(step.callback)
+    if not (step.inline and link_inline(step.answer, told)):
+        step.answer.rawlink(told)
 
 
 def _told(callback: Callable[[Outcome], None]) -> Callable[[Any], None]:

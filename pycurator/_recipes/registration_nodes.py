@@ -76,7 +76,9 @@ class Pending(NamedTuple):
 
 class Keeping(NamedTuple):
     """How a registrar keeps its nodes: under ``base_path``; with ``watch`` set on each node
-    it makes, so that it hears of the node deleted or changed by another; and ``adopt``, how
+    it makes, so that it hears of the node deleted or changed by another (a watcher that keeps
+    the :func:`~pycurator._protocol.transport.runs_inline` contract: it is also called where
+    the answer of the request that set it is read); and ``adopt``, how
     data another wrote to a node is read as its instance (Curator's ``watchInstances``), or
     None to leave that data be until the next reconnect writes ours back."""
 
@@ -245,7 +247,7 @@ def watch_steps(watch: Watch, path: str, version: int) -> Steps[None]:
     the node deleted or changed by another from then on is heard. Its answer tells what
     happened before it was set: the node gone, or not at data version ``version``."""
     answer = yield Send(NodeExists(path, watch))
-    yield OnAnswer(answer, functools.partial(_watch_set, watch, path, version))
+    yield OnAnswer(answer, functools.partial(_watch_set, watch, path, version), inline=True)
 
 
 def _watch_set(watch: Watch, path: str, version: int, outcome: Outcome) -> None:
