@@ -3,6 +3,7 @@ Curator parses and builds it, Java's number text, and the address Curator's buil
 
 from __future__ import annotations
 
+import math
 import uuid
 from ipaddress import IPv4Address, IPv6Address, ip_address
 from typing import Any
@@ -20,6 +21,7 @@ from pycurator._protocol.discovery import (
 from pycurator.discovery import (
     InvalidServiceInstance,
     InvalidUriSpec,
+    JavaLong,
     ServiceInstance,
     ServiceType,
     UriPart,
@@ -165,6 +167,18 @@ INSTANCE = ServiceInstance(
         ("{a}-{b}-{c}-{d}", None, {"a": True, "b": 1.5, "c": 1e20, "d": None}, "true-1.5-1.0E20-"),
         ("{port}|{missing}|", INSTANCE, {"port": None}, "||"),
         (DEFAULT_SPEC, None, None, "http://:"),
+        # each value as Java's String.valueOf writes the Java value it stands for
+        ("{a}|{b}", None, {"a": JavaLong(5), "b": JavaLong(-(2**63))}, "5|-9223372036854775808"),
+        ("{port}", ServiceInstance("s", port=JavaLong(8080)), None, "8080"),
+        (
+            "{a}/{b}/{c}",
+            None,
+            {"a": math.nan, "b": math.inf, "c": -math.inf},
+            "NaN/Infinity/-Infinity",
+        ),
+        ("{a}", None, {"a": [1, "a", None, True, 1e20, ("t",)]}, "[1, a, null, true, 1.0E20, [t]]"),
+        ("{a}", None, {"a": {"k": None, "m": {"n": [False]}}}, "{k=null, m={n=[false]}}"),
+        ("{a}{b}", None, {"a": [], "b": {}}, "[]{}"),
     ],
 )
 def test_a_uri_is_built_as_curator_builds_it(

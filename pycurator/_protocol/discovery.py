@@ -74,14 +74,29 @@ def java_double(value: float) -> str:
     return f"{minus}{digits[0]}.{digits[1:] or '0'}E{point - 1}"
 
 
+#: How Java's ``Double.toString`` writes the values JSON has no number for.
+_JAVA_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
 def java_text(value: object) -> str:
-    """A value as Java's ``String.valueOf`` writes it: ``true``, ``8080``, ``1.5``."""
+    """A value as Java's ``String.valueOf`` writes the Java value it stands for: ``true``,
+    ``8080`` (a :class:`~pycurator.discovery.JavaLong` too), ``1.5``, ``NaN``, ``null``
+    inside a list or a map, a list as ``[1, a]`` and a map as ``{k=v}`` (Java's collections'
+    ``toString``)."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float):
-        return java_double(value)
     if isinstance(value, enum.Enum):
         return str(value.value)
+    if isinstance(value, int):
+        return str(int(value))  # a subclass's repr is not its number
+    if isinstance(value, float):
+        return java_double(value) if math.isfinite(value) else _JAVA_NON_FINITE[str(value)]
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(java_text(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{java_text(k)}={java_text(v)}" for k, v in value.items()) + "}"
     return str(value)
 
 
@@ -172,7 +187,8 @@ class UriSpec:
         (``name``, ``id``, ``address``, ``port``, ``ssl-port``, ``registration-time-utc``,
         ``service-type`` in lower case; a field the instance lacks is empty), then from
         ``variables``, which win; a field that none of them names, or that they map to None,
-        is left out. Values are written as Java writes them (``true``, ``1.5``)."""
+        is left out. Values are written as Java writes them (``true``, ``1.5``, ``NaN``, a
+        list as ``[1, a]``, a dict as ``{k=v}``)."""
         values: dict[str, object] = {"[": "{", "]": "}", "scheme": "http"}
         if instance is not None:
             values.update(
