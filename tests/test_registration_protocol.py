@@ -407,6 +407,20 @@ def test_an_update_writes_the_node_and_a_reconnect_finds_it_in_step() -> None:
     server.played()
 
 
+def test_an_update_to_what_the_node_held_is_checked_and_put_back_over_anothers_write() -> None:
+    """Curator's ``updateService`` always writes: another client's write not heard of yet
+    (its watch still on the way), an update to what we wrote before puts ours back, where
+    trusting what we wrote last would send nothing; a node in step is left as it is."""
+    server = Server([])
+    keeper = registered(server)
+    server.then(read(b"theirs", 1), Reply(SetData(PATH, DATA), node(2)))
+    server.run(keeper.update_steps(DYNAMIC, DATA, Deadline(10)))
+    server.then(read(DATA, 2))
+    server.run(keeper.update_steps(DYNAMIC, DATA, Deadline(10)))
+    server.played()
+    assert keeper.registered() == [DYNAMIC]
+
+
 def test_an_update_of_an_instance_not_registered_sends_nothing() -> None:
     server = Server([])
     keeper = registrar(server)

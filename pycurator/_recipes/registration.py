@@ -153,6 +153,10 @@ class Registrar:
             entry = self._entries.get((instance.name, instance.id))
             if entry is None or entry.want is None:
                 raise ServiceNotRegisteredError(instance.name, instance.id)
+            # what we wrote last: the node is read first, not trusted to hold it still (another
+            # client's write may not be heard of yet), as Curator's update always writes
+            record = entry.record
+            entry.check = entry.check or (record is not None and record.data == data)
             number = self._wish(entry, instance, data)
         yield from self._settled_steps(entry, number, deadline)
 
