@@ -612,3 +612,30 @@ def test_a_payload_java_wrote_of_a_class_python_lacks_is_written_back_as_java_wr
         assert again == written, label
         read = java_serializer().deserialize(jbytes(again)).getPayload()
         assert jclass("java.util.Objects").deepEquals(read, payload), label
+
+
+def test_an_update_puts_the_instance_back_over_an_operators_write_as_javas_does(
+    curator_factory: CuratorFactory, zk: KazooClient, zk_path: str
+) -> None:
+    """An operator drains an instance (writes ``"enabled":false`` to its node); the service
+    then updates its instance unchanged, to serve again: Curator's ``updateService`` writes
+    it, whenever it comes, and so must Python's (right after the operator's write, before the
+    node's watch is heard, as well as later)."""
+    drained = JsonInstanceSerializer(compatible=False).serialize(instance("a", enabled=False))
+    with (
+        java(curator_factory(), f"{zk_path}/java") as theirs,
+        python(zk, f"{zk_path}/python") as mine,
+    ):
+        for side, register, update in (
+            ("java", theirs.register, theirs.update),
+            ("python", mine.register_service, mine.update_service),
+        ):
+            path = f"{zk_path}/{side}/billing/a"
+            register(instance("a"))
+            ours, _ = zk.get(path)
+            for pause in (0.0, 0.5):
+                zk.set(path, drained)
+                time.sleep(pause)
+                update(instance("a"))
+                assert zk.get(path)[0] == ours, (side, pause)
+        theirs.unregister(instance("a"))
