@@ -5,6 +5,7 @@ registrations kept through expiries and dropped connections (test_discovery_faul
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
+from pycurator._recipes.lock_nodes import MAX_NODE_DATA
 from pycurator._recipes.registration_nodes import REMADE_AFTER
 from pycurator.discovery import (
     InstanceFormatError,
@@ -170,8 +172,48 @@ def test_bad_input_is_refused_before_anything_is_written(
         discovery.register_service(instance(payload={1, 2}))
     with pytest.raises(PayloadTypeError):
         ServiceDiscovery(zk, zk_path, this_instance=instance(payload=object()))
-    assert zk.exists(f"{discovery.base_path}/billing") is None
+    # more than a node holds: sent, the server would drop the connection, again and again
+    too_big = instance(payload="x" * MAX_NODE_DATA)
+    with pytest.raises(
+        ValueError, match=r"billing/id-1 is 1048\d{3} bytes; .* at most 104\d{4} at "
+    ):
+        discovery.register_service(too_big)
+    discovery.register_service(instance())
+    with pytest.raises(ValueError, match=r"jute\.maxbuffer"):
+        discovery.update_service(too_big)
+    with pytest.raises(ValueError, match=r"jute\.maxbuffer"):
+        ServiceDiscovery(zk, zk_path, this_instance=too_big)
+    assert discovery.registered == [instance()]
+    discovery.unregister_service(instance())
+    assert zk.exists(f"{discovery.base_path}/billing/id-1") is None
     assert discovery.registered == []
+
+
+def test_the_largest_instance_a_node_takes_is_registered_and_a_byte_more_is_refused(
+    zk: KazooClient, discovery: ServiceDiscovery
+) -> None:
+    """The bound leaves room for the request around the data: an instance at it is written
+    (a sequential one too, its path ten digits longer), on a client whose connection never
+    drops."""
+    states: list[str] = []
+    zk.add_listener(states.append)
+    with pytest.raises(ValueError, match=r"at most (\d+) at") as caught:
+        discovery.register_service(instance(payload="x" * MAX_NODE_DATA))
+    found = re.search(r"at most (\d+)", str(caught.value))
+    assert found is not None
+    most = int(found.group(1))
+    for kind in (ServiceType.DYNAMIC, ServiceType.DYNAMIC_SEQUENTIAL):
+        framing = len(JsonInstanceSerializer().serialize(instance(payload="", service_type=kind)))
+        largest = instance(payload="x" * (most - framing), service_type=kind)
+        assert len(JsonInstanceSerializer().serialize(largest)) == most
+        discovery.register_service(largest)
+        assert discovery.query_for_instances("billing") == [largest]
+        with pytest.raises(ValueError, match=r"jute\.maxbuffer"):
+            discovery.update_service(
+                instance(payload="x" * (most - framing + 1), service_type=kind)
+            )
+        discovery.unregister_service(largest)
+    assert states == []
 
 
 def test_registering_needs_a_started_discovery_and_start_is_once(

@@ -31,10 +31,11 @@ from .._protocol.discovery_strategies import (
 )
 from .._protocol.errors import InstanceFormatError
 from .._protocol.paths import validate_path
-from .._protocol.registration import check_registrable, check_segment
+from .._protocol.registration import check_registrable, check_segment, instance_path
 from .._protocol.steps import Steps
 from .._protocol.transport import Transport
 from .._recipes import discovery as queries
+from .._recipes.lock_nodes import MAX_NODE_DATA
 from .._recipes.registration import Registrar
 from .latch import Lifecycle
 
@@ -58,6 +59,29 @@ def check_serializer(serializer: object) -> InstanceSerializer:
     ):
         raise TypeError(f"serializer must have serialize() and deserialize(), not {serializer!r}")
     return serializer  # type: ignore[return-value]
+
+
+#: What a create or a write of an instance's node sends besides its data and path (headers,
+#: ACLs, a sequential node's digits), kept free below the server's limit on a request.
+REQUEST_ROOM = 1024
+
+
+def instance_data(
+    serializer: InstanceSerializer, base_path: str, instance: ServiceInstance
+) -> bytes:
+    """The bytes of ``instance`` as its node would hold them, checked first as Curator would
+    register it; ValueError when the request that writes them would be more than the server
+    takes (sent, it would make the server drop the connection, at every try)."""
+    data = serializer.serialize(check_registrable(instance))
+    path = instance_path(base_path, instance.name, instance.id)
+    most = MAX_NODE_DATA - REQUEST_ROOM - len(path.encode())
+    if len(data) > most:
+        raise ValueError(
+            f"the instance {instance.name}/{instance.id} is {len(data)} bytes; ZooKeeper takes"
+            f" at most {most} at {path} (its jute.maxbuffer default, {MAX_NODE_DATA}, less the"
+            " request's path and headers)"
+        )
+    return data
 
 
 def _adopted(serializer: InstanceSerializer, data: bytes) -> ServiceInstance | None:
@@ -102,7 +126,7 @@ class DiscoveryCore:
         self.base_path = validate_path(base_path)
         self.serializer = check_serializer(serializer)
         if this_instance is not None:
-            self.serializer.serialize(check_registrable(this_instance))  # a bad payload: now
+            instance_data(self.serializer, self.base_path, this_instance)  # a bad payload: now
         if not isinstance(watch_instances, bool):
             raise TypeError(f"watch_instances must be a bool, not {watch_instances!r}")
         self.this_instance = this_instance
@@ -158,7 +182,7 @@ class DiscoveryCore:
         """Steps that register ``instance`` (its bytes made first: a bad payload raises before
         anything is sent)."""
         self._check_started()
-        data = self.serializer.serialize(check_registrable(instance))
+        data = instance_data(self.serializer, self.base_path, instance)
         seconds = self.transport.session_timeout()
         steps = self.registrar.register_steps(instance, data, Deadline(seconds))
         return _kept(steps, instance, seconds)
@@ -166,7 +190,7 @@ class DiscoveryCore:
     def update_steps(self, instance: ServiceInstance) -> Steps[None]:
         """Steps that write ``instance`` to its node (it must be registered)."""
         self._check_started()
-        data = self.serializer.serialize(check_registrable(instance))
+        data = instance_data(self.serializer, self.base_path, instance)
         seconds = self.transport.session_timeout()
         return _kept(
             self.registrar.update_steps(instance, data, Deadline(seconds)), instance, seconds
