@@ -1,16 +1,15 @@
-"""More service discovery scenarios across Java and Python, each compared with what Java's
-curator-x-discovery does in the same case on the Curator of this run (Debian's 5.4, or 5.9
-with ``./dev newest``): URIs built from values of every kind; an instance's defaults as
-Curator's builder makes them; the bytes of edge values (control and line-separator
-characters, the ends of ``int`` and ``double``, empty and long strings, nested maps and
-lists) written by each side and read by the other; a sequential instance found by its node's
+"""More service discovery scenarios across Java and Python on a real ZooKeeper, each
+compared with what Java's curator-x-discovery does in the same case on the Curator of this
+run (Debian's 5.4, or 5.9 with ``./dev newest``): a sequential instance found by its node's
 name, a missing one found by neither; services without instances listed alike; updates of
-every type seen by Java's cache; each side's close; the strategies picking the same instance
-from the same lists; and a down instance left out by both providers alike."""
+every type seen by Java's cache; each side's close and session end; a down instance left out
+by both providers alike; one id in two services; an update putting an instance back over an
+operator's write. (The values, without ZooKeeper: test_discovery_values_interop.py.)"""
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -21,16 +20,10 @@ from kazoo.client import KazooClient
 
 from pycurator.discovery import (
     DownInstancePolicy,
-    JavaLong,
     JsonInstanceSerializer,
-    RandomStrategy,
-    RoundRobinStrategy,
     ServiceInstance,
     ServiceNotRegisteredError,
     ServiceType,
-    StickyStrategy,
-    UriSpec,
-    local_instance,
 )
 from pycurator.testing import (
     ClientFactory,
@@ -39,223 +32,70 @@ from pycurator.testing import (
     children,
     discovery_class,
     eventually,
-    from_java_instance,
-    java_serializer,
     jclass,
     to_java_instance,
-    to_java_payload,
 )
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from tests.support import SOON
-from tests.test_discovery_json import Details, verified_instance
 
-from .test_discovery_interop import CLASSES, instance, java, python
-from .test_discovery_json_interop import jbytes
+from .test_discovery_interop import instance, java, python
 from .test_discovery_scenarios import TYPES
 
 pytestmark = pytest.mark.usefixtures("java_payload_classes", "no_orphans")
+
+
+@pytest.fixture
+def curators(zk_server: ZooKeeperTarget) -> Iterator[CuratorFactory]:
+    """Makes started Curator clients whose CONNECTED has been told to their listeners: a
+    discovery started on one then never hears it, so Curator's re-registration at CONNECTED
+    (each node deleted and made again, a sequential instance given another node) cannot
+    race a scenario. Closed afterwards."""
+    import jpype
+
+    made: list[Any] = []
+
+    def make(**_: Any) -> Any:
+        told = threading.Event()
+
+        def changed(_client: Any, state: Any) -> None:
+            if str(state.name()) == "CONNECTED":
+                told.set()
+
+        retry = jclass("org.apache.curator.retry.ExponentialBackoffRetry")(100, 10)
+        client = (
+            jclass("org.apache.curator.framework.CuratorFrameworkFactory")
+            .builder()
+            .connectString(zk_server.hosts)
+            .sessionTimeoutMs(10_000)
+            .retryPolicy(retry)
+            .ensembleTracker(False)
+            .build()
+        )
+        listener = jpype.JProxy(
+            "org.apache.curator.framework.state.ConnectionStateListener",
+            dict={"stateChanged": changed},
+        )
+        client.getConnectionStateListenable().addListener(listener)
+        made.append(client)
+        client.start()
+        assert told.wait(SOON), "Curator did not connect"
+        client.getConnectionStateListenable().removeListener(listener)
+        return client
+
+    yield make
+    for client in reversed(made):
+        client.close()
 
 
 def by_id(instances: Sequence[ServiceInstance]) -> list[ServiceInstance]:
     return sorted(instances, key=lambda i: i.id)
 
 
-# -- URIs --------------------------------------------------------------------------------------
-
-#: An instance with a field of each kind a template reads: non-ASCII name and id, an IPv6
-#: address with its scope, the ends of a port, a negative time, a type named in two words.
-ODD = ServiceInstance(
-    "s\u00e9",
-    id="i\u00e9",
-    address="fd00:0:0:0:0:0:0:2%eth0",
-    port=0,
-    ssl_port=65535,
-    registration_time_utc=-5,
-    service_type=ServiceType.DYNAMIC_SEQUENTIAL,
-)
-BARE = ServiceInstance("s", id="i", registration_time_utc=0, service_type=ServiceType.PERMANENT)
-
-#: (template, instance, variables): each built by Java's ``UriSpec.build`` for reference.
-BUILDS: list[tuple[str, ServiceInstance | None, dict[str, object] | None]] = [
-    ("{scheme}://{address}:{port}/{ssl-port}", ODD, None),
-    ("{scheme}://{address}:{port}", BARE, None),
-    ("{name}/{id}/{service-type}/{registration-time-utc}", ODD, None),
-    ("{scheme}", ODD, {"scheme": None}),  # a variable mapped to null leaves the field out
-    ("{scheme}:{address}", BARE, {"scheme": "grpc", "address": 10}),
-    ("{[}{]}", ODD, {"[": "x", "]": None}),  # the braces are variables too
-    ("{\t port \n}{ }{}", ODD, {"": "empty"}),  # trimmed as Java trims; {} is no part
-    ("{\u00a0y}", None, {"\u00a0y": 1, "y": 2}),  # Java's trim keeps a no-break space
-    ("\U0001f512{name}\u2028{unknown}", ODD, None),
-    ("{ name}{id }", ODD, {"name": ""}),
-    ("a{b}c", None, {"b": "\x00"}),
-    ("{v}", None, {"v": -0.0}),
-    ("{v}", None, {"v": 1e-5}),
-    ("{v}", None, {"v": 2**70}),
-    ("{v}", None, {"v": -(2**63)}),
-    ("{v}", None, {"v": True}),
-    ("{v}", None, {"v": ServiceType.STATIC}),
-    ("{v}", None, {"v": []}),
-    ("{v}", None, {"v": {}}),
-    # values as Java's String.valueOf writes them: a Long, the non-finite doubles, and a
-    # list's and a map's toString (null, true, doubles inside written as Java writes them)
-    ("{v}", None, {"v": JavaLong(5)}),
-    ("{port}", replace(BARE, port=JavaLong(8080)), None),
-    ("{v}", None, {"v": float("nan")}),
-    ("{v}/{w}", None, {"v": float("inf"), "w": float("-inf")}),
-    ("{v}", None, {"v": [1, "a", None, True, 1.5, 1e20]}),
-    ("{v}", None, {"v": {"a": 1, "b": None, "c": [False]}}),
-    ("{v}", None, {"v": [[1, 2], {"k": "v"}]}),
-]
-
-
-def java_build(
-    template: str, one: ServiceInstance | None, variables: dict[str, object] | None
-) -> str:
-    java_variables = jclass("java.util.HashMap")()
-    for key, value in (variables or {}).items():
-        java_variables.put(key, None if value is None else to_java_value(value))
-    spec = discovery_class("UriSpec")(template)
-    return str(spec.build(None if one is None else to_java_instance(one), java_variables))
-
-
-def to_java_value(value: object) -> Any:
-    """``value`` as the Java value a Java caller would put in the variables."""
-    if isinstance(value, ServiceType):
-        return discovery_class("ServiceType").valueOf(value.value)
-    return to_java_payload(value)
-
-
-@pytest.mark.parametrize(
-    ("template", "one", "variables"), BUILDS, ids=[f"{i}:{b[0]!r}" for i, b in enumerate(BUILDS)]
-)
-def test_a_uri_is_built_as_javas_uri_spec_builds_it(
-    template: str, one: ServiceInstance | None, variables: dict[str, object] | None
-) -> None:
-    expected = java_build(template, one, variables)
-    assert UriSpec(template).build(one, variables) == expected
-    if one is not None and variables is None:
-        java_one = to_java_instance(replace(one, uri_spec=UriSpec(template)))
-        assert replace(one, uri_spec=UriSpec(template)).build_uri_spec() == str(
-            java_one.buildUriSpec()
-        )
-
-
-# -- an instance's defaults --------------------------------------------------------------------
-
-
-def test_local_instance_has_the_defaults_of_curators_builder() -> None:
-    """``local_instance(name)`` is what ``ServiceInstance.builder().name(name).build()`` is in
-    Java: a random version-4 UUID in lower case, the same address, now in milliseconds, the
-    rest unset (DYNAMIC, enabled); the same fields make the same bytes."""
-    before = int(time.time() * 1000)
-    built = discovery_class("ServiceInstance").builder().name("billing").build()
-    ours = local_instance("billing")
-    after = int(time.time() * 1000)
-    theirs = from_java_instance(built)
-    for made in (theirs, ours):
-        assert before <= made.registration_time_utc <= after
-        assert len(made.id) == 36 and made.id.count("-") == 4 and made.id[14] == "4"
-        assert made.id == made.id.lower() and made.id[19] in "89ab"
-    assert ours.id != theirs.id
-    aligned = replace(ours, id=theirs.id, registration_time_utc=theirs.registration_time_utc)
-    assert aligned == theirs
-    for compatible in (True, False):
-        assert JsonInstanceSerializer(compatible=compatible).serialize(aligned) == bytes(
-            java_serializer(compatible=compatible).serialize(built)
-        )
-    # a bare instance is Curator's constructor with nulls: no address, nothing guessed
-    bare = ServiceInstance("billing", id="i", registration_time_utc=1)
-    java_bare = discovery_class("ServiceInstance")(
-        "billing", "i", None, None, None, None, 1, discovery_class("ServiceType").DYNAMIC, None
-    )
-    assert from_java_instance(java_bare) == bare
-
-
-# -- bytes of edge values ----------------------------------------------------------------------
-
-EDGES: dict[str, ServiceInstance] = {
-    "line separators everywhere": verified_instance(
-        name="a\u2028b\u2029", address="\u2028", payload={"\u2028k": "\u2029v"}
-    ),
-    "C1 controls, BOM, noncharacters": verified_instance(
-        payload="\x80\x9f\u00a0\u00ad\ufeff\uffff\ufffe"
-    ),
-    "DEL": verified_instance(address="\x7f", payload="\x7f"),
-    "every low control": verified_instance(payload="".join(chr(c) for c in range(0x20))),
-    "HTML and slashes": verified_instance(payload="</script>&'\"/\\"),
-    "empty strings": verified_instance(address="", payload=""),
-    "empty map": verified_instance(payload={}),
-    "empty nested": verified_instance(payload={"a": {}, "b": [], "c": [[]], "d": [{}]}),
-    "keys to escape": verified_instance(
-        payload={"": 1, '"': 2, "\n": 3, "\u00e9": 4, "\U0001f512": 5}
-    ),
-    "int ends in a map": verified_instance(
-        payload={"a": 2**31 - 1, "b": -(2**31), "c": 2**31, "d": -(2**31) - 1, "e": -(2**53)}
-    ),
-    "Integer.MAX_VALUE": verified_instance(payload=2**31 - 1),
-    "Integer.MIN_VALUE - 1": verified_instance(payload=-(2**31) - 1),
-    "negative Long": verified_instance(payload=JavaLong(-5)),
-    "double ends": verified_instance(
-        payload=[
-            5e-324,
-            1.7976931348623157e308,
-            2.2250738585072014e-308,
-            1e7,
-            9999999.999,
-            0.001,
-            0.00099,
-            123456789.0,
-            2.0,
-            -1.5,
-            1e21,
-            1e300,
-        ]
-    ),
-    "double 1.0E7": verified_instance(payload=1e7),
-    "double 0.001": verified_instance(payload=0.001),
-    "double -0.0": verified_instance(payload=-0.0),
-    "false": verified_instance(payload=False),
-    "null payload": verified_instance(payload=None),
-    "booleans and null in a list": verified_instance(payload=[True, False, None]),
-    "long name, id and address": verified_instance(
-        name="n" * 2000, id="i" * 1000, address="a" * 5000
-    ),
-    "100,000-character payload": verified_instance(payload="x" * 100_000),
-    "time -1": verified_instance(registration_time_utc=-1),
-    "time 0": verified_instance(registration_time_utc=0),
-    "time of 18 digits": verified_instance(registration_time_utc=999_999_999_999_999_999),
-    "ports 0": verified_instance(port=0, ssl_port=0),
-    "blank variables in the spec": verified_instance(uri_spec=UriSpec("{ }{}x")),
-    "non-ASCII spec": verified_instance(uri_spec=UriSpec("\u2028{\u00e9}\U0001f512")),
-    "an object's nulls": verified_instance(payload=Details(None, None, None)),
-    "an object's empties": verified_instance(payload=Details("", 0, [])),
-    "maps in lists in maps": verified_instance(payload=[{"a": [1, {"b": None}]}]),
-    "whole doubles in a map": verified_instance(payload={"x": 3.0, "y": 1e16, "z": 1.0e-7}),
-}
-
-
-@pytest.mark.parametrize("case", list(EDGES))
-def test_edge_values_are_the_same_bytes_each_way(case: str) -> None:
-    """Each side writes the bytes the other writes, in both modes, and reads the other's to
-    the same instance; Java writes back the bytes Python wrote."""
-    one = EDGES[case]
-    for compatible in (True, False):
-        ours = JsonInstanceSerializer(compatible=compatible).serialize(one)
-        theirs = bytes(java_serializer(compatible=compatible).serialize(to_java_instance(one)))
-        assert ours == theirs
-    ours = JsonInstanceSerializer(compatible=False).serialize(one)
-    read = java_serializer(compatible=False).deserialize(jbytes(ours))
-    assert from_java_instance(read, CLASSES) == one
-    assert bytes(java_serializer(compatible=False).serialize(read)) == ours
-    assert (
-        JsonInstanceSerializer(payload_classes=CLASSES, compatible=False).deserialize(ours) == one
-    )
-
-
 # -- queries -----------------------------------------------------------------------------------
 
 
 def test_a_sequential_instance_is_found_by_its_nodes_name_not_its_id_by_both(
-    curator_factory: CuratorFactory, zk: KazooClient, zk_path: str
+    curators: CuratorFactory, zk: KazooClient, zk_path: str
 ) -> None:
     """Curator's ``queryForInstance(name, id)`` reads the node ``name/id``: a
     DYNAMIC_SEQUENTIAL instance's id finds nothing, its node's name finds it (with the id it
@@ -264,7 +104,7 @@ def test_a_sequential_instance_is_found_by_its_nodes_name_not_its_id_by_both(
     base = f"{zk_path}/services"
     theirs = instance("q", service_type=ServiceType.DYNAMIC_SEQUENTIAL)
     ours = instance("r", service_type=ServiceType.DYNAMIC_SEQUENTIAL)
-    with java(curator_factory(), base) as service, python(zk, base) as mine:
+    with java(curators(), base) as service, python(zk, base) as mine:
         service.register(theirs)
         mine.register_service(ours)
         eventually(lambda: len(children(zk, f"{base}/billing")) == 2, SOON)
@@ -288,21 +128,21 @@ def test_a_sequential_instance_is_found_by_its_nodes_name_not_its_id_by_both(
 
 
 def test_services_without_instances_are_listed_alike(
-    curator_factory: CuratorFactory, zk: KazooClient, zk_path: str
+    curators: CuratorFactory, zk: KazooClient, zk_path: str
 ) -> None:
     """A base with nothing under it lists no service on both sides; a service node with no
     instance (a lasting one, as a hand or an older tool makes it) is listed by both; a
     missing base is an empty list here where Curator throws (documented)."""
     base = f"{zk_path}/services"
     zk.ensure_path(base)
-    with java(curator_factory(), base) as service, python(zk, base) as mine:
+    with java(curators(), base) as service, python(zk, base) as mine:
         assert service.query_for_names() == mine.query_for_names() == []
         for name in ("zeta", "alpha", "mid\u00e9"):
             zk.create(f"{base}/{name}")
         assert service.query_for_names() == mine.query_for_names() == ["alpha", "mid\u00e9", "zeta"]
         assert service.query_for_instances("alpha") == mine.query_for_instances("alpha") == []
     gone = f"{zk_path}/nothing"
-    with java(curator_factory(), gone) as service, python(zk, gone) as mine:
+    with java(curators(), gone) as service, python(zk, gone) as mine:
         with pytest.raises(Exception, match="NoNode"):
             service.java.queryForNames()
         assert mine.query_for_names() == []
@@ -312,7 +152,7 @@ def test_services_without_instances_are_listed_alike(
 
 
 def test_python_updates_of_every_type_are_seen_by_javas_cache_and_queries(
-    curator_factory: CuratorFactory, zk: KazooClient, zk_path: str
+    curators: CuratorFactory, zk: KazooClient, zk_path: str
 ) -> None:
     """Python registers one instance of each type and updates each: Java's cache holds each
     update, on the node the instance was registered at (a sequential one's own). Java's own
@@ -321,7 +161,7 @@ def test_python_updates_of_every_type_are_seen_by_javas_cache_and_queries(
     base = f"{zk_path}/services"
     registered = [instance(key, service_type=kind) for key, kind in TYPES.items()]
     updated = [replace(one, port=9000 + n) for n, one in enumerate(registered)]
-    with python(zk, base) as mine, java(curator_factory(), base) as found:
+    with python(zk, base) as mine, java(curators(), base) as found:
         cache = found.service_cache("billing").start()
         for one in registered:
             mine.register_service(one)
@@ -332,7 +172,7 @@ def test_python_updates_of_every_type_are_seen_by_javas_cache_and_queries(
         assert cache.wait_for(lambda held: by_id(held) == by_id(updated), SOON)
         assert sorted(children(zk, f"{base}/billing")) == sorted(nodes)  # written in place
         assert by_id(found.query_for_instances("billing")) == by_id(updated)
-        with java(curator_factory(), f"{zk_path}/java") as theirs:
+        with java(curators(), f"{zk_path}/java") as theirs:
             sequential = instance("q", service_type=ServiceType.DYNAMIC_SEQUENTIAL)
             theirs.register(sequential)
             with pytest.raises(Exception, match="NoNode"):
@@ -343,7 +183,7 @@ def test_python_updates_of_every_type_are_seen_by_javas_cache_and_queries(
 
 
 def test_each_sides_close_and_a_session_end_leave_what_the_other_then_finds_alike(
-    curator_factory: CuratorFactory,
+    curators: CuratorFactory,
     zk_client_factory: ClientFactory,
     zk: KazooClient,
     zk_path: str,
@@ -358,7 +198,7 @@ def test_each_sides_close_and_a_session_end_leave_what_the_other_then_finds_alik
         base = f"{zk_path}/{side}"
         zk.ensure_path(base)
         if side == "java":
-            curator = curator_factory()
+            curator = curators()
             writer: Any = java(curator, base).start()
             for one in registered:
                 writer.register(one)
@@ -372,13 +212,13 @@ def test_each_sides_close_and_a_session_end_leave_what_the_other_then_finds_alik
                 writer.register_service(one)
             client.stop()
             client.close()
-        with java(curator_factory(), base) as service, python(zk, base) as mine:
+        with java(curators(), base) as service, python(zk, base) as mine:
             eventually(lambda: by_id(mine.query_for_instances("billing")) == lasting, SOON)
             assert by_id(service.query_for_instances("billing")) == lasting
             for one in lasting:
                 zk.delete(f"{base}/billing/{one.id}")
     # a close removes what it registered, of every type, on both sides
-    with java(curator_factory(), f"{zk_path}/j2") as service, python(zk, f"{zk_path}/p2") as mine:
+    with java(curators(), f"{zk_path}/j2") as service, python(zk, f"{zk_path}/p2") as mine:
         for one in registered:
             service.register(one)
             mine.register_service(one)
@@ -386,81 +226,6 @@ def test_each_sides_close_and_a_session_end_leave_what_the_other_then_finds_alik
 
 
 # -- picking -----------------------------------------------------------------------------------
-
-
-class JavaPicker:
-    """One of Curator's strategies, picking from lists a Python test hands it."""
-
-    def __init__(self, strategy: Any) -> None:
-        import jpype
-
-        self.strategy = strategy
-        self._current: list[Any] = []
-        self._provider = jpype.JProxy(
-            "org.apache.curator.x.discovery.details.InstanceProvider",
-            dict={"getInstances": self._instances},
-        )
-
-    def _instances(self) -> Any:
-        listed = jclass("java.util.ArrayList")()
-        for one in self._current:
-            listed.add(one)
-        return listed
-
-    def pick(self, java_instances: list[Any]) -> str | None:
-        self._current = java_instances
-        found = self.strategy.getInstance(self._provider)
-        return None if found is None else str(found.getId())
-
-
-def strategy_class(name: str) -> Any:
-    return discovery_class(f"strategies.{name}")
-
-
-#: Lists picked from in turn: growing, shrinking, empty, and back.
-LISTS = ["abc", "abc", "abc", "ab", "ab", "abcd", "abcd", "abcd", "", "", "cd", "bcd", "bcd", "a"]
-
-
-def test_round_robin_and_sticky_pick_what_curators_pick_from_the_same_lists() -> None:
-    made = {key: ServiceInstance("svc", id=key, registration_time_utc=1) for key in "abcd"}
-    java_made = {key: to_java_instance(one) for key, one in made.items()}
-    pairs: list[tuple[Any, Any]] = [
-        (RoundRobinStrategy(), strategy_class("RoundRobinStrategy")()),
-        (
-            StickyStrategy(RoundRobinStrategy()),
-            strategy_class("StickyStrategy")(strategy_class("RoundRobinStrategy")()),
-        ),
-    ]
-    for ours, theirs in pairs:
-        picker = JavaPicker(theirs)
-        picks = []
-        for listed in LISTS:
-            mine = ours.get_instance([made[key] for key in listed])
-            picks.append(
-                ((None if mine is None else mine.id), picker.pick([java_made[k] for k in listed]))
-            )
-        assert [p for p, _ in picks] == [j for _, j in picks]
-    # Curator's sticky counts a pick from an empty list as an instance too (documented)
-    sticky = StickyStrategy(RoundRobinStrategy())
-    java_sticky = strategy_class("StickyStrategy")(strategy_class("RoundRobinStrategy")())
-    picker = JavaPicker(java_sticky)
-    for listed in ["ab", "b", "", "a"]:
-        sticky.get_instance([made[key] for key in listed])
-        picker.pick([java_made[key] for key in listed])
-    assert (sticky.instance_number, int(java_sticky.getInstanceNumber())) == (2, 3)
-
-
-def test_random_picks_only_what_is_listed_and_none_from_nothing_as_curators_does() -> None:
-    made = [ServiceInstance("svc", id=key, registration_time_utc=1) for key in "abc"]
-    picker = JavaPicker(strategy_class("RandomStrategy")())
-    ours = RandomStrategy()
-    assert ours.get_instance([]) is None and picker.pick([]) is None
-    java_made = [to_java_instance(one) for one in made]
-    for listed in (made[:1], made):
-        java_listed = java_made[: len(listed)]
-        mine = {getattr(ours.get_instance(listed), "id", None) for _ in range(60)}
-        theirs = {picker.pick(java_listed) for _ in range(60)}
-        assert mine == theirs == {one.id for one in listed}
 
 
 @contextlib.contextmanager
@@ -482,7 +247,7 @@ def java_provider(
 
 @pytest.mark.parametrize("errors", [1, 2])
 def test_an_instance_noted_down_is_left_out_and_back_as_by_curators_provider(
-    errors: int, curator_factory: CuratorFactory, zk: KazooClient, zk_path: str
+    errors: int, curators: CuratorFactory, zk: KazooClient, zk_path: str
 ) -> None:
     """Both providers of one service with the same policy (2 s, ``errors`` errors), told of
     the same errors: the instance is left out by both from the ``errors``-th error on, an
@@ -491,7 +256,7 @@ def test_an_instance_noted_down_is_left_out_and_back_as_by_curators_provider(
     purge, within half a timeout more)."""
     base = f"{zk_path}/services"
     a, b, c = (instance(key) for key in "abc")
-    with java(curator_factory(), base) as service, python(zk, base) as mine:
+    with java(curators(), base) as service, python(zk, base) as mine:
         for one in (a, b, c):
             service.register(one)
         with (
@@ -540,7 +305,7 @@ def test_an_instance_noted_down_is_left_out_and_back_as_by_curators_provider(
 
 
 def test_one_id_in_two_services_is_two_instances_here_where_curator_mixes_them_up(
-    curator_factory: CuratorFactory, zk: KazooClient, zk_path: str
+    curators: CuratorFactory, zk: KazooClient, zk_path: str
 ) -> None:
     """Curator knows its registrations by id alone: a second service registered under the
     same id is written, but unregistering it deletes the first service's node and leaves its
@@ -549,7 +314,7 @@ def test_one_id_in_two_services_is_two_instances_here_where_curator_mixes_them_u
     billing = instance("x")
     audit = replace(instance("x"), name="audit")
     java_base, python_base = f"{zk_path}/java", f"{zk_path}/python"
-    with java(curator_factory(), java_base) as theirs, python(zk, python_base) as mine:
+    with java(curators(), java_base) as theirs, python(zk, python_base) as mine:
         for base, register in ((java_base, theirs.register), (python_base, mine.register_service)):
             register(billing)
             register(audit)
@@ -572,50 +337,8 @@ def test_one_id_in_two_services_is_two_instances_here_where_curator_mixes_them_u
     assert children(zk, f"{python_base}/billing") == []
 
 
-def java_payloads() -> dict[str, Any]:
-    """Payloads of Java classes no Python class stands for, as a Java service makes them."""
-    import jpype
-
-    string_set = jclass("java.util.HashSet")()
-    string_set.add("x")
-    return {
-        "HashSet": string_set,
-        "Character": jclass("java.lang.Character")("c"),
-        "UUID": jclass("java.util.UUID").fromString("123e4567-e89b-12d3-a456-426614174000"),
-        "byte[]": jpype.JArray(jpype.JByte)(b"ab"),
-        "int[]": jpype.JArray(jpype.JInt)([1, 2]),
-        "String[]": jpype.JArray(jpype.JString)(["a"]),
-        "List.of": jclass("java.util.List").of("a"),
-        "Arrays.asList": jclass("java.util.Arrays").asList("a", "b"),
-        "an enum": discovery_class("ServiceType").STATIC,
-    }
-
-
-def test_a_payload_java_wrote_of_a_class_python_lacks_is_written_back_as_java_wrote_it() -> None:
-    """Each is read (a ``RawPayload``) and written back to the very bytes Java wrote, which
-    Java reads to a payload equal to its own."""
-    template = to_java_instance(verified_instance())
-    for label, payload in java_payloads().items():
-        built = discovery_class("ServiceInstance")(
-            template.getName(),
-            template.getId(),
-            template.getAddress(),
-            template.getPort(),
-            None,
-            payload,
-            template.getRegistrationTimeUTC(),
-            template.getServiceType(),
-            template.getUriSpec(),
-        )
-        written = bytes(java_serializer().serialize(built))
-        again = JsonInstanceSerializer().serialize(JsonInstanceSerializer().deserialize(written))
-        assert again == written, label
-        read = java_serializer().deserialize(jbytes(again)).getPayload()
-        assert jclass("java.util.Objects").deepEquals(read, payload), label
-
-
 def test_an_update_puts_the_instance_back_over_an_operators_write_as_javas_does(
-    curator_factory: CuratorFactory, zk: KazooClient, zk_path: str
+    curators: CuratorFactory, zk: KazooClient, zk_path: str
 ) -> None:
     """An operator drains an instance (writes ``"enabled":false`` to its node); the service
     then updates its instance unchanged, to serve again: Curator's ``updateService`` writes
@@ -623,7 +346,7 @@ def test_an_update_puts_the_instance_back_over_an_operators_write_as_javas_does(
     node's watch is heard, as well as later)."""
     drained = JsonInstanceSerializer(compatible=False).serialize(instance("a", enabled=False))
     with (
-        java(curator_factory(), f"{zk_path}/java") as theirs,
+        java(curators(), f"{zk_path}/java") as theirs,
         python(zk, f"{zk_path}/python") as mine,
     ):
         for side, register, update in (
