@@ -7,18 +7,31 @@ it."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoChildrenForEphemeralsError
 
-from pycurator import CacheOption, CuratorCache, CuratorCacheListener, GroupMember
+from pycurator import (
+    CacheOption,
+    CreateMode,
+    CuratorCache,
+    CuratorCacheListener,
+    GroupMember,
+    PersistentNode,
+)
 from pycurator.testing import (
     SOON,
     ClientFactory,
     JavaCuratorCache,
     JavaGroupMember,
+    JavaPersistentNode,
+    children,
+    created_modes,
     eventually,
     jclass,
     session_of,
@@ -26,10 +39,13 @@ from pycurator.testing import (
 from pycurator.testing._java_calls import (
     CURATOR_RECIPES,
     java_bytes,
+    java_mode,
     proxy,
     python_bytes,
     recipe_class,
 )
+from pycurator.testing._txnlog import creations
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .conftest import CuratorFactory
 from .test_cache_interop import server_tree
@@ -474,3 +490,151 @@ def test_a_java_and_a_python_member_of_one_id_share_its_node_and_keep_it(
     finally:
         for member in members.values():
             member.close()
+
+
+# -- PersistentNode -----------------------------------------------------------------------------
+
+#: A protected name's UUID, as Curator writes it.
+UUID = re.compile(r"_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-")
+NODE_TTL = 30.0
+
+
+def java_node(curator: Any, path: str, mode: CreateMode, data: bytes, protected: bool) -> Any:
+    """A Java ``PersistentNode`` in ``mode`` (a TTL mode with :data:`NODE_TTL`)."""
+    node = JavaPersistentNode(curator, path, mode.name, data, protected)
+    if mode.is_ttl:  # Curator's longest constructor (the kit's peer has no ttl)
+        node.java = recipe_class("nodes.PersistentNode")(
+            curator,
+            java_mode(mode.name),
+            protected,
+            path,
+            java_bytes(data),
+            int(NODE_TTL * 1000),
+            True,
+        )
+    return node
+
+
+def _made_under(server_log: Path, parent: str) -> list[tuple[str, str, float | None]]:
+    """Every creation below ``parent`` (oldest first): its name (a protected name's UUID as
+    ``_c_UUID-``), mode and ttl."""
+    return [
+        (UUID.sub("_c_UUID-", made.path[len(parent) + 1 :]), made.mode, made.ttl)
+        for made in creations(server_log)
+        if made.path.startswith(parent + "/")
+    ]
+
+
+MODES = [
+    (CreateMode.EPHEMERAL, False),
+    (CreateMode.EPHEMERAL, True),
+    (CreateMode.EPHEMERAL_SEQUENTIAL, False),
+    (CreateMode.EPHEMERAL_SEQUENTIAL, True),
+    (CreateMode.PERSISTENT, False),
+    (CreateMode.PERSISTENT, True),
+    (CreateMode.PERSISTENT_SEQUENTIAL, False),
+    (CreateMode.PERSISTENT_SEQUENTIAL, True),
+    (CreateMode.CONTAINER, False),
+    (CreateMode.PERSISTENT_WITH_TTL, False),
+    (CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL, True),
+]
+
+
+@pytest.mark.parametrize(
+    ("mode", "protected"),
+    MODES,
+    ids=[f"{mode.name.lower()}{'-protected' if protected else ''}" for mode, protected in MODES],
+)
+def test_a_node_of_each_mode_lives_as_javas_does(
+    mode: CreateMode,
+    protected: bool,
+    curator: Any,
+    zk_client_factory: ClientFactory,
+    zk: KazooClient,
+    zk_path: str,
+    zk_server: ZooKeeperTarget,
+) -> None:
+    """A Java and a Python PersistentNode of one mode, each under a parent of its own: the same
+    name, the same creations (mode and ttl, the parent a container); data each sets read by
+    the other; data the other side writes over is not written back, but a node the other side
+    deletes comes back, twice, under its name with its keeper's latest data; gone once
+    closed."""
+    if zk_server.local is None:
+        pytest.skip("the create modes are read from the local server's transaction log")
+    client = zk_client_factory()
+    java = java_node(curator, f"{zk_path}/java/node", mode, b"j", protected)
+    ttl = NODE_TTL if mode.is_ttl else None
+    python = PersistentNode(client, f"{zk_path}/python/node", mode, b"p", protected, ttl=ttl)
+    with java, python:
+        java.start()
+        assert java.wait_for_initial_create(SOON) and python.wait_for_initial_create(SOON)
+        paths = {"java": java.actual_path, "python": python.actual_path}
+        names = {
+            side: UUID.sub("_c_UUID-", str(path).rsplit("/", 1)[1]) for side, path in paths.items()
+        }
+        assert names["java"] == names["python"], names
+        java.set_data(b"j2")
+        python.set_data(b"p2")
+        eventually(lambda: zk.get(str(paths["java"]))[0] == b"j2", what="Java's data read")
+        eventually(
+            lambda: bytes(curator.getData().forPath(paths["python"])) == b"p2",
+            what="Python's data read by Java",
+        )
+        zk.set(str(paths["java"]), b"theirs")
+        curator.setData().forPath(paths["python"], java_bytes(b"theirs"))
+        assert (java.get_data(), python.get_data()) == (b"j2", b"p2")
+        for _ in range(2):
+            zk.delete(str(paths["java"]))
+            curator.delete().forPath(paths["python"])
+            for side, data in (("java", b"j2"), ("python", b"p2")):
+                eventually(
+                    lambda path=paths[side], data=data: (  # type: ignore[misc]
+                        zk.exists(path) is not None and zk.get(path)[0] == data
+                    ),
+                    what=f"{side}'s node made again with its data",
+                )
+        assert {"java": java.actual_path, "python": python.actual_path} == paths
+        assert zk.get_children(f"{zk_path}/java") == [str(paths["java"]).rsplit("/", 1)[1]]
+        assert zk.get_children(f"{zk_path}/python") == [str(paths["python"]).rsplit("/", 1)[1]]
+        made = {
+            side: _made_under(zk_server.local.data_dir, f"{zk_path}/{side}")
+            for side in ("java", "python")
+        }
+        assert made["java"] == made["python"]
+        parents = created_modes(zk_server.local.data_dir, zk_path)
+        assert parents[f"{zk_path}/java"].mode == parents[f"{zk_path}/python"].mode == "CONTAINER"
+    for side in ("java", "python"):
+        eventually(
+            lambda side=side: children(zk, f"{zk_path}/{side}") == [],  # type: ignore[misc]
+            what=f"{side}'s node deleted on close",
+        )
+
+
+def test_a_node_under_an_ephemeral_parent_is_made_once_the_parent_goes(
+    curator: Any,
+    curator_factory: CuratorFactory,
+    zk_client_factory: ClientFactory,
+    zk: KazooClient,
+    zk_path: str,
+) -> None:
+    """A node whose parent is ephemeral cannot be made (ZooKeeper refuses children of an
+    ephemeral node): Curator's wait gives False, ours raises the server's refusal. Once that
+    parent's session ends, Curator's node is made (it keeps trying), and so must ours be: a
+    kept node exists while started and connected once nothing stands in its way."""
+    owner = curator_factory()
+    ephemeral = jclass("org.apache.zookeeper.CreateMode").EPHEMERAL
+    zk.ensure_path(zk_path)
+    for side in ("java", "python"):
+        owner.create().withMode(ephemeral).forPath(f"{zk_path}/{side}", java_bytes(b""))
+    java = JavaPersistentNode(curator, f"{zk_path}/java/node", "EPHEMERAL", b"j")
+    client = zk_client_factory()
+    python = PersistentNode(client, f"{zk_path}/python/node", CreateMode.EPHEMERAL, b"p")
+    with java, python:
+        java.start()
+        assert not java.wait_for_initial_create(1.0)
+        with pytest.raises(NoChildrenForEphemeralsError):
+            python.wait_for_initial_create(SOON)
+        owner.close()
+        assert java.wait_for_initial_create(SOON)
+        eventually(lambda: zk.exists(f"{zk_path}/python/node") is not None, what="ours made")
+        assert python.wait_for_initial_create(SOON)
