@@ -23,15 +23,19 @@ from pycurator import (
     CuratorCacheListener,
     GroupMember,
     PersistentNode,
+    PersistentTtlNode,
 )
 from pycurator.testing import (
     SOON,
     ClientFactory,
+    FaultProxy,
     JavaCuratorCache,
     JavaGroupMember,
     JavaPersistentNode,
+    JavaPersistentTtlNode,
     children,
     created_modes,
+    curator_client,
     eventually,
     jclass,
     session_of,
@@ -638,3 +642,108 @@ def test_a_node_under_an_ephemeral_parent_is_made_once_the_parent_goes(
         assert java.wait_for_initial_create(SOON)
         eventually(lambda: zk.exists(f"{zk_path}/python/node") is not None, what="ours made")
         assert python.wait_for_initial_create(SOON)
+
+
+def test_after_a_reconnect_both_give_their_node_their_data_again(
+    zk_server: ZooKeeperTarget,
+    zk_client_factory: ClientFactory,
+    zk: KazooClient,
+    zk_path: str,
+) -> None:
+    """Data written over a kept node by someone else stays until the keeper's connection is
+    dropped: back, Curator's node (on RECONNECTED) and ours find their node there and write
+    their data again."""
+    with (
+        FaultProxy(zk_server.hosts.split(",")[0]) as fault,
+        curator_client(fault.hosts, session_timeout_ms=30_000) as curator,
+    ):
+        client = zk_client_factory(hosts=fault.hosts, timeout=30.0)
+        java = JavaPersistentNode(curator, f"{zk_path}/java", "EPHEMERAL", b"j")
+        python = PersistentNode(client, f"{zk_path}/python", CreateMode.EPHEMERAL, b"p")
+        with java, python:
+            java.start()
+            assert java.wait_for_initial_create(SOON) and python.wait_for_initial_create(SOON)
+            for side in ("java", "python"):
+                zk.set(f"{zk_path}/{side}", b"theirs")
+            sessions = (session_of(curator)[0], client.client_id[0])
+            fault.drop_connections()
+            for side, data in (("java", b"j"), ("python", b"p")):
+                eventually(
+                    lambda side=side, data=data: zk.get(f"{zk_path}/{side}")[0] == data,  # type: ignore[misc]
+                    what=f"{side}'s data written again",
+                )
+            assert (session_of(curator)[0], client.client_id[0]) == sessions
+
+
+@pytest.mark.parametrize(
+    ("mode", "protected"),
+    [(CreateMode.EPHEMERAL, False), (CreateMode.PERSISTENT_SEQUENTIAL, True)],
+    ids=["ephemeral", "persistent-sequential-protected"],
+)
+def test_a_node_whose_parents_the_other_side_deletes_comes_back_with_them(
+    mode: CreateMode,
+    protected: bool,
+    curator: Any,
+    zk_client_factory: ClientFactory,
+    zk: KazooClient,
+    zk_path: str,
+) -> None:
+    """The other side deletes the subtree a kept node is in (in one transaction): its parents
+    are made again and the node under its name, by Java's and by ours alike."""
+    java = java_node(curator, f"{zk_path}/java/a/b/node", mode, b"j", protected)
+    python = PersistentNode(
+        zk_client_factory(), f"{zk_path}/python/a/b/node", mode, b"p", protected
+    )
+    with java, python:
+        java.start()
+        assert java.wait_for_initial_create(SOON) and python.wait_for_initial_create(SOON)
+        paths = {"java": str(java.actual_path), "python": str(python.actual_path)}
+        for side, transaction in (("python", JavaTransaction(curator)), ("java", zk.transaction())):
+            for path in (paths[side], f"{zk_path}/{side}/a/b", f"{zk_path}/{side}/a"):
+                transaction.delete(path)  # at once: a keeper makes its node again at once
+            transaction.commit()
+        for side, data in (("java", b"j"), ("python", b"p")):
+            eventually(
+                lambda path=paths[side], data=data: (  # type: ignore[misc]
+                    zk.exists(path) is not None and zk.get(path)[0] == data
+                ),
+                what=f"{side}'s node made again",
+            )
+        assert {"java": java.actual_path, "python": python.actual_path} == paths
+
+
+# -- PersistentTtlNode --------------------------------------------------------------------------
+
+
+def test_a_ttl_node_the_other_side_deletes_comes_back_with_its_touch(
+    curator: Any, zk_client_factory: ClientFactory, zk: KazooClient, zk_path: str
+) -> None:
+    """A Java and a Python PersistentTtlNode, each deleted (with its touch child) by the other
+    side: each makes its node again with its latest data, and its touch child again within a
+    touch period."""
+    ttl = 1.0
+    java = JavaPersistentTtlNode(curator, f"{zk_path}/java", ttl, b"j")
+    python = PersistentTtlNode(zk_client_factory(), f"{zk_path}/python", ttl, b"p")
+    with java, python:
+        java.start()
+        assert java.wait_for_initial_create(SOON) and python.wait_for_initial_create(SOON)
+        java.set_data(b"j2")
+        python.set_data(b"p2")
+        for side in ("java", "python"):
+            eventually(
+                lambda side=side: zk.exists(f"{zk_path}/{side}/touch") is not None,  # type: ignore[misc]
+                what=f"{side} touched",
+            )
+        for side, transaction in (("python", JavaTransaction(curator)), ("java", zk.transaction())):
+            transaction.delete(f"{zk_path}/{side}/touch")  # at once: a touch may come between
+            transaction.delete(f"{zk_path}/{side}")
+            transaction.commit()
+        for side, data in (("java", b"j2"), ("python", b"p2")):
+            eventually(
+                lambda side=side, data=data: (  # type: ignore[misc]
+                    zk.exists(f"{zk_path}/{side}/touch") is not None
+                    and zk.get(f"{zk_path}/{side}")[0] == data
+                ),
+                what=f"{side}'s node and touch made again",
+            )
+            assert zk.get_children(f"{zk_path}/{side}") == ["touch"]
