@@ -529,6 +529,14 @@ def _made_under(server_log: Path, parent: str) -> list[tuple[str, str, float | N
     ]
 
 
+def made_again_with(zk: KazooClient, path: object, data: bytes) -> None:
+    """Wait until the node at ``path`` exists with ``data``."""
+    eventually(
+        lambda: zk.exists(str(path)) is not None and zk.get(str(path))[0] == data,
+        what=f"{path} made again with {data!r}",
+    )
+
+
 MODES = [
     (CreateMode.EPHEMERAL, False),
     (CreateMode.EPHEMERAL, True),
@@ -590,13 +598,8 @@ def test_a_node_of_each_mode_lives_as_javas_does(
         for _ in range(2):
             zk.delete(str(paths["java"]))
             curator.delete().forPath(paths["python"])
-            for side, data in (("java", b"j2"), ("python", b"p2")):
-                eventually(
-                    lambda path=paths[side], data=data: (  # type: ignore[misc]
-                        zk.exists(path) is not None and zk.get(path)[0] == data
-                    ),
-                    what=f"{side}'s node made again with its data",
-                )
+            made_again_with(zk, paths["java"], b"j2")
+            made_again_with(zk, paths["python"], b"p2")
         assert {"java": java.actual_path, "python": python.actual_path} == paths
         assert zk.get_children(f"{zk_path}/java") == [str(paths["java"]).rsplit("/", 1)[1]]
         assert zk.get_children(f"{zk_path}/python") == [str(paths["python"]).rsplit("/", 1)[1]]
@@ -702,13 +705,8 @@ def test_a_node_whose_parents_the_other_side_deletes_comes_back_with_them(
             for path in (paths[side], f"{zk_path}/{side}/a/b", f"{zk_path}/{side}/a"):
                 transaction.delete(path)  # at once: a keeper makes its node again at once
             transaction.commit()
-        for side, data in (("java", b"j"), ("python", b"p")):
-            eventually(
-                lambda path=paths[side], data=data: (  # type: ignore[misc]
-                    zk.exists(path) is not None and zk.get(path)[0] == data
-                ),
-                what=f"{side}'s node made again",
-            )
+        made_again_with(zk, paths["java"], b"j")
+        made_again_with(zk, paths["python"], b"p")
         assert {"java": java.actual_path, "python": python.actual_path} == paths
 
 
