@@ -8,7 +8,7 @@ it."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,18 @@ Event = tuple[str, str, bytes | None, bytes | None]
 # -- CuratorCache -------------------------------------------------------------------------------
 
 
+def settle(zk: KazooClient, root: str, *caches: Iterable[Any]) -> None:
+    """Wait until each cache (Python's or Java's) holds what the server holds at or below
+    ``root`` (each node's data and version): every write made so far has been told."""
+
+    def same() -> bool:
+        tree = server_tree(zk, root)
+        return all({node.path: (node.data, node.stat.version) for node in cache} == tree
+                   for cache in caches)  # fmt: skip
+
+    eventually(same, what="the caches hold what the server holds")
+
+
 class Caches:
     """A started Python and Java cache of one tree, each recording what its listener is told."""
 
@@ -86,15 +98,8 @@ class Caches:
         self._from = (len(self.heard.items), len(self.java.events))
 
     def settle(self) -> None:
-        """Wait until both hold what the server holds (data, and stat)."""
-
-        def same() -> bool:
-            tree = server_tree(self.zk, self.root)
-            ours = {node.path: (node.data, node.stat.version) for node in self.python}
-            theirs = {node.path: (node.data, node.stat.version) for node in self.java}
-            return tree == ours == theirs
-
-        eventually(same, what="both caches hold what the server holds")
+        """Wait until both hold what the server holds."""
+        settle(self.zk, self.root, self.python, self.java)
 
     def told(self, count: int) -> tuple[list[Event], list[Event]]:
         """The events each side told since :meth:`mark`, once each told ``count``."""
@@ -330,7 +335,7 @@ def test_a_built_listener_of_each_kind_is_told_what_javas_is(
     assert python.wait_initialized(SOON) and java.initialized.wait(SOON)
     for write in writes:
         write()
-        eventually(lambda: len(ours.items) == len(theirs.items), what="both told as much")
+        settle(zk, root, python, java)
     expected = [
         ("initialized",),
         ("creates", (f"{root}/b", b"b")),
@@ -499,7 +504,9 @@ def test_a_java_and_a_python_member_of_one_id_share_its_node_and_keep_it(
 # -- PersistentNode -----------------------------------------------------------------------------
 
 #: A protected name's UUID, as Curator writes it.
-UUID = re.compile(r"_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-")
+PROTECTED_UUID = re.compile(
+    r"_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-"
+)
 NODE_TTL = 30.0
 
 
@@ -523,7 +530,7 @@ def _made_under(server_log: Path, parent: str) -> list[tuple[str, str, float | N
     """Every creation below ``parent`` (oldest first): its name (a protected name's UUID as
     ``_c_UUID-``), mode and ttl."""
     return [
-        (UUID.sub("_c_UUID-", made.path[len(parent) + 1 :]), made.mode, made.ttl)
+        (PROTECTED_UUID.sub("_c_UUID-", made.path[len(parent) + 1 :]), made.mode, made.ttl)
         for made in creations(server_log)
         if made.path.startswith(parent + "/")
     ]
@@ -582,7 +589,8 @@ def test_a_node_of_each_mode_lives_as_javas_does(
         assert java.wait_for_initial_create(SOON) and python.wait_for_initial_create(SOON)
         paths = {"java": java.actual_path, "python": python.actual_path}
         names = {
-            side: UUID.sub("_c_UUID-", str(path).rsplit("/", 1)[1]) for side, path in paths.items()
+            side: PROTECTED_UUID.sub("_c_UUID-", str(path).rsplit("/", 1)[1])
+            for side, path in paths.items()
         }
         assert names["java"] == names["python"], names
         java.set_data(b"j2")
