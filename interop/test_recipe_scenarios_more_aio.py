@@ -2,7 +2,7 @@
 does (5.4 and 5.9 alike): a cache's ``async for`` stream told what Java's cache is told for
 writes of both sides, transactions among them; group members of both sides seen alike; kept
 nodes deleted by Java made again under their names; an asyncio PersistentTtlNode's pair read
-by Java."""
+by Java and kept by Java's."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from pycurator.testing import (
     JavaCuratorCache,
     JavaGroupMember,
     JavaPersistentNode,
+    JavaPersistentTtlNode,
     eventually,
     java_local_address,
 )
@@ -195,3 +196,43 @@ def test_asyncio_and_java_sequential_nodes_are_made_again_under_their_names(
     with java:
         asyncio.run(main())
     eventually(lambda: zk.get_children(f"{zk_path}/seq") == [], what="both deleted on close")
+
+
+def test_an_asyncio_ttl_nodes_pair_is_read_by_java_and_kept_by_javas_after_it_closes(
+    curator: Any, zk_client_factory: ClientFactory, zk: KazooClient, zk_path: str
+) -> None:
+    """Java reads an asyncio PersistentTtlNode's data (as set last) and its touch child (the
+    host's address, as Curator writes it); a Java PersistentTtlNode of the path keeps the pair
+    once the asyncio one closes, past the TTL; once both are closed, the server reaps it."""
+    path, ttl = f"{zk_path}/node", 1.0
+    java = JavaPersistentTtlNode(curator, path, ttl, b"java")
+
+    async def main() -> None:
+        node = aio.PersistentTtlNode(zk_client_factory(), path, ttl, b"python")
+        await node.start()
+        try:
+            assert await node.wait_for_initial_create(SOON)
+            node.set_data(b"python 2")
+            await in_java(eventually, lambda: bytes(curator.getData().forPath(path)) == b"python 2")
+            touch = f"{path}/touch"
+            await in_java(eventually, lambda: curator.checkExists().forPath(touch) is not None)
+            assert bytes(curator.getData().forPath(touch)) == java_local_address()
+            await in_java(java.start)
+            assert await in_java(java.wait_for_initial_create, SOON)
+        finally:
+            await node.close()
+
+    with java:
+        asyncio.run(main())
+        first = zk.exists(f"{path}/touch")
+        assert first is not None
+        eventually(
+            lambda: (
+                (stat := zk.exists(f"{path}/touch")) is not None
+                and stat.mtime > first.mtime
+                and stat.mtime - first.mtime > ttl * 1000
+            ),
+            what="touched by Java past the TTL",
+        )
+        assert zk.get(path)[0] == b"java"  # Java's node found there: given its data
+    eventually(lambda: zk.exists(path) is None, what="the pair reaped once both are closed")
