@@ -25,6 +25,7 @@ from pycurator import (
     PersistentNode,
     PersistentTtlNode,
 )
+from pycurator._protocol.cache import compress
 from pycurator.testing import (
     SOON,
     ClientFactory,
@@ -753,3 +754,41 @@ def test_a_ttl_node_the_other_side_deletes_comes_back_with_its_touch(
                 what=f"{side}'s node and touch made again",
             )
             assert zk.get_children(f"{zk_path}/{side}") == ["touch"]
+
+
+def test_compressed_empty_data_of_either_side_is_told_empty_by_both(
+    zk: KazooClient, curator: Any, zk_path: str, closing: list[Any]
+) -> None:
+    """COMPRESSED_DATA caches and empty data compressed by either side (Curator writes a gzip
+    of its own for it): both tell b"" for each, and for each change to and from it."""
+    root = f"{zk_path}/gz"
+    zk.create(root, compress(b"r"), makepath=True)
+    caches = Caches(zk, curator, root, closing, CacheOption.COMPRESSED_DATA)
+    writes: list[Callable[[], object]] = [
+        lambda: curator.create().compressed().forPath(f"{root}/java", java_bytes(b"")),
+        lambda: zk.create(f"{root}/python", compress(b"")),
+        lambda: curator.setData().compressed().forPath(f"{root}/python", java_bytes(b"x")),
+        lambda: zk.set(f"{root}/java", compress(b"y")),
+        lambda: zk.set(f"{root}/python", compress(b"")),
+        lambda: curator.setData().compressed().forPath(f"{root}/java", java_bytes(b"")),
+    ]
+    for write in writes:
+        write()
+        eventually(
+            lambda: all(
+                {node.path: node.stat.version for node in cache}
+                == {path: version for path, (_, version) in server_tree(zk, root).items()}
+                for cache in (caches.python, caches.java)
+            ),
+            what="both caches hold every node at its version",
+        )
+    ours, theirs = caches.told(6)
+    assert ours == theirs
+    assert ours == [
+        ("NODE_CREATED", f"{root}/java", None, b""),
+        ("NODE_CREATED", f"{root}/python", None, b""),
+        ("NODE_CHANGED", f"{root}/python", b"", b"x"),
+        ("NODE_CHANGED", f"{root}/java", b"", b"y"),
+        ("NODE_CHANGED", f"{root}/python", b"x", b""),
+        ("NODE_CHANGED", f"{root}/java", b"y", b""),
+    ]
