@@ -461,6 +461,34 @@ def test_what_else_the_group_holds_is_read_alike(
         eventually(lambda: python.get_current_members() == expected, what="Python sees null")
 
 
+def test_a_group_deleted_whole_is_made_again_with_its_members(
+    curator: Any, zk_client_factory: ClientFactory, zk: KazooClient, zk_path: str
+) -> None:
+    """The group's node and its members deleted in one transaction: each side's member makes
+    its node again (and the group's), and both see both again."""
+    group = f"{zk_path}/group"
+    java = JavaGroupMember(curator, group, "java", b"j")
+    python = GroupMember(zk_client_factory(), group, "python", b"p")
+    with java, python:
+        java.start()
+        everyone = {"java": b"j", "python": b"p"}
+        eventually(
+            lambda: java.get_current_members() == python.get_current_members() == everyone,
+            what="both see both",
+        )
+        transaction = zk.transaction()
+        for path in (f"{group}/java", f"{group}/python", group):
+            transaction.delete(path)
+        assert transaction.commit() == [True, True, True]
+        eventually(
+            lambda: sorted(children(zk, group)) == ["java", "python"], what="both made again"
+        )
+        eventually(
+            lambda: java.get_current_members() == python.get_current_members() == everyone,
+            what="both see both again",
+        )
+
+
 @pytest.mark.parametrize("first", ["java", "python"])
 def test_a_java_and_a_python_member_of_one_id_share_its_node_and_keep_it(
     first: str, curator: Any, zk_client_factory: ClientFactory, zk: KazooClient, zk_path: str
