@@ -28,7 +28,8 @@ from pycurator.testing._java_calls import java_bytes
 
 from .conftest import CuratorFactory
 from .test_recipe_scenarios import _event_of
-from .test_recipe_scenarios_more import PROTECTED_UUID, JavaTransaction, made_again_with, settle
+from .test_recipe_scenarios_more import JavaTransaction, settle
+from .test_recipe_scenarios_more_nodes import PROTECTED_UUID, made_again_with
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
