@@ -443,3 +443,38 @@ def test_a_ttl_node_the_other_side_deletes_comes_back_with_its_touch(
                 what=f"{side}'s node and touch made again",
             )
             assert zk.get_children(f"{zk_path}/{side}") == ["touch"]
+
+
+def test_before_start_and_after_close_a_node_answers_as_javas_does(
+    curator: Any, zk_client_factory: ClientFactory, zk: KazooClient, zk_path: str
+) -> None:
+    """Waiting for the first create before start, or after close, is refused on both sides
+    (Curator: "Not started"); once closed, the node's path is None and its data the last set.
+    Data given before the first create: Curator refuses it ("initial create has not been
+    processed"), ours makes the node with it."""
+    java = JavaPersistentNode(curator, f"{zk_path}/java", "EPHEMERAL", b"j")
+    python = PersistentNode(zk_client_factory(), f"{zk_path}/python", CreateMode.EPHEMERAL, b"p")
+    with pytest.raises(Exception, match="Not started"):
+        java.wait_for_initial_create(0)
+    with pytest.raises(RuntimeError, match="Not started"):
+        python.wait_for_initial_create(0)
+    with pytest.raises(Exception, match="initial create has not been processed"):
+        java.set_data(b"j0")
+    python.set_data(b"p0")
+    with java:
+        java.start()
+        python.start()
+        assert java.wait_for_initial_create(SOON) and python.wait_for_initial_create(SOON)
+        assert zk.get(f"{zk_path}/python")[0] == b"p0"
+        java.set_data(b"j1")
+        python.set_data(b"p1")
+        java.close()
+        python.close()
+        for node, data in ((java, b"j1"), (python, b"p1")):
+            assert node.actual_path is None
+            assert node.get_data() == data
+        with pytest.raises(Exception, match="Not started"):
+            java.java.waitForInitialCreate(0, jclass("java.util.concurrent.TimeUnit").SECONDS)
+        with pytest.raises(RuntimeError, match="Not started"):
+            python.wait_for_initial_create(0)
+    assert children(zk, zk_path) == []
