@@ -196,6 +196,23 @@ def test_a_node_under_an_ephemeral_one_is_refused_by_the_wait(
     assert zk.get_children(zk_path) == []
 
 
+def test_a_node_under_an_ephemeral_one_is_made_once_that_ones_session_ends(
+    zk_client_factory: ClientFactory, zk: KazooClient, zk_path: str
+) -> None:
+    """No news tells that an ephemeral parent went with its session: the node tries again on
+    a timer meanwhile (as Curator's, which tries again at once), and is made then."""
+    owner = zk_client_factory()
+    zk.ensure_path(zk_path)
+    owner.create(f"{zk_path}/parent", ephemeral=True)
+    node = PersistentNode(zk_client_factory(), f"{zk_path}/parent/n", CreateMode.EPHEMERAL)
+    with node:
+        with pytest.raises(NoChildrenForEphemeralsError):
+            node.wait_for_initial_create(SOON)
+        owner.stop()
+        eventually(lambda: zk.exists(f"{zk_path}/parent/n") is not None, what="made")
+        assert node.wait_for_initial_create(SOON)
+
+
 def test_a_stopped_client_ends_the_node_and_a_persistent_one_stays(
     zk_client_factory: ClientFactory, zk: KazooClient, zk_path: str
 ) -> None:

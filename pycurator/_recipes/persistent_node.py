@@ -22,8 +22,9 @@ What Curator got wrong and these steps do not:
 A lost connection is ridden through. An error no retry fixes
 (:data:`~pycurator._protocol.errors.UNFIXABLE`: ``NoAuthError``, a server without TTL nodes...)
 is logged once and kept in :attr:`Keeper.failed` until the next success; the steps try again on
-the next news (a state change, a watch, new data), not on a timer. Any other error is logged and
-tried again a second later.
+the next news (a state change, a watch, new data), not on a timer, but for a parent that is
+ephemeral (``NoChildrenForEphemeralsError``): it goes with its session, which no news tells,
+so that one is tried again a second later (Curator tries again at once), as any other error.
 
 The steps run on either runner: kazoo's callbacks for the threaded recipe (so a kept node costs a
 watch, never a thread), or a task on the event loop for :mod:`pycurator.aio`.
@@ -40,6 +41,7 @@ from kazoo.exceptions import (
     ConnectionClosedError,
     ConnectionLoss,
     KazooException,
+    NoChildrenForEphemeralsError,
     NodeExistsError,
     NoNodeError,
     OperationTimeoutError,
@@ -204,7 +206,9 @@ class Keeper:
                     log.error("kept node %s: %r; tried again on the next news", self.base_path, exc)
                 self.failed = self.error = self._reported = exc
                 self._news()
-                yield WaitSignal(wake, None)
+                # an ephemeral parent goes with its session, and no news tells it
+                again = ERROR_RETRY_DELAY if isinstance(exc, NoChildrenForEphemeralsError) else None
+                yield WaitSignal(wake, again)
                 continue
             except Exception as exc:
                 level = logging.DEBUG if type(exc) is type(self.error) else logging.ERROR

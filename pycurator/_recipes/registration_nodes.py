@@ -75,12 +75,10 @@ class Pending(NamedTuple):
 
 
 class Keeping(NamedTuple):
-    """How a registrar keeps its nodes: under ``base_path``; with ``watch`` set on each node
-    it makes, so that it hears of the node deleted or changed by another (a watcher that keeps
-    the :func:`~pycurator._protocol.transport.runs_inline` contract: it is also called where
-    the answer of the request that set it is read); and ``adopt``, how
-    data another wrote to a node is read as its instance (Curator's ``watchInstances``), or
-    None to leave that data be until the next reconnect writes ours back."""
+    """How a registrar keeps its nodes: under ``base_path``; ``watch`` (a watcher that keeps
+    the ``runs_inline`` contract) set on each node it makes, to hear of it deleted or changed by
+    another; ``adopt``, how data another wrote is read as its instance (Curator's
+    ``watchInstances``), or None to leave it be until the next reconnect writes ours back."""
 
     base_path: str
     watch: Watch
