@@ -9,7 +9,6 @@ operator's write. (The values, without ZooKeeper: test_discovery_values_interop.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -35,56 +34,12 @@ from pycurator.testing import (
     jclass,
     to_java_instance,
 )
-from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from tests.support import SOON
 
 from .test_discovery_interop import instance, java, python
 from .test_discovery_scenarios import TYPES
 
 pytestmark = pytest.mark.usefixtures("java_payload_classes", "no_orphans")
-
-
-@pytest.fixture
-def curators(zk_server: ZooKeeperTarget) -> Iterator[CuratorFactory]:
-    """Makes started Curator clients whose CONNECTED has been told to their listeners: a
-    discovery started on one then never hears it, so Curator's re-registration at CONNECTED
-    (each node deleted and made again, a sequential instance given another node) cannot
-    race a scenario. Closed afterwards."""
-    import jpype
-
-    made: list[Any] = []
-
-    def make(**_: Any) -> Any:
-        told = threading.Event()
-
-        def changed(_client: Any, state: Any) -> None:
-            if str(state.name()) == "CONNECTED":
-                told.set()
-
-        retry = jclass("org.apache.curator.retry.ExponentialBackoffRetry")(100, 10)
-        client = (
-            jclass("org.apache.curator.framework.CuratorFrameworkFactory")
-            .builder()
-            .connectString(zk_server.hosts)
-            .sessionTimeoutMs(10_000)
-            .retryPolicy(retry)
-            .ensembleTracker(False)
-            .build()
-        )
-        listener = jpype.JProxy(
-            "org.apache.curator.framework.state.ConnectionStateListener",
-            dict={"stateChanged": changed},
-        )
-        client.getConnectionStateListenable().addListener(listener)
-        made.append(client)
-        client.start()
-        assert told.wait(SOON), "Curator did not connect"
-        client.getConnectionStateListenable().removeListener(listener)
-        return client
-
-    yield make
-    for client in reversed(made):
-        client.close()
 
 
 def by_id(instances: Sequence[ServiceInstance]) -> list[ServiceInstance]:
@@ -95,7 +50,7 @@ def by_id(instances: Sequence[ServiceInstance]) -> list[ServiceInstance]:
 
 
 def test_a_sequential_instance_is_found_by_its_nodes_name_not_its_id_by_both(
-    curators: CuratorFactory, zk: KazooClient, zk_path: str
+    curator_factory: CuratorFactory, zk: KazooClient, zk_path: str
 ) -> None:
     """Curator's ``queryForInstance(name, id)`` reads the node ``name/id``: a
     DYNAMIC_SEQUENTIAL instance's id finds nothing, its node's name finds it (with the id it
@@ -104,7 +59,7 @@ def test_a_sequential_instance_is_found_by_its_nodes_name_not_its_id_by_both(
     base = f"{zk_path}/services"
     theirs = instance("q", service_type=ServiceType.DYNAMIC_SEQUENTIAL)
     ours = instance("r", service_type=ServiceType.DYNAMIC_SEQUENTIAL)
-    with java(curators(), base) as service, python(zk, base) as mine:
+    with java(curator_factory(), base) as service, python(zk, base) as mine:
         service.register(theirs)
         mine.register_service(ours)
         eventually(lambda: len(children(zk, f"{base}/billing")) == 2, SOON)
@@ -128,21 +83,21 @@ def test_a_sequential_instance_is_found_by_its_nodes_name_not_its_id_by_both(
 
 
 def test_services_without_instances_are_listed_alike(
-    curators: CuratorFactory, zk: KazooClient, zk_path: str
+    curator_factory: CuratorFactory, zk: KazooClient, zk_path: str
 ) -> None:
     """A base with nothing under it lists no service on both sides; a service node with no
     instance (a lasting one, as a hand or an older tool makes it) is listed by both; a
     missing base is an empty list here where Curator throws (documented)."""
     base = f"{zk_path}/services"
     zk.ensure_path(base)
-    with java(curators(), base) as service, python(zk, base) as mine:
+    with java(curator_factory(), base) as service, python(zk, base) as mine:
         assert service.query_for_names() == mine.query_for_names() == []
         for name in ("zeta", "alpha", "mid\u00e9"):
             zk.create(f"{base}/{name}")
         assert service.query_for_names() == mine.query_for_names() == ["alpha", "mid\u00e9", "zeta"]
         assert service.query_for_instances("alpha") == mine.query_for_instances("alpha") == []
     gone = f"{zk_path}/nothing"
-    with java(curators(), gone) as service, python(zk, gone) as mine:
+    with java(curator_factory(), gone) as service, python(zk, gone) as mine:
         with pytest.raises(Exception, match="NoNode"):
             service.java.queryForNames()
         assert mine.query_for_names() == []
@@ -152,7 +107,7 @@ def test_services_without_instances_are_listed_alike(
 
 
 def test_python_updates_of_every_type_are_seen_by_javas_cache_and_queries(
-    curators: CuratorFactory, zk: KazooClient, zk_path: str
+    curator_factory: CuratorFactory, zk: KazooClient, zk_path: str
 ) -> None:
     """Python registers one instance of each type and updates each: Java's cache holds each
     update, on the node the instance was registered at (a sequential one's own). Java's own
@@ -161,7 +116,7 @@ def test_python_updates_of_every_type_are_seen_by_javas_cache_and_queries(
     base = f"{zk_path}/services"
     registered = [instance(key, service_type=kind) for key, kind in TYPES.items()]
     updated = [replace(one, port=9000 + n) for n, one in enumerate(registered)]
-    with python(zk, base) as mine, java(curators(), base) as found:
+    with python(zk, base) as mine, java(curator_factory(), base) as found:
         cache = found.service_cache("billing").start()
         for one in registered:
             mine.register_service(one)
@@ -172,7 +127,7 @@ def test_python_updates_of_every_type_are_seen_by_javas_cache_and_queries(
         assert cache.wait_for(lambda held: by_id(held) == by_id(updated), SOON)
         assert sorted(children(zk, f"{base}/billing")) == sorted(nodes)  # written in place
         assert by_id(found.query_for_instances("billing")) == by_id(updated)
-        with java(curators(), f"{zk_path}/java") as theirs:
+        with java(curator_factory(), f"{zk_path}/java") as theirs:
             sequential = instance("q", service_type=ServiceType.DYNAMIC_SEQUENTIAL)
             theirs.register(sequential)
             with pytest.raises(Exception, match="NoNode"):
@@ -183,7 +138,7 @@ def test_python_updates_of_every_type_are_seen_by_javas_cache_and_queries(
 
 
 def test_each_sides_close_and_a_session_end_leave_what_the_other_then_finds_alike(
-    curators: CuratorFactory,
+    curator_factory: CuratorFactory,
     zk_client_factory: ClientFactory,
     zk: KazooClient,
     zk_path: str,
@@ -198,7 +153,7 @@ def test_each_sides_close_and_a_session_end_leave_what_the_other_then_finds_alik
         base = f"{zk_path}/{side}"
         zk.ensure_path(base)
         if side == "java":
-            curator = curators()
+            curator = curator_factory()
             writer: Any = java(curator, base).start()
             for one in registered:
                 writer.register(one)
@@ -212,13 +167,13 @@ def test_each_sides_close_and_a_session_end_leave_what_the_other_then_finds_alik
                 writer.register_service(one)
             client.stop()
             client.close()
-        with java(curators(), base) as service, python(zk, base) as mine:
+        with java(curator_factory(), base) as service, python(zk, base) as mine:
             eventually(lambda: by_id(mine.query_for_instances("billing")) == lasting, SOON)
             assert by_id(service.query_for_instances("billing")) == lasting
             for one in lasting:
                 zk.delete(f"{base}/billing/{one.id}")
     # a close removes what it registered, of every type, on both sides
-    with java(curators(), f"{zk_path}/j2") as service, python(zk, f"{zk_path}/p2") as mine:
+    with java(curator_factory(), f"{zk_path}/j2") as service, python(zk, f"{zk_path}/p2") as mine:
         for one in registered:
             service.register(one)
             mine.register_service(one)
@@ -247,7 +202,7 @@ def java_provider(
 
 @pytest.mark.parametrize("errors", [1, 2])
 def test_an_instance_noted_down_is_left_out_and_back_as_by_curators_provider(
-    errors: int, curators: CuratorFactory, zk: KazooClient, zk_path: str
+    errors: int, curator_factory: CuratorFactory, zk: KazooClient, zk_path: str
 ) -> None:
     """Both providers of one service with the same policy (2 s, ``errors`` errors), told of
     the same errors: the instance is left out by both from the ``errors``-th error on, an
@@ -256,7 +211,7 @@ def test_an_instance_noted_down_is_left_out_and_back_as_by_curators_provider(
     purge, within half a timeout more)."""
     base = f"{zk_path}/services"
     a, b, c = (instance(key) for key in "abc")
-    with java(curators(), base) as service, python(zk, base) as mine:
+    with java(curator_factory(), base) as service, python(zk, base) as mine:
         for one in (a, b, c):
             service.register(one)
         with (
@@ -305,7 +260,7 @@ def test_an_instance_noted_down_is_left_out_and_back_as_by_curators_provider(
 
 
 def test_one_id_in_two_services_is_two_instances_here_where_curator_mixes_them_up(
-    curators: CuratorFactory, zk: KazooClient, zk_path: str
+    curator_factory: CuratorFactory, zk: KazooClient, zk_path: str
 ) -> None:
     """Curator knows its registrations by id alone: a second service registered under the
     same id is written, but unregistering it deletes the first service's node and leaves its
@@ -314,7 +269,7 @@ def test_one_id_in_two_services_is_two_instances_here_where_curator_mixes_them_u
     billing = instance("x")
     audit = replace(instance("x"), name="audit")
     java_base, python_base = f"{zk_path}/java", f"{zk_path}/python"
-    with java(curators(), java_base) as theirs, python(zk, python_base) as mine:
+    with java(curator_factory(), java_base) as theirs, python(zk, python_base) as mine:
         for base, register in ((java_base, theirs.register), (python_base, mine.register_service)):
             register(billing)
             register(audit)
@@ -338,7 +293,7 @@ def test_one_id_in_two_services_is_two_instances_here_where_curator_mixes_them_u
 
 
 def test_an_update_puts_the_instance_back_over_an_operators_write_as_javas_does(
-    curators: CuratorFactory, zk: KazooClient, zk_path: str
+    curator_factory: CuratorFactory, zk: KazooClient, zk_path: str
 ) -> None:
     """An operator drains an instance (writes ``"enabled":false`` to its node); the service
     then updates its instance unchanged, to serve again: Curator's ``updateService`` writes
@@ -346,7 +301,7 @@ def test_an_update_puts_the_instance_back_over_an_operators_write_as_javas_does(
     node's watch is heard, as well as later)."""
     drained = JsonInstanceSerializer(compatible=False).serialize(instance("a", enabled=False))
     with (
-        java(curators(), f"{zk_path}/java") as theirs,
+        java(curator_factory(), f"{zk_path}/java") as theirs,
         python(zk, f"{zk_path}/python") as mine,
     ):
         for side, register, update in (

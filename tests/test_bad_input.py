@@ -17,10 +17,14 @@ from pycurator import (
     InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2,
     NotALockNodeError,
+    CreateMode,
+    GroupMember,
+    PersistentNode,
     attempt_revoke,
     menagerie,
     zkrecipes,
 )
+from pycurator._recipes.lock_nodes import MAX_NODE_DATA, REQUEST_ROOM
 from pycurator.testing import ClientFactory
 from pycurator.zklocker import ZkLocker
 
@@ -80,13 +84,42 @@ def test_a_client_not_started_or_stopped_is_refused(
 
 def test_node_data_over_zookeepers_limit_is_a_value_error(zk: KazooClient, zk_path: str) -> None:
     big = b"x" * (1024 * 1024)
-    with pytest.raises(ValueError, match="ZooKeeper takes at most 1048575"):
+    with pytest.raises(ValueError, match=r"ZooKeeper takes at most \d+ at .*jute\.maxbuffer"):
         InterProcessMutex(zk, f"{zk_path}/lock", node_data=big)
     with pytest.raises(ValueError, match="ZooKeeper takes at most"):
         InterProcessReadWriteLock(zk, f"{zk_path}/lock", big)
     with pytest.raises(ValueError, match="ZooKeeper takes at most"):
         InterProcessSemaphoreV2(zk, f"{zk_path}/lock", 1, node_data=big)
     assert zk.exists(zk_path) is None
+
+
+def test_data_the_server_would_drop_the_connection_for_is_refused_and_up_to_it_is_taken(
+    zk: KazooClient, zk_path: str
+) -> None:
+    """Data of ZooKeeper's limit itself makes a request over it, which the server answers by
+    dropping the connection (at every try, for a kept node): refused, naming the limit at that
+    path; data up to it is made."""
+    lock_path, kept_path = f"{zk_path}/lock", f"{zk_path}/kept"
+    with pytest.raises(ValueError, match=r"jute\.maxbuffer"):
+        InterProcessMutex(zk, lock_path, node_data=b"x" * MAX_NODE_DATA)
+    with pytest.raises(ValueError, match=r"jute\.maxbuffer"):
+        PersistentNode(zk, kept_path, CreateMode.EPHEMERAL, data=b"x" * MAX_NODE_DATA)
+    with pytest.raises(ValueError, match=r"payload is \d+ bytes"):
+        GroupMember(zk, f"{zk_path}/group", "a", payload=b"x" * MAX_NODE_DATA)
+    node = PersistentNode(zk, kept_path, CreateMode.EPHEMERAL, data=b"")
+    with pytest.raises(ValueError, match=r"jute\.maxbuffer"):
+        node.set_data(b"x" * MAX_NODE_DATA)
+    assert zk.exists(zk_path) is None
+    lock_most = MAX_NODE_DATA - REQUEST_ROOM - len(lock_path.encode())
+    lock = InterProcessMutex(zk, lock_path, node_data=b"x" * lock_most)
+    assert lock.acquire(30)
+    [name] = zk.get_children(lock_path)
+    assert len(zk.get(f"{lock_path}/{name}")[0]) == lock_most
+    lock.release()
+    with PersistentNode(zk, kept_path, CreateMode.EPHEMERAL, data=b"") as node:
+        node.set_data(b"k" * (MAX_NODE_DATA - REQUEST_ROOM - len(kept_path.encode())))
+        assert node.wait_for_initial_create(30)
+    assert zk.connected
 
 
 def test_a_lock_under_an_ephemeral_node_is_refused(zk: KazooClient, zk_path: str) -> None:

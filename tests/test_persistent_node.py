@@ -40,7 +40,7 @@ def bad(value: object) -> Any:
         (("/a", 1), TypeError, "mode must be a CreateMode"),
         (("/a", CreateMode.EPHEMERAL, "text"), TypeError, "data must be bytes, not str"),
         (("/a", CreateMode.EPHEMERAL, None), TypeError, "data must be bytes, not NoneType"),
-        (("/a", CreateMode.EPHEMERAL, b"x" * 0x100000), ValueError, "at most 1048575"),
+        (("/a", CreateMode.EPHEMERAL, b"x" * 0x100000), ValueError, "at most 1047549 at /a"),
         (("/a", CreateMode.EPHEMERAL, b"", "yes"), TypeError, "use_protection must be True"),
     ],
 )

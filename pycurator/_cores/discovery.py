@@ -35,7 +35,7 @@ from .._protocol.registration import check_registrable, check_segment, instance_
 from .._protocol.steps import Steps
 from .._protocol.transport import Transport
 from .._recipes import discovery as queries
-from .._recipes.lock_nodes import MAX_NODE_DATA
+from .._recipes.lock_nodes import check_size
 from .._recipes.registration import Registrar
 from .latch import Lifecycle
 
@@ -61,11 +61,6 @@ def check_serializer(serializer: object) -> InstanceSerializer:
     return serializer  # type: ignore[return-value]
 
 
-#: What a create or a write of an instance's node sends besides its data and path (headers,
-#: ACLs, a sequential node's digits), kept free below the server's limit on a request.
-REQUEST_ROOM = 1024
-
-
 def instance_data(
     serializer: InstanceSerializer, base_path: str, instance: ServiceInstance
 ) -> bytes:
@@ -74,13 +69,7 @@ def instance_data(
     takes (sent, it would make the server drop the connection, at every try)."""
     data = serializer.serialize(check_registrable(instance))
     path = instance_path(base_path, instance.name, instance.id)
-    most = MAX_NODE_DATA - REQUEST_ROOM - len(path.encode())
-    if len(data) > most:
-        raise ValueError(
-            f"the instance {instance.name}/{instance.id} is {len(data)} bytes; ZooKeeper takes"
-            f" at most {most} at {path} (its jute.maxbuffer default, {MAX_NODE_DATA}, less the"
-            " request's path and headers)"
-        )
+    check_size(data, path, f"the instance {instance.name}/{instance.id}")
     return data
 
 

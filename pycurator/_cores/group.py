@@ -50,9 +50,9 @@ class GroupCore:
     ) -> None:
         validate_path(membership_path)
         self.this_id = check_member_id(this_id)
-        data = transport.node_data() if payload is None else checked_data(payload, "payload")
-        self.membership_path = membership_path
         path = wire.join_path(membership_path, this_id)
+        data = transport.node_data() if payload is None else checked_data(payload, path, "payload")
+        self.membership_path = membership_path
         self.node = PersistentNodeCore(transport, path, CreateMode.EPHEMERAL, data, False)
         self.cache = CacheCore(transport, membership_path, None, None)
 

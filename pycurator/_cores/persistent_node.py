@@ -18,7 +18,7 @@ from .._protocol.modes import CreateMode
 from .._protocol.paths import validate_path
 from .._protocol.transport import Transport, closed_error
 from .._protocol.waits import DELETE_WAIT
-from .._recipes.lock_nodes import MAX_NODE_DATA
+from .._recipes.lock_nodes import check_size
 from .._recipes.persistent_node import Keeper
 from .._recipes.ttl_touch import Touch
 from .latch import Lifecycle
@@ -38,17 +38,13 @@ def check_mode(mode: object) -> CreateMode:
     return mode
 
 
-def checked_data(data: object, name: str = "data") -> bytes:
-    """``data`` as bytes, at most ZooKeeper's default limit; TypeError or ValueError naming
-    ``name`` otherwise."""
+def checked_data(data: object, path: str, name: str = "data") -> bytes:
+    """``data`` as bytes, at most what a request writing it to ``path`` may carry; TypeError or
+    ValueError naming ``name`` otherwise."""
     if not isinstance(data, (bytes, bytearray)):
         raise TypeError(f"{name} must be bytes, not {type(data).__name__}")
     value = bytes(data)
-    if len(value) > MAX_NODE_DATA:
-        raise ValueError(
-            f"{name} is {len(value)} bytes; ZooKeeper takes at most {MAX_NODE_DATA} (its "
-            "jute.maxbuffer default)"
-        )
+    check_size(value, path, name)
     return value
 
 
@@ -90,7 +86,7 @@ class PersistentNodeCore:
         self.acl = list(acl) if acl is not None else None
         self.delete_on_close = delete_on_close
         self.touched = touched
-        self._data = checked_data(data)
+        self._data = checked_data(data, path)
         #: Where the node stands; only :meth:`begin` and :meth:`finish` move it.
         self.state = Lifecycle.LATENT
         #: The keeper, once started.
@@ -119,7 +115,7 @@ class PersistentNodeCore:
     def set_data(self, data: bytes) -> None:
         """Keep the node with ``data`` from now on: written in the background once started (and
         made with it, when not made yet); RuntimeError once closed."""
-        value = checked_data(data)
+        value = checked_data(data, self.path)
         if self.state is Lifecycle.CLOSED:
             raise RuntimeError(f"the node is closed: {self.path}")
         self._data = value

@@ -47,8 +47,26 @@ from .._protocol.waits import (
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
-#: The largest node data ZooKeeper's servers accept by default (``jute.maxbuffer``, 1 MB - 1).
+#: The largest request ZooKeeper's servers accept by default (``jute.maxbuffer``, 1 MB - 1):
+#: a larger one makes the server drop the connection.
 MAX_NODE_DATA = 0xFFFFF
+#: What a create or a write sends besides the node's data and path (headers, ACLs, a protected
+#: or sequential name's part), kept free below :data:`MAX_NODE_DATA`.
+REQUEST_ROOM = 1024
+
+
+def check_size(data: bytes, path: str, name: str) -> None:
+    """ValueError naming ``name`` when ``data``, written to a node at (or a name's part under)
+    ``path``, would make a request larger than the server takes: sent, it would make the
+    server drop the connection, at every try."""
+    most = MAX_NODE_DATA - REQUEST_ROOM - len(path.encode())
+    if len(data) > most:
+        raise ValueError(
+            f"{name} is {len(data)} bytes; ZooKeeper takes at most {most} at {path} (its"
+            f" jute.maxbuffer default, {MAX_NODE_DATA}, less the request's path and headers)"
+        )
+
+
 #: How many times a protected create is retried on connection loss before giving up.
 CREATE_RETRIES = 10
 
@@ -90,11 +108,7 @@ class LockNodes:
         self.naming = naming
         self.null_data = null_data
         self.data = transport.node_data() if data is None else bytes(data)
-        if len(self.data) > MAX_NODE_DATA:
-            raise ValueError(
-                f"node data is {len(self.data)} bytes; ZooKeeper takes at most {MAX_NODE_DATA}"
-                " (its jute.maxbuffer default)"
-            )
+        check_size(self.data, base_path, "node data")
         self.acl = list(acl) if acl is not None else None
         self.on_revoke = on_revoke
 
@@ -345,4 +359,12 @@ def decision_on_arrival(create: Any, driver: Driver) -> Callable[[list[str]], De
     return reduce
 
 
-__all__ = ["CREATE_RETRIES", "MAX_NODE_DATA", "LockNode", "LockNodes", "decision_on_arrival"]
+__all__ = [
+    "CREATE_RETRIES",
+    "MAX_NODE_DATA",
+    "REQUEST_ROOM",
+    "LockNode",
+    "LockNodes",
+    "check_size",
+    "decision_on_arrival",
+]

@@ -240,7 +240,8 @@ def new_curator(
     connect_timeout: float = 30.0,
     digest: str | None = None,
 ) -> Any:
-    """A started ``CuratorFramework`` connected to ``hosts``; the caller closes it.
+    """A started ``CuratorFramework`` connected to ``hosts``, its CONNECTED already told to its
+    listeners (a recipe started on it does not hear it); the caller closes it.
 
     Retries with exponential back-off, as Curator's documentation recommends. The ensemble
     tracker is off, so a client of an ensemble in containers keeps the connect string it was given.
@@ -275,11 +276,24 @@ def new_curator(
     with _clients_lock:
         _clients[:] = [c for c in _clients if str(c.getState()) != "STOPPED"]
         _clients.append(client)
+    # returned once CONNECTED has been told to the client's listeners, not only once it is
+    # connected: a recipe started meanwhile would hear it too, and take it for a reconnect (a
+    # discovery registers its instances again, a sequential one under a second node)
+    told = threading.Event()
+
+    def changed(_client: Any, state: Any) -> None:
+        if str(state.name()) == "CONNECTED":
+            told.set()
+
+    listener = jpype.JProxy(
+        f"{CURATOR}.framework.state.ConnectionStateListener", dict={"stateChanged": changed}
+    )
+    client.getConnectionStateListenable().addListener(listener)
     client.start()
-    unit = jclass("java.util.concurrent.TimeUnit")
-    if not client.blockUntilConnected(int(connect_timeout * 1000), unit.MILLISECONDS):
+    if not told.wait(connect_timeout):
         client.close()
         raise TimeoutError(f"Curator did not connect to {hosts} within {connect_timeout}s")
+    client.getConnectionStateListenable().removeListener(listener)
     return client
 
 
