@@ -86,7 +86,7 @@ class ServiceDiscovery(DiscoveryFace):
         """Register ``instance``: its node ``base/name/id`` is made (ephemeral for ``DYNAMIC``,
         ephemeral sequential for ``DYNAMIC_SEQUENTIAL``, persistent otherwise; container
         parents) and kept until :meth:`unregister_service` or :meth:`close`. Registering it
-        again writes it again. Returns once its node holds it.
+        again reads its node, written if it holds another. Returns once its node holds it.
 
         Raises RuntimeError unless started; InvalidServiceInstance, PayloadTypeError before
         anything is sent; the server's error no retry fixes (``NoAuthError``...), the instance
