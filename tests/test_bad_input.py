@@ -11,14 +11,14 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError, NoChildrenForEphemeralsError
 
 from pycurator import (
+    CreateMode,
+    GroupMember,
     InterProcessMultiLock,
     InterProcessMutex,
     InterProcessReadWriteLock,
     InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2,
     NotALockNodeError,
-    CreateMode,
-    GroupMember,
     PersistentNode,
     attempt_revoke,
     menagerie,
