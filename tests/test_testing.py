@@ -180,20 +180,33 @@ def test_a_free_port_is_below_the_range_outgoing_connections_take_their_local_en
             sock.bind(("127.0.0.1", port))
 
 
+def _free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 def test_an_ensembles_ports_are_all_different_even_when_the_random_picks_repeat(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A member whose quorum and election ports are one port does not start ("Invalid
     config"), so an ensemble's ports are chosen together, each held until all are chosen:
     with a random pick that is the same every time, the nine ports still differ."""
-    monkeypatch.setattr("pycurator.testing._server.secrets.randbelow", lambda _below: 17)
+    # the pick repeated: a port that is free now (a fixed one may be held by a parallel test)
+    repeated = next(port for port in range(PORT_FLOOR + 17, PORT_FLOOR + 1000) if _free(port))
+    monkeypatch.setattr(
+        "pycurator.testing._server.secrets.randbelow", lambda _below: repeated - PORT_FLOOR
+    )
     ensemble = ZooKeeperEnsemble(3)
     try:
         ports = [*ensemble.client_ports.values()]
         ports += [port for pair in ensemble._quorum_ports.values() for port in pair]
         assert len(ports) == 9
         assert len(set(ports)) == 9
-        assert PORT_FLOOR + 17 in ports
+        assert repeated in ports
     finally:
         ensemble.close()
     assert len(set(free_ports(5))) == 5
