@@ -19,6 +19,8 @@ REQUEST_HEAD = struct.Struct("!iii")
 #: A reply's frame length, then its header: xid, zxid and error code.
 LENGTH = struct.Struct("!i")
 REPLY_HEADER = struct.Struct("!iqi")
+#: A watch event's head after the reply header: its type, the client's state, its path's length.
+WATCH_HEAD = struct.Struct("!iii")
 #: The most one read of the server's socket takes.
 READ_BLOCK = 65536
 #: A ``struct timeval``, as ``SO_RCVTIMEO`` takes it.
@@ -154,6 +156,7 @@ __all__ = [
     "READ_BLOCK",
     "REPLY_HEADER",
     "REQUEST_HEAD",
+    "WATCH_HEAD",
     "Waker",
     "drain",
     "raw_socket",

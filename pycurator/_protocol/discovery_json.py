@@ -26,7 +26,16 @@ from .discovery_payloads import (
     payload_to_json,
 )
 from .errors import InstanceFormatError, InvalidUriSpec, PayloadTypeError
-from .jackson import kind_of, read_json, to_boolean, to_int, to_long, to_str, write_json
+from .jackson import (
+    kind_of,
+    object_heads,
+    read_json,
+    to_boolean,
+    to_int,
+    to_long,
+    to_str,
+    write_object,
+)
 
 #: The payload types a serializer takes besides classes made with ``java_payload``.
 JSON_PAYLOAD_TYPES: tuple[type, ...] = (
@@ -35,6 +44,10 @@ JSON_PAYLOAD_TYPES: tuple[type, ...] = (
 )
 _SERVICE_TYPES = list(ServiceType)
 _TIME = "registrationTimeUTC"
+#: The members Curator's serializer writes, in its order: ``enabled`` only when not compatible.
+_MEMBERS = ("name", "id", "address", "port", "sslPort", "payload", _TIME, "serviceType", "uriSpec")
+_COMPATIBLE_HEADS = object_heads(*_MEMBERS)
+_HEADS = object_heads(*_MEMBERS, "enabled")
 
 
 class InstanceSerializer(Protocol):
@@ -106,22 +119,23 @@ class JsonInstanceSerializer:
         if not isinstance(instance, ServiceInstance):
             raise TypeError(f"expected a ServiceInstance, not {type(instance).__name__}")
         spec = instance.uri_spec
-        members: dict[str, Any] = {
-            "name": instance.name,
-            "id": instance.id,
-            "address": instance.address,
-            "port": instance.port,
-            "sslPort": instance.ssl_port,
-            "payload": payload_to_json(instance.payload),
-            "registrationTimeUTC": instance.registration_time_utc,
-            "serviceType": instance.service_type.value,
-            "uriSpec": None
+        values = [
+            instance.name,
+            instance.id,
+            instance.address,
+            instance.port,
+            instance.ssl_port,
+            payload_to_json(instance.payload),
+            instance.registration_time_utc,
+            instance.service_type.value,
+            None
             if spec is None
             else {"parts": [{"value": p.value, "variable": p.variable} for p in spec.parts]},
-        }
-        if not self._compatible:
-            members["enabled"] = instance.enabled
-        return write_json(members)
+        ]
+        if self._compatible:
+            return write_object(_COMPATIBLE_HEADS, values)
+        values.append(instance.enabled)
+        return write_object(_HEADS, values)
 
     def deserialize(self, data: bytes) -> ServiceInstance:
         """The instance Jackson reads from ``data``; :class:`InstanceFormatError` naming the

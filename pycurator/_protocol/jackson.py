@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from .discovery import JAVA_BLANKS, LONG_MAX, LONG_MIN, java_double
@@ -32,6 +33,8 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def _string(text: str) -> str:
+    if _ESCAPED.search(text) is None:
+        return f'"{text}"'
     return '"' + _ESCAPED.sub(_escape, text) + '"'
 
 
@@ -67,6 +70,27 @@ def write_json(value: Any) -> bytes:
     """``value`` (dicts, lists, str, int, float, bool, None) as the bytes Jackson writes."""
     out: list[str] = []
     _write(value, out)
+    return _encoded(out)
+
+
+def object_heads(*keys: str) -> tuple[str, ...]:
+    """What precedes each value in the text of an object of members ``keys``, in order (for
+    :func:`write_object`)."""
+    return tuple(("," if i else "{") + _string(key) + ":" for i, key in enumerate(keys))
+
+
+def write_object(heads: tuple[str, ...], values: Iterable[Any]) -> bytes:
+    """The object of the members whose keys gave ``heads`` (:func:`object_heads`) and whose
+    values are ``values``, as :func:`write_json` writes the dict of them."""
+    out: list[str] = []
+    for head, value in zip(heads, values, strict=True):
+        out.append(head)
+        _write(value, out)
+    out.append("}")
+    return _encoded(out)
+
+
+def _encoded(out: list[str]) -> bytes:
     try:
         return "".join(out).encode("utf-8")
     except UnicodeEncodeError as exc:

@@ -178,10 +178,14 @@ def follow_watch_events(client: KazooClient, on_event: Callable[[int, str], None
     ``client._connection._read_watch_event(buffer, offset)``: called by the connection thread
     (kazoo's loop and pycurator's, :class:`LeanConnection`, alike) with each notification's
     body, a ``Watch`` record (type, state, path) at ``offset``; it pops kazoo's watchers of the
-    path and dispatches them (kazoo 2.9.0 to 2.11.0). Replaced on this instance only, which the
-    client keeps across a stop and a start.
+    path and dispatches them (kazoo 2.9.0 to 2.11.0). On kazoo's loop it is replaced on this
+    instance only, which the client keeps across a stop and a start; pycurator's loop tells
+    its ``event_follower`` instead, from the one read of the event.
     """
     connection = client._connection
+    if hasattr(connection, "event_follower"):  # pycurator's loop reads the event once for both
+        connection.event_follower = on_event
+        return
     original = getattr(connection._read_watch_event, _READ_EVENTS, connection._read_watch_event)
 
     def read(buffer: bytes, offset: int) -> None:
@@ -190,6 +194,7 @@ def follow_watch_events(client: KazooClient, on_event: Callable[[int, str], None
         on_event(watch.type, watch.path)
 
     setattr(read, _READ_EVENTS, original)
+    read.on_event = on_event  # type: ignore[attr-defined]
     connection._read_watch_event = read
 
 

@@ -12,7 +12,7 @@ import os
 import random
 import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -24,6 +24,10 @@ from kazoo.exceptions import (
 from kazoo.protocol import connection as _kazoo_connection
 from kazoo.protocol.connection import (
     AUTH_XID,
+    CHANGED_EVENT,
+    CHILD_EVENT,
+    CREATED_EVENT,
+    DELETED_EVENT,
     PING_XID,
     WATCH_XID,
     ConnectionHandler,
@@ -37,8 +41,9 @@ from kazoo.protocol.serialization import (
     PingInstance,
     ReplyHeader,
     Transaction,
+    Watch,
 )
-from kazoo.protocol.states import KeeperState
+from kazoo.protocol.states import EVENT_TYPE_MAP, Callback, KeeperState, WatchedEvent
 
 from ..._protocol import clock
 from ..sockets import (
@@ -46,6 +51,7 @@ from ..sockets import (
     READ_BLOCK,
     REPLY_HEADER,
     REQUEST_HEAD,
+    WATCH_HEAD,
     drain,
     raw_socket,
     send_all,
@@ -75,8 +81,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
     the handshake with session id, password and read-only flag, SASL and digest auth),
     ``_read_response`` (answers with errors, ``exists`` on no node, transactions, the
     close, and every answer while debug records are on; :meth:`_answer` handles the others
-    as it does, result then watcher), ``_read_watch_event`` (watchers popped and handed to the
-    handler's ``dispatch_callback``), the look for a read-write server while read-only, and the
+    as it does, result then watcher), the look for a read-write server while read-only, and the
     client's state machine (``_session_callback``: failing pending and queued requests on a
     drop, listeners, watch resets).
 
@@ -86,7 +91,8 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
     every frame that has arrived, until the next ping's time. Requests made while no session
     is served (and kazoo's ``stop()``, which queues the close) go through kazoo's ``_queue``
     and the wake-up pair, whose writer sends them at once if a session is served
-    (:meth:`_woken`), else they are sent in order once one is.
+    (:meth:`_woken`), else they are sent in order once one is. A watch event is read once
+    (:meth:`_read_watch_event`, kazoo's rules), for kazoo's watchers and the watches that stay.
     """
 
     #: It calls a runtime's connect hooks itself, around the handshake (see
@@ -110,6 +116,8 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         self._last_send = 0.0
         self._write_timeout = 10.0
         self._debug = False
+        #: told of each watch event read, after kazoo's watchers (see follow_watch_events)
+        self.event_follower: Callable[[int, str], None] | None = None
         self._kazoo_call = client._call
         self._retry: Any = None
         self._closed = False
@@ -393,6 +401,38 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
                 if closing is not None:  # the close answered
                     return None
         return data[at:] if at < size else b""
+
+    def _read_watch_event(self, buffer: bytes, offset: int) -> None:
+        """kazoo's ``_read_watch_event`` (the path's watchers popped as it pops them, the
+        event handed to the handler's ``dispatch_callback`` for each, nothing once the client
+        is stopped), its debug record only while debug records are on; then
+        :attr:`event_follower` told the server's type and path, read once for both."""
+        client = self.client
+        kind, state, size = WATCH_HEAD.unpack_from(buffer, offset)
+        start = offset + WATCH_HEAD.size
+        path = buffer[start : start + size].decode("utf-8") if size >= 0 else None
+        if self._debug:
+            self.logger.debug("Received EVENT: %s", Watch(kind, state, path))
+        if kind in (CREATED_EVENT, CHANGED_EVENT):
+            watchers = client._data_watchers.pop(path, None)
+        elif kind == DELETED_EVENT:
+            watchers = client._data_watchers.pop(path, None)
+            children = client._child_watchers.pop(path, None)
+            if children:
+                watchers = [*(watchers or ()), *children]
+        elif kind == CHILD_EVENT:
+            watchers = client._child_watchers.pop(path, None)
+        else:
+            self.logger.warning("Received unknown event %r", kind)
+            watchers = None
+        if watchers and not client._stopped.is_set():
+            event = WatchedEvent(EVENT_TYPE_MAP[kind], client._state, client.unchroot(path))
+            dispatch = client.handler.dispatch_callback
+            for watcher in watchers:
+                dispatch(Callback("watch", watcher, (event,)))
+        follower = self.event_follower
+        if follower is not None and path is not None:
+            follower(kind, path)
 
     def _answer(self, xid: int, zxid: int, body: bytes) -> bool:
         """An answer without error, handled as kazoo's ``_read_response`` handles it (the

@@ -48,6 +48,9 @@ def use_lean_loop(client: KazooClient) -> bool:
     follows = getattr(current, "_pycurator_follows", None)
     if follows is not None:  # the client's runtime was made first: it follows the new one
         lean._pycurator_follows = follows
+    followed = getattr(current._read_watch_event, "on_event", None)
+    if followed is not None:  # watch events were followed on kazoo's loop: they still are
+        lean.event_follower = followed
     client._connection = lean
     client._call = lean.call
     return True
