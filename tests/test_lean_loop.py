@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -431,3 +432,57 @@ def test_the_runtime_hears_the_granted_session_timeout_on_the_loop(
     assert runtime.session_timeout() == shortest / 2  # the one asked for, until an answer
     client.start(timeout=SOON)
     assert runtime.session_timeout() == shortest  # raised by the server
+
+
+def _watch_event(kind: int, path: str) -> bytes:
+    """A watch notification's body as the server writes it: the reply header (the watch xid),
+    then type, state and path."""
+    encoded = path.encode()
+    return (
+        struct.pack("!iqi", -1, -1, 0)
+        + struct.pack("!iii", kind, 3, len(encoded))  # state: SyncConnected
+        + encoded
+    )
+
+
+def test_a_watch_event_is_read_once_for_kazoo_s_watchers_and_the_follower(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The loop reads a notification as kazoo does (a data change pops the path's data
+    watchers, a deletion its data and child watchers, a child change its child watchers; each
+    told a ``WatchedEvent`` of the path without the chroot), then tells the follower the
+    server's type and path; an unknown type is logged and told to no watcher; nothing is told
+    to watchers once the client is stopped."""
+    client = KazooClient(hosts="127.0.0.1:1/app", handler=FastThreadingHandler())
+    assert use_lean_loop(client)
+    told: list[Any] = []
+    followed: list[tuple[int, str]] = []
+
+    @runs_inline
+    def watcher(event: Any) -> None:
+        told.append((event.type, event.path))
+
+    kazoo_internals.follow_watch_events(client, lambda kind, path: followed.append((kind, path)))
+    connection = client._connection
+    assert "_read_watch_event" not in vars(connection)  # not wrapped: one read for both
+    client._stopped.clear()  # as while the client runs
+    client._data_watchers["/app/a"].add(watcher)
+    client._child_watchers["/app/a"].add(watcher)
+    connection._read_watch_event(_watch_event(3, "/app/a"), 16)  # changed
+    assert told == [("CHANGED", "/a")] and "/app/a" not in client._data_watchers
+    assert "/app/a" in client._child_watchers
+    client._data_watchers["/app/a"].add(watcher)
+    connection._read_watch_event(_watch_event(2, "/app/a"), 16)  # deleted
+    assert told[1:] == [("DELETED", "/a"), ("DELETED", "/a")]
+    assert "/app/a" not in client._child_watchers
+    client._child_watchers["/app/a"].add(watcher)
+    client._data_watchers["/app/a"].add(watcher)
+    connection._read_watch_event(_watch_event(4, "/app/a"), 16)  # children changed
+    assert told[3:] == [("CHILD", "/a")] and "/app/a" in client._data_watchers
+    with caplog.at_level(logging.WARNING):
+        connection._read_watch_event(_watch_event(9, "/app/a"), 16)
+    assert "unknown event 9" in caplog.text and len(told) == 4
+    client._stopped.set()
+    connection._read_watch_event(_watch_event(3, "/app/a"), 16)
+    assert len(told) == 4 and "/app/a" not in client._data_watchers
+    assert followed == [(3, "/app/a"), (2, "/app/a"), (4, "/app/a"), (9, "/app/a"), (3, "/app/a")]
