@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kazoo.exceptions import ConnectionLoss
 
+from .._protocol import wire
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.discovery import ServiceInstance
 from .._protocol.discovery_json import InstanceSerializer, JsonInstanceSerializer
@@ -31,7 +32,7 @@ from .._protocol.discovery_strategies import (
 )
 from .._protocol.errors import InstanceFormatError
 from .._protocol.paths import validate_path
-from .._protocol.registration import check_registrable, check_segment, instance_path
+from .._protocol.registration import check_registrable, check_segment
 from .._protocol.steps import Steps
 from .._protocol.transport import Transport
 from .._recipes import discovery as queries
@@ -68,7 +69,7 @@ def instance_data(
     register it; ValueError when the request that writes them would be more than the server
     takes (sent, it would make the server drop the connection, at every try)."""
     data = serializer.serialize(check_registrable(instance))
-    path = instance_path(base_path, instance.name, instance.id)
+    path = wire.join_path(wire.join_path(base_path, instance.name), instance.id)
     check_size(data, path, f"the instance {instance.name}/{instance.id}")
     return data
 

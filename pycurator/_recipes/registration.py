@@ -25,6 +25,7 @@ from collections.abc import Callable
 from kazoo.exceptions import ConnectionClosedError, KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
+from .._protocol import wire
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.discovery import ServiceInstance
 from .._protocol.errors import ServiceNotRegisteredError
@@ -139,7 +140,8 @@ class Registrar:
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
-                entry = self._entries[key] = Registration(key)
+                path = wire.join_path(wire.join_path(self.base_path, key[0]), key[1])
+                entry = self._entries[key] = Registration(key, path)
             entry.check = entry.record is not None
             number = self._wish(entry, instance, data)
         yield from self._settled_steps(entry, number, deadline)

@@ -31,7 +31,6 @@ from .._protocol.discovery import ServiceInstance
 from .._protocol.parents import parents_steps
 from .._protocol.registration import (
     NodeRecord,
-    instance_path,
     is_mine,
     node_mode,
     sequential_nodes,
@@ -98,6 +97,7 @@ class Registration:
         "failure",
         "key",
         "look",
+        "path",
         "pending",
         "record",
         "waiters",
@@ -105,8 +105,9 @@ class Registration:
         "wanted",
     )
 
-    def __init__(self, key: Key) -> None:
+    def __init__(self, key: Key, path: str) -> None:
         self.key = key
+        self.path = path  # the instance's node, ``base/name/id`` (a sequential one's prefix)
         #: the instance the node should hold, or None once unregistered
         self.want: ServiceInstance | None = None
         self.data = b""  # the bytes of ``want``
@@ -195,7 +196,7 @@ def apply_steps(
             return None
     if record is not None:
         return None
-    path = instance_path(keeping.base_path, want.name, want.id)
+    path = entry.path
     if mode.is_sequential:
         yield from create_sequential_steps(entry, want, data, path, session, keeping, deadline)
         return None
