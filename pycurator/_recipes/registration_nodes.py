@@ -106,10 +106,8 @@ class Registration:
     )
 
     def __init__(self, key: Key, path: str) -> None:
-        self.key = key
-        self.path = path  # the instance's node, ``base/name/id`` (a sequential one's prefix)
-        #: the instance the node should hold, or None once unregistered
-        self.want: ServiceInstance | None = None
+        self.key, self.path = key, path  # ``base/name/id`` (a sequential node's prefix)
+        self.want: ServiceInstance | None = None  # to hold; None once unregistered
         self.data = b""  # the bytes of ``want``
         self.wanted = 0  # the number of the latest wish
         self.done = 0  # the number of the wish last settled

@@ -24,10 +24,6 @@ from kazoo.exceptions import (
 from kazoo.protocol import connection as _kazoo_connection
 from kazoo.protocol.connection import (
     AUTH_XID,
-    CHANGED_EVENT,
-    CHILD_EVENT,
-    CREATED_EVENT,
-    DELETED_EVENT,
     PING_XID,
     WATCH_XID,
     ConnectionHandler,
@@ -41,9 +37,8 @@ from kazoo.protocol.serialization import (
     PingInstance,
     ReplyHeader,
     Transaction,
-    Watch,
 )
-from kazoo.protocol.states import EVENT_TYPE_MAP, Callback, KeeperState, WatchedEvent
+from kazoo.protocol.states import KeeperState
 
 from ..._protocol import clock
 from ..sockets import (
@@ -51,13 +46,13 @@ from ..sockets import (
     READ_BLOCK,
     REPLY_HEADER,
     REQUEST_HEAD,
-    WATCH_HEAD,
     drain,
     raw_socket,
     send_all,
     set_receive_timeout,
     wake_pair,
 )
+from .events import read_watch_event
 
 #: ``ConnectionHandler._read_socket``'s answer once the server answered the close (which ends
 #: ``_connect_attempt``'s loop; kazoo 2.9.0 to 2.11.0), and the two test hooks ``_call`` may be
@@ -98,6 +93,8 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
     #: It calls a runtime's connect hooks itself, around the handshake (see
     #: :func:`~pycurator._client.kazoo_internals.follow_connects`).
     serves_connects = True
+    #: A watch event read once, by kazoo's rules, for its watchers and the follower.
+    _read_watch_event = read_watch_event
 
     def __init__(self, client: KazooClient, retry_sleeper: Any, logger: Any, sasl: Any) -> None:
         super().__init__(client, retry_sleeper, logger=logger, sasl_options=sasl)
@@ -401,38 +398,6 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
                 if closing is not None:  # the close answered
                     return None
         return data[at:] if at < size else b""
-
-    def _read_watch_event(self, buffer: bytes, offset: int) -> None:
-        """kazoo's ``_read_watch_event`` (the path's watchers popped as it pops them, the
-        event handed to the handler's ``dispatch_callback`` for each, nothing once the client
-        is stopped), its debug record only while debug records are on; then
-        :attr:`event_follower` told the server's type and path, read once for both."""
-        client = self.client
-        kind, state, size = WATCH_HEAD.unpack_from(buffer, offset)
-        start = offset + WATCH_HEAD.size
-        path = buffer[start : start + size].decode("utf-8") if size >= 0 else None
-        if self._debug:
-            self.logger.debug("Received EVENT: %s", Watch(kind, state, path))
-        if kind in (CREATED_EVENT, CHANGED_EVENT):
-            watchers = client._data_watchers.pop(path, None)
-        elif kind == DELETED_EVENT:
-            watchers = client._data_watchers.pop(path, None)
-            children = client._child_watchers.pop(path, None)
-            if children:
-                watchers = [*(watchers or ()), *children]
-        elif kind == CHILD_EVENT:
-            watchers = client._child_watchers.pop(path, None)
-        else:
-            self.logger.warning("Received unknown event %r", kind)
-            watchers = None
-        if watchers and not client._stopped.is_set():
-            event = WatchedEvent(EVENT_TYPE_MAP[kind], client._state, client.unchroot(path))
-            dispatch = client.handler.dispatch_callback
-            for watcher in watchers:
-                dispatch(Callback("watch", watcher, (event,)))
-        follower = self.event_follower
-        if follower is not None and path is not None:
-            follower(kind, path)
 
     def _answer(self, xid: int, zxid: int, body: bytes) -> bool:
         """An answer without error, handled as kazoo's ``_read_response`` handles it (the
