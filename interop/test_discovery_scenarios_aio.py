@@ -93,6 +93,17 @@ async def java_sees(
     assert await asyncio.to_thread(cache.wait_for, condition, SOON), cache.instances()
 
 
+async def settled(cache: JavaServiceCache) -> int:
+    """Java's cache's count of changes once it stays the same for half a second: Curator
+    updates what its cache holds before it tells its listeners."""
+    seen = cache.changes
+    while True:
+        await asyncio.sleep(0.5)
+        if cache.changes == seen:
+            return seen
+        seen = cache.changes
+
+
 async def until(condition: Callable[[], bool], what: str) -> None:
     await asyncio.to_thread(eventually, condition, SOON, what)
 
@@ -254,7 +265,7 @@ def test_an_expired_asyncio_session_takes_its_dynamic_instances_from_java_and_ba
                         await service.register_service(one)
                     await java_sees(cache, lambda held: by_id(held) == by_id(registered))
                     before = children(zk, f"{base}/billing")
-                    changes, session = cache.changes, client.client_id[0]
+                    changes, session = await settled(cache), client.client_id[0]
                     front.drop_connections()  # a reconnect within the session: nodes left be
                     await until(lambda: "CONNECTED" in told.states, "told connected again")
                     await asyncio.sleep(0.5)  # a node made again would be told by now
