@@ -34,7 +34,7 @@ def _escape(match: re.Match[str]) -> str:
 
 def _string(text: str) -> str:
     if _ESCAPED.search(text) is None:
-        return f'"{text}"'
+        return '"' + text + '"'
     return '"' + _ESCAPED.sub(_escape, text) + '"'
 
 
