@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kazoo.exceptions import ConnectionLoss
 
-from .._protocol import wire
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.discovery import ServiceInstance
 from .._protocol.discovery_json import InstanceSerializer, JsonInstanceSerializer
@@ -32,7 +31,7 @@ from .._protocol.discovery_strategies import (
 )
 from .._protocol.errors import InstanceFormatError
 from .._protocol.paths import validate_path
-from .._protocol.registration import check_registrable, check_segment
+from .._protocol.registration import check_registrable, check_segment, node_path
 from .._protocol.steps import Steps
 from .._protocol.transport import Transport
 from .._recipes import discovery as queries
@@ -69,7 +68,7 @@ def instance_data(
     register it; ValueError when the request that writes them would be more than the server
     takes (sent, it would make the server drop the connection, at every try)."""
     data = serializer.serialize(check_registrable(instance))
-    path = wire.join_path(wire.join_path(base_path, instance.name), instance.id)
+    path = node_path(base_path, instance.name, instance.id)
     check_size(data, path, f"the instance {instance.name}/{instance.id}")
     return data
 

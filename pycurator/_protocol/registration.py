@@ -79,7 +79,15 @@ def service_path(base_path: str, name: str) -> str:
 def instance_path(base_path: str, name: str, instance_id: str) -> str:
     """The node of instance ``instance_id`` of ``name`` (Curator's ``pathForInstance``); a
     sequential instance's node has ten digits more."""
-    return wire.join_path(service_path(base_path, name), check_segment("instance id", instance_id))
+    return node_path(
+        base_path, check_segment("service name", name), check_segment("instance id", instance_id)
+    )
+
+
+def node_path(base_path: str, name: str, instance_id: str) -> str:
+    """:func:`instance_path` of a name and id already checked (those of a registrable
+    instance, :func:`check_registrable`)."""
+    return wire.join_path(wire.join_path(base_path, name), instance_id)
 
 
 def sequential_nodes(children: Iterable[str], instance_id: str) -> list[str]:
@@ -153,6 +161,7 @@ __all__ = [
     "instance_path",
     "is_mine",
     "node_mode",
+    "node_path",
     "sequential_nodes",
     "service_path",
 ]

@@ -25,11 +25,10 @@ from collections.abc import Callable
 from kazoo.exceptions import ConnectionClosedError, KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
-from .._protocol import wire
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.discovery import ServiceInstance
 from .._protocol.errors import ServiceNotRegisteredError
-from .._protocol.registration import instance_keys
+from .._protocol.registration import instance_keys, node_path
 from .._protocol.steps import IsConnected, NewSignal, Steps, WaitSignal
 from .._protocol.transport import Signal, Transport, runs_inline
 from .._protocol.waits import DELETE_WAIT, RETRYABLE, connected_steps
@@ -140,7 +139,7 @@ class Registrar:
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
-                path = wire.join_path(wire.join_path(self.base_path, key[0]), key[1])
+                path = node_path(self.base_path, *key)
                 entry = self._entries[key] = Registration(key, path)
             entry.check = entry.record is not None
             number = self._wish(entry, instance, data)
