@@ -486,3 +486,15 @@ def test_a_watch_event_is_read_once_for_kazoo_s_watchers_and_the_follower(
     connection._read_watch_event(_watch_event(3, "/app/a"), 16)
     assert len(told) == 4 and "/app/a" not in client._data_watchers
     assert followed == [(3, "/app/a"), (2, "/app/a"), (4, "/app/a"), (9, "/app/a"), (3, "/app/a")]
+
+
+def test_watch_events_followed_on_kazoo_s_loop_are_still_followed_on_pycurator_s() -> None:
+    """A client whose watch events were followed on kazoo's loop (the watches that stay, made
+    before the client took pycurator's loop) keeps its follower when it takes the loop."""
+    client = KazooClient(hosts="127.0.0.1:1", handler=FastThreadingHandler())
+    followed: list[tuple[int, str]] = []
+    kazoo_internals.follow_watch_events(client, lambda kind, path: followed.append((kind, path)))
+    assert "_read_watch_event" in vars(client._connection)  # kazoo's reader, wrapped
+    assert use_lean_loop(client)
+    client._connection._read_watch_event(_watch_event(3, "/a"), 16)
+    assert followed == [(3, "/a")]
