@@ -30,6 +30,7 @@ from pycurator.testing import (
     jclass,
     session_of,
 )
+from pycurator.testing._helpers import steady
 from pycurator.testing._java_calls import java_bytes
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
@@ -72,13 +73,15 @@ def server_tree(zk: KazooClient, root: str) -> dict[str, tuple[bytes | None, int
 
 
 def settle(python: PythonCache, java: JavaCuratorCache, zk: KazooClient, root: str) -> None:
-    """Wait until both caches hold what the server holds at or below ``root``."""
+    """Wait until both caches hold what the server holds at or below ``root``, and what each
+    listener was told stays the same (each cache tells after it stores)."""
 
     def same() -> bool:
         tree = server_tree(zk, root)
         return python.held() == tree and java_held(java) == tree
 
     eventually(same, what="both caches hold what the server holds")
+    steady(lambda: (len(python.events), len(java.events)))
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from pycurator.testing import (
     jclass,
     session_of,
 )
+from pycurator.testing._helpers import steady
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
@@ -53,11 +54,13 @@ def server_tree(zk: KazooClient, root: str) -> dict[str, tuple[bytes | None, int
 
 
 def settle(cache: JavaCuratorCache, zk: KazooClient, root: str) -> None:
-    """Wait until the cache holds every node the server has at or below ``root``, as it is."""
+    """Wait until the cache holds every node the server has at or below ``root``, as it is,
+    and what its listener was told stays the same (Curator tells after it stores)."""
     eventually(
         lambda: {c.path: (c.data, c.stat.version) for c in cache} == server_tree(zk, root),
         what=f"{cache!r} holds what the server holds",
     )
+    steady(lambda: len(cache.events))
 
 
 @pytest.fixture

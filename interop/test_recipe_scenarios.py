@@ -39,6 +39,7 @@ from pycurator.testing import (
     expire_kazoo_session,
     java_local_address,
 )
+from pycurator.testing._helpers import steady
 from pycurator.testing._java_calls import java_bytes, proxy, python_bytes, recipe_class
 
 from .conftest import CuratorFactory
@@ -123,6 +124,7 @@ def _settle(python: CuratorCache, java: JavaCuratorCache, zk: KazooClient, root:
         return tree == held == theirs
 
     eventually(same, what="both caches hold what the server holds")
+    steady(lambda: len(java.events))  # Curator tells after it stores (ours: heard.wait_for)
 
 
 def test_single_node_caches_tell_the_node_alone_on_both_sides(

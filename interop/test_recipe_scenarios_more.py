@@ -15,6 +15,7 @@ from kazoo.client import KazooClient
 from pycurator import CacheOption, CuratorCache, CuratorCacheListener
 from pycurator._protocol.cache import compress
 from pycurator.testing import SOON, ClientFactory, JavaCuratorCache, eventually, jclass
+from pycurator.testing._helpers import steady
 from pycurator.testing._java_calls import (
     CURATOR_RECIPES,
     java_bytes,
@@ -38,7 +39,8 @@ Event = tuple[str, str, bytes | None, bytes | None]
 
 def settle(zk: KazooClient, root: str, *caches: Iterable[Any]) -> None:
     """Wait until each cache (Python's or Java's) holds what the server holds at or below
-    ``root`` (each node's data and version): every write made so far has been told."""
+    ``root`` (each node's data and version), and each Java cache's record of events stays the
+    same (Curator tells after it stores): every write made so far has been told."""
 
     def same() -> bool:
         tree = server_tree(zk, root)
@@ -46,6 +48,7 @@ def settle(zk: KazooClient, root: str, *caches: Iterable[Any]) -> None:
                    for cache in caches)  # fmt: skip
 
     eventually(same, what="the caches hold what the server holds")
+    steady(lambda: [len(cache.events) for cache in caches if isinstance(cache, JavaCuratorCache)])
 
 
 class Caches:
@@ -70,8 +73,10 @@ class Caches:
         self._from = (len(self.heard.items), len(self.java.events))
 
     def settle(self) -> None:
-        """Wait until both hold what the server holds."""
+        """Wait until both hold what the server holds, and what each was told stays the same
+        (each tells after it stores)."""
         settle(self.zk, self.root, self.python, self.java)
+        steady(lambda: len(self.heard.items))
 
     def told(self, count: int) -> tuple[list[Event], list[Event]]:
         """The events each side told since :meth:`mark`, once each told ``count``."""

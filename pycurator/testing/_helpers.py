@@ -1,5 +1,6 @@
 """Small helpers tests of ZooKeeper code keep writing: a bound for "soon", steady reconnects,
-the client factory's type, polling, and children of a node that may be gone."""
+the client factory's type, polling (for a condition, for a value that stays), and children of a
+node that may be gone."""
 
 from __future__ import annotations
 
@@ -31,6 +32,23 @@ def eventually(predicate: Callable[[], bool], timeout: float = SOON, what: str =
         if time.monotonic() > end:
             raise AssertionError(f"not true within {timeout}s: {what or predicate}")
         time.sleep(0.02)
+
+
+def steady(value: Callable[[], object], window: float = 0.5, timeout: float = SOON) -> object:
+    """``value()`` once it has stayed the same for ``window`` seconds; ``AssertionError`` after
+    ``timeout``. For what is told after it is held: a cache (Curator's, ours) stores a change
+    before it tells its listeners, so a listener's record may lag what the cache holds."""
+    end = time.monotonic() + timeout
+    seen = value()
+    since = time.monotonic()
+    while time.monotonic() - since < window:
+        if time.monotonic() > end:
+            raise AssertionError(f"still changing after {timeout}s: {seen!r}")
+        time.sleep(0.02)
+        now = value()
+        if now != seen:
+            seen, since = now, time.monotonic()
+    return seen
 
 
 def children(client: KazooClient, path: str) -> list[str]:
