@@ -15,8 +15,9 @@ from kazoo.exceptions import ConnectionClosedError, ConnectionLoss
 from kazoo.protocol.states import KazooState
 
 from .._client.interfaces import local_instance
-from .._cores.discovery import DEFAULT_BASE_PATH
+from .._cores.discovery import DEFAULT_BASE_PATH, instance_data
 from .._protocol.discovery import ServiceInstance, UriSpec
+from .._protocol.discovery_json import JsonInstanceSerializer
 from .._protocol.discovery_payloads import CLASS_PROPERTY, payload_from_json
 from .._protocol.errors import InstanceFormatError, InvalidServiceInstance, InvalidUriSpec
 from .._protocol.registration import check_segment, instance_path
@@ -54,7 +55,7 @@ def payload_of(text: str | None) -> Any:
     if text is None:
         return None
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:
         raise CliError(f"bad --payload: not JSON: {exc}", EXIT_USAGE) from None
     if isinstance(value, dict) and CLASS_PROPERTY in value:
@@ -63,6 +64,22 @@ def payload_of(text: str | None) -> Any:
         except InstanceFormatError as exc:
             raise CliError(f"bad --payload: {exc}", EXIT_USAGE) from None
     return value
+
+
+def _no_constant(word: str) -> Any:
+    """``NaN`` and ``Infinity``, which Python's reader takes and Jackson's refuses: not JSON."""
+    raise ValueError(f"{word} is no JSON value")
+
+
+def writable(base: str, instance: ServiceInstance) -> None:
+    """A usage error naming what no node can hold of ``instance`` (text Java cannot write, a
+    number JSON has no word for, more bytes than a node takes), found before connecting."""
+    try:
+        instance_data(JsonInstanceSerializer(), base, instance)
+    except ValueError as exc:
+        what = f"{shown(instance.name)}/{shown(instance.id)}"
+        reason = shown(str(exc), backslash=False)
+        raise CliError(f"cannot register {what}: {reason}", EXIT_USAGE) from None
 
 
 def instance_of(args: argparse.Namespace) -> ServiceInstance:
@@ -123,6 +140,7 @@ def cmd_register(args: argparse.Namespace, err: TextIO) -> int:
     """Run a command while an instance is registered; see ``pycurator register --help``."""
     base = checked_path(args.base, "--base")
     instance = instance_of(args)
+    writable(base, instance)
     command = resolve_command(args.command, "pycurator register NAME --port N -- CMD [ARGS...]")
     interrupt = Interrupter()
     before_stop: list[Any] = []
