@@ -1,7 +1,6 @@
-"""Service discovery at the edges a review found uncovered, without Java: ``pycurator
-register`` given a payload or an address no node can hold (a number JSON has no word for,
-text Java cannot write, more bytes than a node takes) refuses it as the bad input it is,
-naming it, before anything connects, and a real run leaves no node behind."""
+"""``pycurator register`` given a payload or an address no node can hold (a number JSON has no
+word for, text Java cannot write, more bytes than a node takes) refuses it as the bad input it
+is, naming it, before anything connects, and a real run leaves no node behind."""
 
 from __future__ import annotations
 

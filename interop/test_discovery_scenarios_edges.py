@@ -1,11 +1,11 @@
-"""Service discovery scenarios a review of issue 52 found uncovered, across Java and Python
-on a real ZooKeeper, each compared with what Java's curator-x-discovery does in the same case
-on the Curator of this run (Debian's 5.4, or 5.9 with ``./dev newest``): a sticky provider
-moving off an instance noted down and staying where it moved, as Curator's; a sequential
-instance through an expiry, then updated and unregistered, seen by Java's cache on its one
-node; an unregister during an outage, twice, staying done through a reconnect and through an
-expiry (CURATOR-164, -617); a node that is, or becomes, no instance beside good ones, in both
-languages' caches and providers; the unregister during an outage from asyncio too."""
+"""Service discovery scenarios at the edges, across Java and Python on a real ZooKeeper, each
+compared with what Java's curator-x-discovery does in the same case on the Curator of this run
+(Debian's 5.4, or 5.9 with ``./dev newest``): a sticky provider moving off an instance noted
+down and staying where it moved, as Curator's; a sequential instance through an expiry, then
+updated and unregistered, seen by Java's cache on its one node; an unregister during an outage,
+twice, staying done through a reconnect and through an expiry (CURATOR-164, -617); a node that
+is, or becomes, no instance beside good ones, in both languages' caches and providers; the
+unregister during an outage from asyncio too."""
 
 from __future__ import annotations
 
