@@ -33,12 +33,19 @@ def test_inspect_tells_when_a_kept_ttl_node_expires(
     path = f"{zk_path}/owner"
     with PersistentTtlNode(zk, path, 2.0, b"me") as node:
         assert node.wait_for_initial_create(SOON)
-        eventually(
-            lambda: (stat := zk.exists(f"{path}/touch")) is not None and stat.version >= 2,
-            what="touched three times",
-        )
-        table = run_cli("inspect", "--hosts", zk_server.hosts, path)
-        shown = run_cli("inspect", "--json", "--hosts", zk_server.hosts, path)
+        inspected_ttl_node(zk_server.hosts, zk, path)
+
+
+def inspected_ttl_node(hosts: str, zk: KazooClient, path: str) -> None:
+    """Once the ``touch`` child of a node kept with a 2 s TTL was touched three times,
+    ``inspect`` tells (as a table and as JSON) that a PersistentTtlNode keeps it, its TTL and
+    when it expires."""
+    eventually(
+        lambda: (stat := zk.exists(f"{path}/touch")) is not None and stat.version >= 2,
+        what="touched three times",
+    )
+    table = run_cli("inspect", "--hosts", hosts, path)
+    shown = run_cli("inspect", "--json", "--hosts", hosts, path)
     assert table.returncode == 0 and shown.returncode == 0, table.stderr + shown.stderr
     lines = table.stdout.splitlines()
     assert lines[0].startswith(f"{path}: not a lock") and lines[0].endswith("child(ren): touch")

@@ -95,8 +95,9 @@ class GroupMemberFace:
         return self._core.current_members()
 
     def id_from_path(self, path: str) -> str:
-        """The member id a member node's full path names (its last segment)."""
-        return wire.node_name(path)
+        """The member id a member node's full path names (its last segment); ValueError
+        naming ``path`` when it is no path (Curator validates it too)."""
+        return wire.node_name(validate_path(path))
 
     def set_this_data(self, data: bytes) -> None:
         """Keep this member's node with ``data`` (written in the background, again after each

@@ -243,7 +243,8 @@ def compress(data: bytes) -> bytes:
 def decompress(path: str, data: bytes | None) -> bytes | None:
     """The data of the node at ``path``, read as gzip (None stays None, as in Curator);
     :class:`~pycurator._protocol.errors.CompressedDataError` naming the node when it is not
-    gzip or is cut short."""
+    gzip, is cut short, or has bytes after its one gzip member (Curator refuses them: "Expected
+    just one GZip block, without garbage in the end")."""
     if data is None:
         return None
     if data[:2] != GZIP_HEADER[:2]:
@@ -256,6 +257,8 @@ def decompress(path: str, data: bytes | None) -> bytes | None:
         raise CompressedDataError(path, f"bad gzip: {exc}") from None
     if not inflater.eof:
         raise CompressedDataError(path, "gzip cut short")
+    if inflater.unused_data:  # Curator reads one member, and nothing after it
+        raise CompressedDataError(path, "more than one gzip member, or bytes after it")
     return unzipped
 
 
