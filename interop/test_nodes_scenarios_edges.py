@@ -1,10 +1,10 @@
-"""Scenarios of issue 51's recipes across languages that the other scenario files leave out,
-each written from what Curator does and run against it (5.4 and 5.9 alike): the adapters of a
-built listener with ``after_initialized()``, on a tree and on a node made later, on both front
-ends; gzip that Curator's ``COMPRESSED_DATA`` cannot unzip (garbage after it, two members, not
-gzip at all) left out by both caches; a member id read from a path, a bad path refused; and
-the ``pycurator`` command on Java's recipes: ``inspect`` of a Java group and a Java
-PersistentTtlNode, ``watch --json`` beside a Java cache."""
+"""Scenarios of the nodes' recipes across languages at their edges, each written from what
+Curator does and run against it (5.4 and 5.9 alike): the adapters of a built listener with
+``after_initialized()``, on a tree and on a node made later, on both front ends; gzip that
+Curator's ``COMPRESSED_DATA`` cannot unzip (garbage after it, two members, not gzip at all) left
+out by both caches; a member id read from a path, a bad path refused; and the ``pycurator``
+command on Java's recipes: ``inspect`` of a Java group and a Java PersistentTtlNode, ``watch
+--json`` beside a Java cache."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Rules of issue 51's recipes that a review against Curator found wrong, on plain data (the
-scenarios against Java are in interop/test_scenarios_review_nodes.py): gzip that Curator's
-``COMPRESSED_DATA`` reader refuses, and a member id read from a path that is none."""
+"""Two rules of the nodes' recipes, on plain data, as Curator keeps them (the scenarios against
+Java are in interop/test_nodes_scenarios_edges.py): gzip that Curator's ``COMPRESSED_DATA``
+reader refuses, and a member id read from a path that is none."""
 
 from __future__ import annotations
 
