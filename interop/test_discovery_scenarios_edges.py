@@ -49,12 +49,9 @@ from tests.support import SOON
 from .test_discovery_interop import CLASSES, instance
 from .test_discovery_scenarios import java, python
 from .test_discovery_scenarios_aio import java_sees, run, until
+from .test_discovery_scenarios_more import by_id
 
 pytestmark = pytest.mark.usefixtures("java_payload_classes", "no_orphans")
-
-
-def by_id(instances: list[ServiceInstance]) -> list[ServiceInstance]:
-    return sorted(instances, key=lambda i: i.id)
 
 
 def settled(cache: JavaServiceCache) -> int:
