@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import threading
+import time
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -280,9 +281,11 @@ def new_curator(
     # connected: a recipe started meanwhile would hear it too, and take it for a reconnect (a
     # discovery registers its instances again, a sequential one under a second node)
     told = threading.Event()
+    teller: list[Any] = []  # the Java thread that tells the client's listeners
 
     def changed(_client: Any, state: Any) -> None:
         if str(state.name()) == "CONNECTED":
+            teller.append(jclass("java.lang.Thread").currentThread())
             told.set()
 
     listener = jpype.JProxy(
@@ -293,6 +296,15 @@ def new_curator(
     if not told.wait(connect_timeout):
         client.close()
         raise TimeoutError(f"Curator did not connect to {hosts} within {connect_timeout}s")
+    # told to this listener is not yet told to all: Curator goes on through its listeners (a
+    # concurrent map, whose walk meets one added meanwhile), so a recipe started at once could
+    # still hear this CONNECTED. Its teller waits for the next change once it is done.
+    end = time.monotonic() + connect_timeout
+    while str(teller[0].getState()) not in ("WAITING", "TIMED_WAITING"):
+        if time.monotonic() > end:
+            client.close()
+            raise TimeoutError(f"Curator did not finish telling its CONNECTED to {hosts}")
+        time.sleep(0.001)
     client.getConnectionStateListenable().removeListener(listener)
     return client
 
