@@ -42,6 +42,7 @@ from pycurator.testing import (
     eventually,
     expire_session,
 )
+from pycurator.testing._helpers import steady
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from tests.cli_support import ends_within, python_command, run_cli, start_cli
 from tests.support import SOON, Worker
@@ -96,12 +97,7 @@ async def java_sees(
 async def settled(cache: JavaServiceCache) -> int:
     """Java's cache's count of changes once it stays the same for half a second: Curator
     updates what its cache holds before it tells its listeners."""
-    seen = cache.changes
-    while True:
-        await asyncio.sleep(0.5)
-        if cache.changes == seen:
-            return seen
-        seen = cache.changes
+    return await asyncio.to_thread(steady, lambda: cache.changes)
 
 
 async def until(condition: Callable[[], bool], what: str) -> None:

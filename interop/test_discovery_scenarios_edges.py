@@ -35,7 +35,6 @@ from pycurator.testing import (
     ClientFactory,
     CuratorFactory,
     FaultProxy,
-    JavaServiceCache,
     JavaServiceDiscovery,
     children,
     discovery_class,
@@ -43,6 +42,7 @@ from pycurator.testing import (
     expire_session,
     jclass,
 )
+from pycurator.testing._helpers import steady
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from tests.support import SOON
 
@@ -52,17 +52,6 @@ from .test_discovery_scenarios_aio import java_sees, run, until
 from .test_discovery_scenarios_more import by_id
 
 pytestmark = pytest.mark.usefixtures("java_payload_classes", "no_orphans")
-
-
-def settled(cache: JavaServiceCache) -> int:
-    """Java's cache's count of changes once it stays the same for half a second: Curator
-    stores a change in its cache before it tells its listeners."""
-    seen = cache.changes
-    while True:
-        time.sleep(0.5)
-        if cache.changes == seen:
-            return seen
-        seen = cache.changes
 
 
 def plain(key: str, **changes: Any) -> ServiceInstance:
@@ -195,13 +184,15 @@ def test_a_sequential_instance_through_an_expiry_is_updated_and_unregistered_on_
         # a new node (its name may be the old one's: the emptied parent, a container, may
         # have been reaped and made again, its sequence starting over)
         assert made is not None and again is not None and again.czxid != made.czxid
-        changes = settled(cache)
+        changes = steady(lambda: cache.changes)
         mine.update_service(updated)
         assert cache.wait_for(lambda held: held == [updated], SOON)
         assert children(zk, f"{base}/billing") == [after]
         assert mine.query_for_instance("billing", after) == updated
         assert found.query_for_instance("billing", after) == updated
-        assert settled(cache) == changes + 1  # one write, no second one nor a second node
+        assert (
+            steady(lambda: cache.changes) == changes + 1
+        )  # one write, no second one nor a second node
         assert children(zk, f"{base}/billing") == [after]
         mine.unregister_service(updated)
         assert children(zk, f"{base}/billing") == []
@@ -304,7 +295,7 @@ def test_a_node_that_is_or_becomes_no_instance_is_left_out_by_both_caches_and_pr
         eventually(lambda: ours.get_instances() == [a, b, x], SOON)
         assert ours.malformed() == []
         eventually(lambda: provider.get_all_instances() == [a, b, x], SOON)  # its own cache
-        changes = settled(theirs)
+        changes = steady(lambda: theirs.changes)
         zk.set(bad, GARBAGE)
         eventually(lambda: ours.get_instances() == [a, b], SOON)
         assert [e.path for e in ours.malformed()] == [bad]

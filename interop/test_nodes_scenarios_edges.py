@@ -53,7 +53,7 @@ from tests.test_cli_views import Lines
 
 from .conftest import CuratorFactory
 from .test_cache_interop import server_tree
-from .test_recipe_scenarios import Heard, _event_of
+from .test_recipe_scenarios import Heard, _event_of, hold_the_root
 from .test_recipe_scenarios import closing as closing  # the fixture
 from .test_recipe_scenarios_more import settle
 
@@ -197,14 +197,7 @@ def test_adapters_after_initialized_tell_what_javas_tell(
     for write in writes:
         write()
         if single:
-            eventually(
-                lambda: (
-                    {n.path: n.data for n in python}
-                    == {n.path: n.data for n in java}
-                    == ({root: zk.get(root)[0]} if zk.exists(root) else {})
-                ),
-                what="both hold the root as the server has it",
-            )
+            hold_the_root(zk, root, python, java)
         else:
             settle(zk, root, python, java)
         steady(lambda: (len(ours.items), len(theirs.items)))

@@ -116,6 +116,18 @@ def _both_caches(
     return python, heard, java
 
 
+def hold_the_root(zk: KazooClient, root: str, python: CuratorCache, java: JavaCuratorCache) -> None:
+    """Wait until two single-node caches hold ``root`` as the server has it (or nothing)."""
+    eventually(
+        lambda: (
+            {n.path: n.data for n in python}
+            == {n.path: n.data for n in java}
+            == ({root: zk.get(root)[0]} if zk.exists(root) else {})
+        ),
+        what="both hold the root as the server has it",
+    )
+
+
 def _settle(python: CuratorCache, java: JavaCuratorCache, zk: KazooClient, root: str) -> None:
     def same() -> bool:
         tree = server_tree(zk, root)
@@ -146,14 +158,7 @@ def test_single_node_caches_tell_the_node_alone_on_both_sides(
     ]
     for write in writes:
         write()
-        eventually(
-            lambda: (
-                {n.path: n.data for n in python}
-                == {n.path: n.data for n in java}
-                == ({root: zk.get(root)[0]} if zk.exists(root) else {})
-            ),
-            what="both hold the root as the server has it",
-        )
+        hold_the_root(zk, root, python, java)
     expected = [
         ("NODE_CREATED", root, None, b"r"),
         ("NODE_CHANGED", root, b"r", b"r2"),

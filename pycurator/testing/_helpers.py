@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
@@ -34,7 +34,10 @@ def eventually(predicate: Callable[[], bool], timeout: float = SOON, what: str =
         time.sleep(0.02)
 
 
-def steady(value: Callable[[], object], window: float = 0.5, timeout: float = SOON) -> object:
+_V = TypeVar("_V")
+
+
+def steady(value: Callable[[], _V], window: float = 0.5, timeout: float = SOON) -> _V:
     """``value()`` once it has stayed the same for ``window`` seconds; ``AssertionError`` after
     ``timeout``. For what is told after it is held: a cache (Curator's, ours) stores a change
     before it tells its listeners, so a listener's record may lag what the cache holds."""
