@@ -95,9 +95,12 @@ def test_one_leader_among_several_and_everyone_sees_the_same_participants(
     path = f"{zk_path}/election"
     first = start(latches, LeaderLatch(zk_client_factory(), path, "a"))
     assert first.wait(SOON)
-    others = [start(latches, LeaderLatch(zk_client_factory(), path, i)) for i in ("b", "c")]
     observer = zk_client_factory()
-    queued(observer, path, 3)
+    others = []
+    for count, i in enumerate(("b", "c"), start=2):
+        # A start returns before its node is made: b must be queued before c starts.
+        others.append(start(latches, LeaderLatch(zk_client_factory(), path, i)))
+        queued(observer, path, count)
     everyone = [first, *others]
     expected = [Participant("a", True), Participant("b", False), Participant("c", False)]
     for latch in everyone:
