@@ -174,6 +174,8 @@ def test_a_java_latch_leads_and_an_awaiting_latch_takes_over_when_it_closes(
         latch = aio.LeaderLatch(zk, zk_path, "python-1")
         await latch.start()
         assert await latch.wait(0.3) is False
+        # start() returns before the node is made: it is queued once there are two nodes
+        await _until(lambda: len(children(zk, zk_path)) == 2, "the coroutine's latch queued")
         assert [p.id for p in await latch.participants()] == ["java-1", "python-1"]
         java.close()
         assert await latch.wait(SOON)
