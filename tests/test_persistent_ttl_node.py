@@ -108,7 +108,12 @@ def test_the_node_deleted_is_made_again_and_touched_again(
     with PersistentTtlNode(client, path, TTL, b"x") as node:
         assert node.wait_for_initial_create(SOON)
         eventually(lambda: observer.exists(f"{path}/touch") is not None, what="touched")
-        observer.delete(path, recursive=True)
+        # both at once: a touch landing between two deletes makes the child again, and the
+        # parent's delete fails NotEmpty
+        deletes = observer.transaction()
+        deletes.delete(f"{path}/touch")
+        deletes.delete(path)
+        assert deletes.commit() == [True, True]
         eventually(lambda: observer.exists(f"{path}/touch") is not None, what="made and touched")
         assert observer.get(path)[0] == b"x"
 
