@@ -382,7 +382,9 @@ def test_a_python_cache_count_and_group_keep_hearing_java_after_a_reconnect_and_
                     what=f"the group holds step {step}",
                 )
                 before = str(step - 1).encode() if step > 2 else b"1"
-                assert ("NODE_CHANGED", f"{root}/a", before, str(step).encode()) in heard.items
+                change = ("NODE_CHANGED", f"{root}/a", before, str(step).encode())
+                # the cache holds a change before its listener is told it, on its worker
+                heard.wait_for(lambda told: change in told, f"step {step}'s change told")
 
             fault.blackhole()
             fault.drop_connections()
