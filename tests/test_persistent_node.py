@@ -244,7 +244,10 @@ def test_a_close_before_the_create_is_answered_deletes_what_it_made_when_it_land
     with FaultProxy(zk_server.hosts.split(",")[0], latency=0.2) as slow:
         client = zk_client_factory(hosts=slow.hosts)
         node = PersistentNode(client, f"{zk_path}/node", mode, b"", protected)
+        # told by the server: a poll could miss the node, there only until the delete lands
+        landed = threading.Event()
+        zk.get_children(zk_path, watch=lambda _: landed.set())
         node.start()
         node.close()  # the create is on its way: it lands after the close
-        eventually(lambda: zk.get_children(zk_path) != [], what="the create landed")
+        assert landed.wait(SOON), "the create landed"
         eventually(lambda: zk.get_children(zk_path) == [], what="what it made deleted")
