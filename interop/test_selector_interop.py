@@ -65,6 +65,8 @@ def test_java_and_python_selectors_see_one_leader_and_the_same_participants(
     expected = [Participant("java-1", True), Participant("python-1", False)]
     assert python.participants() == expected == java_participants(java)
     assert not python.has_leadership() and bool(java.hasLeadership())
+    # the node seen on the server is not yet known to the selector that made it
+    eventually(lambda: python.our_path is not None, what="python knows its node")
     (java_name,) = [n for n in children(zk, path) if python.our_path != f"{path}/{n}"]
     assert zk.get(f"{path}/{java_name}")[0] == b"java-1"
     java_go.set()  # takeLeadership returns: Java gives leadership up
