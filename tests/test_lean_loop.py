@@ -267,7 +267,8 @@ def test_an_unreachable_server_fails_pending_requests_and_the_client_comes_back(
     waiting = client.exists_async(zk_path)
     with pytest.raises(ConnectionLoss):
         waiting.get(timeout=SOON)
-    assert KazooState.SUSPENDED in states
+    # kazoo fails the pending requests first, then tells its listeners
+    eventually(lambda: KazooState.SUSPENDED in states, what="SUSPENDED told")
     proxy.heal()
     eventually(lambda: client.connected, what="reconnected")
     assert client.exists(zk_path) is None
