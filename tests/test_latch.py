@@ -217,6 +217,8 @@ def test_a_leaders_session_expiry_hands_over_and_the_latch_rejoins_with_a_new_no
     assert leader.lost_event.wait(SOON)
     assert follower.wait(SOON)
     eventually(lambda: heard.heard == ["is_leader", "not_leader"])
+    # the lost callbacks are told after the listeners, on the same worker
+    eventually(lambda: bool(reasons), what="the lost callback told")
     assert len(reasons) == 1  # told once: the suspension came first, then the expiry
     with pytest.raises(LockLostError):
         leader.check()
