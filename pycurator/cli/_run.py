@@ -347,21 +347,32 @@ def run_holding(
     command has ended when this returns."""
     env = dict(os.environ)
     env.update(variables)
-    try:
-        # the kernel kills the command if this process dies before it could stop it (Linux)
-        child = subprocess.Popen(command, env=env, preexec_fn=dies_with_this_process())
-    except OSError as exc:
-        raise CliError(f"cannot run {command[0]}: {exc.strerror}", EXIT_CANNOT_RUN) from exc
-    except subprocess.SubprocessError as exc:
-        raise CliError(f"cannot run {command[0]} guarded: {exc}", EXIT_CANNOT_RUN) from exc
+    running: list[subprocess.Popen[bytes]] = []  # the command, once it runs
+    early: list[int] = []  # signals received while it was being started
 
     def forward(signum: int, frame: FrameType | None) -> None:
+        if not running:
+            early.append(signum)  # passed on once it runs: it could not get it itself
+            return
         if signum == signal.SIGINT and typed_at_terminal():
             return  # the terminal's Ctrl-C reached the command directly
         with contextlib.suppress(ProcessLookupError):
-            child.send_signal(signum)
+            running[0].send_signal(signum)
 
+    # passed on from before the command starts: one that came just after it started would
+    # otherwise end this process, the command killed with it, instead of reaching the command
     with signals(forward, HOLD_SIGNALS):
+        try:
+            # the kernel kills the command if this process dies before it could stop it (Linux)
+            child = subprocess.Popen(command, env=env, preexec_fn=dies_with_this_process())
+        except OSError as exc:
+            raise CliError(f"cannot run {command[0]}: {exc.strerror}", EXIT_CANNOT_RUN) from exc
+        except subprocess.SubprocessError as exc:
+            raise CliError(f"cannot run {command[0]} guarded: {exc}", EXIT_CANNOT_RUN) from exc
+        running.append(child)
+        for signum in early:
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(signum)
         try:
             return _until_done(child, command[0], holding, args, err, what, revoked)
         finally:
