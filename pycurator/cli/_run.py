@@ -347,17 +347,17 @@ def run_holding(
     command has ended when this returns."""
     env = dict(os.environ)
     env.update(variables)
-    running: list[subprocess.Popen[bytes]] = []  # the command, once it runs
+    child: subprocess.Popen[bytes] | None = None  # the command, once it runs
     early: list[int] = []  # signals received while it was being started
 
     def forward(signum: int, frame: FrameType | None) -> None:
-        if not running:
+        if child is None:
             early.append(signum)  # passed on once it runs: it could not get it itself
             return
         if signum == signal.SIGINT and typed_at_terminal():
             return  # the terminal's Ctrl-C reached the command directly
         with contextlib.suppress(ProcessLookupError):
-            running[0].send_signal(signum)
+            child.send_signal(signum)
 
     # passed on from before the command starts: one that came just after it started would
     # otherwise end this process, the command killed with it, instead of reaching the command
@@ -369,7 +369,6 @@ def run_holding(
             raise CliError(f"cannot run {command[0]}: {exc.strerror}", EXIT_CANNOT_RUN) from exc
         except subprocess.SubprocessError as exc:
             raise CliError(f"cannot run {command[0]} guarded: {exc}", EXIT_CANNOT_RUN) from exc
-        running.append(child)
         for signum in early:
             with contextlib.suppress(ProcessLookupError):
                 child.send_signal(signum)
