@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-
 import pytest
 
 from pycurator.testing import ZooKeeperEnsemble
 from pycurator.testing._helpers import steady
 
 from .support import SOON, eventually
+from .test_connect import open_descriptors
 
 
 def serving(ensemble: ZooKeeperEnsemble) -> dict[int, str | None]:
@@ -36,13 +34,9 @@ def _connections_to(ports: set[int]) -> dict[int, int]:
 
 def _own_sockets() -> set[int]:
     """The socket inodes this process holds (the links' proxies among them)."""
-    inodes = set()
-    for fd in os.listdir("/proc/self/fd"):
-        with contextlib.suppress(OSError):
-            target = os.readlink(f"/proc/self/fd/{fd}")
-            if target.startswith("socket:["):
-                inodes.add(int(target[8:-1]))
-    return inodes
+    return {
+        int(target[8:-1]) for target in open_descriptors().values() if target.startswith("socket:[")
+    }
 
 
 def bypasses(ensemble: ZooKeeperEnsemble) -> dict[int, int]:
@@ -51,10 +45,10 @@ def bypasses(ensemble: ZooKeeperEnsemble) -> dict[int, int]:
     are read before and after the connections, so one made or closed meanwhile is not taken
     for a bypass."""
     ports = {port for pair in ensemble._quorum_ports.values() for port in pair}
-    before = _own_sockets()
+    ours = _own_sockets()
     found = _connections_to(ports)
-    after = _own_sockets()
-    return {port: inode for port, inode in found.items() if inode not in before | after}
+    ours |= _own_sockets()
+    return {port: inode for port, inode in found.items() if inode not in ours}
 
 
 def test_every_connection_between_members_crosses_their_link(
