@@ -89,7 +89,7 @@ def test_a_change_by_anyone_is_told_to_every_listener_once(
         other.set_count(5)
         assert mine.wait_for([5]) == [5] and theirs.wait_for([5]) == [5]  # its own too
         zk.set(path, (9).to_bytes(4, "big"))  # a writer that is no SharedCount
-        assert mine.wait_for([5, 9]) == [5, 9]
+        assert mine.wait_for([5, 9]) == [5, 9] and theirs.wait_for([5, 9]) == [5, 9]
         versioned = ours.get_versioned_value()
         assert ours.try_set_count(versioned, 10)
         assert not other.try_set_count(versioned, 11)  # stale: refused, nothing written

@@ -26,7 +26,7 @@ from pycurator.discovery import (
     ServiceType,
     SpringZookeeperInstance,
 )
-from pycurator.testing import SOON, eventually
+from pycurator.testing import SOON, children, eventually
 
 pytestmark = pytest.mark.usefixtures("zk_no_orphans")
 
@@ -81,7 +81,7 @@ def test_each_type_makes_its_node_in_curators_mode_and_close_deletes_it(
         discovery.register_service(instance(service_type=kind))
         stat = zk.exists(f"{base}/billing/id-1")
         assert stat is not None and bool(stat.ephemeralOwner) is ephemeral
-    assert zk.get_children(f"{base}/billing") == []
+    assert children(zk, f"{base}/billing") == []
 
 
 def test_a_sequential_instance_is_found_updated_and_unregistered_by_its_real_name(
@@ -95,7 +95,7 @@ def test_a_sequential_instance_is_found_updated_and_unregistered_by_its_real_nam
     discovery.update_service(updated)
     assert discovery.query_for_instances("billing") == [updated]
     discovery.unregister_service(updated)
-    assert zk.get_children(f"{discovery.base_path}/billing") == []
+    assert children(zk, f"{discovery.base_path}/billing") == []
 
 
 def test_an_update_is_written_and_kept_an_unregister_is_done_once(

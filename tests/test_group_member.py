@@ -16,7 +16,7 @@ from pycurator._client.transport import default_node_data
 from pycurator.testing import STEADY_RECONNECT, ClientFactory, expire_kazoo_session
 
 from .aio_support import run
-from .support import SOON, eventually
+from .support import SOON, children, eventually
 from .test_scale import THREADS_ALLOWED, N, peak_threads, threads
 
 
@@ -131,7 +131,7 @@ def test_asyncio_members_see_each_other(
                 await asyncio.sleep(0.01)
 
     run(main())
-    assert zk.get_children(zk_path) == []
+    assert children(zk, zk_path) == []
 
 
 def test_1000_group_members_cost_a_constant_number_of_threads(

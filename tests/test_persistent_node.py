@@ -23,7 +23,7 @@ from pycurator import CreateMode, PersistentNode
 from pycurator.testing import ClientFactory, FaultProxy
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
-from .support import SOON, eventually
+from .support import SOON, children, eventually
 
 
 def bad(value: object) -> Any:
@@ -139,7 +139,7 @@ def test_data_set_while_disconnected_is_the_nodes_once_reconnected_and_one_node_
             eventually(functools.partial(holds, zk, made, data), what="the data")
             assert zk.get_children(zk_path) == [made.rsplit("/", 1)[1]]
         assert node.actual_path == made
-    assert zk.get_children(zk_path) == []
+    assert children(zk, zk_path) == []
 
 
 def test_a_close_while_disconnected_deletes_the_node_once_reconnected(
