@@ -13,6 +13,7 @@ import subprocess
 import sys
 import termios
 import threading
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -164,3 +165,53 @@ def test_elect_ends_its_leadership_before_the_session_closes(
     closing = [i for i, line in enumerate(lines) if "Closing connection" in line]
     assert len(ended) == 1 and closing and ended[0] < closing[0], result.stderr
     assert not [line for line in lines if " lost: " in line], result.stderr
+
+
+#: ``python -m pycurator`` with a signal sent to itself just as the wait for what it holds ends,
+#: before the command is started: ``SIGNAL`` names it.
+SIGNAL_AS_THE_WAIT_ENDS = """
+import contextlib, os, signal, sys
+from pycurator.cli import _common, main
+waiting = _common.Interrupter.ending
+@contextlib.contextmanager
+def ending(self, end):
+    with waiting(self, end):
+        yield
+    os.kill(os.getpid(), signal.SIGNAL)
+_common.Interrupter.ending = ending
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(
+    "stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda stop: stop.name
+)
+@pytest.mark.parametrize("verb", ["lock", "elect", "register"])
+def test_a_signal_between_the_wait_and_the_command_ends_it_unstarted_and_releases(
+    verb: str,
+    stop: signal.Signals,
+    zk_server: ZooKeeperTarget,
+    zk: KazooClient,
+    zk_path: str,
+    tmp_path: Path,
+) -> None:
+    """Held, but the command not yet started: the command never starts, what was taken is
+    released, and the status is the signal's, as for a signal during the wait."""
+    started = tmp_path / "started"
+    command = python_command(f"open({str(started)!r}, 'w').close()")
+    where = {
+        "lock": [zk_path],
+        "elect": [zk_path, "--id", "me"],
+        "register": ["--base", zk_path, "billing", "--port", "8080"],
+    }[verb]
+    result = subprocess.run(
+        [sys.executable, "-c", SIGNAL_AS_THE_WAIT_ENDS.replace("SIGNAL", stop.name), verb,
+         "--hosts", zk_server.hosts, *where, "--", *command],
+        capture_output=True, text=True, timeout=3 * SOON, env=cli_env(),
+        stdin=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    assert result.returncode == 128 + stop, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert not started.exists()
+    held = f"{zk_path}/billing" if verb == "register" else zk_path
+    eventually(lambda: not children(zk, held), what="what it held was released")

@@ -35,7 +35,7 @@ from ._common import (
     say,
     signals,
 )
-from ._run import Holding, resolve_command, run_holding
+from ._run import Guarded, Holding, resolve_command
 from ._text import shown
 
 #: What ``register`` puts in the command's environment.
@@ -142,9 +142,9 @@ def cmd_register(args: argparse.Namespace, err: TextIO) -> int:
     instance = instance_of(args)
     writable(base, instance)
     command = resolve_command(args.command, "pycurator register NAME --port N -- CMD [ARGS...]")
-    interrupt = Interrupter()
+    interrupt, guarded = Interrupter(), Guarded(command)
     before_stop: list[Any] = []
-    with connected(args, None, before_stop) as client:
+    with connected(args, None, before_stop) as client, guarded.taking_signals():
         discovery = ServiceDiscovery(client, base)
         discovery.start()
         before_stop.append(discovery.close)  # on every way out, within the teardown's wait
@@ -171,7 +171,7 @@ def cmd_register(args: argparse.Namespace, err: TextIO) -> int:
         holding = Holding(node, 0, lambda: None, None)
         try:
             with _listening(client, _told(err, instance)):
-                return run_holding(command, holding, args, err, variables, "registration", None)
+                return guarded.run(holding, args, err, variables, "registration", None)
         finally:
             with signals(noted, WAIT_SIGNALS):  # the command has ended: unregister now
                 discovery.close()

@@ -258,14 +258,17 @@ def run_while_held(
     What ``acquire`` holds is released on this thread, the one that acquired it.
     """
 
-    interrupt = Interrupter()
+    interrupt, guarded = Interrupter(), Guarded(command)
     started, timeout = time.monotonic(), args.timeout
     before_stop: list[Callable[[], None]] = []
     progress = Progress(err, args.path, not args.quiet and err.isatty(), layout, permits)
     progress.connecting(hosts_of(args))
     try:
         # the lock's timeout bounds the connection too, but one try (0) needs a connection
-        with connected(args, args.timeout or None, before_stop) as client:
+        with (
+            connected(args, args.timeout or None, before_stop) as client,
+            guarded.taking_signals(),
+        ):
             spent(args, started)
             progress.follow(client)
             silent = False  # ZooKeeper did not answer the reads before the wait in time
@@ -289,7 +292,7 @@ def run_while_held(
                     EXIT_TIMEOUT,
                 )
             try:
-                return run_holding(command, holding, args, err, env(holding), what, revoked)
+                return guarded.run(holding, args, err, env(holding), what, revoked)
             finally:
                 _release(holding)
     finally:
@@ -332,48 +335,70 @@ def typed_at_terminal() -> bool:
         os.close(fd)
 
 
-def run_holding(
-    command: list[str],
-    holding: Holding,
-    args: argparse.Namespace,
-    err: TextIO,
-    variables: dict[str, str],
-    what: str,
-    revoked: threading.Event | None,
-) -> int:
-    """Run ``command`` while ``holding`` is held (``lock``, ``elect``, ``register``), with
-    ``variables`` in its environment, signals passed on, and its death with this process's;
-    its exit status, or :data:`EXIT_LOCK_LOST`, :data:`EXIT_REVOKED` once it was stopped. The
-    command has ended when this returns."""
-    env = dict(os.environ)
-    env.update(variables)
-    child: subprocess.Popen[bytes] | None = None  # the command, once it runs
-    early: list[int] = []  # signals received while it was being started
+class Guarded:
+    """The command run while something is held (``lock``, ``elect``, ``register``), and the
+    signals meant for it.
 
-    def forward(signum: int, frame: FrameType | None) -> None:
+    Within :meth:`taking_signals`, opened before the wait, :data:`HOLD_SIGNALS` are this
+    object's: noted until the command runs, then passed on to it. A wait's own
+    :class:`Interrupter` takes them over while it waits, and hands them back as it ends, so no
+    signal finds Python's default (SIGTERM ending this process with the lock held) between the
+    end of the wait and the start of the command. A signal noted before :meth:`run` starts the
+    command means it never starts; one that comes while it is being started is passed on to it
+    once it runs."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.command = command
+        self._child: subprocess.Popen[bytes] | None = None  # the command, once it runs
+        self._early: list[int] = []  # signals received before it ran
+
+    def taking_signals(self) -> contextlib.AbstractContextManager[None]:
+        """A block within which :data:`HOLD_SIGNALS` are noted, or passed on to the command."""
+        return signals(self._forward, HOLD_SIGNALS)
+
+    def _forward(self, signum: int, frame: FrameType | None) -> None:
+        child = self._child
         if child is None:
-            early.append(signum)  # passed on once it runs: it could not get it itself
+            self._early.append(signum)  # before it runs: it could not get it itself
             return
         if signum == signal.SIGINT and typed_at_terminal():
             return  # the terminal's Ctrl-C reached the command directly
         with contextlib.suppress(ProcessLookupError):
             child.send_signal(signum)
 
-    # passed on from before the command starts: one that came just after it started would
-    # otherwise end this process, the command killed with it, instead of reaching the command
-    with signals(forward, HOLD_SIGNALS):
+    def run(
+        self,
+        holding: Holding,
+        args: argparse.Namespace,
+        err: TextIO,
+        variables: dict[str, str],
+        what: str,
+        revoked: threading.Event | None,
+    ) -> int:
+        """Run the command while ``holding`` is held, with ``variables`` in its environment,
+        signals passed on, and its death with this process's; its exit status,
+        :data:`EXIT_LOCK_LOST` or :data:`EXIT_REVOKED` once it was stopped, or ``128 + signum``
+        without running it if a signal came first. The command has ended when this returns.
+        Called within :meth:`taking_signals`."""
+        if self._early:  # stopped before the command ran: it never starts
+            return 128 + self._early[0]
+        env = dict(os.environ)
+        env.update(variables)
         try:
             # the kernel kills the command if this process dies before it could stop it (Linux)
-            child = subprocess.Popen(command, env=env, preexec_fn=dies_with_this_process())
+            child = subprocess.Popen(self.command, env=env, preexec_fn=dies_with_this_process())
         except OSError as exc:
-            raise CliError(f"cannot run {command[0]}: {exc.strerror}", EXIT_CANNOT_RUN) from exc
+            raise CliError(
+                f"cannot run {self.command[0]}: {exc.strerror}", EXIT_CANNOT_RUN
+            ) from exc
         except subprocess.SubprocessError as exc:
-            raise CliError(f"cannot run {command[0]} guarded: {exc}", EXIT_CANNOT_RUN) from exc
-        for signum in early:
+            raise CliError(f"cannot run {self.command[0]} guarded: {exc}", EXIT_CANNOT_RUN) from exc
+        self._child = child
+        for signum in self._early:  # came while it was being started
             with contextlib.suppress(ProcessLookupError):
                 child.send_signal(signum)
         try:
-            return _until_done(child, command[0], holding, args, err, what, revoked)
+            return _until_done(child, self.command[0], holding, args, err, what, revoked)
         finally:
             if child.poll() is None:  # an error above: the command never runs unheld
                 child.kill()
