@@ -391,6 +391,12 @@ class ScriptedServer:
 
     # -- the transport ---------------------------------------------------------------------------
 
+    def hold_sends(self) -> None:
+        """Nothing: the script plays each request as it is sent."""
+
+    def send_held(self) -> None:
+        """Nothing: see :meth:`hold_sends`."""
+
     def send(self, request: Request) -> Answer:
         self.sent.append(request)
         self.log.append(("send", request))

@@ -28,6 +28,7 @@ from pycurator._client.kazoo_internals import loop as kazoo_loop
 from pycurator._client.kazoo_internals import releases
 from pycurator._client.runtime import runtime_of
 from pycurator._client.sockets import send_now
+from pycurator.discovery import ServiceDiscovery, ServiceInstance
 from pycurator.handlers import (
     FastThreadingHandler,
     link_inline,
@@ -38,7 +39,7 @@ from pycurator.handlers import (
 from pycurator.testing import FaultProxy
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
-from .support import SOON, STEADY_RECONNECT, eventually
+from .support import SOON, STEADY_RECONNECT, Worker, eventually
 
 #: Data near ZooKeeper's default 1 MB limit on a request: a few of them fill a socket's buffers.
 BIG = b"x" * 900_000
@@ -504,3 +505,84 @@ def test_watch_events_followed_on_kazoo_s_loop_are_still_followed_on_pycurator_s
     assert use_lean_loop(client)
     client._connection._read_watch_event(_watch_event(3, "/a"), 16)
     assert followed == [(3, "/a")]
+
+
+def counted_writes(client: KazooClient) -> list[bytes]:
+    """What the client's loop writes on its socket from now on, one entry a write."""
+    connection = client._connection
+    write = connection._send
+    writes: list[bytes] = []
+
+    def counted(sock: socket.socket, data: bytes) -> None:
+        writes.append(data)
+        write(sock, data)
+
+    connection._send = counted
+    return writes
+
+
+def test_requests_a_thread_holds_are_written_together_in_order_once_sent(
+    zk_server: ZooKeeperTarget, clients: list[KazooClient], zk_path: str
+) -> None:
+    """Held by one thread, not by the others: another thread's request is written and
+    answered meanwhile."""
+    client = started(clients, zk_server.hosts)
+    client.ensure_path(zk_path)
+    writes = counted_writes(client)
+    kazoo_internals.hold_sends(client)
+    try:
+        made = [client.create_async(f"{zk_path}/n-", sequence=True) for _ in range(3)]
+        watched = client.exists_async(f"{zk_path}/n-0000000002", watch=lambda _: None)
+        other = Worker(lambda: client.exists(zk_path))
+        other.start()
+        assert other.outcome() is not None
+        assert len(writes) == 1
+        assert not any(result.ready() for result in [*made, watched])
+    finally:
+        kazoo_internals.send_held(client)
+    names = [result.get(timeout=SOON) for result in made]
+    assert names == [f"{zk_path}/n-000000000{i}" for i in range(3)]
+    assert watched.get(timeout=SOON) is not None  # sent behind the creates
+    assert len(writes) == 2
+    kazoo_internals.send_held(client)  # holding nothing: writes nothing
+    assert len(writes) == 2
+
+
+def test_requests_held_while_the_connection_is_lost_are_sent_in_order_once_it_is_back(
+    proxy: FaultProxy, clients: list[KazooClient], zk_path: str
+) -> None:
+    client = started(clients, proxy.hosts)
+    client.ensure_path(zk_path)
+    kazoo_internals.hold_sends(client)
+    try:
+        made = [client.create_async(f"{zk_path}/n-", sequence=True) for _ in range(3)]
+        proxy.blackhole()
+        proxy.drop_connections()
+        eventually(lambda: not client.connected, what="the connection lost")
+        made += [client.create_async(f"{zk_path}/n-", sequence=True) for _ in range(2)]
+    finally:
+        kazoo_internals.send_held(client)
+    assert not any(result.ready() for result in made)
+    proxy.heal()
+    names = [result.get(timeout=SOON) for result in made]
+    assert names == [f"{zk_path}/n-000000000{i}" for i in range(5)]
+
+
+def test_a_registration_writes_its_create_and_the_watch_on_its_node_at_once(
+    zk_server: ZooKeeperTarget, zk: KazooClient, clients: list[KazooClient], zk_path: str
+) -> None:
+    """The runner holds a run of sends, one behind the other, until its next other step: a
+    registration costs one write, and its node is watched (another's delete is heard)."""
+    client = started(clients, zk_server.hosts)
+    with ServiceDiscovery(client, zk_path) as discovery:
+        instance = ServiceInstance(name="billing", id="one", port=8080)
+        discovery.register_service(instance)  # the parents made first
+        discovery.unregister_service(instance)
+        writes = counted_writes(client)
+        discovery.register_service(instance)
+        assert len(writes) == 1
+        node = f"{zk_path}/billing/one"
+        made = zk.exists(node)
+        assert made is not None
+        zk.delete(node)
+        eventually(lambda: zk.exists(node) is not None, what="the node made again")

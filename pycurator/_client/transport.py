@@ -122,6 +122,12 @@ class KazooTransport:
             raise TypeError(f"not a request: {request!r}")
         return sender(self.client, request)
 
+    def hold_sends(self) -> None:
+        kazoo_internals.hold_sends(self.client)
+
+    def send_held(self) -> None:
+        kazoo_internals.send_held(self.client)
+
     # -- the client's state ------------------------------------------------------------------
 
     def listen(self, listener: Callable[[str], object]) -> None:

@@ -117,6 +117,16 @@ class Transport(Protocol):
         """Send ``request``; its answer to come (kazoo's errors, as its ``*_async`` calls give
         them)."""
 
+    def hold_sends(self) -> None:
+        """Hold what the calling thread sends from now on, to be written together by
+        :meth:`send_held`: a runner holds a run of sends one behind the other (a create and
+        the watch on its node), which then costs one write. Nothing where each request is
+        written as it is sent. The thread waits for no answer while it holds."""
+
+    def send_held(self) -> None:
+        """Write what the calling thread held since :meth:`hold_sends`, in the order it was
+        sent, and stop holding; nothing if it holds nothing."""
+
     # -- the client's state --------------------------------------------------------------------
 
     def listen(self, listener: Callable[[str], object]) -> None:

@@ -11,7 +11,16 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .._protocol.deadline import Deadline, DeadlineExpired
-from .._protocol.steps import EFFECTS, Await, AwaitAll, NewSignal, Steps, link_all, outcomes
+from .._protocol.steps import (
+    EFFECTS,
+    Await,
+    AwaitAll,
+    NewSignal,
+    Send,
+    Steps,
+    link_all,
+    outcomes,
+)
 from .._protocol.transport import Transport
 
 T = TypeVar("T")
@@ -86,30 +95,42 @@ def run(transport: Transport, steps: Steps[T]) -> T:
     handler = transport.client.handler
     value: Any = None
     error: BaseException | None = None
-    while True:
-        try:
-            step = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        value, error = None, None
-        try:
-            if isinstance(step, Await):
-                value = wait_result(handler, step.result, step.deadline)
-            elif (effect := EFFECTS.get(type(step))) is not None:
-                value = effect(transport, step)
-            elif isinstance(step, NewSignal):
-                value = handler.event_object()
-            elif isinstance(step, AwaitAll):
-                unlink = link_all(step.answers, step.wake)
-                try:
-                    step.wake.wait(step.timeout)  # type: ignore[attr-defined]
-                finally:
-                    unlink()
-                value = outcomes(step.answers)
-            else:
-                value = bool(step.signal.wait(step.timeout))  # type: ignore[union-attr]
-        except BaseException as exc:  # thrown in, so the protocol's clean-up runs
-            error = exc
+    holding = False  # the sends of a run one behind the other, written together
+    try:
+        while True:
+            try:
+                step = steps.throw(error) if error is not None else steps.send(value)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            value, error = None, None
+            if type(step) is Send:
+                if not holding:
+                    transport.hold_sends()
+                    holding = True
+            elif holding:
+                transport.send_held()
+                holding = False
+            try:
+                if isinstance(step, Await):
+                    value = wait_result(handler, step.result, step.deadline)
+                elif (effect := EFFECTS.get(type(step))) is not None:
+                    value = effect(transport, step)
+                elif isinstance(step, NewSignal):
+                    value = handler.event_object()
+                elif isinstance(step, AwaitAll):
+                    unlink = link_all(step.answers, step.wake)
+                    try:
+                        step.wake.wait(step.timeout)  # type: ignore[attr-defined]
+                    finally:
+                        unlink()
+                    value = outcomes(step.answers)
+                else:
+                    value = bool(step.signal.wait(step.timeout))  # type: ignore[union-attr]
+            except BaseException as exc:  # thrown in, so the protocol's clean-up runs
+                error = exc
+    finally:
+        if holding:
+            transport.send_held()
 
 
 __all__ = ["Changes", "run", "wait_result", "wait_until"]

@@ -32,6 +32,7 @@ from .._protocol.steps import (
     Await,
     AwaitAll,
     NewSignal,
+    Send,
     Steps,
     WaitSignal,
     link_all,
@@ -129,32 +130,44 @@ async def run_async(transport: Transport, steps: Steps[T]) -> T:
     loop = asyncio.get_running_loop()
     value: Any = None
     error: BaseException | None = None
-    while True:
-        try:
-            step = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        value, error = None, None
-        try:
-            if isinstance(step, Await):
-                value = await _answer(loop, step.result, step.deadline)
-            elif not isinstance(step, (NewSignal, WaitSignal, AwaitAll)):
-                value = perform(transport, step)
-            elif isinstance(step, NewSignal):
-                value = LoopSignal(loop)
-            elif isinstance(step, AwaitAll):
-                assert isinstance(step.wake, LoopSignal)
-                unlink = link_all(step.answers, step.wake)
-                try:
-                    await step.wake.wait(step.timeout)
-                finally:
-                    unlink()
-                value = outcomes(step.answers)
-            else:
-                assert isinstance(step.signal, LoopSignal)
-                value = await step.signal.wait(step.timeout)
-        except BaseException as exc:  # CancelledError included: the clean-up must run
-            error = exc
+    holding = False  # the sends of a run one behind the other, written together
+    try:
+        while True:
+            try:
+                step = steps.throw(error) if error is not None else steps.send(value)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            value, error = None, None
+            if type(step) is Send:
+                if not holding:
+                    transport.hold_sends()
+                    holding = True
+            elif holding:
+                transport.send_held()
+                holding = False
+            try:
+                if isinstance(step, Await):
+                    value = await _answer(loop, step.result, step.deadline)
+                elif not isinstance(step, (NewSignal, WaitSignal, AwaitAll)):
+                    value = perform(transport, step)
+                elif isinstance(step, NewSignal):
+                    value = LoopSignal(loop)
+                elif isinstance(step, AwaitAll):
+                    assert isinstance(step.wake, LoopSignal)
+                    unlink = link_all(step.answers, step.wake)
+                    try:
+                        await step.wake.wait(step.timeout)
+                    finally:
+                        unlink()
+                    value = outcomes(step.answers)
+                else:
+                    assert isinstance(step.signal, LoopSignal)
+                    value = await step.signal.wait(step.timeout)
+            except BaseException as exc:  # CancelledError included: the clean-up must run
+                error = exc
+    finally:
+        if holding:
+            transport.send_held()
 
 
 class LoopEvent:

@@ -63,7 +63,7 @@ from .client import (
     watchers,
 )
 from .loop import LeanConnection
-from .loop_choice import loop_refusal, use_lean_loop, uses_lean_loop
+from .loop_choice import hold_sends, loop_refusal, send_held, use_lean_loop, uses_lean_loop
 from .releases import CHECKED, checked, told_if_unchecked
 
 __all__ = [
@@ -77,10 +77,12 @@ __all__ = [
     "discard_watcher",
     "follow_connects",
     "follow_watch_events",
+    "hold_sends",
     "is_stopped",
     "loop_refusal",
     "observe_calls",
     "reads_error",
+    "send_held",
     "session_of",
     "session_timeout",
     "told_if_unchecked",

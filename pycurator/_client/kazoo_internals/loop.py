@@ -99,6 +99,8 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
     def __init__(self, client: KazooClient, retry_sleeper: Any, logger: Any, sasl: Any) -> None:
         super().__init__(client, retry_sleeper, logger=logger, sasl_options=sasl)
         self._writing = threading.RLock()
+        #: per thread: its requests held to be written together (see hold_sends), or None
+        self._held = threading.local()
         #: the server's socket while the loop serves a session (writers send on it), else None
         self._live: socket.socket | None = None
         #: the process that started the client: a forked child never writes on its socket
@@ -137,9 +139,14 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
     def call(self, request: Any, async_object: Any) -> Any:
         """``KazooClient._call``: written at once while a session is served (by the caller,
         or after the loop's current batch when the loop thread itself calls), else kazoo's
-        own (checks of the state, then ``_queue`` and the wake-up pair)."""
+        own (checks of the state, then ``_queue`` and the wake-up pair); held, whatever the
+        state, while the calling thread holds its sends (:meth:`hold_sends`)."""
         if os.getpid() != self._pid:  # a forked child: the parent's socket is not its own
             return self._kazoo_call(request, async_object)
+        held: list[tuple[Any, Any]] | None = getattr(self._held, "requests", None)
+        if held is not None and request is not _SESSION_EXPIRED and request is not _CONNECTION_DROP:
+            held.append((request, async_object))
+            return None
         with self._writing:
             live = self._live
             if (
@@ -154,6 +161,35 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
                     self._send_requests(live, ((request, async_object),))
                 return None
             return self._kazoo_call(request, async_object)
+
+    def hold_sends(self) -> None:
+        """Hold the requests the calling thread makes from now on, until :meth:`send_held`
+        writes them together: requests sent one behind the other (a create and the watch on
+        its node) then cost one write, and the server reads them at once. The thread must not
+        wait for the answer of a request it holds."""
+        if os.getpid() == self._pid and getattr(self._held, "requests", None) is None:
+            self._held.requests = []
+
+    def send_held(self) -> None:
+        """Write the requests the calling thread held (:meth:`hold_sends`), in the order it
+        made them, and stop holding: in one write while a session is served, else each as
+        :meth:`call` would (kazoo's queue, in order)."""
+        held: list[tuple[Any, Any]] | None = getattr(self._held, "requests", None)
+        if held is None:
+            return
+        self._held.requests = None
+        if not held:
+            return
+        with self._writing:
+            live = self._live
+            if live is not None and self.client._state in _LIVE:
+                if threading.get_ident() == self._loop_thread:
+                    self._deferred.extend(held)
+                else:
+                    self._send_requests(live, held)
+                return
+            for request, async_object in held:
+                self._kazoo_call(request, async_object)
 
     def _send_requests(self, sock: socket.socket, requests: Iterable[tuple[Any, Any]]) -> None:
         """Frame ``requests``, enter each in ``_pending`` and send them in one write (under

@@ -61,4 +61,20 @@ def uses_lean_loop(client: KazooClient) -> bool:
     return isinstance(client._connection, LeanConnection)
 
 
-__all__ = ["loop_refusal", "use_lean_loop", "uses_lean_loop"]
+def hold_sends(client: KazooClient) -> None:
+    """The calling thread's requests on ``client`` held from now on, to be written together by
+    :func:`send_held` (:meth:`LeanConnection.hold_sends`); on kazoo's loop, nothing: each is
+    sent as it is made."""
+    connection = client._connection
+    if isinstance(connection, LeanConnection):
+        connection.hold_sends()
+
+
+def send_held(client: KazooClient) -> None:
+    """Write the requests :func:`hold_sends` held on ``client``, in order."""
+    connection = client._connection
+    if isinstance(connection, LeanConnection):
+        connection.send_held()
+
+
+__all__ = ["hold_sends", "loop_refusal", "send_held", "use_lean_loop", "uses_lean_loop"]
