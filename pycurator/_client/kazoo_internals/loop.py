@@ -12,7 +12,7 @@ import os
 import random
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -99,8 +99,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
     def __init__(self, client: KazooClient, retry_sleeper: Any, logger: Any, sasl: Any) -> None:
         super().__init__(client, retry_sleeper, logger=logger, sasl_options=sasl)
         self._writing = threading.RLock()
-        #: per thread: its requests held to be written together (see hold_sends), or None
-        self._held = threading.local()
+        self._held = threading.local()  # a thread's requests held (see hold_sends), or None
         #: the server's socket while the loop serves a session (writers send on it), else None
         self._live: socket.socket | None = None
         #: the process that started the client: a forked child never writes on its socket
@@ -137,59 +136,47 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         self._connection_routine = self.handler.spawn(self.zk_loop)
 
     def call(self, request: Any, async_object: Any) -> Any:
-        """``KazooClient._call``: written at once while a session is served (by the caller,
-        or after the loop's current batch when the loop thread itself calls), else kazoo's
-        own (checks of the state, then ``_queue`` and the wake-up pair); held, whatever the
-        state, while the calling thread holds its sends (:meth:`hold_sends`)."""
+        """``KazooClient._call``: :meth:`_write_requests` (kazoo's for its test hooks), or held
+        while the calling thread holds its sends (:meth:`hold_sends`)."""
         if os.getpid() != self._pid:  # a forked child: the parent's socket is not its own
             return self._kazoo_call(request, async_object)
+        if request is _SESSION_EXPIRED or request is _CONNECTION_DROP:
+            with self._writing:
+                return self._kazoo_call(request, async_object)
         held: list[tuple[Any, Any]] | None = getattr(self._held, "requests", None)
-        if held is not None and request is not _SESSION_EXPIRED and request is not _CONNECTION_DROP:
+        if held is not None:
             held.append((request, async_object))
             return None
-        with self._writing:
-            live = self._live
-            if (
-                live is not None
-                and self.client._state in _LIVE
-                and request is not _SESSION_EXPIRED
-                and request is not _CONNECTION_DROP
-            ):
-                if threading.get_ident() == self._loop_thread:
-                    self._deferred.append((request, async_object))
-                else:
-                    self._send_requests(live, ((request, async_object),))
-                return None
-            return self._kazoo_call(request, async_object)
+        return self._write_requests(((request, async_object),))
 
     def hold_sends(self) -> None:
-        """Hold the requests the calling thread makes from now on, until :meth:`send_held`
-        writes them together: requests sent one behind the other (a create and the watch on
-        its node) then cost one write, and the server reads them at once. The thread must not
-        wait for the answer of a request it holds."""
+        """Hold the calling thread's requests until :meth:`send_held` writes them together, in
+        one write the server reads at once; it must not wait for the answer of one it holds."""
         if os.getpid() == self._pid and getattr(self._held, "requests", None) is None:
             self._held.requests = []
 
     def send_held(self) -> None:
-        """Write the requests the calling thread held (:meth:`hold_sends`), in the order it
-        made them, and stop holding: in one write while a session is served, else each as
-        :meth:`call` would (kazoo's queue, in order)."""
+        """Stop holding, and :meth:`_write_requests` what the calling thread held, in order."""
         held: list[tuple[Any, Any]] | None = getattr(self._held, "requests", None)
-        if held is None:
-            return
         self._held.requests = None
-        if not held:
-            return
+        if held:
+            self._write_requests(held)
+
+    def _write_requests(self, requests: Sequence[tuple[Any, Any]]) -> Any:
+        """Written at once while a session is served (after its batch, by the loop thread), else
+        each given to kazoo's call (its state checks, ``_queue``, the wake-up pair)."""
         with self._writing:
             live = self._live
             if live is not None and self.client._state in _LIVE:
                 if threading.get_ident() == self._loop_thread:
-                    self._deferred.extend(held)
+                    self._deferred.extend(requests)
                 else:
-                    self._send_requests(live, held)
-                return
-            for request, async_object in held:
-                self._kazoo_call(request, async_object)
+                    self._send_requests(live, requests)
+                return None
+            answer = None
+            for request, async_object in requests:
+                answer = self._kazoo_call(request, async_object)
+            return answer
 
     def _send_requests(self, sock: socket.socket, requests: Iterable[tuple[Any, Any]]) -> None:
         """Frame ``requests``, enter each in ``_pending`` and send them in one write (under
@@ -281,20 +268,15 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
 
     def _hand_back_the_close(self) -> None:
         """The server has answered the close (:meth:`_serve` returned): hand the connection's
-        end back to kazoo's ``_connect_attempt``, which called :meth:`_connect` and now runs its
-        own loop, so that it ends the connection as if that loop had read the answer (its log
-        record, the CLOSED state, its socket closed, no reconnect).
+        end back to kazoo's ``_connect_attempt``, which ends it as if its own loop had read the
+        answer (its log record, the CLOSED state, its socket closed, no reconnect).
 
-        kazoo's loop ends in one of two ways. Usually it finds the client stopped before it
-        waits at all (``while not client._stopped.is_set()``: ``stop()`` sets that before it
-        queues the close), and nothing here is used. Otherwise (a ``start()`` that cleared the
-        flag meanwhile, after a ``stop()`` whose wait for this thread timed out) it waits on
-        ``select([self._socket, ...])``, reads one frame with :meth:`_read_socket`, and breaks
-        on ``CLOSE_RESPONSE``. For that case the real socket, whose last answer :meth:`_serve`
-        has read, is closed, and ``self._socket`` becomes the reading end of a new pair whose
-        writing end is closed: ``select`` finds it readable at once, and :meth:`_read_socket`
-        answers ``CLOSE_RESPONSE`` from ``_closed`` without reading it. kazoo's ``finally``
-        closes that end."""
+        That loop usually finds the client stopped before it waits (``stop()`` sets the flag
+        before it queues the close). Otherwise (a ``start()`` after a ``stop()`` whose wait
+        timed out) it selects on ``self._socket``, reads a frame with :meth:`_read_socket`
+        and breaks on ``CLOSE_RESPONSE``: so the real socket is closed, and ``self._socket``
+        becomes the reading end of a new pair whose writing end is closed, readable at once,
+        for which :meth:`_read_socket` answers ``CLOSE_RESPONSE`` (``_closed``) unread."""
         self._socket.close()
         self._socket, writer = socket.socketpair()
         writer.close()
