@@ -20,9 +20,9 @@ from .._protocol.steps import (
     EFFECTS,
     Await,
     AwaitAll,
+    HeldSends,
     NewSignal,
     Outcome,
-    Send,
     Steps,
     WaitSignal,
     link_all,
@@ -202,30 +202,22 @@ class CallbackRun:
             gathered[1]()
             if error is None:
                 value = outcomes(gathered[0].answers)
-        holding = False  # the sends of a run one behind the other, written together
+        held = HeldSends(transport)
         while True:
             try:
                 step = steps.throw(error) if error is not None else steps.send(value)
             except StopIteration as stop:
-                if holding:
-                    transport.send_held()
+                held.end()
                 self._finish(stop.value, None)
                 return
             except BaseException as exc:
-                if holding:
-                    transport.send_held()
+                held.end()
                 self._finish(None, exc)
                 return
             # by the step's type (one look-up, not a chain of isinstance): effects first, the
             # most frequent steps
             kind = type(step)
-            if kind is Send:
-                if not holding:
-                    transport.hold_sends()
-                    holding = True
-            elif holding:
-                transport.send_held()
-                holding = False
+            held.before(step)
             effect = EFFECTS.get(kind)
             if effect is not None:
                 try:

@@ -231,6 +231,33 @@ EFFECTS: dict[type[Any], Callable[[Transport, Any], Any]] = {
 }
 
 
+class HeldSends:
+    """A runner's run of sends one behind the other, held and written together
+    (:meth:`Transport.hold_sends`): :meth:`before` each step holds from a :class:`Send` on and
+    writes what is held before any other step, so that nothing waits while sends are held;
+    :meth:`end` writes what is left once the steps are over."""
+
+    __slots__ = ("_holding", "_transport")
+
+    def __init__(self, transport: Transport) -> None:
+        self._transport = transport
+        self._holding = False
+
+    def before(self, step: Step) -> None:
+        if type(step) is Send:
+            if not self._holding:
+                self._transport.hold_sends()
+                self._holding = True
+        elif self._holding:
+            self._transport.send_held()
+            self._holding = False
+
+    def end(self) -> None:
+        if self._holding:
+            self._transport.send_held()
+            self._holding = False
+
+
 def _link_answer(step: OnAnswer) -> None:
     told = _told(step.callback)
     if not (step.inline and link_inline(step.answer, told)):
@@ -313,6 +340,7 @@ __all__ = [
     "Effect",
     "ForgetWatch",
     "GetTransport",
+    "HeldSends",
     "IsConnected",
     "Listen",
     "NewSignal",

@@ -15,8 +15,8 @@ from .._protocol.steps import (
     EFFECTS,
     Await,
     AwaitAll,
+    HeldSends,
     NewSignal,
-    Send,
     Steps,
     link_all,
     outcomes,
@@ -95,7 +95,7 @@ def run(transport: Transport, steps: Steps[T]) -> T:
     handler = transport.client.handler
     value: Any = None
     error: BaseException | None = None
-    holding = False  # the sends of a run one behind the other, written together
+    held = HeldSends(transport)
     try:
         while True:
             try:
@@ -103,13 +103,7 @@ def run(transport: Transport, steps: Steps[T]) -> T:
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
             value, error = None, None
-            if type(step) is Send:
-                if not holding:
-                    transport.hold_sends()
-                    holding = True
-            elif holding:
-                transport.send_held()
-                holding = False
+            held.before(step)
             try:
                 if isinstance(step, Await):
                     value = wait_result(handler, step.result, step.deadline)
@@ -129,8 +123,7 @@ def run(transport: Transport, steps: Steps[T]) -> T:
             except BaseException as exc:  # thrown in, so the protocol's clean-up runs
                 error = exc
     finally:
-        if holding:
-            transport.send_held()
+        held.end()
 
 
 __all__ = ["Changes", "run", "wait_result", "wait_until"]

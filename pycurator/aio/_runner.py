@@ -31,8 +31,8 @@ from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.steps import (
     Await,
     AwaitAll,
+    HeldSends,
     NewSignal,
-    Send,
     Steps,
     WaitSignal,
     link_all,
@@ -130,7 +130,7 @@ async def run_async(transport: Transport, steps: Steps[T]) -> T:
     loop = asyncio.get_running_loop()
     value: Any = None
     error: BaseException | None = None
-    holding = False  # the sends of a run one behind the other, written together
+    held = HeldSends(transport)
     try:
         while True:
             try:
@@ -138,13 +138,7 @@ async def run_async(transport: Transport, steps: Steps[T]) -> T:
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
             value, error = None, None
-            if type(step) is Send:
-                if not holding:
-                    transport.hold_sends()
-                    holding = True
-            elif holding:
-                transport.send_held()
-                holding = False
+            held.before(step)
             try:
                 if isinstance(step, Await):
                     value = await _answer(loop, step.result, step.deadline)
@@ -166,8 +160,7 @@ async def run_async(transport: Transport, steps: Steps[T]) -> T:
             except BaseException as exc:  # CancelledError included: the clean-up must run
                 error = exc
     finally:
-        if holding:
-            transport.send_held()
+        held.end()
 
 
 class LoopEvent:
