@@ -152,7 +152,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
     def hold_sends(self) -> None:
         """Hold the calling thread's requests until :meth:`send_held` writes them together, in
         one write the server reads at once; it must not wait for the answer of one it holds."""
-        if os.getpid() == self._pid and getattr(self._held, "requests", None) is None:
+        if getattr(self._held, "requests", None) is None:  # a forked child's go to kazoo
             self._held.requests = []
 
     def send_held(self) -> None:
