@@ -46,6 +46,9 @@ def counts(row: dict[str, Any]) -> list[float]:
 #: The tests that run the benchmark itself (minutes on two cores): ``./dev bench-test`` runs
 #: them (and CI), ``./dev test`` leaves them out.
 BENCH_RUN = pytest.mark.bench_run
+#: The first of them pays for the tiny run of every section (``results``: some 4 to 5 minutes
+#: on two cores, more on a loaded machine), past the 300 s the suite allows a test.
+pytestmark = pytest.mark.timeout(900)
 
 
 @pytest.fixture(scope="module")
