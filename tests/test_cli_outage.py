@@ -19,7 +19,7 @@ from pycurator.testing import FaultProxy, ZooKeeperServer, free_port
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .cli_support import python_command, start_cli
-from .support import SOON, Worker, children, eventually
+from .support import SOON, STEADY_RECONNECT, Worker, children, eventually
 from .test_cli import READY_THEN_SLEEP, wait_ready
 from .test_cli_views import Lines
 
@@ -176,7 +176,11 @@ def test_watch_tells_a_suspension_at_once_and_ends_on_every_signal_in_the_outage
 def test_watch_tells_when_the_connection_is_back_and_shows_the_lock_again(
     own_server: ZooKeeperServer, processes: list[subprocess.Popen[str]]
 ) -> None:
-    holder_client = KazooClient(hosts=own_server.hosts)
+    # the holder's session outlives the server's restart (which took 11 s once on a loaded
+    # machine, past a 10 s session), and it reconnects as soon as the server is back
+    holder_client = KazooClient(
+        hosts=own_server.hosts, timeout=30.0, connection_retry=STEADY_RECONNECT.copy()
+    )
     holder_client.start(SOON)
     try:
         assert InterProcessMutex(holder_client, "/locks/back").acquire(SOON)
