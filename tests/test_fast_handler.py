@@ -28,6 +28,7 @@ from pycurator.handlers import FastThreadingHandler, link_inline, runs_inline
 from pycurator.testing import ClientFactory, FaultProxy
 from pycurator.testing.pytest_plugin import HANDLER_ENV, ZooKeeperTarget, handler_from_env
 
+from .aio_support import watched_paths
 from .support import SOON, RequestCounter, Worker, children, eventually
 
 #: kazoo's handler and ours must answer ``select`` alike.
@@ -361,6 +362,12 @@ def test_the_waiters_first_request_after_the_deletion_is_sent_by_the_thread_that
         try:
             worker.start()
             eventually(lambda: counter.counts["GetData"] == 1, what="the waiter watching")
+            # its watch set on the server: a release before it (the GetData answered with no
+            # node) has the waiting thread itself look again, rightly
+            eventually(
+                lambda: any(f"{path}/" in p for p in watched_paths(client)),
+                what="the watch on the holder's node",
+            )
             holder.release()
             worker.outcome()
         finally:
