@@ -397,6 +397,9 @@ class ScriptedServer:
     def send_held(self) -> None:
         """Nothing: see :meth:`hold_sends`."""
 
+    def read_answer(self, answer: Any, timeout: float | None) -> None:
+        """Nothing: the script answers each request as it is sent."""
+
     def send(self, request: Request) -> Answer:
         self.sent.append(request)
         self.log.append(("send", request))

@@ -1,6 +1,6 @@
 """The socket work of pycurator's connection loop (:class:`~pycurator._client.kazoo_internals.
-LeanConnection`), which needs nothing of kazoo: ZooKeeper's frame heads, a send that waits for
-room, and the loop's wake-up pair."""
+LeanConnection`), which needs nothing of kazoo: ZooKeeper's frame heads, a send and a read that
+keep the GIL, a send that waits for room, and the loop's wake-up pair."""
 
 from __future__ import annotations
 
@@ -23,8 +23,6 @@ REPLY_HEADER = struct.Struct("!iqi")
 WATCH_HEAD = struct.Struct("!iii")
 #: The most one read of the server's socket takes.
 READ_BLOCK = 65536
-#: A ``struct timeval``, as ``SO_RCVTIMEO`` takes it.
-TIMEVAL = struct.Struct("@ll")
 
 
 @functools.cache
@@ -75,6 +73,55 @@ def send_now(sock: socket.socket, data: bytes) -> int:
     raise OSError(error, os.strerror(error))
 
 
+@functools.cache
+def _libc_recv() -> tuple[Callable[[int, Any, int, int], int], Callable[[], int], Any] | None:
+    """The C library's ``recv``, called with the GIL held, how to read its ``errno``, and how
+    to make the buffer it reads into; None where there is none. Loaded on the first read."""
+    import ctypes
+
+    try:
+        libc = ctypes.PyDLL(None, use_errno=True)  # PyDLL: the GIL is kept across the call
+        recv = libc.recv
+    except (OSError, AttributeError):
+        return None
+    recv.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    recv.restype = ctypes.c_ssize_t
+    return recv, ctypes.get_errno, ctypes.create_string_buffer
+
+
+class Receiver:
+    """Reads of the (non-blocking) socket ``sock`` that never wait and keep the GIL, as
+    :func:`send_now` writes: the thread that reads what has arrived, woken by a ``poll``, does
+    not let another take the GIL in the middle of its turn (``socket.recv`` lets go of it
+    around the call). One thread reads at a time: the buffer is the reader's."""
+
+    __slots__ = ("_buffer", "_fd", "_libc", "_sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._fd = sock.fileno()
+        self._libc = _libc_recv()
+        self._buffer: Any = self._libc[2](READ_BLOCK) if self._libc is not None else None
+
+    def recv(self) -> bytes | None:
+        """What has arrived (up to :data:`READ_BLOCK` bytes; empty at the end of the stream),
+        or None if nothing has; an ``OSError`` if the socket fails."""
+        libc = self._libc
+        if libc is None:
+            try:
+                return self._sock.recv(READ_BLOCK)
+            except (BlockingIOError, InterruptedError):
+                return None
+        received = libc[0](self._fd, self._buffer, READ_BLOCK, socket.MSG_DONTWAIT)
+        if received >= 0:
+            data: bytes = self._buffer[:received]
+            return data
+        error = libc[1]()
+        if error in _NO_ROOM:
+            return None
+        raise OSError(error, os.strerror(error))
+
+
 def send_all(sock: socket.socket, data: bytes, timeout: float) -> None:
     """Send all of ``data`` on ``sock`` without blocking in the send itself (the socket may
     block, for its reader: :func:`send_now`), waiting for room (at most ``timeout`` seconds each
@@ -89,14 +136,6 @@ def send_all(sock: socket.socket, data: bytes, timeout: float) -> None:
                 raise TimeoutError("socket time-out during write")
             with contextlib.suppress(BlockingIOError):
                 sent += sock.send(view[sent:], _SEND_FLAGS)
-
-
-def set_receive_timeout(sock: socket.socket, seconds: float) -> None:
-    """Make a blocking ``recv`` on ``sock`` give up after ``seconds`` (``BlockingIOError``),
-    through the socket's own option, so that the wait costs one system call, not a ``poll``
-    and a ``recv``."""
-    micros = max(int(seconds * 1_000_000), 1)  # none at all would be no limit
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, TIMEVAL.pack(*divmod(micros, 1_000_000)))
 
 
 def raw_socket(sock: Any) -> tuple[socket.socket, bytes]:
@@ -157,11 +196,11 @@ __all__ = [
     "REPLY_HEADER",
     "REQUEST_HEAD",
     "WATCH_HEAD",
+    "Receiver",
     "Waker",
     "drain",
     "raw_socket",
     "send_all",
     "send_now",
-    "set_receive_timeout",
     "wake_pair",
 ]

@@ -128,6 +128,9 @@ class KazooTransport:
     def send_held(self) -> None:
         kazoo_internals.send_held(self.client)
 
+    def read_answer(self, answer: Any, timeout: float | None) -> None:
+        kazoo_internals.read_answer(self.client, answer, timeout)
+
     # -- the client's state ------------------------------------------------------------------
 
     def listen(self, listener: Callable[[str], object]) -> None:

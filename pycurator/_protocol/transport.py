@@ -127,6 +127,12 @@ class Transport(Protocol):
         """Write what the calling thread held since :meth:`hold_sends`, in the order it was
         sent, and stop holding; nothing if it holds nothing."""
 
+    def read_answer(self, answer: Pending, timeout: float | None) -> None:
+        """Read the connection on the calling thread until ``answer`` (of a request it sent)
+        has come or ``timeout`` seconds (None: no limit) have passed, if nobody else reads it,
+        so that the answer need not wake the thread; else return at once (as wherever the
+        connection has a reader of its own only). A blocking runner's wait calls it first."""
+
     # -- the client's state --------------------------------------------------------------------
 
     def listen(self, listener: Callable[[str], object]) -> None:

@@ -106,6 +106,8 @@ def run(transport: Transport, steps: Steps[T]) -> T:
             held.before(step)
             try:
                 if isinstance(step, Await):
+                    if not step.result.ready():  # read by the waiter, if nobody reads
+                        transport.read_answer(step.result, step.deadline.remaining())
                     value = wait_result(handler, step.result, step.deadline)
                 elif (effect := EFFECTS.get(type(step))) is not None:
                     value = effect(transport, step)

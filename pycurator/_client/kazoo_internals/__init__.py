@@ -63,7 +63,14 @@ from .client import (
     watchers,
 )
 from .loop import LeanConnection
-from .loop_choice import hold_sends, loop_refusal, send_held, use_lean_loop, uses_lean_loop
+from .loop_choice import (
+    hold_sends,
+    loop_refusal,
+    read_answer,
+    send_held,
+    use_lean_loop,
+    uses_lean_loop,
+)
 from .releases import CHECKED, checked, told_if_unchecked
 
 __all__ = [
@@ -81,6 +88,7 @@ __all__ = [
     "is_stopped",
     "loop_refusal",
     "observe_calls",
+    "read_answer",
     "reads_error",
     "send_held",
     "session_of",

@@ -43,16 +43,15 @@ from kazoo.protocol.states import KeeperState
 from ..._protocol import clock
 from ..sockets import (
     LENGTH,
-    READ_BLOCK,
     REPLY_HEADER,
     REQUEST_HEAD,
     drain,
     raw_socket,
     send_all,
-    set_receive_timeout,
     wake_pair,
 )
 from .events import read_watch_event
+from .reading import SessionReader
 
 #: ``ConnectionHandler._read_socket``'s answer once the server answered the close (which ends
 #: ``_connect_attempt``'s loop; kazoo 2.9.0 to 2.11.0), and the two test hooks ``_call`` may be
@@ -81,9 +80,9 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
     drop, listeners, watch resets).
 
     Replaced: once a session is made (at the end of ``_connect``), a calling thread writes its
-    own request (xid, the ``_pending`` entry and the send under one lock, :meth:`call`); the
-    loop thread waits in one blocking ``recv`` of up to :data:`READ_BLOCK` bytes, which takes
-    every frame that has arrived, until the next ping's time. Requests made while no session
+    own request (xid, the ``_pending`` entry and the send under one lock, :meth:`call`), and
+    reads its answer itself while nobody reads (``read_answer``); else the loop thread reads
+    what has arrived, woken by it or by the next ping's time. Requests made while no session
     is served (and kazoo's ``stop()``, which queues the close) go through kazoo's ``_queue``
     and the wake-up pair, whose writer sends them at once if a session is served
     (:meth:`_woken`), else they are sent in order once one is. A watch event is read once
@@ -102,6 +101,8 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         self._held = threading.local()  # a thread's requests held (see hold_sends), or None
         #: the server's socket while the loop serves a session (writers send on it), else None
         self._live: socket.socket | None = None
+        #: who reads it meanwhile (the loop thread, or a thread that waits for its answer)
+        self._reader: SessionReader | None = None
         #: the process that started the client: a forked child never writes on its socket
         self._pid = os.getpid()
         self._loop_thread = 0
@@ -295,17 +296,17 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         fails (raises). Writers send on the socket from when the requests queued meanwhile are
         sent until just before this returns or raises, so a drop fails every request written.
 
-        The loop thread waits in one blocking ``recv`` whose limit (``SO_RCVTIMEO``) is the next
-        ping's time: one system call a wake, where a ``poll`` would add one and another hand-off
-        of the GIL. What wakes it otherwise writes for itself (:meth:`_woken`)."""
+        The socket is read by one thread at a time (:class:`SessionReader`): this one, woken by
+        what arrives or by the next ping's time, or a thread that waits for its answer. What
+        wakes it otherwise writes for itself (:meth:`_woken`)."""
         sock, data = raw_socket(self._socket)
         wake = self._read_sock  # written meanwhile (see _woken), and emptied at the end
-        sock.setblocking(True)  # writers never wait in their send (MSG_DONTWAIT)
+        sock.setblocking(False)  # read once ready; writers never wait in their send
         jitter = random.randint(1, 40) / 100.0
         half = read_timeout / 2.0 - jitter
-        limit = 0.0  # the receive timeout set on the socket
         self._write_timeout = connect_timeout
         self._debug = self.logger.isEnabledFor(logging.DEBUG)
+        reader = None
         try:
             with self._writing:
                 self._loop_thread = threading.get_ident()
@@ -319,29 +320,20 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
                 if left is None:
                     return
                 data = left
+            reader = self._reader = SessionReader(sock, self._read_frames, data)
             while True:
                 if self._live is None:
                     raise self._ended or ConnectionDropped("socket connection broken")
-                wait = max(self._last_send + half - clock.monotonic(), jitter)
-                if abs(limit - wait) > wait * 0.1:  # set again only when it is far off
-                    limit = wait
-                    set_receive_timeout(sock, limit)
-                try:
-                    chunk = sock.recv(READ_BLOCK)
-                except BlockingIOError:  # the limit passed with nothing read
-                    if clock.monotonic() < self._last_send + half:
-                        continue  # a limit set a little short, or a send meanwhile
-                    if self.ping_outstanding.is_set():
-                        self.ping_outstanding.clear()
-                        raise ConnectionDropped("outstanding heartbeat ping not received") from None
-                else:
-                    if not chunk:
-                        raise self._ended or ConnectionDropped("socket connection broken")
-                    data = data + chunk if data else chunk
-                    rest = self._read_frames(data)
-                    if rest is None:
+                if reader.wait(max(self._last_send + half - clock.monotonic(), jitter)):
+                    try:
+                        reader.read()
+                    except ConnectionDropped:
+                        raise self._ended or ConnectionDropped("socket connection broken") from None
+                    if reader.closed:
                         return
-                    data = rest
+                elif clock.monotonic() >= self._last_send + half and self.ping_outstanding.is_set():
+                    self.ping_outstanding.clear()
+                    raise ConnectionDropped("outstanding heartbeat ping not received")
                 if self._deferred or self._woke:
                     with self._writing:
                         self._woke = False
@@ -359,9 +351,12 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
             with self._writing:
                 self._live = None
                 self._loop_thread = 0
+                self._reader = None
                 # made before the drop: queued first, failed with the queue as kazoo fails it
                 self.client._queue.extendleft(reversed(self._deferred))
                 self._deferred.clear()
+            if reader is not None:
+                reader.end()
             drain(wake)
 
     def _woken(self) -> None:
@@ -384,7 +379,7 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
                 self._send_queued(sock)
             except (SessionExpiredError, ConnectionDropped) as hook:
                 self._ended, self._live = hook, None
-                with contextlib.suppress(OSError):  # the loop's recv ends, and raises it
+                with contextlib.suppress(OSError):  # the loop's read ends, and raises it
                     sock.shutdown(socket.SHUT_RDWR)
 
     def _read_frames(self, data: bytes) -> bytes | None:

@@ -4,6 +4,10 @@ LeanConnection`) serves: :func:`use_lean_loop` gives it to a client before it st
 
 from __future__ import annotations
 
+import os
+import threading
+from typing import Any
+
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.protocol.connection import ConnectionHandler
@@ -77,4 +81,30 @@ def send_held(client: KazooClient) -> None:
         connection.send_held()
 
 
-__all__ = ["hold_sends", "loop_refusal", "send_held", "use_lean_loop", "uses_lean_loop"]
+def read_answer(client: KazooClient, answer: Any, timeout: float | None) -> None:
+    """Read ``client``'s connection on the calling thread until ``answer`` (of a request it
+    sent) has come or ``timeout`` seconds (None: no limit) have passed, when the connection is
+    pycurator's loop, serves a session and no other thread reads it
+    (:meth:`~pycurator._client.kazoo_internals.reading.SessionReader.read_until`); else
+    nothing, and the answer wakes the thread when it comes. Never on the loop thread, nor in
+    a forked child (its parent's socket)."""
+    connection = client._connection
+    if not isinstance(connection, LeanConnection):
+        return
+    reader = connection._reader
+    if (
+        reader is not None
+        and threading.get_ident() != connection._loop_thread
+        and os.getpid() == connection._pid
+    ):
+        reader.read_until(answer, timeout)
+
+
+__all__ = [
+    "hold_sends",
+    "loop_refusal",
+    "read_answer",
+    "send_held",
+    "use_lean_loop",
+    "uses_lean_loop",
+]
