@@ -18,6 +18,7 @@ from kazoo.exceptions import ConnectionClosedError, ConnectionLoss
 from kazoo.protocol.states import KazooState
 
 from pycurator import connect
+from pycurator._client import kazoo_internals
 from pycurator._client.kazoo_internals import reading, uses_lean_loop
 from pycurator._client.transport import transport_of
 from pycurator._protocol.deadline import Deadline, DeadlineExpired
@@ -270,3 +271,20 @@ def test_an_interruption_while_a_waiter_waits_for_the_socket_keeps_the_connectio
         proxy.heal()
     assert run(transport_of(client), read_by(zk_path, [])) == b"x"
     assert states == []  # never suspended
+
+
+def test_an_answer_another_thread_sets_ends_the_waiter_s_read_soon(
+    zk_server: ZooKeeperTarget, clients: list[KazooClient]
+) -> None:
+    """An answer given through another's (set by a worker, not by whoever reads) is seen
+    within :data:`~pycurator._client.kazoo_internals.reading.LOOK_AGAIN` of being set."""
+    client = started(clients, zk_server.hosts)
+    answer = client.handler.async_result()
+    timer = threading.Timer(0.2, answer.set, ("set",))
+    began = time.monotonic()
+    timer.start()
+    kazoo_internals.read_answer(client, answer, SOON)
+    timer.join()
+    assert answer.get_nowait() == "set"
+    assert reading.LOOK_AGAIN <= 0.1
+    assert time.monotonic() - began < 0.2 + 1.5  # not the SOON the read was allowed

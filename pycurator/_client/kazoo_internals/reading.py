@@ -32,6 +32,10 @@ from ..sockets import Receiver
 #: Whether a thread that waits for an answer may read it: the loop thread's wait can then be
 #: told to leave the socket to it (``epoll``'s interest changed from another thread).
 WAITERS_READ = hasattr(select, "epoll")
+#: The longest a waiter waits for the socket before it looks at its answer again: an answer
+#: set by another thread than the reader (one answered through another's) is seen this late
+#: at worst.
+LOOK_AGAIN = 0.02
 
 
 class SessionReader:
@@ -105,7 +109,9 @@ class SessionReader:
         seconds (None: no limit) have passed; nothing when another thread reads. A failed read
         ends the connection; so does an interruption (raised after) while what was read is
         handled, not one while the waiter waits for the socket."""
-        if not WAITERS_READ or not self._reading.acquire(False):
+        if not WAITERS_READ or not hasattr(answer, "link_inline"):
+            return  # (kazoo's own results: one may be answered by a worker, through another's)
+        if not self._reading.acquire(False):
             return
         try:
             if self._ended or self.failure is not None or self.closed:
@@ -121,14 +127,10 @@ class SessionReader:
     def _read_until(self, answer: Any, timeout: float | None) -> None:
         end = None if timeout is None else clock.monotonic() + timeout
         while not answer.ready() and not self.closed:
-            if end is None:
-                ready = self._waiter_wait.poll()
-            else:
-                left = end - clock.monotonic()
-                if left <= 0:
-                    return
-                ready = self._waiter_wait.poll(left * 1000.0)
-            if ready:
+            left = LOOK_AGAIN if end is None else min(end - clock.monotonic(), LOOK_AGAIN)
+            if left <= 0:
+                return
+            if self._waiter_wait.poll(left * 1000.0):
                 try:
                     self._read_once()
                 except BaseException as exc:
