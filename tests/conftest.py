@@ -6,12 +6,31 @@ import subprocess
 from collections.abc import Callable, Iterator
 
 import pytest
+from kazoo.client import KazooClient
 
 from pycurator._protocol.events import LockEventKind
-from pycurator.testing import ZooKeeperServer
+from pycurator.testing import FaultProxy, ZooKeeperServer
+from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .scripted_election import Scene, reported, scene_maker
 from .support import SOON, java_with
+
+
+@pytest.fixture
+def proxy(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:
+    """A fault proxy in front of the session's server (a module may make its own)."""
+    with FaultProxy(zk_server.hosts.split(",")[0]) as fault_proxy:
+        yield fault_proxy
+
+
+@pytest.fixture
+def clients() -> Iterator[list[KazooClient]]:
+    """Clients to stop and close at the end (a module may make its own)."""
+    made: list[KazooClient] = []
+    yield made
+    for client in made:
+        client.stop()
+        client.close()
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -53,22 +53,6 @@ def lean_client(hosts: str, **kwargs: Any) -> KazooClient:
     client = KazooClient(hosts=hosts, handler=handler, **kwargs)
     assert use_lean_loop(client)
     return client
-
-
-@pytest.fixture
-def proxy(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:
-    with FaultProxy(zk_server.hosts.split(",")[0]) as fault_proxy:
-        yield fault_proxy
-
-
-@pytest.fixture
-def clients() -> Iterator[list[KazooClient]]:
-    """Clients to stop and close at the end."""
-    made: list[KazooClient] = []
-    yield made
-    for client in made:
-        client.stop()
-        client.close()
 
 
 def started(clients: list[KazooClient], hosts: str, **kwargs: Any) -> KazooClient:

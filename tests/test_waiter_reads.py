@@ -9,7 +9,6 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,21 +30,6 @@ from pycurator.testing.pytest_plugin import ZooKeeperTarget
 from .support import SOON, STEADY_RECONNECT, eventually
 
 pytestmark = pytest.mark.skipif(not reading.WAITERS_READ, reason="waiters read with epoll only")
-
-
-@pytest.fixture
-def proxy(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:
-    with FaultProxy(zk_server.hosts.split(",")[0]) as fault_proxy:
-        yield fault_proxy
-
-
-@pytest.fixture
-def clients() -> Iterator[list[KazooClient]]:
-    made: list[KazooClient] = []
-    yield made
-    for client in made:
-        client.stop()
-        client.close()
 
 
 def started(clients: list[KazooClient], hosts: str) -> KazooClient:
@@ -133,6 +117,26 @@ def test_an_event_a_waiter_reads_reaches_its_watcher(
     assert not asker.is_alive()
 
 
+def asking(
+    clients: list[KazooClient], proxy: FaultProxy, path: str
+) -> tuple[KazooClient, threading.Thread, list[BaseException | bytes]]:
+    """A client through ``proxy`` that made ``path``, the proxy then made to answer nothing; a
+    thread (not started) that reads ``path`` on it through the blocking runner; and the list
+    its answer or its error goes to."""
+    client = started(clients, proxy.hosts)
+    client.create(path, b"x", makepath=True)
+    proxy.blackhole()
+    outcome: list[BaseException | bytes] = []
+
+    def ask() -> None:
+        try:
+            outcome.append(run(transport_of(client), read_by(path, [], timeout=4 * SOON)))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    return client, threading.Thread(target=ask), outcome
+
+
 def test_a_waiter_reading_keeps_its_deadline(
     proxy: FaultProxy, clients: list[KazooClient], zk_path: str
 ) -> None:
@@ -151,18 +155,7 @@ def test_a_waiter_reading_keeps_its_deadline(
 def test_a_drop_while_a_waiter_reads_fails_its_request_and_the_client_goes_on(
     proxy: FaultProxy, clients: list[KazooClient], zk_path: str
 ) -> None:
-    client = started(clients, proxy.hosts)
-    client.create(zk_path, b"x", makepath=True)
-    outcome: list[BaseException | bytes] = []
-
-    def ask() -> None:
-        try:
-            outcome.append(run(transport_of(client), read_by(zk_path, [], timeout=4 * SOON)))
-        except BaseException as exc:
-            outcome.append(exc)
-
-    proxy.blackhole()
-    asker = threading.Thread(target=ask)
+    client, asker, outcome = asking(clients, proxy, zk_path)
     began = time.monotonic()
     asker.start()
     time.sleep(0.3)  # the waiter reads (nothing comes)
@@ -179,18 +172,7 @@ def test_a_drop_while_a_waiter_reads_fails_its_request_and_the_client_goes_on(
 def test_a_stop_while_a_waiter_reads_ends_its_wait_at_once(
     proxy: FaultProxy, clients: list[KazooClient], zk_path: str
 ) -> None:
-    client = started(clients, proxy.hosts)
-    client.create(zk_path, b"x", makepath=True)
-    outcome: list[BaseException | bytes] = []
-
-    def ask() -> None:
-        try:
-            outcome.append(run(transport_of(client), read_by(zk_path, [], timeout=4 * SOON)))
-        except BaseException as exc:
-            outcome.append(exc)
-
-    proxy.blackhole()
-    asker = threading.Thread(target=ask)
+    client, asker, outcome = asking(clients, proxy, zk_path)
     asker.start()
     time.sleep(0.3)
     began = time.monotonic()

@@ -25,20 +25,28 @@ WATCH_HEAD = struct.Struct("!iii")
 READ_BLOCK = 65536
 
 
+def _libc_call(name: str, pointer: Any) -> Any:
+    """The C library's function ``name`` (``(fd, pointer, size, flags) -> ssize_t``), called
+    with the GIL held (``PyDLL``), its ``errno`` kept; None where there is none."""
+    import ctypes
+
+    try:
+        function = getattr(ctypes.PyDLL(None, use_errno=True), name)
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = (ctypes.c_int, pointer, ctypes.c_size_t, ctypes.c_int)
+    function.restype = ctypes.c_ssize_t
+    return function
+
+
 @functools.cache
 def _libc_send() -> tuple[Callable[[int, bytes, int, int], int], Callable[[], int]] | None:
     """The C library's ``send``, called with the GIL held, and how to read its ``errno``; None
     where there is none. Loaded on the first send, not at import."""
     import ctypes
 
-    try:
-        libc = ctypes.PyDLL(None, use_errno=True)  # PyDLL: the GIL is kept across the call
-        send = libc.send
-    except (OSError, AttributeError):
-        return None
-    send.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int)
-    send.restype = ctypes.c_ssize_t
-    return send, ctypes.get_errno
+    send = _libc_call("send", ctypes.c_char_p)
+    return None if send is None else (send, ctypes.get_errno)
 
 
 #: A send that never waits, and raises no SIGPIPE on a socket the server closed (where the
@@ -79,14 +87,8 @@ def _libc_recv() -> tuple[Callable[[int, Any, int, int], int], Callable[[], int]
     to make the buffer it reads into; None where there is none. Loaded on the first read."""
     import ctypes
 
-    try:
-        libc = ctypes.PyDLL(None, use_errno=True)  # PyDLL: the GIL is kept across the call
-        recv = libc.recv
-    except (OSError, AttributeError):
-        return None
-    recv.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    recv.restype = ctypes.c_ssize_t
-    return recv, ctypes.get_errno, ctypes.create_string_buffer
+    recv = _libc_call("recv", ctypes.c_void_p)
+    return None if recv is None else (recv, ctypes.get_errno, ctypes.create_string_buffer)
 
 
 class Receiver:
