@@ -7,6 +7,7 @@ of the loop's does, and the client goes on."""
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 import time
 from typing import Any
@@ -270,3 +271,46 @@ def test_an_answer_another_thread_sets_ends_the_waiter_s_read_soon(
     assert answer.get_nowait() == "set"
     assert reading.LOOK_AGAIN <= 0.1
     assert time.monotonic() - began < 0.2 + 1.5  # not the SOON the read was allowed
+
+
+class _NeverReady:
+    """An answer that never comes, of the kind a waiter reads for (the fast handler's)."""
+
+    link_inline = True
+
+    def ready(self) -> bool:
+        return False
+
+
+def test_the_loop_thread_never_waits_for_a_waiter_s_read() -> None:
+    """The loop thread woken by what arrives as a waiter begins to read leaves it to the
+    waiter, which handles it, instead of waiting for the waiter's answer (its pings go on)."""
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    handled: list[tuple[int, bytes]] = []
+
+    def frames(data: bytes) -> bytes:
+        handled.append((threading.get_ident(), data))
+        return b""
+
+    reader = reading.SessionReader(ours, frames, b"")
+    waiter = threading.Thread(target=reader.read_until, args=(_NeverReady(), 2.0))
+    try:
+        waiter.start()
+        eventually(lambda: reader._reading.locked(), what="the waiter reads")
+        theirs.sendall(b"frame")
+        began = time.monotonic()
+        reader.read()  # the loop thread's read, woken by the frame
+        assert time.monotonic() - began < 0.5  # not the waiter's 2 s
+        eventually(lambda: handled != [], what="the frame handled")
+        assert handled == [(waiter.ident, b"frame")]
+        waiter.join(2 * SOON)
+        assert not waiter.is_alive()
+        theirs.sendall(b"next")
+        reader.read()  # nobody reads now: the loop thread does
+        assert handled[1:] == [(threading.get_ident(), b"next")]
+    finally:
+        waiter.join(2 * SOON)
+        reader.end()
+        ours.close()
+        theirs.close()

@@ -80,13 +80,19 @@ class SessionReader:
         return False
 
     def read(self) -> None:
-        """The loop thread's read of what has arrived, once no waiter reads: the failure of a
-        waiter's read raised, and a drop as ``ConnectionDropped``."""
-        with self._reading:
+        """The loop thread's read of what has arrived, unless a waiter reads: it handles what
+        arrives meanwhile, and the socket wakes the loop thread again once it is handed back,
+        so the loop thread never waits for a waiter's answer (and its pings go on). The
+        failure of a waiter's read raised, and a drop as ``ConnectionDropped``."""
+        if not self._reading.acquire(False):
+            return
+        try:
             if self.failure is not None:
                 raise _raised(self.failure)
             if not self.closed:
                 self._read_once()
+        finally:
+            self._reading.release()
 
     def _read_once(self) -> None:
         chunk = self._receiver.recv()
