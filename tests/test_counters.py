@@ -5,7 +5,7 @@ every change whoever makes it, and an update never applied twice, a lost answer'
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from kazoo.client import KazooClient
@@ -27,7 +27,6 @@ from pycurator._client.transport import transport_of
 from pycurator._recipes.atomic import AtomicSteps
 from pycurator._threads.runner import run
 from pycurator.testing import FaultProxy
-from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .support import SOON, ClientFactory, children, eventually
 
@@ -58,12 +57,6 @@ class Told:
         with self._changed:
             self._changed.wait_for(lambda: len(self.counts) >= len(counts), SOON)
             return list(self.counts)
-
-
-@pytest.fixture
-def proxy(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:
-    with FaultProxy(zk_server.hosts.split(",")[0]) as made:
-        yield made
 
 
 def test_a_shared_count_is_four_big_endian_bytes_seeded_once(

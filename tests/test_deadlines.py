@@ -158,12 +158,6 @@ def test_the_with_exit_does_not_wait_for_a_dead_server(
     assert time.monotonic() - start < DELETE_WAIT + SLACK
 
 
-@pytest.fixture
-def proxy(zk_server: Any) -> Iterator[FaultProxy]:
-    with FaultProxy(zk_server.hosts.split(",")[0]) as fault_proxy:
-        yield fault_proxy
-
-
 def test_a_server_that_stops_answering_does_not_hold_acquire_past_its_deadline(
     proxy: FaultProxy, zk_client_factory: ClientFactory, zk_path: str
 ) -> None:

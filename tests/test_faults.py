@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 from kazoo.client import KazooClient
@@ -12,19 +11,11 @@ from kazoo.protocol.states import KazooState
 
 from pycurator import InterProcessMutex
 from pycurator.testing import ClientFactory, FaultProxy, ZooKeeperServer
-from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .support import SOON, STEADY_RECONNECT, Worker, children, eventually, restart_behind
 
 #: After each scenario, no lock node is left in the server's dump of ephemerals by session.
 pytestmark = pytest.mark.usefixtures("zk_no_orphans")
-
-
-@pytest.fixture
-def proxy(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:
-    """A fault proxy in front of the test server (its first member)."""
-    with FaultProxy(zk_server.hosts.split(",")[0]) as fault_proxy:
-        yield fault_proxy
 
 
 def _states(client: KazooClient) -> list[str]:

@@ -22,7 +22,6 @@ import pycurator.aio.zkrecipes
 import pycurator.zkrecipes
 from pycurator._protocol.transport import SESSION_EXPIRED
 from pycurator.testing import ClientFactory, FaultProxy
-from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .parity.actors import Actor
 from .parity.fronts import FRONTS, Front
@@ -41,13 +40,6 @@ LATE = 3.0
 #: Seconds each chunk takes through the proxy while the leader lists again: its listing is
 #: still on its way when the connection is cut.
 SLOW = 0.5
-
-
-@pytest.fixture
-def proxy(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:
-    """A proxy in front of the test server (its first member)."""
-    with FaultProxy(zk_server.hosts.split(",")[0]) as made:
-        yield made
 
 
 @pytest.fixture(params=FRONTS)

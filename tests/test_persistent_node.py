@@ -10,7 +10,6 @@ import functools
 import logging
 import math
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -87,12 +86,6 @@ def test_a_client_not_started_or_stopped_is_refused(
         node.wait_for_initial_create(SOON)
     node.close()
     assert zk_client_factory().exists(zk_path) is None
-
-
-@pytest.fixture
-def proxy(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:
-    with FaultProxy(zk_server.hosts.split(",")[0]) as fault_proxy:
-        yield fault_proxy
 
 
 def holds(client: KazooClient, path: str, data: bytes) -> bool:

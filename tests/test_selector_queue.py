@@ -13,7 +13,6 @@ import pytest
 
 from pycurator import LeaderSelector, Leadership, aio
 from pycurator.testing import ClientFactory, FaultProxy, expire_kazoo_session
-from pycurator.testing.pytest_plugin import ZooKeeperTarget
 
 from .aio_support import run, until
 from .support import SOON, STEADY_RECONNECT, children, eventually
@@ -35,12 +34,6 @@ class Turn:
 
 
 @pytest.fixture
-def front(zk_server: ZooKeeperTarget) -> Iterator[FaultProxy]:
-    with FaultProxy(zk_server.hosts.split(",")[0]) as proxy:
-        yield proxy
-
-
-@pytest.fixture
 def selectors() -> Iterator[list[LeaderSelector]]:
     made: list[LeaderSelector] = []
     yield made
@@ -51,15 +44,15 @@ def selectors() -> Iterator[list[LeaderSelector]]:
 
 def queue_behind_a_leader(
     zk_client_factory: ClientFactory,
-    front: FaultProxy,
+    proxy: FaultProxy,
     path: str,
     selectors: list[LeaderSelector],
     **options: object,
 ) -> tuple[Turn, LeaderSelector, Turn]:
-    """A leader on a direct connection, and a selector queued behind it through ``front``."""
+    """A leader on a direct connection, and a selector queued behind it through ``proxy``."""
     leader_turn, queued_turn = Turn(), Turn()
     leader = LeaderSelector(zk_client_factory(), path, leader_turn, "leader")
-    client = zk_client_factory(hosts=front.hosts, timeout=30.0, connection_retry=STEADY_RECONNECT)
+    client = zk_client_factory(hosts=proxy.hosts, timeout=30.0, connection_retry=STEADY_RECONNECT)
     queued = LeaderSelector(client, path, queued_turn, "queued", **options)  # type: ignore[arg-type]
     selectors += [leader, queued]
     leader.start()
@@ -72,16 +65,16 @@ def queue_behind_a_leader(
 
 def test_a_connection_blip_ends_a_queued_attempt_under_the_standard_policy(
     zk_client_factory: ClientFactory,
-    front: FaultProxy,
+    proxy: FaultProxy,
     zk_path: str,
     selectors: list[LeaderSelector],
 ) -> None:
     path = f"{zk_path}/leader"
     leader_turn, queued, queued_turn = queue_behind_a_leader(
-        zk_client_factory, front, path, selectors
+        zk_client_factory, proxy, path, selectors
     )
     observer = zk_client_factory()
-    front.drop_connections()
+    proxy.drop_connections()
     eventually(lambda: len(children(observer, path)) == 1, what="the queued node deleted")
     leader_turn.give_up.set()
     eventually(lambda: children(observer, path) == [], what="the leader's term over")
@@ -92,16 +85,16 @@ def test_a_connection_blip_ends_a_queued_attempt_under_the_standard_policy(
 
 def test_a_connection_blip_keeps_a_queued_attempt_under_the_session_policy(
     zk_client_factory: ClientFactory,
-    front: FaultProxy,
+    proxy: FaultProxy,
     zk_path: str,
     selectors: list[LeaderSelector],
 ) -> None:
     path = f"{zk_path}/leader"
     leader_turn, queued, queued_turn = queue_behind_a_leader(
-        zk_client_factory, front, path, selectors, connection_policy="session"
+        zk_client_factory, proxy, path, selectors, connection_policy="session"
     )
     node = queued.our_path
-    front.drop_connections()
+    proxy.drop_connections()
     leader_turn.give_up.set()
     assert queued_turn.led.wait(SOON)
     assert queued.our_path == node  # the same place in the queue
@@ -110,13 +103,13 @@ def test_a_connection_blip_keeps_a_queued_attempt_under_the_session_policy(
 
 def test_a_session_expiry_ends_a_queued_attempt_under_the_session_policy(
     zk_client_factory: ClientFactory,
-    front: FaultProxy,
+    proxy: FaultProxy,
     zk_path: str,
     selectors: list[LeaderSelector],
 ) -> None:
     path = f"{zk_path}/leader"
     leader_turn, queued, queued_turn = queue_behind_a_leader(
-        zk_client_factory, front, path, selectors, connection_policy="session"
+        zk_client_factory, proxy, path, selectors, connection_policy="session"
     )
     expire_kazoo_session(queued.client)
     leader_turn.give_up.set()
@@ -127,16 +120,16 @@ def test_a_session_expiry_ends_a_queued_attempt_under_the_session_policy(
 
 def test_auto_requeue_queues_again_after_the_blip_ended_the_attempt(
     zk_client_factory: ClientFactory,
-    front: FaultProxy,
+    proxy: FaultProxy,
     zk_path: str,
     selectors: list[LeaderSelector],
 ) -> None:
     path = f"{zk_path}/leader"
     leader_turn, queued, queued_turn = queue_behind_a_leader(
-        zk_client_factory, front, path, selectors, auto_requeue=True
+        zk_client_factory, proxy, path, selectors, auto_requeue=True
     )
     node = queued.our_path
-    front.drop_connections()
+    proxy.drop_connections()
     eventually(lambda: queued.our_path not in (None, node), what="queued again with a new node")
     leader_turn.give_up.set()
     assert queued_turn.led.wait(SOON)
@@ -146,7 +139,7 @@ def test_auto_requeue_queues_again_after_the_blip_ended_the_attempt(
 @pytest.mark.parametrize("policy", ["standard", "session"])
 def test_an_asyncio_queued_selector_follows_the_same_rule_through_a_blip(
     zk_client_factory: ClientFactory,
-    front: FaultProxy,
+    proxy: FaultProxy,
     zk_path: str,
     selectors: list[LeaderSelector],
     policy: str,
@@ -159,7 +152,7 @@ def test_an_asyncio_queued_selector_follows_the_same_rule_through_a_blip(
     selectors.append(leader)
     leader.start()
     assert leader_turn.led.wait(SOON)
-    client = zk_client_factory(hosts=front.hosts, timeout=30.0, connection_retry=STEADY_RECONNECT)
+    client = zk_client_factory(hosts=proxy.hosts, timeout=30.0, connection_retry=STEADY_RECONNECT)
     observer = zk_client_factory()
 
     async def main() -> None:
@@ -179,7 +172,7 @@ def test_an_asyncio_queued_selector_follows_the_same_rule_through_a_blip(
         await queued.start()
         await until(lambda: queued.our_path is not None, "queued behind the leader")
         node = queued.our_path
-        front.drop_connections()
+        proxy.drop_connections()
         if policy == "standard":
             await until(lambda: len(children(observer, path)) == 1, "the queued node deleted")
         leader_turn.give_up.set()
