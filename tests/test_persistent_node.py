@@ -203,6 +203,9 @@ def test_a_node_under_an_ephemeral_one_is_made_once_that_ones_session_ends(
             node.wait_for_initial_create(SOON)
         owner.stop()
         eventually(lambda: zk.exists(f"{zk_path}/parent/n") is not None, what="made")
+        # the server may have it before the node's own client reads the create's answer; till
+        # then the wait rightly tells the failure that is being tried again
+        eventually(lambda: node.actual_path is not None, what="its create's answer read")
         assert node.wait_for_initial_create(SOON)
 
 
