@@ -28,11 +28,11 @@ from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 from .._protocol.deadline import Deadline, DeadlineExpired
 from .._protocol.discovery import ServiceInstance
 from .._protocol.errors import ServiceNotRegisteredError
-from .._protocol.registration import NodeRecord, instance_keys, node_path
+from .._protocol.registration import instance_keys, node_path
 from .._protocol.steps import IsConnected, NewSignal, SessionId, Steps, WaitSignal
 from .._protocol.transport import Signal, Transport, runs_inline
 from .._protocol.waits import DELETE_WAIT, RETRYABLE, connected_steps
-from .registration_nodes import Keeping, Key, Registration, apply_steps, delete_steps
+from .registration_nodes import Keeping, Key, Registration, apply_steps, remove_steps
 
 log = logging.getLogger("pycurator")
 
@@ -171,44 +171,35 @@ class Registrar:
             if entry is None or entry.want is None:
                 return
             number = self._wish(entry, None, b"")
-            record = entry.record
             # the usual case, a node we made and nobody else works on: its one delete
-            quick = record is not None and not entry.busy and entry.pending is None
+            quick = entry.record is not None and not entry.busy and entry.pending is None
             quick = quick and not entry.check and not entry.look
             if quick:
                 entry.busy = True
         deadline = Deadline(DELETE_WAIT)
-        if (
-            quick
-            and record is not None
-            and (yield from self._deleted_steps(entry, record, number, deadline))
-        ):
+        if quick and (yield from self._deleted_steps(entry, number, deadline)):
             return
         yield from self._removed_steps([(entry, number)], deadline)
 
-    def _deleted_steps(
-        self, entry: Registration, record: NodeRecord, number: int, deadline: Deadline
-    ) -> Steps[bool]:
-        """Wish ``number`` of ``entry`` (which we hold), to have no node, made true at once
-        by deleting ``record``'s node while connected in its session: whether it was. Else
-        (not connected, another session, an error) it is left to the general sync
-        (:meth:`_removed_steps`), which looks at the node first."""
+    def _deleted_steps(self, entry: Registration, number: int, deadline: Deadline) -> Steps[bool]:
+        """Wish ``number`` of ``entry`` (which we hold, with its record), to have no node,
+        made true at once by deleting the node we made while connected in its session:
+        whether it was. Else (not connected, another session, an error) it is left to the
+        general sync (:meth:`_removed_steps`), which looks at the node first."""
         done = False
         try:
             session = yield SessionId()
-            if (yield IsConnected()) and not record.outlived(session):
-                path, version, mode = record.path, record.version, record.mode
-                yield from delete_steps(path, version, deadline, mode, session)
+            record = entry.record
+            if record is not None and (yield IsConnected()) and not record.outlived(session):
+                yield from remove_steps(entry, session, deadline)
                 done = True
         except Exception:
             pass
         finally:
-            with self._lock:
-                if done:
-                    entry.record = None
-                else:
+            if not done:
+                with self._lock:
                     entry.check = True
-            if done:
+            else:
                 self._settle(entry, number, None)
             self._release(entry)
         return done
@@ -230,7 +221,8 @@ class Registrar:
         if not (yield IsConnected()):
             self._defer(wishes)
             return
-        deadline = deadline or Deadline(DELETE_WAIT)
+        if deadline is None:
+            deadline = Deadline(DELETE_WAIT)
         for index, (entry, number) in enumerate(wishes):
             try:
                 yield from self._settled_steps(entry, number, deadline)
