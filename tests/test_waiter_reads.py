@@ -314,3 +314,49 @@ def test_the_loop_thread_never_waits_for_a_waiter_s_read() -> None:
         reader.end()
         ours.close()
         theirs.close()
+
+
+def test_what_arrives_wakes_the_loop_thread_once_until_it_is_read() -> None:
+    """The loop thread is told once of what arrives: woken while a waiter reads (its read then
+    left to the waiter), it sleeps on instead of being woken again and again, a spin that
+    kept the waiter from the CPU for milliseconds. Whoever reads next lets the socket wake it
+    again, and so does a wait that ends with nobody reading: nothing is left unread."""
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    handled: list[bytes] = []
+
+    def frames(data: bytes) -> bytes:
+        handled.append(data)
+        return b""
+
+    class _AnsweredBy:
+        link_inline = True
+
+        def __init__(self, frame: bytes) -> None:
+            self.frame = frame
+
+        def ready(self) -> bool:
+            return self.frame in handled
+
+    reader = reading.SessionReader(ours, frames, b"")
+    try:
+        theirs.sendall(b"one")
+        assert reader.wait(SOON)
+        began = time.monotonic()
+        assert not reader.wait(0.3)  # told once, though still unread
+        assert time.monotonic() - began >= 0.25
+        assert reader.wait(SOON)  # the wait ended with nobody reading: told again
+        reader.read()
+        assert handled == [b"one"]
+        theirs.sendall(b"two")
+        assert reader.wait(SOON)  # the loop thread's read let it wake the loop again
+        waiter = threading.Thread(target=reader.read_until, args=(_AnsweredBy(b"two"), SOON))
+        waiter.start()
+        waiter.join(2 * SOON)
+        assert handled == [b"one", b"two"]
+        theirs.sendall(b"three")
+        assert reader.wait(SOON)  # and so did the waiter's
+    finally:
+        reader.end()
+        ours.close()
+        theirs.close()

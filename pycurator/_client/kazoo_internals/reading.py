@@ -36,6 +36,9 @@ WAITERS_READ = hasattr(select, "epoll")
 #: set by another thread than the reader (one answered through another's) is seen this late
 #: at worst.
 LOOK_AGAIN = 0.02
+#: The loop thread's interest in the socket: woken once, then not again until armed again by
+#: the thread that read last, so that a loop thread woken while a waiter reads does not spin.
+_ARMED = (select.EPOLLIN | select.EPOLLONESHOT) if WAITERS_READ else 0
 
 
 class SessionReader:
@@ -58,7 +61,7 @@ class SessionReader:
         self.failure: BaseException | None = None
         if WAITERS_READ:
             self._loop_wait: Any = select.epoll()
-            self._loop_wait.register(self._fd, select.EPOLLIN)
+            self._loop_wait.register(self._fd, _ARMED)
             self._waiter_wait = select.poll()  # one waiter reads at a time
             self._waiter_wait.register(self._fd, select.POLLIN)
         else:
@@ -71,10 +74,10 @@ class SessionReader:
         if not WAITERS_READ:
             return bool(self._loop_wait.poll(seconds * 1000.0))
         if self._loop_wait.poll(seconds):
-            return True
+            return True  # and the socket no longer wakes the loop until it is armed again
         if self._reading.acquire(False):  # nobody reads: the socket wakes the loop again
             try:  # (a waiter interrupted as it handed it back may have left it asleep)
-                self._loop_wait.modify(self._fd, select.EPOLLIN)
+                self._loop_wait.modify(self._fd, _ARMED)
             finally:
                 self._reading.release()
         return False
@@ -85,7 +88,7 @@ class SessionReader:
         so the loop thread never waits for a waiter's answer (and its pings go on). The
         failure of a waiter's read raised, and a drop as ``ConnectionDropped``."""
         if not self._reading.acquire(False):
-            return
+            return  # the waiter arms the socket again once it has let go
         try:
             if self.failure is not None:
                 raise _raised(self.failure)
@@ -93,6 +96,7 @@ class SessionReader:
                 self._read_once()
         finally:
             self._reading.release()
+            self._arm()
 
     def _read_once(self) -> None:
         chunk = self._receiver.recv()
@@ -123,12 +127,17 @@ class SessionReader:
             if self._ended or self.failure is not None or self.closed:
                 return
             self._loop_wait.modify(self._fd, 0)  # the loop thread sleeps on
-            try:
-                self._read_until(answer, timeout)
-            finally:
-                self._loop_wait.modify(self._fd, select.EPOLLIN)
+            self._read_until(answer, timeout)
         finally:
             self._reading.release()
+            self._arm()
+
+    def _arm(self) -> None:
+        """Let the socket wake the loop thread once more, by whoever has just read (after it
+        let go: a wake that found it reading is not lost, and wakes the loop again)."""
+        if WAITERS_READ:
+            with contextlib.suppress(ValueError, OSError):  # (ended meanwhile: wait closed)
+                self._loop_wait.modify(self._fd, _ARMED)
 
     def _read_until(self, answer: Any, timeout: float | None) -> None:
         end = None if timeout is None else clock.monotonic() + timeout
