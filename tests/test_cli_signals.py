@@ -68,10 +68,10 @@ def test_a_signal_to_the_process_holding_the_lock_reaches_the_command(
     passes its status on; the lock is released."""
     command = EXIT_ON_INT.replace("SIGINT", stop.name)
     process = subprocess.Popen(
-        [sys.executable, "-m", "pycurator", "lock", "--hosts", zk_server.hosts, zk_path, "--",
-         *python_command(command)],
+        [sys.executable, "-m", "pycurator", "-v", "lock", "--hosts", zk_server.hosts, zk_path,
+         "--", *python_command(command)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        env=cli_env(), start_new_session=True,
+        env=cli_env(PYTHONFAULTHANDLER="1"), start_new_session=True,
     )  # fmt: skip
     processes.append(process)
     assert process.stdout is not None
@@ -79,7 +79,12 @@ def test_a_signal_to_the_process_holding_the_lock_reaches_the_command(
     ready.start()
     assert ready.outcome(SOON) == "ready\n"
     process.send_signal(stop)
-    _, stderr = process.communicate(timeout=SOON)
+    try:
+        _, stderr = process.communicate(timeout=SOON)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)  # the fault handler prints every thread's stack
+        _, stderr = process.communicate(timeout=SOON)
+        pytest.fail(f"still running {SOON:g}s after {stop.name}, aborted:\n{stderr}")
     assert process.returncode == 42, stderr
     eventually(lambda: not children(zk, zk_path), what="the lock node was deleted")
 
