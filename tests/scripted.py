@@ -139,7 +139,16 @@ class Land:
     """While the protocol waits: the late answers held back so far land, in order."""
 
 
-Entry = Reply | Owes | Forgets | Fire | State | Stop | Timeout | Land
+@dataclass(frozen=True)
+class Interrupt:
+    """While the protocol awaits a late answer: ``error`` is thrown in (a cancellation,
+    Ctrl-C); with ``lands``, late answers land in the next wait for one (the clean-up's)."""
+
+    error: type[BaseException] = KeyboardInterrupt
+    lands: bool = False
+
+
+Entry = Reply | Owes | Forgets | Fire | State | Stop | Timeout | Land | Interrupt
 
 
 # -- the server ----------------------------------------------------------------------------------
@@ -247,6 +256,7 @@ class ScriptedServer:
         #: how many times the client had the server drop a watch (see :class:`Reply`)
         self.removals = 0
         self._held: list[Answer] = []
+        self._land_next = False  # an Interrupt's late answers land in the next wait for one
         #: the first way the protocol departed from the script: raised by :meth:`run` and
         #: :meth:`finish` even if the protocol swallowed it (a callback's ``except Exception``)
         self.failure: AssertionError | None = None
@@ -327,7 +337,7 @@ class ScriptedServer:
 
     def land(self) -> None:
         """The answers held back so far land, in order (their linked callbacks run)."""
-        held, self._held = self._held, []
+        held, self._held, self._land_next = self._held, [], False
         for answer in held:
             answer.land()
 
@@ -349,6 +359,13 @@ class ScriptedServer:
     def _await(self, answer: Any) -> Any:
         assert isinstance(answer, Answer), f"not a scripted answer: {answer!r}"
         self.log.append(("await", answer.reply.request))
+        interrupt = self.script[0] if self.script and not answer.ready() else None
+        if isinstance(interrupt, Interrupt):
+            del self.script[0]
+            self._land_next = interrupt.lands
+            raise interrupt.error()
+        if not answer.ready() and self._land_next:
+            self.land()
         if not answer.ready():
             raise DeadlineExpired()
         return answer.get_nowait()

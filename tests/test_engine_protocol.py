@@ -7,6 +7,7 @@ on a real server in test_mutex.py, test_faults.py and the rest.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +20,7 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
+from pycurator._client.callback_runner import Cancelled
 from pycurator._client.transport import KazooTransport, transport_of
 from pycurator._protocol import wire
 from pycurator._protocol.deadline import Deadline
@@ -40,6 +42,7 @@ from .scripted import (
     WATCHED,
     Fire,
     Forgets,
+    Interrupt,
     Owes,
     Reply,
     ScriptedServer,
@@ -240,6 +243,42 @@ def test_a_foreign_child_that_sorts_ahead_is_waited_for(engine: LockEngine) -> N
         session=SESSION,
     )
     assert server.run(engine.acquire_steps(5)) is None
+    server.finish()
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, asyncio.CancelledError, Cancelled])
+def test_an_acquire_stopped_with_its_create_on_its_way_deletes_the_node_before_it_ends(
+    engine: LockEngine, error: type[BaseException]
+) -> None:
+    """Ctrl-C, a task's cancellation, a selector's close: it finds no node of ours after."""
+    server = ScriptedServer(
+        [
+            Reply(create(), (path(name(3)), stat(30, SESSION)), late=True),
+            Reply(LISTING, [name(3)], late=True),
+            Interrupt(error, lands=True),  # the create's answer comes in the clean-up's wait
+            Reply(DeleteNode(path(name(3)))),
+        ],
+        session=SESSION,
+    )
+    with pytest.raises(error):
+        server.run(engine.acquire_steps(5))
+    server.finish()
+
+
+def test_a_create_unanswered_after_a_stop_is_undone_when_it_lands(engine: LockEngine) -> None:
+    server = ScriptedServer(
+        [
+            Reply(create(), (path(name(3)), stat(30, SESSION)), late=True),
+            Reply(LISTING, [name(3)], late=True),
+            Interrupt(),  # and no answer within the clean-up's wait (DELETE_WAIT)
+            Owes(path(name(3))),  # once the create lands
+        ],
+        session=SESSION,
+    )
+    with pytest.raises(KeyboardInterrupt):
+        server.run(engine.acquire_steps(5))
+    assert server.script == [Owes(path(name(3)))]  # nothing owed before it lands
+    server.land()
     server.finish()
 
 

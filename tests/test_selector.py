@@ -226,6 +226,24 @@ def test_a_suspended_connection_cancels_leadership_under_the_standard_policy(
     eventually(lambda: children(client, path) == [], what="node deleted once lead returned")
 
 
+def test_a_close_with_the_create_on_its_way_returns_once_the_node_it_made_is_gone(
+    front: FaultProxy, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    """Not made after close() said the node was gone: a Java participant never lists it."""
+    path = f"{zk_path}/leader"
+    observer = zk_client_factory()
+    observer.ensure_path(path)
+    front.latency = 0.1  # the create is still on its way when close() is called
+    selector = LeaderSelector(zk_client_factory(hosts=front.hosts), path, lambda _: None, "a")
+    selector.start()
+    assert selector.close(SOON) is True
+    made: list[str] = []
+    assert observer.get_children(path, watch=lambda event: made.append(event.path)) == []
+    front.latency = 0.0
+    threading.Event().wait(0.5)  # a create or delete still on its way has landed by now
+    assert made == [] and children(observer, path) == []
+
+
 def test_close_while_waiting_deletes_the_node_and_while_leading_once_lead_returns(
     zk_client_factory: ClientFactory, zk_path: str, selectors: list[LeaderSelector]
 ) -> None:

@@ -37,6 +37,7 @@ from .._protocol.steps import (
 )
 from .._protocol.transport import Signal, Transport
 from .._protocol.waits import (
+    DELETE_WAIT,
     RETRYABLE,
     connected_steps,
     delete_node_steps,
@@ -136,8 +137,9 @@ class LockNodes:
         a waiter never holds a listing, not even one waiting to be read.
 
         Raises :class:`DeadlineExpired` when the deadline passes first; a create still on its
-        way then (or when the wait is interrupted) is undone when it lands. Whatever error ends
-        this call, no node of ours is left: one made before the error is deleted first.
+        way then is undone when it lands. One whose wait is interrupted or cancelled is waited
+        for (:data:`DELETE_WAIT` at most) and undone before the error goes on. Whatever error
+        ends this call, no node of ours is left: one made before the error is deleted first.
         """
         driver = driver or self.driver
         deadline = deadline.for_requests()
@@ -179,12 +181,13 @@ class LockNodes:
                     continue
                 except RETRYABLE:
                     raise  # the node may be made: the next try looks for it by its prefix
-                except BaseException:
-                    # the deadline passed, or the wait was interrupted (perhaps just as the
-                    # answer came): undo what the create made, now or when it lands
+                except DeadlineExpired:  # never waited past: undone when it lands
                     create.rawlink(
                         functools.partial(self._undo_late_create, transport, prefix, claims)
                     )
+                    raise
+                except BaseException:  # interrupted or cancelled (a selector's close)
+                    yield from self._undo_steps(create, transport, prefix, claims)
                     raise
                 node = LockNode(self._child_path(created), stat.czxid, stat.ephemeralOwner)
                 if naming.session and node.session_id != session_id:
@@ -222,6 +225,34 @@ class LockNodes:
         """The client's path of our node, from the one the server answers a create with (a
         child of the lock path, whatever the chroot)."""
         return wire.join_path(self.base_path, wire.node_name(server_path))
+
+    def _undo_steps(
+        self, create: Any, transport: Transport, prefix: str, claims: dict[str, object] | None
+    ) -> Steps[None]:
+        """Undo a create whose wait was interrupted or cancelled: its answer is waited for
+        (:data:`DELETE_WAIT` at most) and what it made deleted before the steps end, so that
+        whoever stopped them (a selector's close) finds no node of ours made after it; undone
+        when it lands if it does not come in time, or if this wait is interrupted too."""
+        undo = functools.partial(self._undo_late_create, transport, prefix, claims)
+        if not create.ready():
+            try:
+                yield Await(create, Deadline(DELETE_WAIT))
+            except Exception:
+                pass  # answered with an error, or not in time: seen below
+            except BaseException:
+                create.rawlink(undo)
+                raise
+        if not create.ready():
+            create.rawlink(undo)
+            return
+        try:
+            created, _ = create.get_nowait()
+        except (ConnectionLoss, OperationTimeoutError):
+            transport.start(self._orphans_steps(prefix, claims))
+            return
+        except Exception:
+            return  # nothing was made, or it went with its session
+        yield from self.delete_steps(self._child_path(created))
 
     def _undo_late_create(
         self, transport: Transport, prefix: str, claims: dict[str, object] | None, result: Any
