@@ -245,27 +245,31 @@ class LockNodes:
         if not create.ready():
             create.rawlink(undo)
             return
-        try:
-            created, _ = create.get_nowait()
-        except (ConnectionLoss, OperationTimeoutError):
-            transport.start(self._orphans_steps(prefix, claims))
-            return
-        except Exception:
-            return  # nothing was made, or it went with its session
-        yield from self.delete_steps(self._child_path(created))
+        made = self._made_by(transport, prefix, claims, create)
+        if made is not None:
+            yield from self.delete_steps(made)
 
     def _undo_late_create(
         self, transport: Transport, prefix: str, claims: dict[str, object] | None, result: Any
     ) -> None:
         """A create we stopped waiting for has been answered: undo what it made."""
+        made = self._made_by(transport, prefix, claims, result)
+        if made is not None:
+            transport.owe_delete(made)
+
+    def _made_by(
+        self, transport: Transport, prefix: str, claims: dict[str, object] | None, result: Any
+    ) -> str | None:
+        """The path of the node an answered create made, or None: nothing was made, it went
+        with its session, or its answer was lost (then a search for it by ``prefix`` starts)."""
         try:
             created, _ = result.get_nowait()
         except (ConnectionLoss, OperationTimeoutError):
             transport.start(self._orphans_steps(prefix, claims))
+            return None
         except Exception:
-            return  # nothing was made, or it went with its session
-        else:
-            transport.owe_delete(self._child_path(created))
+            return None
+        return self._child_path(created)
 
     def _find_lost(
         self, prefix: str, deadline: Deadline, claims: dict[str, object] | None
