@@ -10,7 +10,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from pycurator import aio
-from pycurator.testing import ClientFactory
+from pycurator.testing import ClientFactory, FaultProxy
 
 from .aio_support import run, until
 from .support import SOON, children, eventually
@@ -133,3 +133,31 @@ def test_a_selector_requeued_while_its_term_ends_leads_again(zk: KazooClient, zk
 
     run(main())
     eventually(lambda: children(zk, zk_path) == [], what="the selector's node gone")
+
+
+def test_a_close_with_the_create_on_its_way_returns_once_the_node_it_made_is_gone(
+    proxy: FaultProxy, zk_client_factory: ClientFactory, zk_path: str
+) -> None:
+    """The asyncio twin of the threaded selector's: the term's task, cancelled by close() while
+    its create is on its way, deletes what the create made before close() returns True."""
+    path = f"{zk_path}/leader"
+    observer = zk_client_factory()
+    observer.ensure_path(path)
+    client = zk_client_factory(hosts=proxy.hosts)
+    proxy.latency = 0.1  # the create is still on its way when close() is called
+
+    async def lead(leadership: aio.Leadership) -> None:
+        return None
+
+    async def main() -> None:
+        selector = aio.LeaderSelector(client, path, lead, "a")
+        await selector.start()
+        await asyncio.sleep(0.02)  # the term's task has sent its create
+        assert await selector.close(SOON) is True
+
+    run(main())
+    made: list[str] = []
+    assert observer.get_children(path, watch=lambda event: made.append(event.path)) == []
+    proxy.latency = 0.0
+    threading.Event().wait(0.5)  # a create or delete still on its way has landed by now
+    assert made == [] and children(observer, path) == []
