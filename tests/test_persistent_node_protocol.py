@@ -9,7 +9,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kazoo.exceptions import ConnectionLoss, NoAuthError, NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    ConnectionLoss,
+    NoAuthError,
+    NoChildrenForEphemeralsError,
+    NodeExistsError,
+    NoNodeError,
+)
 from kazoo.protocol.states import EventType, KazooState
 
 from pycurator._client.callback_runner import Cancelled
@@ -253,3 +259,19 @@ def test_no_right_to_create_is_kept_as_failed_until_news_brings_a_try_that_succe
     )
     assert isinstance(failed[0], NoAuthError) and failed[1] is None
     assert keeper.created
+
+
+def test_a_failure_tried_again_on_its_timer_is_no_longer_told_while_the_try_is_on_its_way() -> None:
+    """A waiter that comes while the next create is out hears how it ends, not the last one."""
+    keeper = Keeper(f"{BASE}/under-ephemeral", CreateMode.EPHEMERAL, b"d")
+    failed: list[Any] = []
+    run(
+        keeper,
+        Reply(create(f"{BASE}/under-ephemeral", b"d"), error=NoChildrenForEphemeralsError()),
+        Call(lambda: failed.append(keeper.failed)),
+        Timeout(),  # the retry's timer: an ephemeral parent's end brings no news
+        Reply(create(f"{BASE}/under-ephemeral", b"d"), made(f"{BASE}/under-ephemeral"), late=True),
+        Call(lambda: failed.append(keeper.failed)),
+        Stop(),
+    )
+    assert isinstance(failed[0], NoChildrenForEphemeralsError) and failed[1] is None

@@ -209,6 +209,7 @@ class Keeper:
                 # an ephemeral parent goes with its session, and no news tells it
                 again = ERROR_RETRY_DELAY if isinstance(exc, NoChildrenForEphemeralsError) else None
                 yield WaitSignal(wake, again)
+                self.failed = None  # tried again: a waiter hears how it ends
                 continue
             except Exception as exc:
                 level = logging.DEBUG if type(exc) is type(self.error) else logging.ERROR
