@@ -43,6 +43,7 @@ from kazoo.handlers.utils import fileobj_to_fd
 
 from ._client import kazoo_internals
 from ._handler_sockets import BufferedSocket, WakeWriter
+from ._protocol import clock
 from ._protocol.steps import link_inline
 from ._protocol.transport import INLINE_MARK, runs_inline
 
@@ -75,6 +76,8 @@ class _InlineLinkedResult(AsyncResult):  # type: ignore[misc]
     :func:`link_inline`)."""
 
     _inline: Callable[[Any], None] | None = None
+    #: how a thread that waits may read the answer itself (see :meth:`read_by`)
+    _read: Callable[[Any, float | None], None] | None = None
 
     def __init__(self, handler: Any) -> None:  # kazoo's __init__ would make a Condition
         self._handler = handler
@@ -99,6 +102,14 @@ class _InlineLinkedResult(AsyncResult):  # type: ignore[misc]
         if self._exception is not _UNSET:
             self._run_inline()
 
+    def read_by(self, read: Callable[[Any, float | None], None]) -> None:
+        """Let a thread that waits for the answer read it itself, until it is answered:
+        ``read(self, timeout)`` returns once it has come or ``timeout`` seconds (None: no
+        limit) have passed, or at once when it cannot read (another thread reads). Given by
+        pycurator's connection loop to the result of each request it sends, so that a kazoo
+        call's answer (``get``, ``set``, ``delete``...) wakes no other thread."""
+        self._read = read
+
     def set(self, value: Any = None) -> None:
         self.value = value
         self._answer(None)
@@ -107,6 +118,7 @@ class _InlineLinkedResult(AsyncResult):  # type: ignore[misc]
         self._answer(exception)
 
     def _answer(self, exception: BaseException | None) -> None:
+        self._read = None  # (the connection is not kept by an answered result)
         with _LINKS:
             self._exception = exception
             gate, callbacks = self._gate, self._callbacks
@@ -129,6 +141,14 @@ class _InlineLinkedResult(AsyncResult):  # type: ignore[misc]
     def wait(self, timeout: float | None = None) -> bool:
         if self._exception is not _UNSET:
             return True
+        read = self._read
+        if read is not None:
+            end = None if timeout is None else clock.monotonic() + timeout
+            read(self, timeout)
+            if self._exception is not _UNSET:
+                return True
+            if end is not None:
+                timeout = end - clock.monotonic()
         with _LINKS:
             if self._exception is not _UNSET:
                 return True

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import socket
+import statistics
 import threading
 import time
 from typing import Any
@@ -23,7 +24,7 @@ from pycurator._client.kazoo_internals import reading, uses_lean_loop
 from pycurator._client.transport import transport_of
 from pycurator._protocol.deadline import Deadline, DeadlineExpired
 from pycurator._protocol.requests import GetData
-from pycurator._protocol.steps import Await, OnAnswer, Outcome, Send, Steps
+from pycurator._protocol.steps import Await, OnAnswer, Outcome, Send, Steps, link_inline
 from pycurator._threads.runner import run
 from pycurator.testing import FaultProxy
 from pycurator.testing.pytest_plugin import ZooKeeperTarget
@@ -118,6 +119,33 @@ def test_an_event_a_waiter_reads_reaches_its_watcher(
     assert not asker.is_alive()
 
 
+def test_a_thread_waiting_for_a_kazoo_call_reads_its_answer(
+    zk_server: ZooKeeperTarget, clients: list[KazooClient], zk_path: str
+) -> None:
+    """kazoo's own calls (``get``, ``set``, ``delete``...: a result the connection answers)
+    are read by the thread that waits for them, as the runner's are; one kazoo answers
+    through another's (``create``, on its callback worker) is still told to its waiter."""
+    client = started(clients, zk_server.hosts)
+    client.create(zk_path, b"here", makepath=True)
+    readers: list[int] = []
+    for _ in range(20):
+        kazoo_internals.hold_sends(client)  # linked before it can be answered
+        try:
+            answer = client.get_async(zk_path)
+            assert link_inline(answer, lambda _: readers.append(threading.get_ident()))
+        finally:
+            kazoo_internals.send_held(client)
+        assert answer.get(timeout=SOON)[0] == b"here"
+    assert len(readers) == 20
+    assert readers.count(threading.get_ident()) >= 15
+    took = []
+    for index in range(21):
+        began = time.monotonic()
+        client.create(f"{zk_path}/n{index}", b"made")
+        took.append(time.monotonic() - began)
+    assert statistics.median(took) < reading.LOOK_AGAIN / 2  # it did not look again only then
+
+
 def asking(
     clients: list[KazooClient], proxy: FaultProxy, path: str
 ) -> tuple[KazooClient, threading.Thread, list[BaseException | bytes]]:
@@ -141,6 +169,8 @@ def asking(
 def test_a_waiter_reading_keeps_its_deadline(
     proxy: FaultProxy, clients: list[KazooClient], zk_path: str
 ) -> None:
+    """The runner's deadline, and a kazoo call's timeout (not a read's time and then the
+    wait's again); the answer that comes later is handled."""
     client = started(clients, proxy.hosts)
     client.create(zk_path, b"x", makepath=True)
     proxy.blackhole()
@@ -149,8 +179,14 @@ def test_a_waiter_reading_keeps_its_deadline(
         with pytest.raises(DeadlineExpired):
             run(transport_of(client), read_by(zk_path, [], timeout=0.5))
         assert 0.45 <= time.monotonic() - began < 0.5 + SOON / 2
+        answer = client.get_async(zk_path)
+        began = time.monotonic()
+        with pytest.raises(client.handler.timeout_exception):
+            answer.get(timeout=1.0)
+        assert 0.95 <= time.monotonic() - began < 1.6
     finally:
         proxy.heal()
+    assert answer.get(timeout=SOON)[0] == b"x"
 
 
 def test_a_drop_while_a_waiter_reads_fails_its_request_and_the_client_goes_on(

@@ -16,11 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import (
-    AuthFailedError,
-    ConnectionDropped,
-    SessionExpiredError,
-)
+from kazoo.exceptions import AuthFailedError, ConnectionDropped, SessionExpiredError
 from kazoo.protocol import connection as _kazoo_connection
 from kazoo.protocol.connection import (
     AUTH_XID,
@@ -41,15 +37,7 @@ from kazoo.protocol.serialization import (
 from kazoo.protocol.states import KeeperState
 
 from ..._protocol import clock
-from ..sockets import (
-    LENGTH,
-    REPLY_HEADER,
-    REQUEST_HEAD,
-    drain,
-    raw_socket,
-    send_all,
-    wake_pair,
-)
+from ..sockets import LENGTH, REPLY_HEADER, REQUEST_HEAD, drain, raw_socket, send_all, wake_pair
 from .events import read_watch_event
 from .reading import SessionReader
 
@@ -144,11 +132,23 @@ class LeanConnection(ConnectionHandler):  # type: ignore[misc]
         if request is _SESSION_EXPIRED or request is _CONNECTION_DROP:
             with self._writing:
                 return self._kazoo_call(request, async_object)
+        read_by = getattr(async_object, "read_by", None)
+        if read_by is not None:  # the thread that waits for the answer may read it
+            read_by(self.read_answer)
         held: list[tuple[Any, Any]] | None = getattr(self._held, "requests", None)
         if held is not None:
             held.append((request, async_object))
             return None
         return self._write_requests(((request, async_object),))
+
+    def read_answer(self, answer: Any, timeout: float | None) -> None:
+        """Read on the calling thread until ``answer`` has come or ``timeout`` seconds (None: no
+        limit) have passed, while a session is served and no other thread reads (see
+        :meth:`SessionReader.read_until`); never on the loop thread, nor in a forked child."""
+        reader = self._reader
+        mine = threading.get_ident() != self._loop_thread and os.getpid() == self._pid
+        if reader is not None and mine:
+            reader.read_until(answer, timeout)
 
     def hold_sends(self) -> None:
         """Hold the calling thread's requests until :meth:`send_held` writes them together, in

@@ -4,8 +4,6 @@ LeanConnection`) serves: :func:`use_lean_loop` gives it to a client before it st
 
 from __future__ import annotations
 
-import os
-import threading
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -89,15 +87,8 @@ def read_answer(client: KazooClient, answer: Any, timeout: float | None) -> None
     nothing, and the answer wakes the thread when it comes. Never on the loop thread, nor in
     a forked child (its parent's socket)."""
     connection = client._connection
-    if not isinstance(connection, LeanConnection):
-        return
-    reader = connection._reader
-    if (
-        reader is not None
-        and threading.get_ident() != connection._loop_thread
-        and os.getpid() == connection._pid
-    ):
-        reader.read_until(answer, timeout)
+    if isinstance(connection, LeanConnection):
+        connection.read_answer(answer, timeout)
 
 
 __all__ = [
