@@ -147,11 +147,11 @@ def test_a_thread_waiting_for_a_kazoo_call_reads_its_answer(
 
 
 def asking(
-    clients: list[KazooClient], proxy: FaultProxy, path: str
+    clients: list[KazooClient], proxy: FaultProxy, path: str, kazoo: bool = False
 ) -> tuple[KazooClient, threading.Thread, list[BaseException | bytes]]:
     """A client through ``proxy`` that made ``path``, the proxy then made to answer nothing; a
-    thread (not started) that reads ``path`` on it through the blocking runner; and the list
-    its answer or its error goes to."""
+    thread (not started) that reads ``path`` on it through the blocking runner (or, with
+    ``kazoo``, through kazoo's own ``get``); and the list its answer or its error goes to."""
     client = started(clients, proxy.hosts)
     client.create(path, b"x", makepath=True)
     proxy.blackhole()
@@ -159,7 +159,10 @@ def asking(
 
     def ask() -> None:
         try:
-            outcome.append(run(transport_of(client), read_by(path, [], timeout=4 * SOON)))
+            if kazoo:
+                outcome.append(client.get_async(path).get(timeout=4 * SOON)[0])
+            else:
+                outcome.append(run(transport_of(client), read_by(path, [], timeout=4 * SOON)))
         except BaseException as exc:
             outcome.append(exc)
 
@@ -189,10 +192,11 @@ def test_a_waiter_reading_keeps_its_deadline(
     assert answer.get(timeout=SOON)[0] == b"x"
 
 
+@pytest.mark.parametrize("kazoo", [False, True], ids=["runner", "kazoo-call"])
 def test_a_drop_while_a_waiter_reads_fails_its_request_and_the_client_goes_on(
-    proxy: FaultProxy, clients: list[KazooClient], zk_path: str
+    proxy: FaultProxy, clients: list[KazooClient], zk_path: str, kazoo: bool
 ) -> None:
-    client, asker, outcome = asking(clients, proxy, zk_path)
+    client, asker, outcome = asking(clients, proxy, zk_path, kazoo)
     began = time.monotonic()
     asker.start()
     time.sleep(0.3)  # the waiter reads (nothing comes)
@@ -206,10 +210,11 @@ def test_a_drop_while_a_waiter_reads_fails_its_request_and_the_client_goes_on(
     assert client.get(zk_path)[0] == b"x"
 
 
+@pytest.mark.parametrize("kazoo", [False, True], ids=["runner", "kazoo-call"])
 def test_a_stop_while_a_waiter_reads_ends_its_wait_at_once(
-    proxy: FaultProxy, clients: list[KazooClient], zk_path: str
+    proxy: FaultProxy, clients: list[KazooClient], zk_path: str, kazoo: bool
 ) -> None:
-    client, asker, outcome = asking(clients, proxy, zk_path)
+    client, asker, outcome = asking(clients, proxy, zk_path, kazoo)
     asker.start()
     time.sleep(0.3)
     began = time.monotonic()
